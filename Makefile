@@ -1,0 +1,237 @@
+# rrr - storage protocols over RDMA, in user space.
+#
+#   make            build librrr.so, librrr.a and the programs into $(BUILD)/
+#   make test       install missing Debian packages, build, run every test
+#   make demo       install missing Debian packages, run the soft-provider demo
+#   make help       list every target
+#
+# GNU make only. Sources are discovered by directory (see "Layout" below), so
+# adding a file needs no Makefile change.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+VERSION_MAJOR := 0
+VERSION := 0.1.0
+
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+CLANG ?= clang
+BUILD ?= build
+PREFIX ?= /usr/local
+DESTDIR ?=
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
+ifneq ($(WERROR)$(CI),)
+WARN += -Werror
+endif
+
+OPT ?= -O2 -g
+SANITIZE ?=
+SANFLAGS :=
+ifneq ($(SANITIZE),)
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+ifeq ($(SANITIZE),undefined)
+SANFLAGS += -fno-sanitize-recover=undefined
+endif
+OPT := -O1 -g
+endif
+
+CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE
+CFLAGS += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread $(SANFLAGS) \
+	  -MMD -MP $(EXTRA_CFLAGS)
+LDFLAGS += -pthread $(SANFLAGS)
+LIBS := -libverbs -lrdmacm -lurcu-memb -lurcu-common -lm
+
+# ---------------------------------------------------------------- layout
+# Library: xdr/, transport/ (+ soft/, verbs/), server/*.c, client/*.c
+LIB_SRCS := $(sort $(wildcard xdr/*.c transport/*.c transport/soft/*.c \
+		transport/verbs/*.c server/*.c client/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+
+# Programs: one directory each.
+PROG_rrr-server := server/fs
+PROG_rrr-client := client/cli
+PROG_rrr-bench := bench
+PROG_rrr-devcheck := transport/verbs/devcheck
+PROGRAMS := rrr-server rrr-client rrr-bench rrr-devcheck
+define prog_srcs
+$(sort $(wildcard $(PROG_$(1))/*.c))
+endef
+PROG_BINS := $(foreach p,$(PROGRAMS),$(if $(call prog_srcs,$(p)),$(BUILD)/$(p)))
+
+# Tests: every directory under tests/ except fuzz/ and vm/ becomes one
+# Criterion binary $(BUILD)/tests/<dir>; tests/<dir>/helpers/*.c (if any)
+# are linked in too.
+TEST_DIRS := $(filter-out fuzz vm,$(notdir $(patsubst %/,%,$(wildcard tests/*/))))
+TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*.c),$(BUILD)/tests/$(d)))
+
+SONAME := librrr.so.$(VERSION_MAJOR)
+SO := $(BUILD)/librrr.so.$(VERSION)
+AR_LIB := $(BUILD)/librrr.a
+
+# ---------------------------------------------------------------- build
+.PHONY: all lib programs tests
+all: lib programs
+lib: $(SO) $(AR_LIB)
+programs: $(PROG_BINS)
+tests: $(TEST_BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(AR_LIB): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(SO): $(LIB_OBJS) librrr.map
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=librrr.map \
+		-Wl,--no-undefined $(LDFLAGS) -o $@ $(LIB_OBJS) $(LIBS)
+	ln -sf librrr.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $(BUILD)/librrr.so
+
+define prog_rule
+$(BUILD)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(call prog_srcs,$(1))) $(AR_LIB)
+	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(AR_LIB) $$(LIBS)
+endef
+$(foreach p,$(PROGRAMS),$(eval $(call prog_rule,$(p))))
+
+define test_rule
+$(BUILD)/tests/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(sort $$(wildcard tests/$(1)/*.c tests/$(1)/helpers/*.c))) $(AR_LIB)
+	@mkdir -p $$(@D)
+	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(AR_LIB) -lcriterion $$(LIBS)
+endef
+$(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------- set-up
+# Debian packages the project needs; `make deps` installs the missing ones.
+DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev \
+	    libcriterion-dev rdma-core clang libclang-rt-14-dev valgrind tshark \
+	    libnfs-utils gnuplot-nox
+DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
+	       nfs-kernel-server nfs-common rpcbind
+
+.PHONY: deps deps-vm
+deps:
+	@scripts/deps.sh $(DEB_PKGS)
+deps-vm:
+	@scripts/deps.sh $(DEB_PKGS_VM)
+
+# ---------------------------------------------------------------- tests
+# RRR_BUILD tells integration tests where the programs are.
+CRITERION_OPTS ?= --jobs 2
+.PHONY: test check test-unit test-example
+test: deps
+	$(MAKE) all tests
+	$(MAKE) check
+
+check: test-unit test-example
+
+test-unit: all tests
+	@set -e; for t in $(TEST_BINS); do \
+		echo "== $$t"; \
+		RRR_BUILD=$(abspath $(BUILD)) $$t $(CRITERION_OPTS); \
+	done
+
+# The embedding example, built only against an installed librrr.
+test-example: all
+	@scripts/test-example.sh $(BUILD)
+
+# ---------------------------------------------------------------- sanitizers
+.PHONY: asan ubsan tsan
+asan:
+	$(MAKE) BUILD=build-asan SANITIZE=address test-unit
+ubsan:
+	$(MAKE) BUILD=build-ubsan SANITIZE=undefined test-unit
+tsan:
+	$(MAKE) BUILD=build-tsan SANITIZE=thread CRITERION_OPTS="--jobs 1" test-unit
+
+# ---------------------------------------------------------------- fuzzing
+FUZZ_TIME ?= 30
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build-fuzz/obj/%.o)
+FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) -pthread -fsanitize=fuzzer-no-link,address,undefined
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BINS)
+fuzz: fuzz-build
+	@set -e; for f in $(FUZZ_BINS); do \
+		n=$$(basename $$f); c=tests/fuzz/corpus/$${n#fuzz_}; \
+		mkdir -p build-fuzz/corpus/$$n; \
+		echo "== $$n for $(FUZZ_TIME)s"; \
+		$$f -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+			-artifact_prefix=build-fuzz/$$n- build-fuzz/corpus/$$n $$c 2>&1 | tail -n 4; \
+		test $${PIPESTATUS[0]} -eq 0; \
+	done
+
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
+
+build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
+	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJS) -o $@ $(LIBS)
+
+# ---------------------------------------------------------------- demo, bench, vm
+.PHONY: demo bench test-vm bench-vm
+demo: deps
+	$(MAKE) all
+	scripts/demo.sh $(BUILD)
+
+bench: deps
+	$(MAKE) all
+	scripts/bench.sh $(BUILD)
+
+test-vm: deps deps-vm
+	$(MAKE) all tests
+	tests/vm/run.sh $(BUILD)
+
+bench-vm: deps deps-vm
+	$(MAKE) all
+	tests/vm/run.sh --bench $(BUILD)
+
+# ---------------------------------------------------------------- install
+.PHONY: install uninstall
+install: lib programs
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/rrr $(DESTDIR)$(BINDIR)
+	install -m 0755 $(SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf librrr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/librrr.so
+	install -m 0644 $(AR_LIB) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 include/rrr/*.h $(DESTDIR)$(INCLUDEDIR)/rrr/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    rrr.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/rrr.pc
+	for p in $(PROG_BINS); do install -m 0755 $$p $(DESTDIR)$(BINDIR)/; done
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/librrr.so* $(DESTDIR)$(LIBDIR)/librrr.a
+	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/rrr.pc
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/rrr
+	for p in $(PROGRAMS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
+
+# ---------------------------------------------------------------- housekeeping
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+.PHONY: format format-check clean help
+format:
+	clang-format -i $(FORMAT_FILES)
+format-check:
+	clang-format --dry-run -Werror $(FORMAT_FILES)
+
+clean:
+	rm -rf build build-asan build-ubsan build-tsan build-fuzz
+
+help:
+	@echo "targets: all deps test demo install uninstall asan ubsan tsan fuzz bench"
+	@echo "         test-vm bench-vm format format-check clean"
+	@echo "vars:    BUILD=$(BUILD) PREFIX=$(PREFIX) DESTDIR= WERROR=1 FUZZ_TIME=$(FUZZ_TIME)"

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rrr/client.h - ONC RPC client over RPC-over-RDMA v1 (or plain TCP).
+ *
+ * A struct rrr_clnt is one connection to one server. Calls carry their own
+ * program/version/procedure, XDR encode/decode callbacks and, optionally, a
+ * DDP payload: a scatterlist that is the SOURCE of bulk data sent to the
+ * server (e.g. NFS WRITE: read chunk) or the SINK of bulk data the server
+ * returns (e.g. NFS READ: write chunk). On RDMA the payload is registered
+ * right before the call and invalidated before the call completes: the
+ * caller never sees a completed call whose memory is still exposed.
+ *
+ * Threads: a client handle is safe to use from several threads at once.
+ * Completion callbacks run on the client's internal progress thread; they
+ * must not block for long and may submit new calls.
+ *
+ * Lifetimes: the struct rrr_call, its args, res and payload buffers belong
+ * to the caller and must stay valid until the call completes (callback ran,
+ * or the sync call returned). If rrr_clnt_call_async() fails, the callback
+ * is never called and the call was not sent.
+ *
+ * Errors (call status): 0; -ETIMEDOUT timeout; -ECANCELED cancelled;
+ * -ECONNRESET connection lost (not retried); -EBADMSG undecodable reply;
+ * -EPROTO RPC-level error (see call->rpc_stat); -EREMOTEIO RDMA_ERROR reply;
+ * -EMSGSIZE the call cannot be conveyed with the negotiated sizes.
+ */
+#ifndef RRR_CLIENT_H
+#define RRR_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <rrr/oncrpc.h>
+#include <rrr/provider.h>
+#include <rrr/stats.h>
+#include <rrr/xdr.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+
+struct rrr_clnt;
+
+struct rrr_clnt_opts {
+	const char *transport;     /* "rdma" (default) or "tcp" */
+	const char *provider;      /* "soft" (default) or "verbs" */
+	const char *provider_opts; /* see rrr_device_open() */
+	const char *host;          /* server address (required) */
+	const char *port;          /* default "20049" */
+	uint32_t max_requests;     /* local credit ceiling, default 32 */
+	uint32_t inline_send;      /* default 4096 (RFC 8797 max 256 KiB) */
+	uint32_t inline_recv;      /* default 4096 */
+	uint32_t max_segs;         /* registrations per chunk, default 16 */
+	int timeout_ms;            /* default call timeout, default 30000 */
+	int connect_timeout_ms;    /* default 10000 */
+	bool no_remote_inv;        /* do not offer Send With Invalidate */
+	bool persistent_reg;       /* UNSAFE, benchmarks only: one long-lived
+				    * registration, never invalidated */
+	bool bounce;               /* benchmarks: copy through pre-registered buffers */
+};
+
+/* Fill defaults. */
+void rrr_clnt_opts_init(struct rrr_clnt_opts *opts);
+
+enum rrr_ddp_dir {
+	RRR_DDP_NONE = 0,
+	RRR_DDP_TO_SERVER,   /* payload is a source (read chunk / inline) */
+	RRR_DDP_FROM_SERVER, /* payload is a sink (write chunk / inline copy) */
+};
+
+typedef int (*rrr_xdr_encode_fn)(struct rrr_xdr *xdr, const void *args);
+typedef int (*rrr_xdr_decode_fn)(struct rrr_xdr *xdr, void *res);
+
+struct rrr_call {
+	uint32_t prog, vers, proc;
+	const struct rrr_rpc_cred *cred;   /* NULL: AUTH_NONE */
+	rrr_xdr_encode_fn encode;          /* uses rrr_xdr_encode_payload() for the payload */
+	const void *args;
+	rrr_xdr_decode_fn decode;          /* uses rrr_xdr_decode_payload() for the payload */
+	void *res;
+	enum rrr_ddp_dir ddp;
+	const struct iovec *payload;       /* source or sink */
+	unsigned npayload;
+	uint32_t reply_hint;               /* expected max reply size w/o payload; 0 = unknown */
+	int timeout_ms;                    /* 0: the client's default */
+	bool idempotent;                   /* may be retried once on a new connection */
+	/* results, set when the call completes */
+	uint32_t rpc_stat;                 /* accept_stat or reject info when -EPROTO */
+	uint32_t payload_len;              /* bytes of payload received (FROM_SERVER) */
+	/* private to the library */
+	void *priv;
+};
+
+typedef void (*rrr_call_done_fn)(struct rrr_call *call, int status, void *arg);
+
+/* Connect; MAY BLOCK up to connect_timeout_ms. Errors carry a message in
+ * rrr_last_error(): -ECONNREFUSED, -EHOSTUNREACH, -ETIMEDOUT, -ENODEV ... */
+int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out);
+/* Fails outstanding calls with -ECANCELED (after invalidating their MRs),
+ * disconnects and frees. MAY BLOCK. */
+void rrr_clnt_destroy(struct rrr_clnt *clnt);
+/* Submit; never blocks for credits (queues instead). */
+int rrr_clnt_call_async(struct rrr_clnt *clnt, struct rrr_call *call, rrr_call_done_fn done,
+			void *arg);
+/* Synchronous wrapper: returns the call status. MAY BLOCK. */
+int rrr_clnt_call(struct rrr_clnt *clnt, struct rrr_call *call);
+/* Cancel: returns once the call's MRs are invalid; its callback runs (or
+ * the sync call returns) with -ECANCELED unless it already completed.
+ * -ENOENT if the call is not outstanding. MAY BLOCK. */
+int rrr_clnt_cancel(struct rrr_clnt *clnt, struct rrr_call *call);
+/* Snapshot of the connection counters. Thread-safe. */
+void rrr_clnt_stats(struct rrr_clnt *clnt, struct rrr_xprt_stats *st);
+/* Negotiated parameters, for tools. */
+uint32_t rrr_clnt_max_payload(const struct rrr_clnt *clnt);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RRR_CLIENT_H */

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* rrr/rrr.h - umbrella header: everything a program embedding rrr needs. */
+#ifndef RRR_RRR_H
+#define RRR_RRR_H
+
+#include <rrr/xdr.h>
+#include <rrr/oncrpc.h>
+#include <rrr/rpcrdma.h>
+#include <rrr/provider.h>
+#include <rrr/reg.h>
+#include <rrr/stats.h>
+#include <rrr/client.h>
+#include <rrr/server.h>
+
+#define RRR_VERSION_MAJOR 0
+#define RRR_VERSION_MINOR 1
+#define RRR_VERSION_PATCH 0
+#define RRR_VERSION_STRING "0.1.0"
+
+#endif

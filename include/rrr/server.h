@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rrr/server.h - ONC RPC server over RPC-over-RDMA v1 and plain TCP.
+ *
+ * Register program dispatch tables, add listeners (RDMA on a provider, TCP
+ * with record marking), then run. Worker threads (default: one per CPU)
+ * each own a set of connections and run handlers to completion.
+ *
+ * A handler gets the decoded call header (req), the argument stream
+ * positioned after the RPC header, and a result stream positioned after the
+ * accepted-reply header. It decodes its args (DDP-eligible items with
+ * rrr_xdr_decode_payload(): on RDMA the library has already pulled read
+ * chunks into server buffers), encodes its results (DDP-eligible items
+ * with rrr_xdr_encode_payload(): on RDMA the library pushes them through
+ * the client's write chunk) and returns:
+ *    0                       SUCCESS: results were encoded
+ *    RRR_SVC_GARBAGE_ARGS    args did not decode
+ *    RRR_SVC_SYSTEM_ERR      internal failure (e.g. out of memory)
+ *    RRR_SVC_DROP            send no reply at all
+ * Result payload buffers must stay valid until the reply is sent: allocate
+ * them with rrr_svc_req_alloc(), which frees them when the request ends.
+ *
+ * Threads: a handler runs on one worker thread; handlers of different
+ * connections run concurrently, so shared state needs the program's lock.
+ */
+#ifndef RRR_SERVER_H
+#define RRR_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <rrr/oncrpc.h>
+#include <rrr/stats.h>
+#include <rrr/xdr.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+
+struct rrr_svc;
+struct rrr_svc_req;
+
+#define RRR_SVC_GARBAGE_ARGS 1
+#define RRR_SVC_SYSTEM_ERR 2
+#define RRR_SVC_DROP 3
+
+typedef int (*rrr_svc_handler_fn)(struct rrr_svc_req *req, struct rrr_xdr *args,
+				  struct rrr_xdr *res);
+
+struct rrr_svc_proc {
+	const char *name;          /* for logs and counters */
+	rrr_svc_handler_fn fn;     /* NULL: PROC_UNAVAIL */
+};
+
+struct rrr_svc_program {
+	uint32_t prog;
+	uint32_t vers;
+	const struct rrr_svc_proc *procs;
+	uint32_t nprocs;
+	void *ctx;                 /* rrr_svc_req_program_ctx() */
+};
+
+struct rrr_svc_opts {
+	unsigned nthreads;         /* 0: number of online CPUs */
+	const char *provider;      /* "soft" (default) or "verbs" */
+	const char *provider_opts;
+	uint32_t max_requests;     /* credits granted per connection, default 32 */
+	uint32_t inline_send;      /* default 4096 */
+	uint32_t inline_recv;      /* default 4096 */
+	uint32_t max_segs;         /* segments accepted per chunk, default 64 */
+	uint32_t max_payload;      /* max bytes per DDP payload, default 1 MiB */
+	bool no_remote_inv;        /* never use Send With Invalidate */
+};
+
+void rrr_svc_opts_init(struct rrr_svc_opts *opts);
+int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out);
+/* Programs must be registered before rrr_svc_run(). */
+int rrr_svc_register(struct rrr_svc *svc, const struct rrr_svc_program *prog);
+/* Listen for RPC-over-RDMA on @host:@port (NULL host = any); the bound port
+ * is returned in *bound_port when non-NULL (useful with port "0"). */
+int rrr_svc_listen_rdma(struct rrr_svc *svc, const char *host, const char *port,
+			uint16_t *bound_port);
+/* Listen for ONC RPC over TCP (record marking) on @host:@port. */
+int rrr_svc_listen_tcp(struct rrr_svc *svc, const char *host, const char *port,
+		       uint16_t *bound_port);
+/* Run until rrr_svc_stop(). MAY BLOCK (that is its job). */
+int rrr_svc_run(struct rrr_svc *svc);
+/* Ask rrr_svc_run() to return after in-flight requests finish and every
+ * connection is closed. Async-signal-safe. */
+void rrr_svc_stop(struct rrr_svc *svc);
+void rrr_svc_destroy(struct rrr_svc *svc);
+/* Sum of the counters of all connections (live and closed). */
+void rrr_svc_stats(struct rrr_svc *svc, struct rrr_xprt_stats *st);
+
+/* --- inside a handler ------------------------------------------------------ */
+const struct rrr_rpc_call *rrr_svc_req_call(const struct rrr_svc_req *req);
+void *rrr_svc_req_program_ctx(const struct rrr_svc_req *req);
+/* Peer address of the connection. */
+int rrr_svc_req_peer(const struct rrr_svc_req *req, struct sockaddr_storage *ss);
+/* "rdma" or "tcp". */
+const char *rrr_svc_req_transport(const struct rrr_svc_req *req);
+/* Memory that lives until the request's reply has been sent; 64-byte
+ * aligned; NULL on failure. Use it for result payloads. */
+void *rrr_svc_req_alloc(struct rrr_svc_req *req, size_t len);
+/* Upper bound of a result payload the client can take for this request
+ * (write chunk size on RDMA; the configured max otherwise). */
+uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RRR_SERVER_H */

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rrr/stats.h - per-connection transport counters, in the spirit of the
+ * kernel's /proc/self/mountstats "xprt: rdma" line.
+ */
+#ifndef RRR_STATS_H
+#define RRR_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+
+struct rrr_xprt_stats {
+	/* calls */
+	uint64_t calls;
+	uint64_t replies;
+	uint64_t bad_replies;
+	uint64_t timeouts;
+	uint64_t retransmits;
+	/* chunk usage */
+	uint64_t inline_calls;
+	uint64_t read_chunks;
+	uint64_t write_chunks;
+	uint64_t reply_chunks;
+	uint64_t nomsg_calls;
+	/* registration engine */
+	uint64_t registrations;
+	uint64_t hole_splits;
+	uint64_t local_inv;
+	uint64_t remote_inv;
+	uint64_t recoveries;
+	/* flow control */
+	uint64_t credit_stalls;
+	uint32_t credits;          /* current grant */
+	uint32_t max_credits;
+	uint32_t inline_send;      /* negotiated */
+	uint32_t inline_recv;
+	/* bytes */
+	uint64_t rdma_read_bytes;
+	uint64_t rdma_write_bytes;
+	uint64_t send_bytes;
+	uint64_t recv_bytes;
+	/* connection */
+	uint64_t connects;
+	uint64_t disconnects;
+	uint64_t rdma_errors_sent;
+};
+
+/* Print as "key value" lines, prefixed by @prefix (may be ""). */
+void rrr_xprt_stats_print(FILE *f, const char *prefix, const struct rrr_xprt_stats *st);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RRR_STATS_H */
