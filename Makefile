@@ -50,8 +50,10 @@ LIBS := -libverbs -lrdmacm -lurcu-memb -lurcu-common -lm
 
 # ---------------------------------------------------------------- layout
 # Library: xdr/, transport/ (+ soft/, verbs/), server/*.c, client/*.c
-LIB_SRCS := $(sort $(wildcard xdr/*.c transport/*.c transport/soft/*.c \
-		transport/verbs/*.c server/*.c client/*.c))
+# Override LIB_DIRS/TEST_DIRS/PROGRAMS to build a subset while other parts
+# are being written (e.g. make BUILD=build-xdr LIB_DIRS=xdr TEST_DIRS=xdr test-unit).
+LIB_DIRS ?= xdr transport transport/soft transport/verbs server client
+LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 # Programs: one directory each.
@@ -59,7 +61,7 @@ PROG_rrr-server := server/fs
 PROG_rrr-client := client/cli
 PROG_rrr-bench := bench
 PROG_rrr-devcheck := transport/verbs/devcheck
-PROGRAMS := rrr-server rrr-client rrr-bench rrr-devcheck
+PROGRAMS ?= rrr-server rrr-client rrr-bench rrr-devcheck
 define prog_srcs
 $(sort $(wildcard $(PROG_$(1))/*.c))
 endef
@@ -68,7 +70,7 @@ PROG_BINS := $(foreach p,$(PROGRAMS),$(if $(call prog_srcs,$(p)),$(BUILD)/$(p)))
 # Tests: every directory under tests/ except fuzz/ and vm/ becomes one
 # Criterion binary $(BUILD)/tests/<dir>; tests/<dir>/helpers/*.c (if any)
 # are linked in too.
-TEST_DIRS := $(filter-out fuzz vm,$(notdir $(patsubst %/,%,$(wildcard tests/*/))))
+TEST_DIRS ?= $(filter-out fuzz vm,$(notdir $(patsubst %/,%,$(wildcard tests/*/))))
 TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*.c),$(BUILD)/tests/$(d)))
 
 SONAME := librrr.so.$(VERSION_MAJOR)

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* bench/bench.h - rrr-bench subcommands (one file each). */
+#ifndef RRR_BENCH_H
+#define RRR_BENCH_H
+
+/* Each returns a process exit status: 0 ok, 1 failure, 2 usage. */
+int rrr__bench_raw_main(int argc, char **argv); /* bench/raw.c: provider WRITE/READ/SEND vs TCP */
+int rrr__bench_reg_main(int argc, char **argv); /* bench/reg.c: per-I/O registration cost */
+int rrr__bench_io_main(int argc, char **argv);  /* bench/io.c: end-to-end NFSv3 I/O */
+
+#endif
