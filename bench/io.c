@@ -1,13 +1,475 @@
 /* SPDX-License-Identifier: MIT */
-/* bench/io.c - placeholder until the benchmark lands. */
+/*
+ * bench/io.c - rrr-bench io: end-to-end NFSv3 READ and WRITE, side by side.
+ *
+ * Normal operation. For every cell (operation x size x queue depth) the run
+ * measures each selected mode for --seconds, and repeats the whole set of
+ * modes --rounds times in round-robin order, summing operations, time and
+ * CPU and pooling latency samples per mode; interleaving the modes this way
+ * spreads slow drifts of a shared machine (other processes, frequency
+ * changes) evenly over all of them instead of charging them to whichever
+ * mode happened to run during the disturbance. The modes:
+ *
+ *   rdma        NFSv3 over RPC-over-RDMA on the chosen provider, the payload
+ *               registered per I/O and invalidated before the call completes
+ *               (the library's default; the safe way)
+ *   persistent  the same with one long-lived registration of all memory
+ *               (client opts persistent_reg: UNSAFE, the speed baseline)
+ *   bounce      the same, copying through pre-registered buffers (client
+ *               opts bounce: the approach of NFS-Ganesha's ntirpc)
+ *   nfs-tcp     NFSv3 over the library's ONC RPC over TCP transport
+ *   tcp         plain loopback TCP request/response moving the same bytes
+ *               (bench/common.c): the physical baseline of this machine
+ *
+ * The NFS modes talk to a real rrr-server process (spawned on a temporary
+ * export with an ephemeral port, or an existing one given with --host and
+ * --port), through the NFSv3 codecs and rrr_clnt, keeping --qd calls in
+ * flight from the completion callback. A file of qd x size bytes is written
+ * once and then READ / overwritten (UNSTABLE, no COMMIT) in a cycle, so the
+ * server works from its page cache and the figure is the transport's.
+ *
+ * Reported per mode: IOPS, MB/s (10^6 bytes), latency median and p99 (call
+ * submitted to completion callback), and CPU per I/O: this process (client,
+ * its progress thread and, for tcp, the echo thread) plus the server process
+ * read from /proc (10 ms resolution, so runs should last seconds).
+ *
+ * Recovery. A failed call ends the cell with its error (the table says
+ * FAILED and the error); the remaining cells still run. The spawned server
+ * is stopped with SIGTERM (then SIGKILL after 5 s) and the temporary export
+ * removed whatever happens.
+ */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "common.h"
+#include "io_nfs.h"
+
+#define MAX_SIZES 16
+#define MAX_QDS 8
+
+static const struct {
+	enum io_mode mode;
+	const char *name;
+	const char *desc;
+} modes[] = {
+	{IO_MODE_RDMA, "rdma", "NFSv3/RDMA, per-I/O registration (default, safe)"},
+	{IO_MODE_PERSISTENT, "persistent", "NFSv3/RDMA, one persistent registration (unsafe)"},
+	{IO_MODE_BOUNCE, "bounce", "NFSv3/RDMA, copies through pre-registered buffers"},
+	{IO_MODE_NFS_TCP, "nfs-tcp", "NFSv3 over the library's ONC RPC/TCP transport"},
+	{IO_MODE_TCP, "tcp", "plain loopback TCP request/response, same bytes"},
+};
+#define NMODES (sizeof(modes) / sizeof(modes[0]))
+
+struct cell {
+	bool write;
+	uint64_t size;
+	unsigned qd;
+	struct io_result res[NMODES];
+	int err[NMODES];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rrr-bench io [options]\n"
+		"End-to-end NFSv3 READ/WRITE through the rrr client and server libraries,\n"
+		"side by side with plain loopback TCP moving the same bytes.\n\n"
+		"  --modes LIST        of rdma,persistent,bounce,nfs-tcp,tcp (default: all)\n"
+		"  --ops LIST          read,write (default: both)\n"
+		"  --sizes LIST        I/O sizes, e.g. 4k,1m (default 4k,1m; max 1m)\n"
+		"  --qd LIST           queue depths (default 1,32)\n"
+		"  --seconds S         measured time per mode per round (default 1)\n"
+		"  --rounds N          round-robin repetitions of all modes (default 3)\n"
+		"  --warmup S          unmeasured time before each measurement (default 0.2)\n"
+		"  --provider NAME     soft (default) or verbs\n"
+		"  --provider-opts S   provider options (see rrr_device_open)\n"
+		"  --server PATH       rrr-server to spawn (default: next to rrr-bench)\n"
+		"  --host H --port P   use a running server instead (RDMA port; with\n"
+		"                      --tcp-port for nfs-tcp; export --export, default /)\n"
+		"  --json FILE         write the results as JSON\n"
+		"  --help\n"
+		"Modes:\n");
+	for (size_t i = 0; i < NMODES; i++)
+		fprintf(f, "  %-11s %s\n", modes[i].name, modes[i].desc);
+}
+
+static int parse_modes(const char *s, bool *on)
+{
+	char buf[256], *tok[16];
+	int n, i;
+
+	if (strlen(s) >= sizeof(buf))
+		return -E2BIG;
+	strcpy(buf, s);
+	n = rrr__bench_split(buf, tok, 16);
+	if (n <= 0)
+		return -EINVAL;
+	memset(on, 0, NMODES * sizeof(*on));
+	for (i = 0; i < n; i++) {
+		size_t m;
+
+		for (m = 0; m < NMODES; m++)
+			if (!strcmp(tok[i], modes[m].name))
+				break;
+		if (m == NMODES) {
+			fprintf(stderr, "rrr-bench io: unknown mode '%s'\n", tok[i]);
+			return -EINVAL;
+		}
+		on[m] = true;
+	}
+	return 0;
+}
+
+static int run_tcp(const struct cell *c, double seconds, double warmup, struct io_result *out)
+{
+	struct rrr__bench_tcp_opts o = {
+		.size = c->size,
+		/* about the size of an NFS READ call / WRITE reply header */
+		.small = 128,
+		.qd = c->qd,
+		.write = c->write,
+		.seconds = seconds,
+	};
+	struct rrr__bench_tcp_result r;
+	int rc;
+
+	/* warm-up: an unmeasured run of its own */
+	if (warmup > 0) {
+		struct rrr__bench_tcp_opts w = o;
+
+		w.seconds = warmup;
+		if ((rc = rrr__bench_tcp_echo(&w, &r)))
+			return rc;
+		rrr__bench_samples_free(&r.lat_ns);
+	}
+	if ((rc = rrr__bench_tcp_echo(&o, &r)))
+		return rc;
+	out->server_cpu_counted = true; /* the echo thread is in this process */
+	out->ops += r.ops;
+	out->wall_s += r.wall_s;
+	out->cpu_ns += r.cpu_ns_per_op * (double)r.ops;
+	rc = rrr__bench_samples_merge(&out->lat_ns, &r.lat_ns);
+	rrr__bench_samples_free(&r.lat_ns);
+	return rc;
+}
+
+static void print_row(const struct cell *c, size_t m, const struct io_result *r, int err,
+		      const struct io_result *base_tcp, const struct io_result *base_pers)
+{
+	char sz[32];
+	double iops, mbs, med, p99, cpu;
+
+	printf("%-5s %5s %3u  %-10s ", c->write ? "write" : "read",
+	       rrr__bench_fmt_size(c->size, sz, sizeof(sz)), c->qd, modes[m].name);
+	if (err) {
+		printf(" FAILED: %s\n", strerror(-err));
+		return;
+	}
+	iops = r->wall_s > 0 ? (double)r->ops / r->wall_s : 0;
+	mbs = iops * (double)c->size / 1e6;
+	med = rrr__bench_samples_median((struct rrr__bench_samples *)&r->lat_ns) / 1e3;
+	p99 = rrr__bench_samples_p99((struct rrr__bench_samples *)&r->lat_ns) / 1e3;
+	cpu = r->ops ? r->cpu_ns / (double)r->ops / 1e3 : 0;
+	printf("%10.0f %9.1f %9.1f %9.1f %9.2f", iops, mbs, med, p99, cpu);
+	if (base_tcp && base_tcp->ops && base_tcp->wall_s > 0 && modes[m].mode != IO_MODE_TCP)
+		printf("  %5.2f", iops / ((double)base_tcp->ops / base_tcp->wall_s));
+	else
+		printf("  %5s", "-");
+	if (base_pers && base_pers->ops && base_pers->wall_s > 0 &&
+	    modes[m].mode != IO_MODE_PERSISTENT && modes[m].mode != IO_MODE_TCP &&
+	    modes[m].mode != IO_MODE_NFS_TCP)
+		printf("  %5.2f", iops / ((double)base_pers->ops / base_pers->wall_s));
+	else
+		printf("  %5s", "-");
+	printf("\n");
+}
+
+static void json_cell(struct rrr__bench_json *j, const struct cell *c, bool *on)
+{
+	for (size_t m = 0; m < NMODES; m++) {
+		const struct io_result *r = &c->res[m];
+		struct rrr__bench_samples *lat = (struct rrr__bench_samples *)&r->lat_ns;
+		double iops;
+
+		if (!on[m])
+			continue;
+		rrr__bench_json_obj_begin(j, NULL);
+		rrr__bench_json_str(j, "op", c->write ? "write" : "read");
+		rrr__bench_json_int(j, "size", (long long)c->size);
+		rrr__bench_json_int(j, "qd", c->qd);
+		rrr__bench_json_str(j, "mode", modes[m].name);
+		if (c->err[m]) {
+			rrr__bench_json_str(j, "error", strerror(-c->err[m]));
+			rrr__bench_json_obj_end(j);
+			continue;
+		}
+		iops = r->wall_s > 0 ? (double)r->ops / r->wall_s : 0;
+		rrr__bench_json_int(j, "ops", (long long)r->ops);
+		rrr__bench_json_num(j, "seconds", r->wall_s);
+		rrr__bench_json_num(j, "iops", iops);
+		rrr__bench_json_num(j, "mb_per_s", iops * (double)c->size / 1e6);
+		rrr__bench_json_num(j, "lat_median_us", rrr__bench_samples_median(lat) / 1e3);
+		rrr__bench_json_num(j, "lat_p99_us", rrr__bench_samples_p99(lat) / 1e3);
+		rrr__bench_json_num(j, "cpu_us_per_op",
+				    r->ops ? r->cpu_ns / (double)r->ops / 1e3 : 0);
+		rrr__bench_json_bool(j, "server_cpu_counted", r->server_cpu_counted);
+		rrr__bench_json_obj_end(j);
+	}
+}
 
 int rrr__bench_io_main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "rrr-bench io: not implemented yet\n");
-	return 1;
+	static const struct option lopts[] = {
+		{"modes", required_argument, NULL, 'm'},
+		{"ops", required_argument, NULL, 'o'},
+		{"sizes", required_argument, NULL, 's'},
+		{"qd", required_argument, NULL, 'q'},
+		{"seconds", required_argument, NULL, 't'},
+		{"rounds", required_argument, NULL, 'r'},
+		{"warmup", required_argument, NULL, 'w'},
+		{"provider", required_argument, NULL, 'P'},
+		{"provider-opts", required_argument, NULL, 'O'},
+		{"server", required_argument, NULL, 'S'},
+		{"host", required_argument, NULL, 'H'},
+		{"port", required_argument, NULL, 'p'},
+		{"tcp-port", required_argument, NULL, 'T'},
+		{"export", required_argument, NULL, 'E'},
+		{"json", required_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool on[NMODES], do_read = true, do_write = true, need_nfs = false;
+	uint64_t sizes[MAX_SIZES] = {4096, 1u << 20};
+	unsigned qds[MAX_QDS] = {1, 32};
+	int nsizes = 2, nqds = 2, rounds = 3, opt, rc, status = 0;
+	double seconds = 1.0, warmup = 0.2;
+	struct io_nfs_cfg cfg = {.provider = "soft", .export_path = "/"};
+	struct io_nfs *nfs = NULL;
+	struct cell *cells = NULL;
+	size_t ncells = 0, ci;
+	const char *json = NULL;
+
+	for (size_t m = 0; m < NMODES; m++)
+		on[m] = true;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'm':
+			if (parse_modes(optarg, on))
+				return 2;
+			break;
+		case 'o':
+			do_read = strstr(optarg, "read") != NULL;
+			do_write = strstr(optarg, "write") != NULL;
+			if (!do_read && !do_write) {
+				fprintf(stderr, "rrr-bench io: --ops takes read,write\n");
+				return 2;
+			}
+			break;
+		case 's':
+			nsizes = rrr__bench_parse_sizes(optarg, sizes, MAX_SIZES);
+			if (nsizes <= 0) {
+				fprintf(stderr, "rrr-bench io: bad --sizes '%s'\n", optarg);
+				return 2;
+			}
+			for (int i = 0; i < nsizes; i++)
+				if (!sizes[i] || sizes[i] > (1u << 20)) {
+					fprintf(stderr, "rrr-bench io: sizes are 1 .. 1m\n");
+					return 2;
+				}
+			break;
+		case 'q':
+			nqds = rrr__bench_parse_uints(optarg, qds, MAX_QDS);
+			if (nqds <= 0) {
+				fprintf(stderr, "rrr-bench io: bad --qd '%s'\n", optarg);
+				return 2;
+			}
+			for (int i = 0; i < nqds; i++)
+				if (!qds[i] || qds[i] > 128) {
+					fprintf(stderr, "rrr-bench io: queue depths are 1 .. 128\n");
+					return 2;
+				}
+			break;
+		case 't':
+			seconds = atof(optarg);
+			if (!(seconds > 0 && seconds <= 3600)) {
+				fprintf(stderr, "rrr-bench io: bad --seconds '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'r':
+			rounds = atoi(optarg);
+			if (rounds < 1 || rounds > 1000) {
+				fprintf(stderr, "rrr-bench io: bad --rounds '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'w':
+			warmup = atof(optarg);
+			if (!(warmup >= 0 && warmup <= 60)) {
+				fprintf(stderr, "rrr-bench io: bad --warmup '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			cfg.provider = optarg;
+			break;
+		case 'O':
+			cfg.provider_opts = optarg;
+			break;
+		case 'S':
+			cfg.server_path = optarg;
+			break;
+		case 'H':
+			cfg.host = optarg;
+			break;
+		case 'p':
+			cfg.port = optarg;
+			break;
+		case 'T':
+			cfg.tcp_port = optarg;
+			break;
+		case 'E':
+			cfg.export_path = optarg;
+			break;
+		case 'j':
+			json = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "rrr-bench io: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	for (size_t m = 0; m < NMODES; m++)
+		if (on[m] && modes[m].mode != IO_MODE_TCP)
+			need_nfs = true;
+
+	cells = calloc((size_t)(nsizes * nqds * 2), sizeof(*cells));
+	if (!cells)
+		return 1;
+	for (int w = 0; w < 2; w++) {
+		if ((w && !do_write) || (!w && !do_read))
+			continue;
+		for (int s = 0; s < nsizes; s++)
+			for (int q = 0; q < nqds; q++) {
+				struct cell *c = &cells[ncells++];
+
+				c->write = w;
+				c->size = sizes[s];
+				c->qd = qds[q];
+				for (size_t m = 0; m < NMODES; m++)
+					rrr__bench_samples_init(&c->res[m].lat_ns, 0);
+			}
+	}
+
+	rrr__bench_print_header(stdout, argc, argv);
+	if (need_nfs) {
+		uint64_t maxsz = 0;
+		unsigned maxqd = 0;
+
+		for (int i = 0; i < nsizes; i++)
+			maxsz = sizes[i] > maxsz ? sizes[i] : maxsz;
+		for (int i = 0; i < nqds; i++)
+			maxqd = qds[i] > maxqd ? qds[i] : maxqd;
+		cfg.file_size = maxsz * maxqd;
+		cfg.argv0 = argv[0];
+		rc = rrr__bench_io_nfs_setup(&cfg, &nfs);
+		if (rc) {
+			fprintf(stderr, "rrr-bench io: NFS setup failed: %s%s%s\n", strerror(-rc),
+				rrr__bench_io_nfs_error() ? ": " : "",
+				rrr__bench_io_nfs_error() ? rrr__bench_io_nfs_error() : "");
+			fprintf(stderr, "rrr-bench io: NFS modes skipped; run --modes tcp for "
+					"the baseline alone\n");
+			for (size_t m = 0; m < NMODES; m++)
+				if (modes[m].mode != IO_MODE_TCP)
+					for (ci = 0; ci < ncells; ci++)
+						cells[ci].err[m] = rc;
+			status = 1;
+		}
+	}
+	printf("# %d round(s) x %.2f s per mode per cell, warm-up %.2f s; latency in us;\n"
+	       "# cpu = us of CPU per I/O, client + server; xTCP = IOPS / tcp IOPS;\n"
+	       "# xPers = IOPS / persistent IOPS\n",
+	       rounds, seconds, warmup);
+	printf("%-5s %5s %3s  %-10s %10s %9s %9s %9s %9s  %5s  %5s\n", "op", "size", "qd", "mode",
+	       "IOPS", "MB/s", "lat.med", "lat.p99", "cpu", "xTCP", "xPers");
+
+	for (ci = 0; ci < ncells; ci++) {
+		struct cell *c = &cells[ci];
+		size_t tcp_i = NMODES, pers_i = NMODES;
+
+		for (int r = 0; r < rounds; r++)
+			for (size_t m = 0; m < NMODES; m++) {
+				if (!on[m] || c->err[m])
+					continue;
+				if (modes[m].mode == IO_MODE_TCP)
+					rc = run_tcp(c, seconds, r ? 0 : warmup, &c->res[m]);
+				else
+					rc = rrr__bench_io_nfs_run(nfs, modes[m].mode, c->write,
+								  c->size, c->qd, seconds,
+								  r ? 0 : warmup, &c->res[m]);
+				if (rc) {
+					c->err[m] = rc;
+					status = 1;
+				}
+			}
+		for (size_t m = 0; m < NMODES; m++) {
+			if (modes[m].mode == IO_MODE_TCP && on[m] && !c->err[m])
+				tcp_i = m;
+			if (modes[m].mode == IO_MODE_PERSISTENT && on[m] && !c->err[m])
+				pers_i = m;
+		}
+		for (size_t m = 0; m < NMODES; m++)
+			if (on[m])
+				print_row(c, m, &c->res[m], c->err[m],
+					  tcp_i < NMODES ? &c->res[tcp_i] : NULL,
+					  pers_i < NMODES ? &c->res[pers_i] : NULL);
+		fflush(stdout);
+	}
+	if (nfs)
+		rrr__bench_io_nfs_teardown(nfs);
+
+	if (json) {
+		struct rrr__bench_json j;
+
+		if ((rc = rrr__bench_json_open(&j, json))) {
+			fprintf(stderr, "rrr-bench io: %s: %s\n", json, strerror(-rc));
+			status = 1;
+		} else {
+			rrr__bench_json_obj_begin(&j, NULL);
+			rrr__bench_json_str(&j, "benchmark", "io");
+			rrr__bench_json_machine(&j, argc, argv);
+			rrr__bench_json_str(&j, "provider", cfg.provider);
+			rrr__bench_json_str(&j, "provider_opts",
+					    cfg.provider_opts ? cfg.provider_opts : "");
+			rrr__bench_json_int(&j, "rounds", rounds);
+			rrr__bench_json_num(&j, "seconds_per_round", seconds);
+			rrr__bench_json_arr_begin(&j, "results");
+			for (ci = 0; ci < ncells; ci++)
+				json_cell(&j, &cells[ci], on);
+			rrr__bench_json_arr_end(&j);
+			rrr__bench_json_obj_end(&j);
+			if ((rc = rrr__bench_json_close(&j))) {
+				fprintf(stderr, "rrr-bench io: %s: %s\n", json, strerror(-rc));
+				status = 1;
+			}
+		}
+	}
+	for (ci = 0; ci < ncells; ci++)
+		for (size_t m = 0; m < NMODES; m++)
+			rrr__bench_samples_free(&cells[ci].res[m].lat_ns);
+	free(cells);
+	return status;
 }

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/common.h - helpers shared by the rrr-bench subcommands.
+ *
+ * Clocks, sample sets with order statistics, a tiny streaming JSON writer,
+ * option parsing helpers (sizes with K/M suffixes, comma lists), a plain
+ * loopback TCP echo used as the physical baseline, and printing of the
+ * command line that reproduces a run. Nothing here allocates behind the
+ * caller's back except the sample arrays and the JSON writer's FILE.
+ *
+ * Every function returns 0 or a negative errno unless it says otherwise.
+ * Nothing here is thread-safe unless it says so: each thread keeps its
+ * own sample set and the caller merges them.
+ */
+#ifndef RRR_BENCH_COMMON_H
+#define RRR_BENCH_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* --- clocks ------------------------------------------------------------- */
+
+/* CLOCK_MONOTONIC in ns (vDSO, ~20 ns per call). */
+uint64_t rrr__bench_now_ns(void);
+/* CPU time of the calling thread in ns (CLOCK_THREAD_CPUTIME_ID). A system
+ * call: measure batches, not single operations. */
+uint64_t rrr__bench_thread_cpu_ns(void);
+/* CPU time of the whole process (every thread: progress threads, in-process
+ * servers) in ns (CLOCK_PROCESS_CPUTIME_ID). */
+uint64_t rrr__bench_process_cpu_ns(void);
+/* user+system CPU time of another process in ns, from /proc/PID/stat (clock
+ * tick resolution, 10 ms: use over runs of seconds). -errno if unreadable. */
+int64_t rrr__bench_pid_cpu_ns(int pid);
+/* Median cost in ns of one rrr__bench_now_ns() call (to report, not to
+ * subtract). */
+double rrr__bench_clock_overhead_ns(void);
+
+/* --- samples -------------------------------------------------------------- */
+
+struct rrr__bench_samples {
+	double *v;
+	size_t n, cap;
+	bool sorted;
+};
+
+/* Reserve room for @cap samples up front (0 is fine: grows on demand). */
+int rrr__bench_samples_init(struct rrr__bench_samples *s, size_t cap);
+void rrr__bench_samples_free(struct rrr__bench_samples *s);
+void rrr__bench_samples_reset(struct rrr__bench_samples *s);
+/* Append; grows the array (-ENOMEM on failure, the sample is dropped). */
+int rrr__bench_samples_add(struct rrr__bench_samples *s, double x);
+/* Append every sample of @from. */
+int rrr__bench_samples_merge(struct rrr__bench_samples *s, const struct rrr__bench_samples *from);
+/* Quantile q in [0,1] (nearest rank; sorts in place). 0 when empty. */
+double rrr__bench_samples_quantile(struct rrr__bench_samples *s, double q);
+double rrr__bench_samples_median(struct rrr__bench_samples *s);
+double rrr__bench_samples_p99(struct rrr__bench_samples *s);
+double rrr__bench_samples_mean(const struct rrr__bench_samples *s);
+double rrr__bench_samples_min(struct rrr__bench_samples *s);
+
+/* --- JSON writer ---------------------------------------------------------------
+ * Streaming, with automatic commas. Keys are written by the *_key variants
+ * inside objects; the plain variants are array elements / the root value.
+ * Errors are sticky: rrr__bench_json_close() returns the first one. */
+struct rrr__bench_json {
+	FILE *f;
+	int depth;
+	bool first[32];
+	int err;
+};
+
+/* Open @path for writing ("-" is stdout). */
+int rrr__bench_json_open(struct rrr__bench_json *j, const char *path);
+int rrr__bench_json_close(struct rrr__bench_json *j);
+void rrr__bench_json_obj_begin(struct rrr__bench_json *j, const char *key);
+void rrr__bench_json_obj_end(struct rrr__bench_json *j);
+void rrr__bench_json_arr_begin(struct rrr__bench_json *j, const char *key);
+void rrr__bench_json_arr_end(struct rrr__bench_json *j);
+void rrr__bench_json_str(struct rrr__bench_json *j, const char *key, const char *v);
+void rrr__bench_json_num(struct rrr__bench_json *j, const char *key, double v);
+void rrr__bench_json_int(struct rrr__bench_json *j, const char *key, long long v);
+void rrr__bench_json_bool(struct rrr__bench_json *j, const char *key, bool v);
+/* The standard "machine" and "command" members of every result file. */
+void rrr__bench_json_machine(struct rrr__bench_json *j, int argc, char **argv);
+
+/* --- run context ------------------------------------------------------------ */
+
+/* "rrr-bench reg --sizes 4k,64k ..." as typed (shell-quoted where needed),
+ * into @buf. Returns @buf. @argv is the subcommand's argv (argv[0] = "reg"). */
+const char *rrr__bench_cmdline(int argc, char **argv, char *buf, size_t len);
+/* Print "# command: ..." and "# machine: ..." to @f. */
+void rrr__bench_print_header(FILE *f, int argc, char **argv);
+/* CPU model from /proc/cpuinfo ("unknown" if none), into @buf. */
+const char *rrr__bench_cpu_model(char *buf, size_t len);
+
+/* --- option helpers -------------------------------------------------------- */
+
+/* "4096", "4k", "64K", "1m", "1M" (binary multiples). */
+int rrr__bench_parse_size(const char *s, uint64_t *out);
+/* Comma list of sizes into @out (at most @max). Returns the count or -errno. */
+int rrr__bench_parse_sizes(const char *s, uint64_t *out, int max);
+/* Comma list of unsigned integers (at most @max). Returns the count or -errno. */
+int rrr__bench_parse_uints(const char *s, unsigned *out, int max);
+/* Split a comma list into at most @max tokens pointing into @buf (a copy
+ * of @s made by the caller, modified in place). Returns the count. */
+int rrr__bench_split(char *buf, char **tok, int max);
+/* Human size: "4k", "1m", "1536". */
+const char *rrr__bench_fmt_size(uint64_t v, char *buf, size_t len);
+
+/* --- plain loopback TCP baseline -------------------------------------------
+ * A request/response echo over one connected loopback TCP socket pair, run
+ * in-process (the server side is a thread): the physical baseline of this
+ * machine for moving the same bytes as an NFS READ or WRITE.
+ *   READ-like:  request of @small bytes, response of @size bytes
+ *   WRITE-like: request of @size bytes, response of @small bytes
+ * @qd requests are kept outstanding on the one connection (pipelined), as
+ * an RPC client does with credits.
+ */
+struct rrr__bench_tcp_opts {
+	uint64_t size;       /* bulk bytes per operation */
+	uint32_t small;      /* the other direction: header-sized message */
+	unsigned qd;         /* outstanding requests (>= 1) */
+	bool write;          /* WRITE-like (bulk goes client -> server) */
+	double seconds;      /* run for this long ... */
+	uint64_t max_ops;    /* ... or this many operations (0: no limit) */
+	uint64_t warmup_ops; /* not measured */
+};
+
+struct rrr__bench_tcp_result {
+	uint64_t ops;
+	double wall_s;
+	double cpu_ns_per_op; /* process CPU (client + server thread) per op */
+	struct rrr__bench_samples lat_ns; /* per-operation latency (caller frees) */
+};
+
+/* Runs the echo; MAY BLOCK for o->seconds. */
+int rrr__bench_tcp_echo(const struct rrr__bench_tcp_opts *o, struct rrr__bench_tcp_result *r);
+
+#endif /* RRR_BENCH_COMMON_H */

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/io_nfs.h - the NFS side of rrr-bench io: a server to talk to, and
+ * one measured run of NFSv3 READ or WRITE through rrr_clnt in a given mode.
+ */
+#ifndef RRR_BENCH_IO_NFS_H
+#define RRR_BENCH_IO_NFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+
+enum io_mode {
+	IO_MODE_RDMA = 0,   /* per-I/O registration (library default) */
+	IO_MODE_PERSISTENT, /* client opts persistent_reg */
+	IO_MODE_BOUNCE,     /* client opts bounce */
+	IO_MODE_NFS_TCP,    /* ONC RPC over TCP */
+	IO_MODE_TCP,        /* plain TCP echo (bench/common.c), not NFS */
+};
+
+/* Accumulated over rounds. */
+struct io_result {
+	uint64_t ops;
+	double wall_s;
+	double cpu_ns;                    /* client process + server process */
+	bool server_cpu_counted;          /* false: server CPU not visible */
+	struct rrr__bench_samples lat_ns; /* per-call latency */
+};
+
+struct io_nfs_cfg {
+	const char *provider;
+	const char *provider_opts;
+	const char *server_path; /* NULL: rrr-server next to argv0 / $RRR_BUILD */
+	const char *argv0;
+	const char *host;        /* NULL: spawn a server */
+	const char *port;        /* RDMA port of an existing server */
+	const char *tcp_port;    /* TCP port of an existing server */
+	const char *export_path;
+	uint64_t file_size;      /* bytes the benchmark file needs */
+};
+
+struct io_nfs;
+
+/* Spawn (or reach) the server, mount, create the benchmark file. MAY BLOCK.
+ * On failure a reason is in rrr__bench_io_nfs_error(). */
+int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out);
+void rrr__bench_io_nfs_teardown(struct io_nfs *nfs);
+const char *rrr__bench_io_nfs_error(void);
+/* Run @mode for @seconds (after @warmup unmeasured seconds) with @qd calls
+ * of @size bytes in flight; adds to @out. MAY BLOCK. */
+int rrr__bench_io_nfs_run(struct io_nfs *nfs, enum io_mode mode, bool write, uint64_t size,
+			  unsigned qd, double seconds, double warmup, struct io_result *out);
+
+#endif
