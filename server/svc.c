@@ -1,0 +1,867 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/svc.c - the transport-independent core of the ONC RPC server:
+ * program registration, call-header decode and dispatch, the worker thread
+ * model, per-request arenas, shutdown and counters.
+ *
+ * Normal operation. rrr_svc_create() sizes a pool of worker threads (one
+ * per online CPU by default). Programs are registered, listeners added
+ * (TCP sockets; RDMA listeners on a provider CM), then rrr_svc_run() starts
+ * the workers and becomes the accept thread: it waits in epoll on the
+ * listeners, the RDMA CM fd and a stop eventfd. A new connection is handed
+ * round-robin to a worker through that worker's inbox (mutex + eventfd).
+ * Each worker runs its own epoll loop over the connections it owns and
+ * runs handlers to completion on its thread, so two cores serve two
+ * connections at once and a connection's state is never shared.
+ *
+ * A transport hands a complete RPC message to rrr__svc_dispatch(), which
+ * decodes the call header and answers by the book (RFC 5531): RPC_MISMATCH
+ * for rpcvers != 2, AUTH_ERROR for credentials other than AUTH_NONE and
+ * AUTH_SYS (or a verifier other than AUTH_NONE), PROG_UNAVAIL,
+ * PROG_MISMATCH with the lowest and highest registered versions,
+ * PROC_UNAVAIL, then the handler; a handler's GARBAGE_ARGS / SYSTEM_ERR /
+ * DROP (or any negative errno, which becomes SYSTEM_ERR) replaces whatever
+ * results it had encoded. Messages that are not CALLs, or whose header is
+ * truncated, are dropped and counted.
+ *
+ * Memory a handler needs until its reply is sent comes from the request
+ * arena (rrr_svc_req_alloc): a list of 64-byte aligned blocks freed by
+ * rrr__svc_req_end() when the transport is done with the reply.
+ *
+ * Shutdown and recovery. rrr_svc_stop() only writes the stop eventfd, so
+ * it is async-signal-safe. The accept thread then closes the listeners and
+ * tells every worker to stop; each worker asks its connections to shut
+ * down (no new requests, in-flight replies finish), gives them two seconds,
+ * then closes whatever is left. rrr_svc_run() returns when every worker has
+ * exited. Counters live per worker (relaxed atomics), so rrr_svc_stats()
+ * can sum them from any thread at any time, closed connections included.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/svc_impl.h"
+#include "transport/provider_impl.h"
+
+#define SVC_MAX_PROGRAMS 32
+#define SVC_MAX_LISTENERS 8
+#define SVC_MAX_THREADS 64
+#define SVC_STOP_GRACE_MS 2000
+
+struct rrr__svc_arena {
+	struct rrr__svc_arena *next;
+	size_t len;
+	/* 64-byte aligned payload follows the 64-byte header */
+};
+#define ARENA_HDR 64u
+
+struct inbox_item {
+	struct inbox_item *next;
+	struct rrr__svc_conn *conn;
+	bool adopt;
+	size_t len;
+	_Alignas(8) unsigned char msg[];
+};
+
+struct rrr__svc_worker {
+	struct rrr_svc *svc;
+	unsigned idx;
+	pthread_t thread;
+	bool started;
+	int epfd;
+	int wakefd;
+	pthread_mutex_t lock; /* inbox */
+	struct inbox_item *inbox_head, *inbox_tail;
+	struct rrr__svc_conn *conns;   /* owned connections */
+	struct rrr__svc_conn *closing; /* to reap at the end of an iteration */
+	unsigned nconns;
+	struct rrr_xprt_stats st;      /* atomics; cumulative */
+};
+
+struct rrr_svc {
+	struct rrr_svc_opts opts;
+	struct rrr_svc_program progs[SVC_MAX_PROGRAMS];
+	unsigned nprogs;
+	int tcp_fds[SVC_MAX_LISTENERS];
+	unsigned ntcp;
+	struct rrr__svc_rdma_listener *rdma[SVC_MAX_LISTENERS];
+	unsigned nrdma;
+	struct rrr__svc_worker *workers;
+	unsigned nworkers;
+	atomic_uint rr;        /* round-robin cursor */
+	int stopfd;            /* eventfd: rrr_svc_stop() */
+	int donefd;            /* eventfd: a worker exited */
+	atomic_bool stopping;
+	atomic_bool running;
+};
+
+/* ------------------------------------------------------------------ options */
+
+void rrr_svc_opts_init(struct rrr_svc_opts *opts)
+{
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->nthreads = 0;
+	opts->provider = "soft";
+	opts->provider_opts = NULL;
+	opts->max_requests = 32;
+	opts->inline_send = 4096;
+	opts->inline_recv = 4096;
+	opts->max_segs = 64;
+	opts->max_payload = 1024u * 1024u;
+	opts->no_remote_inv = false;
+}
+
+static int opts_check(struct rrr_svc_opts *o)
+{
+	if (o->max_requests == 0)
+		o->max_requests = 32;
+	if (o->inline_send == 0)
+		o->inline_send = 4096;
+	if (o->inline_recv == 0)
+		o->inline_recv = 4096;
+	if (o->max_segs == 0)
+		o->max_segs = 64;
+	if (o->max_payload == 0)
+		o->max_payload = 1024u * 1024u;
+	if (!o->provider)
+		o->provider = "soft";
+	if (o->max_requests > 1024)
+		return rrr__set_error(-EINVAL, "max_requests %u is over 1024", o->max_requests);
+	if (o->inline_send < 1024 || o->inline_send > 256u * 1024u || o->inline_recv < 1024 ||
+	    o->inline_recv > 256u * 1024u)
+		return rrr__set_error(-EINVAL, "inline sizes must be within 1 KiB..256 KiB");
+	if (o->max_segs > 64)
+		o->max_segs = 64;
+	if (o->max_payload > 64u * 1024u * 1024u)
+		return rrr__set_error(-EINVAL, "max_payload %u is over 64 MiB", o->max_payload);
+	if (o->nthreads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		o->nthreads = n > 0 ? (unsigned)n : 1;
+	}
+	if (o->nthreads > SVC_MAX_THREADS)
+		o->nthreads = SVC_MAX_THREADS;
+	return 0;
+}
+
+const struct rrr_svc_opts *rrr__svc_opts(const struct rrr_svc *svc)
+{
+	return &svc->opts;
+}
+
+bool rrr__svc_stopping(const struct rrr_svc *svc)
+{
+	return atomic_load(&((struct rrr_svc *)svc)->stopping);
+}
+
+/* ------------------------------------------------------------------ create */
+
+static void worker_fini(struct rrr__svc_worker *w)
+{
+	if (w->epfd >= 0)
+		close(w->epfd);
+	if (w->wakefd >= 0)
+		close(w->wakefd);
+	pthread_mutex_destroy(&w->lock);
+}
+
+static int worker_init(struct rrr_svc *svc, struct rrr__svc_worker *w, unsigned idx)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+	memset(w, 0, sizeof(*w));
+	w->svc = svc;
+	w->idx = idx;
+	w->epfd = -1;
+	w->wakefd = -1;
+	pthread_mutex_init(&w->lock, NULL);
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	w->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->epfd < 0 || w->wakefd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &ev)) {
+		int err = -errno;
+
+		worker_fini(w);
+		return rrr__set_error(err, "server worker set-up failed: %s", strerror(-err));
+	}
+	return 0;
+}
+
+int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out)
+{
+	struct rrr_svc *svc;
+	unsigned i;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	svc = calloc(1, sizeof(*svc));
+	if (!svc)
+		return -ENOMEM;
+	if (opts)
+		svc->opts = *opts;
+	else
+		rrr_svc_opts_init(&svc->opts);
+	rc = opts_check(&svc->opts);
+	if (rc)
+		goto err_free;
+	svc->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	svc->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (svc->stopfd < 0 || svc->donefd < 0) {
+		rc = -errno;
+		goto err_fds;
+	}
+	svc->nworkers = svc->opts.nthreads;
+	svc->workers = calloc(svc->nworkers, sizeof(*svc->workers));
+	if (!svc->workers) {
+		rc = -ENOMEM;
+		goto err_fds;
+	}
+	for (i = 0; i < svc->nworkers; i++) {
+		rc = worker_init(svc, &svc->workers[i], i);
+		if (rc)
+			goto err_workers;
+	}
+	*out = svc;
+	return 0;
+
+err_workers:
+	while (i--)
+		worker_fini(&svc->workers[i]);
+	free(svc->workers);
+err_fds:
+	if (svc->stopfd >= 0)
+		close(svc->stopfd);
+	if (svc->donefd >= 0)
+		close(svc->donefd);
+err_free:
+	free(svc);
+	return rc;
+}
+
+int rrr_svc_register(struct rrr_svc *svc, const struct rrr_svc_program *prog)
+{
+	unsigned i;
+
+	if (!svc || !prog || (prog->nprocs && !prog->procs))
+		return -EINVAL;
+	if (atomic_load(&svc->running))
+		return rrr__set_error(-EBUSY, "register programs before rrr_svc_run()");
+	for (i = 0; i < svc->nprogs; i++)
+		if (svc->progs[i].prog == prog->prog && svc->progs[i].vers == prog->vers)
+			return rrr__set_error(-EEXIST, "program %u version %u already registered",
+					      prog->prog, prog->vers);
+	if (svc->nprogs == SVC_MAX_PROGRAMS)
+		return rrr__set_error(-ENOSPC, "at most %d program versions", SVC_MAX_PROGRAMS);
+	svc->progs[svc->nprogs++] = *prog;
+	return 0;
+}
+
+int rrr_svc_listen_tcp(struct rrr_svc *svc, const char *host, const char *port,
+		       uint16_t *bound_port)
+{
+	int fd, rc;
+
+	if (!svc || !port)
+		return -EINVAL;
+	if (svc->ntcp == SVC_MAX_LISTENERS)
+		return rrr__set_error(-ENOSPC, "at most %d TCP listeners", SVC_MAX_LISTENERS);
+	rc = rrr__svc_tcp_listen(svc, host, port, bound_port, &fd);
+	if (rc)
+		return rc;
+	svc->tcp_fds[svc->ntcp++] = fd;
+	return 0;
+}
+
+int rrr_svc_listen_rdma(struct rrr_svc *svc, const char *host, const char *port,
+			uint16_t *bound_port)
+{
+	struct rrr__svc_rdma_listener *l;
+	int rc;
+
+	if (!svc || !port)
+		return -EINVAL;
+	if (svc->nrdma == SVC_MAX_LISTENERS)
+		return rrr__set_error(-ENOSPC, "at most %d RDMA listeners", SVC_MAX_LISTENERS);
+	rc = rrr__svc_rdma_listen(svc, host, port, bound_port, &l);
+	if (rc)
+		return rc;
+	svc->rdma[svc->nrdma++] = l;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ requests */
+
+void *rrr_svc_req_alloc(struct rrr_svc_req *req, size_t len)
+{
+	struct rrr__svc_arena *a;
+	void *p;
+
+	if (!req || len > (size_t)1 << 31)
+		return NULL;
+	if (posix_memalign(&p, 64, ARENA_HDR + (len ? len : 1)))
+		return NULL;
+	a = p;
+	a->len = len;
+	a->next = req->arena;
+	req->arena = a;
+	return (char *)p + ARENA_HDR;
+}
+
+void rrr__svc_req_end(struct rrr_svc_req *req)
+{
+	struct rrr__svc_arena *a = req->arena, *n;
+
+	for (; a; a = n) {
+		n = a->next;
+		free(a);
+	}
+	req->arena = NULL;
+	req->prog = NULL;
+}
+
+const struct rrr_rpc_call *rrr_svc_req_call(const struct rrr_svc_req *req)
+{
+	return req ? &req->call : NULL;
+}
+
+void *rrr_svc_req_program_ctx(const struct rrr_svc_req *req)
+{
+	return req && req->prog ? req->prog->ctx : NULL;
+}
+
+int rrr_svc_req_peer(const struct rrr_svc_req *req, struct sockaddr_storage *ss)
+{
+	if (!req || !ss || !req->conn)
+		return -EINVAL;
+	*ss = req->conn->peer;
+	return 0;
+}
+
+const char *rrr_svc_req_transport(const struct rrr_svc_req *req)
+{
+	return req && req->conn ? req->conn->ops->name : "";
+}
+
+uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req)
+{
+	return req ? req->max_payload : 0;
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+static uint32_t peek_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Restart @res at its beginning without the DDP hook, for an error reply. */
+static void res_reset(struct rrr_xdr *res)
+{
+	rrr_xdr_init(res, res->buf, res->len, RRR_XDR_ENCODE);
+}
+
+static enum rrr__svc_verdict reply_accepted_err(struct rrr_xdr *res, uint32_t xid,
+						uint32_t stat, uint32_t low, uint32_t high)
+{
+	res_reset(res);
+	if (rrr_rpc_encode_accepted(res, xid, stat, low, high))
+		return RRR__SVC_NO_REPLY;
+	return RRR__SVC_REPLY_ERR;
+}
+
+static enum rrr__svc_verdict reply_denied(struct rrr_xdr *res, uint32_t xid, uint32_t rstat,
+					  uint32_t astat)
+{
+	res_reset(res);
+	if (rrr_rpc_encode_denied(res, xid, rstat, astat))
+		return RRR__SVC_NO_REPLY;
+	return RRR__SVC_REPLY_ERR;
+}
+
+enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
+					struct rrr_xdr *res)
+{
+	struct rrr_svc *svc = req->svc;
+	struct rrr_xprt_stats *st = rrr__svc_conn_stats(req->conn);
+	const struct rrr_svc_program *p = NULL;
+	const struct rrr_svc_proc *proc;
+	uint32_t xid, low = UINT32_MAX, high = 0;
+	bool prog_found = false;
+	unsigned i;
+	int rc;
+
+	req->prog = NULL;
+	RRR__STAT_ADD(st, calls, 1);
+	if (rrr_xdr_remaining(args) < 12) {
+		RRR__STAT_ADD(st, bad_replies, 1);
+		return RRR__SVC_NO_REPLY;
+	}
+	xid = peek_be32(rrr_xdr_cursor(args));
+	if (peek_be32(rrr_xdr_cursor(args) + 4) != RRR_RPC_CALL) {
+		RRR__STAT_ADD(st, bad_replies, 1);
+		return RRR__SVC_NO_REPLY;
+	}
+	if (peek_be32(rrr_xdr_cursor(args) + 8) != RRR_RPC_VERS)
+		return reply_denied(res, xid, RRR_RPC_MISMATCH, 0);
+	rc = rrr_rpc_decode_call(args, &req->call);
+	if (rc == -EBADMSG) {
+		RRR__STAT_ADD(st, bad_replies, 1);
+		return RRR__SVC_NO_REPLY;
+	}
+	if (rc)
+		return reply_denied(res, xid, RRR_RPC_AUTH_ERROR, RRR_AUTH_BADCRED);
+	if (req->call.cred.flavor != RRR_AUTH_NONE && req->call.cred.flavor != RRR_AUTH_SYS)
+		return reply_denied(res, xid, RRR_RPC_AUTH_ERROR, RRR_AUTH_BADCRED);
+	if (req->call.verf_flavor != RRR_AUTH_NONE)
+		return reply_denied(res, xid, RRR_RPC_AUTH_ERROR, RRR_AUTH_BADVERF);
+
+	for (i = 0; i < svc->nprogs; i++) {
+		if (svc->progs[i].prog != req->call.prog)
+			continue;
+		prog_found = true;
+		if (svc->progs[i].vers < low)
+			low = svc->progs[i].vers;
+		if (svc->progs[i].vers > high)
+			high = svc->progs[i].vers;
+		if (svc->progs[i].vers == req->call.vers)
+			p = &svc->progs[i];
+	}
+	if (!prog_found)
+		return reply_accepted_err(res, xid, RRR_RPC_PROG_UNAVAIL, 0, 0);
+	if (!p)
+		return reply_accepted_err(res, xid, RRR_RPC_PROG_MISMATCH, low, high);
+	if (req->call.proc >= p->nprocs || !p->procs[req->call.proc].fn)
+		return reply_accepted_err(res, xid, RRR_RPC_PROC_UNAVAIL, 0, 0);
+	proc = &p->procs[req->call.proc];
+	req->prog = p;
+
+	rc = rrr_rpc_encode_accepted(res, xid, RRR_RPC_SUCCESS, 0, 0);
+	if (rc)
+		return RRR__SVC_NO_REPLY;
+	rc = proc->fn(req, args, res);
+	if (rc == 0)
+		return RRR__SVC_REPLY_OK;
+	if (rc == RRR_SVC_DROP)
+		return RRR__SVC_NO_REPLY;
+	if (rc == RRR_SVC_GARBAGE_ARGS)
+		return reply_accepted_err(res, xid, RRR_RPC_GARBAGE_ARGS, 0, 0);
+	return reply_accepted_err(res, xid, RRR_RPC_SYSTEM_ERR, 0, 0);
+}
+
+/* ------------------------------------------------------------------ workers */
+
+struct rrr_xprt_stats *rrr__svc_conn_stats(struct rrr__svc_conn *c)
+{
+	return &c->w->st;
+}
+
+int rrr__svc_conn_set_events(struct rrr__svc_conn *c, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = c };
+
+	if (c->events == events)
+		return 0;
+	if (epoll_ctl(c->w->epfd, EPOLL_CTL_MOD, c->fd, &ev))
+		return -errno;
+	c->events = events;
+	return 0;
+}
+
+void rrr__svc_conn_get(struct rrr__svc_conn *c)
+{
+	__atomic_fetch_add(&c->refs, 1, __ATOMIC_RELAXED);
+}
+
+void rrr__svc_conn_put(struct rrr__svc_conn *c)
+{
+	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		c->ops->destroy(c);
+}
+
+static void list_del(struct rrr__svc_conn **head, struct rrr__svc_conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		*head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+}
+
+static void list_add(struct rrr__svc_conn **head, struct rrr__svc_conn *c)
+{
+	c->prev = NULL;
+	c->next = *head;
+	if (*head)
+		(*head)->prev = c;
+	*head = c;
+}
+
+void rrr__svc_conn_close(struct rrr__svc_conn *c)
+{
+	struct rrr__svc_worker *w = c->w;
+
+	if (c->closing)
+		return;
+	c->closing = true;
+	list_del(&w->conns, c);
+	list_add(&w->closing, c);
+}
+
+static void reap(struct rrr__svc_worker *w)
+{
+	struct rrr__svc_conn *c;
+
+	while ((c = w->closing)) {
+		list_del(&w->closing, c);
+		if (c->fd >= 0)
+			epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		w->nconns--;
+		RRR__STAT_ADD(&w->st, disconnects, 1);
+		rrr__svc_conn_put(c);
+	}
+}
+
+static void wake(int fd)
+{
+	uint64_t one = 1;
+	ssize_t n = write(fd, &one, sizeof(one));
+
+	(void)n;
+}
+
+static int inbox_push(struct rrr__svc_worker *w, struct inbox_item *it)
+{
+	it->next = NULL;
+	pthread_mutex_lock(&w->lock);
+	if (w->inbox_tail)
+		w->inbox_tail->next = it;
+	else
+		w->inbox_head = it;
+	w->inbox_tail = it;
+	pthread_mutex_unlock(&w->lock);
+	wake(w->wakefd);
+	return 0;
+}
+
+int rrr__svc_adopt(struct rrr_svc *svc, struct rrr__svc_conn *c)
+{
+	struct inbox_item *it = calloc(1, sizeof(*it));
+	unsigned idx;
+
+	if (!it)
+		return -ENOMEM;
+	idx = atomic_fetch_add(&svc->rr, 1) % svc->nworkers;
+	c->svc = svc;
+	c->w = &svc->workers[idx];
+	c->refs = 1;
+	c->closing = false;
+	it->conn = c;
+	it->adopt = true;
+	return inbox_push(c->w, it);
+}
+
+int rrr__svc_post_msg(struct rrr__svc_conn *c, const void *msg, size_t len)
+{
+	struct inbox_item *it = malloc(sizeof(*it) + len);
+
+	if (!it)
+		return -ENOMEM;
+	it->conn = c;
+	it->adopt = false;
+	it->len = len;
+	memcpy(it->msg, msg, len);
+	return inbox_push(c->w, it);
+}
+
+static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
+{
+	struct inbox_item *it, *n;
+	uint64_t v;
+	ssize_t r = read(w->wakefd, &v, sizeof(v));
+
+	(void)r;
+	pthread_mutex_lock(&w->lock);
+	it = w->inbox_head;
+	w->inbox_head = w->inbox_tail = NULL;
+	pthread_mutex_unlock(&w->lock);
+	for (; it; it = n) {
+		struct rrr__svc_conn *c = it->conn;
+
+		n = it->next;
+		if (it->adopt) {
+			struct epoll_event ev = { .events = c->events, .data.ptr = c };
+
+			if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
+				c->fd = -1; /* not in epoll: nothing to remove */
+				list_add(&w->conns, c);
+				w->nconns++;
+				rrr__svc_conn_close(c);
+			} else {
+				list_add(&w->conns, c);
+				w->nconns++;
+				RRR__STAT_ADD(&w->st, connects, 1);
+				if (stopping)
+					c->ops->shutdown(c);
+			}
+		} else {
+			if (!c->closing && c->ops->on_msg)
+				c->ops->on_msg(c, it->msg);
+			rrr__svc_conn_put(c);
+		}
+		free(it);
+	}
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *worker_main(void *arg)
+{
+	struct rrr__svc_worker *w = arg;
+	struct rrr_svc *svc = w->svc;
+	struct epoll_event evs[64];
+	bool shut = false;
+	int64_t deadline = 0;
+
+	for (;;) {
+		bool stopping = atomic_load(&svc->stopping);
+		int timeout = stopping ? 20 : -1;
+		int n, i;
+
+		if (stopping && !shut) {
+			struct rrr__svc_conn *c, *next;
+
+			shut = true;
+			deadline = now_ms() + SVC_STOP_GRACE_MS;
+			for (c = w->conns; c; c = next) {
+				next = c->next;
+				c->ops->shutdown(c);
+			}
+			reap(w);
+		}
+		if (shut && !w->conns && !w->closing)
+			break;
+		if (shut && now_ms() > deadline) {
+			while (w->conns)
+				rrr__svc_conn_close(w->conns);
+			reap(w);
+			break;
+		}
+		n = epoll_wait(w->epfd, evs, 64, timeout);
+		if (n < 0 && errno != EINTR)
+			break;
+		for (i = 0; i < n; i++) {
+			struct rrr__svc_conn *c = evs[i].data.ptr;
+
+			if (!c) {
+				drain_inbox(w, shut);
+				continue;
+			}
+			c->ops->on_event(c, evs[i].events);
+		}
+		reap(w);
+	}
+	/* late adoptions and messages: close them too */
+	drain_inbox(w, true);
+	while (w->conns)
+		rrr__svc_conn_close(w->conns);
+	reap(w);
+	wake(svc->donefd);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ run/stop */
+
+static void close_listeners(struct rrr_svc *svc, int epfd)
+{
+	unsigned i;
+
+	for (i = 0; i < svc->ntcp; i++) {
+		if (epfd >= 0)
+			epoll_ctl(epfd, EPOLL_CTL_DEL, svc->tcp_fds[i], NULL);
+		close(svc->tcp_fds[i]);
+	}
+	svc->ntcp = 0;
+}
+
+int rrr_svc_run(struct rrr_svc *svc)
+{
+	struct epoll_event ev, evs[16];
+	unsigned i, started = 0, done = 0;
+	bool expect = false;
+	int epfd, rc = 0;
+
+	if (!svc)
+		return -EINVAL;
+	if (!atomic_compare_exchange_strong(&svc->running, &expect, true))
+		return rrr__set_error(-EBUSY, "rrr_svc_run() is already running");
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	ev.events = EPOLLIN;
+	ev.data.u64 = 0; /* stop */
+	epoll_ctl(epfd, EPOLL_CTL_ADD, svc->stopfd, &ev);
+	ev.data.u64 = 1; /* a worker exited */
+	epoll_ctl(epfd, EPOLL_CTL_ADD, svc->donefd, &ev);
+	for (i = 0; i < svc->ntcp; i++) {
+		ev.data.u64 = 0x100 + i;
+		epoll_ctl(epfd, EPOLL_CTL_ADD, svc->tcp_fds[i], &ev);
+	}
+	for (i = 0; i < svc->nrdma; i++) {
+		ev.data.u64 = 0x200 + i;
+		epoll_ctl(epfd, EPOLL_CTL_ADD, rrr__svc_rdma_listener_fd(svc->rdma[i]), &ev);
+	}
+	atomic_store(&svc->stopping, false);
+	for (i = 0; i < svc->nworkers; i++) {
+		rc = -pthread_create(&svc->workers[i].thread, NULL, worker_main, &svc->workers[i]);
+		if (rc)
+			break;
+		svc->workers[i].started = true;
+		started++;
+	}
+	if (rc) {
+		rrr__set_error(rc, "cannot start server worker threads");
+		wake(svc->stopfd);
+	}
+
+	while (done < started) {
+		int n = epoll_wait(epfd, evs, 16, -1), k;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			wake(svc->stopfd);
+			n = 0;
+		}
+		for (k = 0; k < n; k++) {
+			uint64_t id = evs[k].data.u64, v;
+			ssize_t r;
+
+			if (id == 0) {
+				r = read(svc->stopfd, &v, sizeof(v));
+				(void)r;
+				if (!atomic_load(&svc->stopping)) {
+					close_listeners(svc, epfd);
+					atomic_store(&svc->stopping, true);
+					for (i = 0; i < svc->nworkers; i++)
+						wake(svc->workers[i].wakefd);
+				}
+			} else if (id == 1) {
+				r = read(svc->donefd, &v, sizeof(v));
+				if (r == (ssize_t)sizeof(v))
+					done += (unsigned)v;
+			} else if (id >= 0x200) {
+				/* CM events keep flowing while workers close connections */
+				rrr__svc_rdma_cm_events(svc->rdma[id - 0x200]);
+			} else if (id >= 0x100 && !atomic_load(&svc->stopping)) {
+				rrr__svc_tcp_accept(svc, svc->tcp_fds[id - 0x100]);
+			}
+		}
+	}
+	for (i = 0; i < svc->nworkers; i++) {
+		if (svc->workers[i].started) {
+			pthread_join(svc->workers[i].thread, NULL);
+			svc->workers[i].started = false;
+		}
+	}
+	for (i = 0; i < svc->nrdma; i++)
+		rrr__svc_rdma_listener_destroy(svc->rdma[i]);
+	svc->nrdma = 0;
+	close(epfd);
+out:
+	atomic_store(&svc->running, false);
+	return rc;
+}
+
+void rrr_svc_stop(struct rrr_svc *svc)
+{
+	if (svc)
+		wake(svc->stopfd); /* write(2) only: async-signal-safe */
+}
+
+void rrr_svc_destroy(struct rrr_svc *svc)
+{
+	unsigned i;
+
+	if (!svc)
+		return;
+	close_listeners(svc, -1);
+	for (i = 0; i < svc->nrdma; i++)
+		rrr__svc_rdma_listener_destroy(svc->rdma[i]);
+	for (i = 0; i < svc->nworkers; i++)
+		worker_fini(&svc->workers[i]);
+	free(svc->workers);
+	close(svc->stopfd);
+	close(svc->donefd);
+	free(svc);
+}
+
+void rrr_svc_stats(struct rrr_svc *svc, struct rrr_xprt_stats *out)
+{
+	unsigned i;
+
+	if (!out)
+		return;
+	memset(out, 0, sizeof(*out));
+	if (!svc)
+		return;
+	for (i = 0; i < svc->nworkers; i++) {
+		const struct rrr_xprt_stats *s = &svc->workers[i].st;
+#define SUM(f) out->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
+#define MAX(f)                                                      \
+	do {                                                        \
+		uint32_t v_ = __atomic_load_n(&s->f, __ATOMIC_RELAXED); \
+		if (v_ > out->f)                                     \
+			out->f = v_;                                 \
+	} while (0)
+		SUM(calls);
+		SUM(replies);
+		SUM(bad_replies);
+		SUM(timeouts);
+		SUM(retransmits);
+		SUM(inline_calls);
+		SUM(read_chunks);
+		SUM(write_chunks);
+		SUM(reply_chunks);
+		SUM(nomsg_calls);
+		SUM(registrations);
+		SUM(hole_splits);
+		SUM(local_inv);
+		SUM(remote_inv);
+		SUM(recoveries);
+		SUM(credit_stalls);
+		MAX(credits);
+		MAX(max_credits);
+		MAX(inline_send);
+		MAX(inline_recv);
+		SUM(rdma_read_bytes);
+		SUM(rdma_write_bytes);
+		SUM(send_bytes);
+		SUM(recv_bytes);
+		SUM(connects);
+		SUM(disconnects);
+		SUM(rdma_errors_sent);
+#undef SUM
+#undef MAX
+	}
+}

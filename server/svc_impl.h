@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/svc_impl.h - what the server's transports (svc_tcp.c, svc_rdma.c)
+ * share with the transport-independent core (svc.c).
+ *
+ * A connection (struct rrr__svc_conn) is owned by exactly one worker
+ * thread from the moment it is adopted until it is destroyed. Its fd (the
+ * socket for TCP, the CQ's fd for RDMA) sits in that worker's epoll set,
+ * level-triggered, with the connection as epoll data. The worker calls
+ * ops->on_event() when the fd is ready and ops->on_msg() for messages the
+ * accept thread forwards (RDMA CM events). Everything a connection does
+ * happens on its worker thread, so connection state needs no lock.
+ *
+ * A request (struct rrr_svc_req) is decoded and dispatched by
+ * rrr__svc_dispatch(); the transport owns the request's memory and calls
+ * rrr__svc_req_end() once the reply has been sent (or dropped).
+ */
+#ifndef RRR_SERVER_SVC_IMPL_H
+#define RRR_SERVER_SVC_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <rrr/oncrpc.h>
+#include <rrr/server.h>
+#include <rrr/stats.h>
+#include <rrr/xdr.h>
+
+struct rrr_svc;
+struct rrr__svc_worker;
+struct rrr__svc_conn;
+
+/* Atomic counter helpers over the plain fields of struct rrr_xprt_stats. */
+#define RRR__STAT_ADD(st, field, n) __atomic_fetch_add(&(st)->field, (n), __ATOMIC_RELAXED)
+#define RRR__STAT_SET(st, field, v) __atomic_store_n(&(st)->field, (v), __ATOMIC_RELAXED)
+
+struct rrr__svc_conn_ops {
+	const char *name; /* "tcp" or "rdma" */
+	/* The fd is ready (EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP). */
+	void (*on_event)(struct rrr__svc_conn *c, uint32_t events);
+	/* A message forwarded by the accept thread (RDMA: a CM event). */
+	void (*on_msg)(struct rrr__svc_conn *c, const void *msg);
+	/* The server is stopping: take no new requests, finish what is in
+	 * flight, then call rrr__svc_conn_close(). */
+	void (*shutdown)(struct rrr__svc_conn *c);
+	/* Release everything; the worker has removed the fd from epoll. */
+	void (*destroy)(struct rrr__svc_conn *c);
+};
+
+struct rrr__svc_conn {
+	const struct rrr__svc_conn_ops *ops;
+	struct rrr_svc *svc;
+	struct rrr__svc_worker *w;
+	int fd;                       /* in the worker's epoll set */
+	uint32_t events;              /* current epoll interest */
+	struct sockaddr_storage peer;
+	bool closing;                 /* rrr__svc_conn_close() called */
+	int refs;                     /* atomic; freed by destroy at 0 */
+	struct rrr__svc_conn *next, *prev;
+};
+
+/* Per-request arena block (rrr_svc_req_alloc). */
+struct rrr__svc_arena;
+
+struct rrr_svc_req {
+	struct rrr_svc *svc;
+	struct rrr__svc_conn *conn;
+	struct rrr_rpc_call call;
+	const struct rrr_svc_program *prog;
+	struct rrr__svc_arena *arena;
+	uint32_t max_payload;         /* set by the transport before dispatch */
+};
+
+/* Result of rrr__svc_dispatch(). */
+enum rrr__svc_verdict {
+	RRR__SVC_REPLY_OK = 0,   /* SUCCESS reply with results in @res */
+	RRR__SVC_REPLY_ERR = 1,  /* an error reply is in @res; @res was re-initialised
+				  * without the DDP hook: drop any DDP state */
+	RRR__SVC_NO_REPLY = 2,   /* send nothing */
+};
+
+/* Reserve in every reply buffer beyond max_payload (headers, attributes). */
+#define RRR__SVC_REPLY_SLACK (64u * 1024u)
+
+/*
+ * rrr__svc_dispatch - decode the call header from @args (positioned at the
+ * RPC message), pick the program/procedure, run the handler and leave the
+ * reply message (header + results) in @res (an ENCODE stream at its start).
+ * @req must have svc, conn and max_payload set; the rest is filled here.
+ * Returns a verdict; never fails otherwise (errors become RPC error replies).
+ */
+enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
+					struct rrr_xdr *res);
+/* Free the request's arena; call after the reply was sent or dropped. */
+void rrr__svc_req_end(struct rrr_svc_req *req);
+
+/* Worker services for connections. */
+struct rrr_xprt_stats *rrr__svc_conn_stats(struct rrr__svc_conn *c);
+/* Change the epoll interest of @c's fd. */
+int rrr__svc_conn_set_events(struct rrr__svc_conn *c, uint32_t events);
+/* Schedule @c for destruction at the end of the current worker iteration. */
+void rrr__svc_conn_close(struct rrr__svc_conn *c);
+/* Hand a new connection (fd, ops, peer set) to a worker, round-robin.
+ * Called from the accept thread. On error the caller still owns @c. */
+int rrr__svc_adopt(struct rrr_svc *svc, struct rrr__svc_conn *c);
+/* Forward a message (copied, @len bytes) to @c's worker; @c must hold a
+ * reference taken by the caller, which the worker drops after on_msg(). */
+int rrr__svc_post_msg(struct rrr__svc_conn *c, const void *msg, size_t len);
+void rrr__svc_conn_get(struct rrr__svc_conn *c);
+void rrr__svc_conn_put(struct rrr__svc_conn *c);
+const struct rrr_svc_opts *rrr__svc_opts(const struct rrr_svc *svc);
+bool rrr__svc_stopping(const struct rrr_svc *svc);
+
+/* svc_tcp.c */
+int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
+			uint16_t *bound_port, int *fd_out);
+/* A listener fd is readable: accept what is pending. */
+void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd);
+
+/* svc_rdma.c: the listener lives on the accept thread. */
+struct rrr__svc_rdma_listener;
+int rrr__svc_rdma_listen(struct rrr_svc *svc, const char *host, const char *port,
+			 uint16_t *bound_port, struct rrr__svc_rdma_listener **out);
+int rrr__svc_rdma_listener_fd(struct rrr__svc_rdma_listener *l);
+/* The CM fd is readable: handle pending CM events. */
+void rrr__svc_rdma_cm_events(struct rrr__svc_rdma_listener *l);
+void rrr__svc_rdma_listener_destroy(struct rrr__svc_rdma_listener *l);
+
+#endif /* RRR_SERVER_SVC_IMPL_H */

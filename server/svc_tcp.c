@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/svc_tcp.c - ONC RPC over TCP with record marking (RFC 5531
+ * section 11), for the server.
+ *
+ * Wire format: a record is one or more fragments, each preceded by a
+ * 4-byte big-endian marker:
+ *
+ *    0                   1                   2                   3
+ *   +-+-------------------------------------------------------------+
+ *   |L|              fragment length (31 bits)                      |
+ *   +-+-------------------------------------------------------------+
+ *   |  fragment bytes ...                                           |
+ *   L = 1 on the last fragment of the record.
+ *
+ * Normal operation. Sockets are non-blocking and live in a worker's epoll
+ * set. Input is a small state machine: read the 4-byte marker, then read
+ * the fragment straight into the record buffer (grown geometrically), and
+ * when the last fragment is in, dispatch the record. The reply is encoded
+ * behind a reserved marker word in a per-connection reply buffer, sent as
+ * one fragment; if the socket cannot take it all, the connection waits for
+ * EPOLLOUT and reads nothing more until the reply is out (back-pressure:
+ * one request at a time per connection, handlers run to completion).
+ * The request arena is freed once the reply has left.
+ *
+ * Hostile input: a record may not exceed max_payload + 64 KiB (the record
+ * bound); a fragment that would cross it closes the connection before any
+ * memory is allocated for it. At most a few records are handled per
+ * readiness event so one busy connection cannot starve the others.
+ *
+ * Recovery: any socket error, EOF or protocol violation closes the
+ * connection; nothing else is affected. On shutdown an idle connection
+ * closes at once, one with a reply in flight closes when it is out.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/svc_impl.h"
+#include "transport/provider_impl.h"
+
+#define TCP_RECORDS_PER_EVENT 8
+
+struct tcp_conn {
+	struct rrr__svc_conn base;
+	uint32_t max_record;
+	/* input */
+	uint8_t mark[4];
+	unsigned mark_have;
+	bool in_frag;          /* reading fragment bytes */
+	bool last_frag;
+	uint32_t frag_left;
+	uint8_t *rec;
+	size_t rec_len, rec_cap;
+	/* output */
+	uint8_t *reply;        /* 4-byte marker + reply message */
+	size_t reply_cap;
+	size_t out_len, out_off;
+	bool out_busy;
+	bool shutting;
+	struct rrr_svc_req req;
+};
+
+static void tcp_close(struct tcp_conn *t)
+{
+	rrr__svc_conn_close(&t->base);
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* Send what is pending; 1 when all is out, 0 when it must wait, -errno. */
+static int tcp_flush(struct tcp_conn *t)
+{
+	struct rrr_xprt_stats *st = rrr__svc_conn_stats(&t->base);
+
+	while (t->out_off < t->out_len) {
+		ssize_t n = send(t->base.fd, t->reply + t->out_off, t->out_len - t->out_off,
+				 MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		t->out_off += (size_t)n;
+		RRR__STAT_ADD(st, send_bytes, (uint64_t)n);
+	}
+	t->out_busy = false;
+	rrr__svc_req_end(&t->req);
+	return 1;
+}
+
+/* Dispatch the complete record in t->rec; start sending the reply. */
+static int tcp_handle_record(struct tcp_conn *t)
+{
+	struct rrr_xdr args, res;
+	enum rrr__svc_verdict v;
+
+	if (!t->reply) {
+		t->reply_cap = 4 + (size_t)t->max_record;
+		t->reply = malloc(t->reply_cap);
+		if (!t->reply)
+			return -ENOMEM;
+	}
+	memset(&t->req, 0, sizeof(t->req));
+	t->req.svc = t->base.svc;
+	t->req.conn = &t->base;
+	t->req.max_payload = rrr__svc_opts(t->base.svc)->max_payload;
+	rrr_xdr_init(&args, t->rec, t->rec_len, RRR_XDR_DECODE);
+	rrr_xdr_init(&res, t->reply + 4, t->reply_cap - 4, RRR_XDR_ENCODE);
+	v = rrr__svc_dispatch(&t->req, &args, &res);
+	t->rec_len = 0;
+	if (v == RRR__SVC_NO_REPLY) {
+		rrr__svc_req_end(&t->req);
+		return 1;
+	}
+	put_be32(t->reply, RRR_RPC_RM_LAST | (uint32_t)rrr_xdr_pos(&res));
+	t->out_len = 4 + rrr_xdr_pos(&res);
+	t->out_off = 0;
+	t->out_busy = true;
+	RRR__STAT_ADD(rrr__svc_conn_stats(&t->base), replies, 1);
+	return tcp_flush(t);
+}
+
+/* Read one chunk of input; 1 progress, 0 would block, -errno / -EPIPE on EOF. */
+static int tcp_read_some(struct tcp_conn *t)
+{
+	struct rrr_xprt_stats *st = rrr__svc_conn_stats(&t->base);
+	ssize_t n;
+
+	if (!t->in_frag) {
+		n = recv(t->base.fd, t->mark + t->mark_have, 4 - t->mark_have, 0);
+	} else {
+		n = recv(t->base.fd, t->rec + t->rec_len, t->frag_left, 0);
+	}
+	if (n < 0) {
+		if (errno == EINTR)
+			return 1;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		return -errno;
+	}
+	if (n == 0)
+		return -EPIPE;
+	RRR__STAT_ADD(st, recv_bytes, (uint64_t)n);
+	if (!t->in_frag) {
+		uint32_t m, len;
+
+		t->mark_have += (unsigned)n;
+		if (t->mark_have < 4)
+			return 1;
+		t->mark_have = 0;
+		m = (uint32_t)t->mark[0] << 24 | (uint32_t)t->mark[1] << 16 |
+		    (uint32_t)t->mark[2] << 8 | t->mark[3];
+		len = m & RRR_RPC_RM_LEN_MASK;
+		t->last_frag = (m & RRR_RPC_RM_LAST) != 0;
+		/* bound before any arithmetic or allocation */
+		if (len > t->max_record || t->rec_len > t->max_record - len)
+			return -EMSGSIZE;
+		if (t->rec_len + len > t->rec_cap) {
+			size_t cap = t->rec_cap ? t->rec_cap : 4096;
+			uint8_t *nr;
+
+			while (cap < t->rec_len + len)
+				cap *= 2;
+			if (cap > t->max_record)
+				cap = t->max_record;
+			nr = realloc(t->rec, cap);
+			if (!nr)
+				return -ENOMEM;
+			t->rec = nr;
+			t->rec_cap = cap;
+		}
+		t->frag_left = len;
+		t->in_frag = len > 0;
+	} else {
+		t->rec_len += (size_t)n;
+		t->frag_left -= (uint32_t)n;
+		if (t->frag_left == 0)
+			t->in_frag = false;
+	}
+	if (!t->in_frag && t->mark_have == 0 && t->frag_left == 0 && t->last_frag) {
+		t->last_frag = false;
+		return 2; /* record complete */
+	}
+	return 1;
+}
+
+static void tcp_on_event(struct rrr__svc_conn *c, uint32_t events)
+{
+	struct tcp_conn *t = container_of(c, struct tcp_conn, base);
+	int records = 0, rc;
+
+	if (c->closing)
+		return;
+	if (t->out_busy) {
+		if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLOUT))
+			goto fail;
+		rc = tcp_flush(t);
+		if (rc < 0)
+			goto fail;
+		if (rc == 0)
+			return;
+		if (t->shutting) {
+			tcp_close(t);
+			return;
+		}
+		rrr__svc_conn_set_events(c, EPOLLIN);
+	}
+	while (records < TCP_RECORDS_PER_EVENT) {
+		rc = tcp_read_some(t);
+		if (rc == 0)
+			return;
+		if (rc < 0)
+			goto fail;
+		if (rc == 2) {
+			records++;
+			rc = tcp_handle_record(t);
+			if (rc < 0)
+				goto fail;
+			if (rc == 0) {
+				rrr__svc_conn_set_events(c, EPOLLOUT);
+				return;
+			}
+			if (t->shutting) {
+				tcp_close(t);
+				return;
+			}
+		}
+	}
+	return;
+fail:
+	tcp_close(t);
+}
+
+static void tcp_shutdown(struct rrr__svc_conn *c)
+{
+	struct tcp_conn *t = container_of(c, struct tcp_conn, base);
+
+	t->shutting = true;
+	if (!t->out_busy)
+		tcp_close(t);
+}
+
+static void tcp_destroy(struct rrr__svc_conn *c)
+{
+	struct tcp_conn *t = container_of(c, struct tcp_conn, base);
+
+	if (t->out_busy)
+		rrr__svc_req_end(&t->req);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(t->rec);
+	free(t->reply);
+	free(t);
+}
+
+static const struct rrr__svc_conn_ops tcp_ops = {
+	.name = "tcp",
+	.on_event = tcp_on_event,
+	.on_msg = NULL,
+	.shutdown = tcp_shutdown,
+	.destroy = tcp_destroy,
+};
+
+void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd)
+{
+	const struct rrr_svc_opts *o = rrr__svc_opts(svc);
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		struct tcp_conn *t;
+		int fd, one = 1;
+
+		fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return; /* EAGAIN, or a transient error: epoll calls again */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		t = calloc(1, sizeof(*t));
+		if (!t) {
+			close(fd);
+			continue;
+		}
+		t->base.ops = &tcp_ops;
+		t->base.fd = fd;
+		t->base.events = EPOLLIN;
+		t->base.peer = ss;
+		t->max_record = o->max_payload + RRR__SVC_REPLY_SLACK;
+		if (rrr__svc_adopt(svc, &t->base)) {
+			close(fd);
+			free(t);
+		}
+	}
+}
+
+int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
+			uint16_t *bound_port, int *fd_out)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	int fd = -1, rc, one = 1, zero = 0;
+
+	(void)svc;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	rc = getaddrinfo(host, port, &hints, &res);
+	if (rc)
+		return rrr__set_error(-EINVAL, "cannot resolve %s:%s: %s", host ? host : "*",
+				      port, gai_strerror(rc));
+	rc = -EADDRNOTAVAIL;
+	/* prefer IPv6 dual-stack for the wildcard address */
+	for (int pass = 0; pass < 2 && fd < 0; pass++) {
+		for (ai = res; ai; ai = ai->ai_next) {
+			if ((pass == 0) != (ai->ai_family == AF_INET6))
+				continue;
+			fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			if (fd < 0) {
+				rc = -errno;
+				continue;
+			}
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (ai->ai_family == AF_INET6 && !host)
+				setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+			if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 128) == 0)
+				break;
+			rc = -errno;
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return rrr__set_error(rc, "cannot listen on TCP %s:%s: %s", host ? host : "*",
+				      port, strerror(-rc));
+	if (bound_port) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+
+		getsockname(fd, (struct sockaddr *)&ss, &sl);
+		if (ss.ss_family == AF_INET6)
+			*bound_port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		else
+			*bound_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	}
+	*fd_out = fd;
+	return 0;
+}
