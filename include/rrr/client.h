@@ -88,11 +88,15 @@ struct rrr_call {
 	int timeout_ms;                    /* 0: the client's default */
 	bool idempotent;                   /* may be retried once on a new connection */
 	/* results, set when the call completes */
-	uint32_t rpc_stat;                 /* accept_stat or reject info when -EPROTO */
+	uint32_t rpc_stat;                 /* accept_stat, or RRR_RPC_STAT_DENIED |
+					    * reject_stat << 8 | auth_stat, when -EPROTO */
 	uint32_t payload_len;              /* bytes of payload received (FROM_SERVER) */
 	/* private to the library */
 	void *priv;
 };
+
+/* call->rpc_stat of a denied (MSG_DENIED) reply. */
+#define RRR_RPC_STAT_DENIED 0x80000000u
 
 typedef void (*rrr_call_done_fn)(struct rrr_call *call, int status, void *arg);
 

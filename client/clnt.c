@@ -1,0 +1,937 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/clnt.c - transport-independent core of the ONC RPC client.
+ *
+ * Normal operation. rrr_clnt_create() connects in the caller's thread (so a
+ * refused connection is an error the caller sees), then starts one progress
+ * thread per client. Submitting a call (rrr_clnt_call_async) allocates a
+ * request, takes an xid, and ENCODES the call in the submitting thread: an
+ * encode failure is returned to the submitter and the callback never runs.
+ * For RPC-over-RDMA the encoder's DDP hook records the position and iovecs
+ * of the TO_SERVER payload instead of copying it, so the transport can
+ * decide later (chunk planning) whether to copy it inline or expose it in a
+ * read chunk. The request is then put on the submit queue and the progress
+ * thread is woken through an eventfd.
+ *
+ * The progress thread owns everything that touches the wire: it moves
+ * submitted requests to the pending queue, sends them while the transport
+ * has room (credits), waits in epoll on the eventfd and the transport's
+ * fds, lets the transport match replies to requests (xid hash table),
+ * decodes replies with the caller's decode callback and runs completion
+ * callbacks - with no lock held, so callbacks may submit new calls. Many
+ * threads may submit at once; they only touch the submit queue and the
+ * live list under the client lock.
+ *
+ * Timeouts and cancel. Each call has a deadline. On expiry (or on
+ * rrr_clnt_cancel) a queued call completes at once (nothing was exposed); a
+ * sent call is handed to the transport's abort, which invalidates the
+ * call's MRs (LOCAL_INV, or recovery) and only then completes it. Cancel
+ * waits until the callback has returned, so after it returns the caller may
+ * free the call. The sync wrapper waits on a condition variable.
+ *
+ * Recovery. When the transport reports the connection lost, the core asks
+ * it to close: every MR of every call it held is recovered before close()
+ * returns. Calls the caller marked idempotent are re-queued once (same xid,
+ * so a server duplicate-request cache can recognise them, counted as
+ * retransmits); the rest complete with -ECONNRESET. The core reconnects
+ * when there is work, with exponential backoff (100 ms doubling to 5 s).
+ * Calls waiting for a connection still time out. rrr_clnt_destroy fails
+ * everything outstanding with -ECANCELED after the transport has closed.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rrr/client.h>
+#include <rrr/rpcrdma.h>
+
+#include "client/clnt_impl.h"
+#include "transport/provider_impl.h"
+
+#define TAG_EVENTFD 0u
+#define BACKOFF_MIN_MS 100u
+#define BACKOFF_MAX_MS 5000u
+#define TICK_MS 200
+#define ENCODE_START 4096u
+#define ENCODE_MAX_RDMA (1u << 20)        /* args without the payload */
+#define ENCODE_MAX_TCP (64u << 20)
+
+uint64_t rrr__clnt_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void rrr_clnt_opts_init(struct rrr_clnt_opts *opts)
+{
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->transport = "rdma";
+	opts->provider = "soft";
+	opts->port = "20049";
+	opts->max_requests = 32;
+	opts->inline_send = 4096;
+	opts->inline_recv = 4096;
+	opts->max_segs = 16;
+	opts->timeout_ms = 30000;
+	opts->connect_timeout_ms = 10000;
+}
+
+/* --- fds and the xid table ------------------------------------------------ */
+
+int rrr__clnt_watch(struct rrr_clnt *c, int fd, uint32_t events, uint32_t tag)
+{
+	struct epoll_event ev = { .events = events, .data.u32 = tag };
+
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
+		return 0;
+	if (errno == EEXIST && epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
+		return 0;
+	return -errno;
+}
+
+void rrr__clnt_unwatch(struct rrr_clnt *c, int fd)
+{
+	if (fd >= 0)
+		(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static unsigned xid_bucket(uint32_t xid)
+{
+	return (xid ^ (xid >> 8) ^ (xid >> 16)) & 255u;
+}
+
+struct rrr__clnt_req *rrr__clnt_lookup(struct rrr_clnt *c, uint32_t xid)
+{
+	struct rrr__clnt_req *r;
+
+	for (r = c->xid_hash[xid_bucket(xid)]; r; r = r->hnext)
+		if (r->xid == xid)
+			return r;
+	return NULL;
+}
+
+void rrr__clnt_hash_add(struct rrr_clnt *c, struct rrr__clnt_req *req)
+{
+	unsigned b = xid_bucket(req->xid);
+
+	if (req->hashed)
+		return;
+	req->hnext = c->xid_hash[b];
+	c->xid_hash[b] = req;
+	req->hashed = true;
+}
+
+void rrr__clnt_hash_del(struct rrr_clnt *c, struct rrr__clnt_req *req)
+{
+	struct rrr__clnt_req **pp;
+
+	if (!req->hashed)
+		return;
+	for (pp = &c->xid_hash[xid_bucket(req->xid)]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == req) {
+			*pp = req->hnext;
+			break;
+		}
+	}
+	req->hnext = NULL;
+	req->hashed = false;
+}
+
+/* --- queues (progress thread) ----------------------------------------------- */
+
+static void q_append(struct rrr__clnt_req **head, struct rrr__clnt_req **tail,
+		     struct rrr__clnt_req *r)
+{
+	r->qnext = NULL;
+	if (*tail)
+		(*tail)->qnext = r;
+	else
+		*head = r;
+	*tail = r;
+}
+
+static void q_push_front(struct rrr__clnt_req **head, struct rrr__clnt_req **tail,
+			 struct rrr__clnt_req *r)
+{
+	r->qnext = *head;
+	*head = r;
+	if (!*tail)
+		*tail = r;
+}
+
+static struct rrr__clnt_req *q_pop(struct rrr__clnt_req **head, struct rrr__clnt_req **tail)
+{
+	struct rrr__clnt_req *r = *head;
+
+	if (r) {
+		*head = r->qnext;
+		if (!*head)
+			*tail = NULL;
+		r->qnext = NULL;
+	}
+	return r;
+}
+
+static bool q_remove(struct rrr__clnt_req **head, struct rrr__clnt_req **tail,
+		     struct rrr__clnt_req *r)
+{
+	struct rrr__clnt_req **pp, *prev = NULL;
+
+	for (pp = head; *pp; prev = *pp, pp = &(*pp)->qnext) {
+		if (*pp == r) {
+			*pp = r->qnext;
+			if (*tail == r)
+				*tail = prev;
+			r->qnext = NULL;
+			return true;
+		}
+	}
+	return false;
+}
+
+void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int status)
+{
+	if (req->state == RRR__REQ_DONE)
+		return;
+	rrr__clnt_hash_del(c, req);
+	req->state = RRR__REQ_DONE;
+	req->status = status;
+	q_append(&c->done_head, &c->done_tail, req);
+}
+
+static void req_free(struct rrr__clnt_req *req)
+{
+	free(req->buf);
+	free(req);
+}
+
+/* Run the callbacks of finished calls; no lock held while they run. */
+static void run_done(struct rrr_clnt *c)
+{
+	struct rrr__clnt_req *req;
+
+	while ((req = q_pop(&c->done_head, &c->done_tail))) {
+		struct rrr_call *call = req->call;
+
+		if (req->status == -ETIMEDOUT)
+			RRR__CLNT_STAT_ADD(c, timeouts, 1);
+		call->priv = NULL;
+		req->done(call, req->status, req->arg);
+		pthread_mutex_lock(&c->lock);
+		req->lprev->lnext = req->lnext;
+		req->lnext->lprev = req->lprev;
+		req->finished = true;
+		pthread_cond_broadcast(&c->cond);
+		if (req->waiters == 0)
+			req_free(req);
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+/* --- encoding (submitting thread) ------------------------------------------ */
+
+/* DDP encode hook for RDMA: record the first TO_SERVER payload (the
+ * transport decides inline vs read chunk), copy any other inline. */
+static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov,
+			  unsigned niov, uint32_t len)
+{
+	struct rrr__clnt_req *req = ctx;
+	uint8_t *p;
+	int rc;
+
+	if (!req->has_payload && req->call->ddp == RRR_DDP_TO_SERVER) {
+		if (xdr->pos > UINT32_MAX)
+			return -EMSGSIZE;
+		req->has_payload = true;
+		req->payload_pos = (uint32_t)xdr->pos;
+		req->payload_len = len;
+		req->payload_iov = iov;
+		req->payload_niov = niov;
+		return 0;
+	}
+	if (len > UINT32_MAX - 3u)
+		return -EMSGSIZE;
+	p = rrr_xdr_cursor(xdr);
+	rc = rrr_xdr_skip(xdr, len); /* zero-fills len + pad, checks room */
+	if (rc)
+		return rc;
+	for (unsigned i = 0; i < niov; i++) {
+		if (iov[i].iov_len)
+			memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	return 0;
+}
+
+static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
+{
+	const struct rrr_call *call = req->call;
+	bool tcp = (c->ops == &rrr__clnt_tcp_ops);
+	size_t off = tcp ? 4 : 0;
+	size_t cap = ENCODE_START, max = tcp ? ENCODE_MAX_TCP : ENCODE_MAX_RDMA;
+	struct rrr_xdr_ddp hook = { .encode = record_payload, .ctx = req };
+	struct rrr_xdr x;
+	int rc;
+
+	for (;;) {
+		req->buf = malloc(cap);
+		if (!req->buf)
+			return -ENOMEM;
+		req->cap = cap;
+		req->has_payload = false;
+		rrr_xdr_init(&x, req->buf + off, cap - off, RRR_XDR_ENCODE);
+		if (!tcp)
+			rrr_xdr_set_ddp(&x, &hook);
+		rc = rrr_rpc_encode_call(&x, req->xid, call->prog, call->vers, call->proc,
+					 call->cred);
+		if (rc == 0 && call->encode)
+			rc = call->encode(&x, call->args);
+		if (rc == 0) {
+			req->len = off + rrr_xdr_pos(&x);
+			if (req->has_payload && req->payload_len > UINT32_MAX - 3u - req->len)
+				return -EMSGSIZE;
+			return 0;
+		}
+		free(req->buf);
+		req->buf = NULL;
+		if (rc != -EMSGSIZE || cap >= max)
+			return rc;
+		cap *= 4;
+		if (cap > max)
+			cap = max;
+	}
+}
+
+/* --- decoding (progress thread) --------------------------------------------- */
+
+static int fill_sink_iov(const struct rrr_call *call, uint32_t len, struct iovec *iov,
+			 unsigned *niov)
+{
+	unsigned n = 0;
+	uint32_t left = len;
+
+	for (unsigned i = 0; i < call->npayload && left; i++) {
+		size_t l = call->payload[i].iov_len < left ? call->payload[i].iov_len : left;
+
+		if (!l)
+			continue;
+		if (n >= RRR_XDR_PAYLOAD_MAX_IOV)
+			return -EMSGSIZE;
+		iov[n].iov_base = call->payload[i].iov_base;
+		iov[n].iov_len = l;
+		n++;
+		left -= (uint32_t)l;
+	}
+	if (left)
+		return -EMSGSIZE;
+	*niov = n;
+	return 0;
+}
+
+static uint64_t sink_capacity(const struct rrr_call *call)
+{
+	uint64_t cap = 0;
+
+	if (call->ddp != RRR_DDP_FROM_SERVER || !call->payload)
+		return 0;
+	for (unsigned i = 0; i < call->npayload; i++)
+		cap += call->payload[i].iov_len;
+	return cap;
+}
+
+/* DDP decode hook: the payload was placed in the sink by RDMA WRITE (write
+ * chunk; nothing of it, pad included, is in the inline stream), or is
+ * inline and is copied into the sink, or (no sink) is described in place. */
+static int decode_payload(struct rrr_xdr *xdr, void *ctx, uint32_t len, struct iovec *iov,
+			  unsigned *niov)
+{
+	struct rrr__clnt_req *req = ctx;
+	struct rrr_call *call = req->call;
+	uint64_t cap = sink_capacity(call);
+	uint8_t *src;
+	uint32_t left;
+	int rc;
+
+	if (req->placed) {
+		req->placed = false;
+		if (len > req->placed_len || len > cap)
+			return -EBADMSG;
+		rc = fill_sink_iov(call, len, iov, niov);
+		if (rc)
+			return -EBADMSG;
+		call->payload_len = len;
+		return 0;
+	}
+	if ((((uint64_t)len + 3u) & ~(uint64_t)3u) > rrr_xdr_remaining(xdr))
+		return -EBADMSG;
+	src = rrr_xdr_cursor(xdr);
+	if (cap) {
+		if (len > cap)
+			return -EBADMSG;
+		left = len;
+		for (unsigned i = 0; i < call->npayload && left; i++) {
+			size_t l = call->payload[i].iov_len < left ? call->payload[i].iov_len
+								   : left;
+			memcpy(call->payload[i].iov_base, src, l);
+			src += l;
+			left -= (uint32_t)l;
+		}
+		rc = fill_sink_iov(call, len, iov, niov);
+		if (rc)
+			return -EBADMSG;
+		call->payload_len = len;
+	} else {
+		iov[0].iov_base = src;
+		iov[0].iov_len = len;
+		*niov = 1;
+	}
+	return rrr_xdr_skip(xdr, len);
+}
+
+int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *msg,
+			   size_t len)
+{
+	struct rrr_xdr_ddp hook = { .decode = decode_payload, .ctx = req };
+	struct rrr_call *call = req->call;
+	struct rrr_rpc_reply rp;
+	struct rrr_xdr x;
+	int rc;
+
+	(void)c;
+	rrr_xdr_init(&x, msg, len, RRR_XDR_DECODE);
+	rc = rrr_rpc_decode_reply(&x, &rp);
+	if (rc || rp.xid != req->xid)
+		return -EBADMSG;
+	if (rp.stat == RRR_RPC_MSG_DENIED) {
+		call->rpc_stat = RRR_RPC_STAT_DENIED | (rp.reject_stat & 0xffu) << 8 |
+				 (rp.auth_stat & 0xffu);
+		return -EPROTO;
+	}
+	if (rp.accept_stat != RRR_RPC_SUCCESS) {
+		call->rpc_stat = rp.accept_stat;
+		return -EPROTO;
+	}
+	call->rpc_stat = 0;
+	rrr_xdr_set_ddp(&x, &hook);
+	if (call->decode) {
+		rc = call->decode(&x, call->res);
+		if (rc)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+/* --- progress thread ----------------------------------------------------------- */
+
+static void wake(struct rrr_clnt *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->evfd, &one, sizeof(one)) < 0) {
+		/* counter full: the thread is awake anyway */
+	}
+}
+
+static void abort_req(struct rrr_clnt *c, struct rrr__clnt_req *req, int status)
+{
+	if (req->state == RRR__REQ_DONE || req->aborting)
+		return;
+	if (req->state == RRR__REQ_QUEUED) {
+		q_remove(&c->pend_head, &c->pend_tail, req);
+		rrr__clnt_complete(c, req, status);
+		return;
+	}
+	req->aborting = true;
+	req->status = status;
+	c->ops->abort(c, req, status);
+}
+
+/* The transport lost its connection: close it (MRs recovered), then retry
+ * or fail every call it held. */
+static void conn_lost(struct rrr_clnt *c)
+{
+	struct rrr__clnt_req *held = NULL, *r;
+
+	if (!c->connected)
+		return;
+	c->ops->close(c);
+	c->connected = false;
+	for (unsigned b = 0; b < 256; b++) {
+		while ((r = c->xid_hash[b])) {
+			rrr__clnt_hash_del(c, r);
+			r->qnext = held;
+			held = r;
+		}
+	}
+	pthread_mutex_lock(&c->lock);
+	c->stats.disconnects++;
+	pthread_mutex_unlock(&c->lock);
+	while ((r = held)) {
+		held = r->qnext;
+		r->qnext = NULL;
+		if (r->aborting) {
+			rrr__clnt_complete(c, r, r->status);
+		} else if (r->call->idempotent && !r->retried && !c->stopping) {
+			r->retried = true;
+			r->state = RRR__REQ_QUEUED;
+			r->placed = false;
+			q_push_front(&c->pend_head, &c->pend_tail, r);
+			RRR__CLNT_STAT_ADD(c, retransmits, 1);
+		} else {
+			rrr__clnt_complete(c, r, -ECONNRESET);
+		}
+	}
+	c->next_connect_ns = rrr__clnt_now_ns(); /* first reconnect at once */
+}
+
+static void try_connect(struct rrr_clnt *c)
+{
+	uint64_t now = rrr__clnt_now_ns();
+	int rc;
+
+	if (c->connected || !c->pend_head || now < c->next_connect_ns)
+		return;
+	rc = c->ops->connect(c, c->opts.connect_timeout_ms);
+	if (rc == 0) {
+		c->connected = true;
+		c->backoff_ms = 0;
+		RRR__CLNT_STAT_ADD(c, connects, 1);
+		return;
+	}
+	c->last_connect_err = rc;
+	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (c->backoff_ms > BACKOFF_MAX_MS)
+		c->backoff_ms = BACKOFF_MAX_MS;
+	c->next_connect_ns = rrr__clnt_now_ns() + (uint64_t)c->backoff_ms * 1000000ull;
+}
+
+static void send_pending(struct rrr_clnt *c)
+{
+	struct rrr__clnt_req *req;
+	int rc;
+
+	while (c->connected && c->pend_head) {
+		req = c->pend_head;
+		if (!c->ops->can_send(c)) {
+			/* counted once per call that had to wait */
+			if (!req->stalled) {
+				req->stalled = true;
+				RRR__CLNT_STAT_ADD(c, credit_stalls, 1);
+			}
+			return;
+		}
+		q_pop(&c->pend_head, &c->pend_tail);
+		req->state = RRR__REQ_SENT;
+		rrr__clnt_hash_add(c, req);
+		rc = c->ops->send(c, req);
+		if (rc == 0)
+			continue;
+		rrr__clnt_hash_del(c, req);
+		req->state = RRR__REQ_QUEUED;
+		if (rc == -EAGAIN) {
+			q_push_front(&c->pend_head, &c->pend_tail, req);
+			return;
+		}
+		if (rc == -ENOTCONN) {
+			q_push_front(&c->pend_head, &c->pend_tail, req);
+			conn_lost(c);
+			return;
+		}
+		rrr__clnt_complete(c, req, rc);
+	}
+}
+
+/* Under the lock: move submissions to the pending queue, collect cancels
+ * and expired calls (linked through qnext of a private list), and compute
+ * the epoll timeout. */
+static int collect(struct rrr_clnt *c, struct rrr__clnt_req **cancels,
+		   struct rrr__clnt_req **expired, bool *stopping)
+{
+	uint64_t now = rrr__clnt_now_ns(), next = now + (uint64_t)TICK_MS * 1000000ull;
+	struct rrr__clnt_req *r;
+	int ms;
+
+	*cancels = *expired = NULL;
+	pthread_mutex_lock(&c->lock);
+	while ((r = q_pop(&c->submit_head, &c->submit_tail)))
+		q_append(&c->pend_head, &c->pend_tail, r);
+	for (r = c->live.lnext; r != &c->live; r = r->lnext) {
+		if (r->state == RRR__REQ_DONE || r->aborting)
+			continue;
+		if (r->cancel_req) {
+			r->anext = *cancels;
+			*cancels = r;
+			continue;
+		}
+		if (r->deadline_ns && r->deadline_ns <= now) {
+			r->anext = *expired;
+			*expired = r;
+		} else if (r->deadline_ns && r->deadline_ns < next) {
+			next = r->deadline_ns;
+		}
+	}
+	c->ncancel = 0;
+	*stopping = c->stopping;
+	pthread_mutex_unlock(&c->lock);
+	if (!c->connected && c->pend_head && c->next_connect_ns < next)
+		next = c->next_connect_ns > now ? c->next_connect_ns : now;
+	ms = (int)((next - now + 999999ull) / 1000000ull);
+	return ms;
+}
+
+static void shutdown_all(struct rrr_clnt *c)
+{
+	struct rrr__clnt_req *r;
+
+	pthread_mutex_lock(&c->lock);
+	while ((r = q_pop(&c->submit_head, &c->submit_tail)))
+		q_append(&c->pend_head, &c->pend_tail, r);
+	pthread_mutex_unlock(&c->lock);
+	while ((r = q_pop(&c->pend_head, &c->pend_tail)))
+		rrr__clnt_complete(c, r, -ECANCELED);
+	if (c->connected) {
+		/* close() recovers every MR; then fail what it held */
+		for (unsigned b = 0; b < 256; b++)
+			for (r = c->xid_hash[b]; r; r = r->hnext)
+				if (!r->aborting) {
+					r->aborting = true;
+					r->status = -ECANCELED;
+				}
+		conn_lost(c);
+	}
+	run_done(c);
+}
+
+static void *progress_main(void *arg)
+{
+	struct rrr_clnt *c = arg;
+	struct epoll_event evs[16];
+
+	for (;;) {
+		struct rrr__clnt_req *cancels, *expired, *r;
+		bool stopping;
+		int ms, n;
+
+		ms = collect(c, &cancels, &expired, &stopping);
+		if (stopping)
+			break;
+		while ((r = cancels)) {
+			cancels = r->anext;
+			abort_req(c, r, -ECANCELED);
+		}
+		while ((r = expired)) {
+			expired = r->anext;
+			abort_req(c, r, -ETIMEDOUT);
+		}
+		try_connect(c);
+		send_pending(c);
+		run_done(c);
+
+		n = epoll_wait(c->epfd, evs, 16, ms);
+		for (int i = 0; i < n; i++) {
+			uint32_t tag = evs[i].data.u32;
+
+			if (tag == TAG_EVENTFD) {
+				uint64_t v;
+
+				if (read(c->evfd, &v, sizeof(v)) < 0) {
+					/* EAGAIN: nothing to consume */
+				}
+				continue;
+			}
+			if (c->connected && c->ops->progress(c, tag) == -ENOTCONN)
+				conn_lost(c);
+		}
+		send_pending(c);
+		run_done(c);
+	}
+	shutdown_all(c);
+	return NULL;
+}
+
+/* --- public API ---------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void clnt_free(struct rrr_clnt *c)
+{
+	if (c->xprt && c->ops->destroy)
+		c->ops->destroy(c);
+	if (c->evfd >= 0)
+		close(c->evfd);
+	if (c->epfd >= 0)
+		close(c->epfd);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c->host);
+	free(c->port);
+	free(c->provider);
+	free(c->provider_opts);
+	free(c);
+}
+
+int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
+{
+	struct rrr_clnt *c;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!opts || !opts->host)
+		return rrr__set_error(-EINVAL, "rrr_clnt_create: a server host is required");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->epfd = c->evfd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->live.lnext = c->live.lprev = &c->live;
+	c->opts = *opts;
+	if (!c->opts.transport || strcmp(c->opts.transport, "rdma") == 0) {
+		c->ops = &rrr__clnt_rdma_ops;
+	} else if (strcmp(c->opts.transport, "tcp") == 0) {
+		c->ops = &rrr__clnt_tcp_ops;
+	} else {
+		rc = rrr__set_error(-EINVAL, "unknown transport '%s' (use \"rdma\" or \"tcp\")",
+				    c->opts.transport);
+		goto fail;
+	}
+	c->host = strdup(opts->host);
+	c->port = strdup(opts->port ? opts->port : "20049");
+	c->provider = strdup(opts->provider ? opts->provider : "soft");
+	c->provider_opts = dup_or_null(opts->provider_opts);
+	if (!c->host || !c->port || !c->provider || (opts->provider_opts && !c->provider_opts)) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	c->opts.host = c->host;
+	c->opts.port = c->port;
+	c->opts.provider = c->provider;
+	c->opts.provider_opts = c->provider_opts;
+	if (!c->opts.max_requests)
+		c->opts.max_requests = 32;
+	if (c->opts.max_requests > 1024)
+		c->opts.max_requests = 1024;
+	if (!c->opts.inline_send)
+		c->opts.inline_send = 4096;
+	if (!c->opts.inline_recv)
+		c->opts.inline_recv = 4096;
+	if (!c->opts.max_segs)
+		c->opts.max_segs = 16;
+	if (c->opts.max_segs > RRR_RDMA_MAX_CHUNK_SEGS)
+		c->opts.max_segs = RRR_RDMA_MAX_CHUNK_SEGS;
+	if (!c->opts.timeout_ms)
+		c->opts.timeout_ms = 30000;
+	if (c->opts.connect_timeout_ms <= 0)
+		c->opts.connect_timeout_ms = 10000;
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		c->next_xid = (uint32_t)(ts.tv_nsec ^ ts.tv_sec ^ (uintptr_t)c);
+	}
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	c->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->epfd < 0 || c->evfd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = rrr__clnt_watch(c, c->evfd, EPOLLIN, TAG_EVENTFD);
+	if (rc)
+		goto fail;
+	rc = c->ops->create(c);
+	if (rc)
+		goto fail;
+	rc = c->ops->connect(c, c->opts.connect_timeout_ms);
+	if (rc)
+		goto fail;
+	c->connected = true;
+	c->stats.connects = 1;
+	rc = pthread_create(&c->thread, NULL, progress_main, c);
+	if (rc) {
+		rc = -rc;
+		c->ops->close(c);
+		goto fail;
+	}
+	c->thread_started = true;
+	*out = c;
+	return 0;
+fail:
+	clnt_free(c);
+	return rc;
+}
+
+void rrr_clnt_destroy(struct rrr_clnt *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stopping = true;
+	pthread_mutex_unlock(&c->lock);
+	wake(c);
+	if (c->thread_started)
+		pthread_join(c->thread, NULL);
+	clnt_free(c);
+}
+
+int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done_fn done,
+			void *arg)
+{
+	struct rrr__clnt_req *req;
+	int timeout, rc;
+
+	if (!c || !call || !done)
+		return -EINVAL;
+	if (call->ddp != RRR_DDP_NONE && call->ddp != RRR_DDP_TO_SERVER &&
+	    call->ddp != RRR_DDP_FROM_SERVER)
+		return -EINVAL;
+	if ((call->npayload && !call->payload) || call->npayload > RRR_XDR_PAYLOAD_MAX_IOV)
+		return -EINVAL;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->clnt = c;
+	req->call = call;
+	req->done = done;
+	req->arg = arg;
+	call->rpc_stat = 0;
+	call->payload_len = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->stopping) {
+		pthread_mutex_unlock(&c->lock);
+		free(req);
+		return -ESHUTDOWN;
+	}
+	req->xid = c->next_xid++;
+	pthread_mutex_unlock(&c->lock);
+
+	rc = encode_call(c, req);
+	if (rc) {
+		req_free(req);
+		return rc;
+	}
+	timeout = call->timeout_ms ? call->timeout_ms : c->opts.timeout_ms;
+	if (timeout > 0)
+		req->deadline_ns = rrr__clnt_now_ns() + (uint64_t)timeout * 1000000ull;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->stopping) {
+		pthread_mutex_unlock(&c->lock);
+		req_free(req);
+		return -ESHUTDOWN;
+	}
+	call->priv = req;
+	req->lnext = &c->live;
+	req->lprev = c->live.lprev;
+	c->live.lprev->lnext = req;
+	c->live.lprev = req;
+	q_append(&c->submit_head, &c->submit_tail, req);
+	c->stats.calls++;
+	pthread_mutex_unlock(&c->lock);
+	wake(c);
+	return 0;
+}
+
+struct sync_wait {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool done;
+	int status;
+};
+
+static void sync_done(struct rrr_call *call, int status, void *arg)
+{
+	struct sync_wait *w = arg;
+
+	(void)call;
+	pthread_mutex_lock(&w->m);
+	w->status = status;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m);
+}
+
+int rrr_clnt_call(struct rrr_clnt *c, struct rrr_call *call)
+{
+	struct sync_wait w = { .done = false };
+	int rc;
+
+	if (!c)
+		return -EINVAL;
+	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
+		return -EDEADLK;
+	pthread_mutex_init(&w.m, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	rc = rrr_clnt_call_async(c, call, sync_done, &w);
+	if (rc == 0) {
+		pthread_mutex_lock(&w.m);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.m);
+		pthread_mutex_unlock(&w.m);
+		rc = w.status;
+	}
+	pthread_cond_destroy(&w.cv);
+	pthread_mutex_destroy(&w.m);
+	return rc;
+}
+
+int rrr_clnt_cancel(struct rrr_clnt *c, struct rrr_call *call)
+{
+	struct rrr__clnt_req *r;
+
+	if (!c || !call)
+		return -EINVAL;
+	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
+		return -EDEADLK;
+	pthread_mutex_lock(&c->lock);
+	for (r = c->live.lnext; r != &c->live; r = r->lnext)
+		if (r->call == call && !r->finished)
+			break;
+	if (r == &c->live) {
+		pthread_mutex_unlock(&c->lock);
+		return -ENOENT;
+	}
+	r->cancel_req = true;
+	r->waiters++;
+	c->ncancel++;
+	pthread_mutex_unlock(&c->lock);
+	wake(c);
+	pthread_mutex_lock(&c->lock);
+	while (!r->finished)
+		pthread_cond_wait(&c->cond, &c->lock);
+	if (--r->waiters == 0)
+		req_free(r);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+void rrr_clnt_stats(struct rrr_clnt *c, struct rrr_xprt_stats *st)
+{
+	if (!c || !st)
+		return;
+	pthread_mutex_lock(&c->lock);
+	*st = c->stats;
+	pthread_mutex_unlock(&c->lock);
+}
+
+uint32_t rrr_clnt_max_payload(const struct rrr_clnt *c)
+{
+	if (!c)
+		return 0;
+	return c->ops->max_payload(c);
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/clnt_impl.h - what the transport-independent client core
+ * (clnt.c) and its transports (clnt_tcp.c, clnt_rdma.c) share.
+ *
+ * Division of labour. The core owns the requests: it allocates them,
+ * encodes the call in the submitting thread, keeps them on the live list,
+ * queues them until a transport can take them, applies timeouts, cancel,
+ * retry-on-reconnect and reconnect backoff, decodes the RPC reply and runs
+ * the completion callbacks - all on one internal progress thread. A
+ * transport owns the connection and every per-call wire resource
+ * (send buffers, registrations); it is only ever called from the progress
+ * thread, so it needs no locks of its own.
+ *
+ * Handshake between the two for one call:
+ *   core: xprt->send(req)           -> transport puts it on the wire
+ *   transport: rrr__clnt_lookup(xid) when a reply arrives, makes every MR
+ *   of the call invalid, then rrr__clnt_decode_reply() and
+ *   rrr__clnt_complete(req, status).
+ *   core: xprt->abort(req) on timeout/cancel: the transport makes the call's
+ *   MRs invalid (possibly asynchronously) and then calls
+ *   rrr__clnt_complete(); the call may stay "ghost" inside the transport
+ *   until its late reply frees the credit.
+ *   transport: returns -ENOTCONN from send/progress (or calls
+ *   rrr__clnt_conn_lost()) when the connection is gone; the core then calls
+ *   xprt->close(), which must leave no MR of any call valid, and retries or
+ *   fails the calls the transport still held.
+ */
+#ifndef RRR_CLIENT_CLNT_IMPL_H
+#define RRR_CLIENT_CLNT_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rrr/client.h>
+
+struct rrr__clnt_req;
+
+enum rrr__req_state {
+	RRR__REQ_QUEUED = 0, /* in the core's pending queue: nothing on the wire */
+	RRR__REQ_SENT,       /* owned by the transport, in the xid table */
+	RRR__REQ_DONE,       /* status known, MRs invalid: callback pending */
+};
+
+struct rrr__clnt_req {
+	struct rrr__clnt_req *lnext, *lprev; /* live list (core lock) */
+	struct rrr__clnt_req *qnext;         /* pending / done queue */
+	struct rrr__clnt_req *hnext;         /* xid hash chain (progress thread) */
+	struct rrr__clnt_req *anext;         /* cancel / expiry batch */
+	struct rrr_clnt *clnt;
+	struct rrr_call *call;
+	rrr_call_done_fn done;
+	void *arg;
+	uint32_t xid;
+	enum rrr__req_state state;
+	int status;
+	uint64_t deadline_ns;                /* 0: none */
+	bool retried;
+	bool cancel_req;                     /* cancel asked (core lock) */
+	bool aborting;                       /* abort handed to the transport */
+	bool finished;                       /* callback returned (core lock) */
+	bool hashed;
+	bool stalled;                        /* counted as a credit stall */
+	unsigned waiters;                    /* cancellers waiting (core lock) */
+
+	/* The encoded call message (RPC header + args). For RDMA the TO_SERVER
+	 * DDP payload is NOT in buf: it was recorded by the encode hook and
+	 * belongs at payload_pos (after its length word), followed by its XDR
+	 * pad, then buf[payload_pos..len). For TCP buf starts with 4 bytes
+	 * reserved for the record marker and holds everything. */
+	uint8_t *buf;
+	size_t cap;
+	size_t len;
+	bool has_payload;
+	uint32_t payload_pos;
+	uint32_t payload_len;
+	const struct iovec *payload_iov;
+	unsigned payload_niov;
+
+	/* Reply placement (RDMA write chunk): the server wrote placed_len
+	 * bytes straight into the caller's sink. */
+	bool placed;
+	uint32_t placed_len;
+
+	void *xprt;                          /* transport's per-call state */
+};
+
+struct rrr__clnt_xprt_ops {
+	const char *name;
+	/* Allocate transport state (no connection yet). */
+	int (*create)(struct rrr_clnt *c);
+	/* Connect, bounded by @timeout_ms; register fds with rrr__clnt_watch().
+	 * MAY BLOCK (progress thread only). */
+	int (*connect)(struct rrr_clnt *c, int timeout_ms);
+	/* Tear the connection down. Every SENT req still owned by the
+	 * transport must have no valid MR when this returns (recovered); the
+	 * core then walks them. Ghost calls are freed by the transport. */
+	void (*close)(struct rrr_clnt *c);
+	/* Can one more call be sent now (credits, slots)? */
+	bool (*can_send)(struct rrr_clnt *c);
+	/* Put @req on the wire. 0: sent (req->state = SENT, hashed);
+	 * -EAGAIN: no resources now, keep it queued; -ENOTCONN: connection
+	 * gone; other: fail this call with that status (nothing exposed). */
+	int (*send)(struct rrr_clnt *c, struct rrr__clnt_req *req);
+	/* The fd registered with tag @tag is ready: make progress. Returns 0
+	 * or -ENOTCONN when the connection is gone. */
+	int (*progress)(struct rrr_clnt *c, uint32_t tag);
+	/* Timeout / cancel of a SENT call: make its MRs invalid and complete it
+	 * with @status (maybe later, from progress()). */
+	void (*abort)(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
+	void (*destroy)(struct rrr_clnt *c);
+	uint32_t (*max_payload)(const struct rrr_clnt *c);
+};
+
+extern const struct rrr__clnt_xprt_ops rrr__clnt_tcp_ops;
+extern const struct rrr__clnt_xprt_ops rrr__clnt_rdma_ops;
+
+struct rrr_clnt {
+	struct rrr_clnt_opts opts;
+	char *host, *port, *provider, *provider_opts;
+	const struct rrr__clnt_xprt_ops *ops;
+	void *xprt;                          /* transport state */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;                 /* req finished */
+	pthread_t thread;
+	bool thread_started;
+	bool stopping;                       /* destroy asked */
+	int epfd;
+	int evfd;                            /* wakes the progress thread */
+
+	uint32_t next_xid;
+	/* core lock: */
+	struct rrr__clnt_req live;           /* sentinel of the live list */
+	struct rrr__clnt_req *submit_head, *submit_tail; /* from callers */
+	unsigned ncancel;                    /* cancels asked, not yet seen */
+	/* progress thread only: */
+	struct rrr__clnt_req *pend_head, *pend_tail; /* waiting for the wire */
+	struct rrr__clnt_req *done_head, *done_tail; /* callbacks to run */
+	struct rrr__clnt_req *xid_hash[256];
+	bool connected;
+	unsigned backoff_ms;
+	uint64_t next_connect_ns;
+	int last_connect_err;
+
+	struct rrr_xprt_stats stats;         /* core lock */
+};
+
+/* Monotonic clock in ns. */
+uint64_t rrr__clnt_now_ns(void);
+/* Add/remove an fd to the progress thread's epoll set; @tag comes back in
+ * progress(). */
+int rrr__clnt_watch(struct rrr_clnt *c, int fd, uint32_t events, uint32_t tag);
+void rrr__clnt_unwatch(struct rrr_clnt *c, int fd);
+/* Find the SENT call with @xid (progress thread). */
+struct rrr__clnt_req *rrr__clnt_lookup(struct rrr_clnt *c, uint32_t xid);
+void rrr__clnt_hash_add(struct rrr_clnt *c, struct rrr__clnt_req *req);
+void rrr__clnt_hash_del(struct rrr_clnt *c, struct rrr__clnt_req *req);
+/* Decode a reply message (RPC reply header + results) for @req; returns
+ * the call status. The reply must be complete and @req's MRs invalid. */
+int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *msg,
+			   size_t len);
+/* The call is finished with @status and none of its MRs is valid: queue
+ * its callback (removes it from the xid table). */
+void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
+/* Counter update under the core lock. */
+#define RRR__CLNT_STAT_ADD(c, field, n)                                                      \
+	do {                                                                                 \
+		pthread_mutex_lock(&(c)->lock);                                              \
+		(c)->stats.field += (n);                                                     \
+		pthread_mutex_unlock(&(c)->lock);                                            \
+	} while (0)
+
+/* --- chunk planning (clnt_plan.c), pure functions for unit tests ---------- */
+
+enum rrr__call_type {
+	RRR__CALL_INLINE = 0, /* RDMA_MSG, whole call in the SEND */
+	RRR__CALL_READ_CHUNK, /* RDMA_MSG, DDP payload in a read chunk at its position */
+	RRR__CALL_NOMSG,      /* RDMA_NOMSG, position-zero read chunk carries the call */
+};
+
+struct rrr__plan_in {
+	uint32_t inline_send;  /* negotiated: what the peer can receive */
+	uint32_t inline_recv;  /* negotiated: what we can receive */
+	uint32_t max_segs;     /* segments per chunk we may use */
+	uint32_t msg_len;      /* RPC call length with the payload (+pad) inline */
+	uint32_t payload_len;  /* TO_SERVER DDP payload bytes (0: none) */
+	uint32_t sink_len;     /* FROM_SERVER sink capacity (0: none) */
+	uint32_t reply_hint;   /* expected reply size w/o payload (0: unknown, small) */
+};
+
+struct rrr__plan {
+	enum rrr__call_type call;
+	bool write_chunk;      /* register the sink as a write chunk */
+	bool reply_chunk;      /* offer a reply chunk of reply_len bytes */
+	uint32_t reply_len;
+};
+
+/* Largest transport header with @nread read segments, @nwrite write
+ * segments (one chunk) and @nreply reply segments. */
+uint32_t rrr__rdma_hdr_size(uint32_t nread, uint32_t nwrite, uint32_t nreply);
+/* Decide how a call and its reply travel. -EMSGSIZE if they cannot. */
+int rrr__clnt_plan(const struct rrr__plan_in *in, struct rrr__plan *out);
+
+#endif /* RRR_CLIENT_CLNT_IMPL_H */
