@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# scripts/check-install.sh BUILD_DIR [make VAR=value ...]
+#
+# Checks `make install` the way a user outside the tree sees it:
+#   1. installs into a temporary DESTDIR (PREFIX=/usr/local) with the build
+#      directory BUILD_DIR (extra arguments are passed on to make, e.g.
+#      LIB_DIRS=xdr PROGRAMS=);
+#   2. checks the files: public headers, librrr.so.X.Y.Z with soname
+#      librrr.so.X and the two symlinks, librrr.a, pkgconfig/rrr.pc;
+#   3. builds a tiny program outside the tree with
+#      `pkg-config --cflags --libs rrr` (PKG_CONFIG_SYSROOT_DIR maps the
+#      DESTDIR), runs it against the installed shared library, then links
+#      the same program statically against librrr.a and runs it again;
+#   4. checks that the shared library exports only rrr_ symbols (no rrr__
+#      internals, nothing else);
+#   5. runs `make uninstall` and checks that no rrr file is left behind.
+# Exits non-zero with a message on the first failure.
+set -euo pipefail
+
+if [[ $# -lt 1 ]]; then
+	echo "usage: $0 BUILD_DIR [make VAR=value ...]" >&2
+	exit 2
+fi
+build=$1
+shift
+make=${MAKE:-make}
+cc=${CC:-cc}
+top=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rrr-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+dest=$tmp/root
+prefix=/usr/local
+lib=$dest$prefix/lib
+inc=$dest$prefix/include
+
+fail() {
+	echo "check-install: FAIL: $*" >&2
+	exit 1
+}
+
+# 1. install
+"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" install >"$tmp/install.log" 2>&1 ||
+	{ cat "$tmp/install.log" >&2; fail "make install failed"; }
+
+# 2. files
+for h in "$top"/include/rrr/*.h; do
+	[[ -f $inc/rrr/$(basename "$h") ]] || fail "header $(basename "$h") not installed"
+done
+real=$(cd "$lib" && ls librrr.so.*.*.* 2>/dev/null | head -n 1)
+[[ -n $real ]] || fail "no versioned librrr.so.X.Y.Z in $prefix/lib"
+major=${real#librrr.so.}
+major=${major%%.*}
+soname=$(readelf -d "$lib/$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ $soname == "librrr.so.$major" ]] || fail "soname is '$soname', want librrr.so.$major"
+[[ $(readlink "$lib/librrr.so.$major") == "$real" ]] || fail "librrr.so.$major does not point at $real"
+[[ $(readlink "$lib/librrr.so") == "librrr.so.$major" ]] || fail "librrr.so does not point at librrr.so.$major"
+[[ -f $lib/librrr.a ]] || fail "librrr.a not installed"
+[[ -f $lib/pkgconfig/rrr.pc ]] || fail "rrr.pc not installed"
+grep -q "^libdir=$prefix/lib\$" "$lib/pkgconfig/rrr.pc" || fail "rrr.pc libdir is not $prefix/lib"
+if grep -q '@[A-Z]*@' "$lib/pkgconfig/rrr.pc"; then fail "rrr.pc has unsubstituted @VARS@"; fi
+
+# 3. a program outside the tree
+mkdir -p "$tmp/app"
+cat >"$tmp/app/main.c" <<'PROG'
+#include <stdio.h>
+#include <string.h>
+
+#include <rrr/oncrpc.h>
+#include <rrr/rpcrdma.h>
+#include <rrr/xdr.h>
+
+int main(void)
+{
+	unsigned char buf[64];
+	struct rrr_xdr x;
+	struct rrr_rdma_cm_pd pd = {.remote_inv = true, .send_size = 4096, .recv_size = 8192}, back;
+	uint32_t v = 0;
+
+	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
+	if (rrr_xdr_put_u32(&x, 0xC0FFEE) || rrr_rpc_encode_call(&x, 1, 100003, 3, 0, NULL))
+		return 1;
+	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_DECODE);
+	if (rrr_xdr_get_u32(&x, &v) || v != 0xC0FFEE)
+		return 2;
+	rrr_rdma_cm_pd_encode(buf, &pd);
+	if (!rrr_rdma_cm_pd_decode(buf, RRR_RDMA_PD_LEN, &back) || back.recv_size != 8192)
+		return 3;
+	puts("rrr-install-ok");
+	return 0;
+}
+PROG
+export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_LIBDIR=$lib/pkgconfig
+command -v pkg-config >/dev/null || fail "pkg-config not found (apt-get install pkg-config)"
+pkg-config --exists rrr || fail "pkg-config does not find rrr"
+cflags=$(pkg-config --cflags rrr)
+libs=$(pkg-config --libs rrr)
+(cd "$tmp/app" && $cc -std=c11 -Wall -Werror $cflags main.c -o app-shared $libs) ||
+	fail "could not build against the installed library ($cflags $libs)"
+out=$(LD_LIBRARY_PATH=$lib "$tmp/app/app-shared") || fail "app (shared) exited $?"
+[[ $out == rrr-install-ok ]] || fail "app (shared) printed '$out'"
+LD_LIBRARY_PATH=$lib ldd "$tmp/app/app-shared" | grep -q "librrr.so.$major => $lib/" ||
+	fail "app (shared) did not resolve librrr.so.$major from the install"
+# Static: the archive plus Libs.private.
+privlibs=$(pkg-config --static --libs-only-l rrr | sed 's/-lrrr\b//')
+(cd "$tmp/app" && $cc -std=c11 -Wall -Werror $cflags main.c -o app-static "$lib/librrr.a" $privlibs) ||
+	fail "could not link statically against librrr.a ($privlibs)"
+out=$("$tmp/app/app-static") || fail "app (static) exited $?"
+[[ $out == rrr-install-ok ]] || fail "app (static) printed '$out'"
+
+# 4. exported symbols
+syms=$(nm -D --defined-only "$lib/$real" | awk '{print $3}' | sed 's/@.*//' | sort -u)
+grep -qx rrr_xdr_init <<<"$syms" || fail "rrr_xdr_init is not exported"
+bad=$(grep -v '^rrr_[a-z0-9]' <<<"$syms" | grep -v '^RRR_[0-9]*$' || true)
+[[ -z $bad ]] || fail "symbols other than rrr_* exported: $(echo $bad)"
+
+# 5. uninstall
+"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" uninstall >"$tmp/uninstall.log" 2>&1 ||
+	{ cat "$tmp/uninstall.log" >&2; fail "make uninstall failed"; }
+left=$(find "$dest" \( -name 'librrr*' -o -name rrr.pc -o -path '*/include/rrr*' \) -print)
+[[ -z $left ]] || fail "left after uninstall: $left"
+
+echo "check-install: ok ($real, soname librrr.so.$major, $(wc -l <<<"$syms") exported symbols)"
