@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# scripts/bench.sh BUILD - the standard benchmark set behind `make bench`.
+#
+# Runs a short, fixed set of rrr-bench commands (a few minutes in total on a
+# 2-core machine), writes their JSON into docs/bench/*.json, the tables they
+# print into docs/bench/*.txt, and renders PNG plots with gnuplot into
+# docs/bench/*.png. Nothing is tuned or edited: the figures are whatever this
+# machine measured, next to the exact command that measured them (in each
+# JSON's "command" member and in the .txt header).
+#
+# Environment: BENCH_OUT (default docs/bench), BENCH_QUICK=1 for a smoke run
+# (tiny iteration counts; the figures are then meaningless).
+set -uo pipefail
+
+BUILD=${1:-build}
+OUT=${BENCH_OUT:-docs/bench}
+BENCH="$BUILD/rrr-bench"
+QUICK=${BENCH_QUICK:-0}
+
+if [[ ! -x $BENCH ]]; then
+	echo "bench.sh: $BENCH not found; run 'make BUILD=$BUILD all' first" >&2
+	exit 1
+fi
+mkdir -p "$OUT"
+export RRR_BUILD=$(cd "$BUILD" && pwd)
+
+fail=0
+# run NAME ARGS...: rrr-bench ARGS --json OUT/NAME.json, table to OUT/NAME.txt
+run() {
+	local name=$1
+	shift
+	echo "== rrr-bench $* --json $OUT/$name.json"
+	if "$BENCH" "$@" --json "$OUT/$name.json" | tee "$OUT/$name.txt"; then
+		return 0
+	fi
+	echo "bench.sh: rrr-bench $1 reported a failure (see $OUT/$name.txt)" >&2
+	fail=1
+	return 1
+}
+
+if [[ $QUICK == 1 ]]; then
+	REG_ITERS=500
+	IO_SECS=0.2
+	IO_ROUNDS=1
+else
+	REG_ITERS=5000
+	IO_SECS=1
+	IO_ROUNDS=3
+fi
+
+# 1. registration cost per strategy (soft provider), every layout.
+run reg reg --provider soft --sizes 4k,16k,64k,256k,1m --iters "$REG_ITERS" --batch 100
+
+# 2. end-to-end NFSv3 READ/WRITE: per-I/O vs persistent vs bounce vs TCP.
+run io io --provider soft --sizes 4k,1m --qd 1,32 --seconds "$IO_SECS" \
+	--rounds "$IO_ROUNDS" --warmup 0.2
+
+# 3. raw provider figures (bench/raw.c), if that subcommand takes --json.
+if "$BENCH" raw --help 2>/dev/null | grep -q -- '--json'; then
+	run raw raw
+fi
+
+# ---------------------------------------------------------------- plots
+# The JSON writer puts one member per line; flatten every object of the
+# "results" array into one whitespace-separated record of KEY=VALUE.
+flatten() {
+	awk '
+	/"results": \[/ { inres = 1; next }
+	inres && /^  \]/ { inres = 0 }
+	inres && /^    \{/ { rec = ""; next }
+	inres && /^    \}/ { print rec; next }
+	inres && /^      "/ {
+		line = $0
+		sub(/^ +"/, "", line)
+		key = line; sub(/".*/, "", key)
+		val = line; sub(/^[^:]*: */, "", val); sub(/,$/, "", val); gsub(/"/, "", val)
+		gsub(/ /, "_", val)
+		rec = rec key "=" val " "
+	}' "$1"
+}
+
+# get KEY from a flattened record on stdin lines
+field() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) { split($i, a, "="); if (a[1] == k) { print a[2]; next } } print "-" }'; }
+
+plot_reg() {
+	local json=$OUT/reg.json dat=$OUT/reg.dat
+	[[ -s $json ]] || return 0
+	flatten "$json" | awk '
+	{
+		delete f
+		for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
+		if (f["error"] != "" || f["cpu_median_ns"] == "") next
+		print f["layout"], f["strategy"], f["size"], f["cpu_median_ns"], f["wall_median_ns"], f["wall_p99_ns"]
+	}' >"$dat"
+	local strategies
+	strategies=$(awk '{ print $2 }' "$dat" | awk '!seen[$0]++')
+	for layout in contig fbo holes; do
+		grep -q "^$layout " "$dat" || continue
+		local p="" s
+		for s in $strategies; do
+			p+="${p:+, }'< grep \"^$layout $s \" $dat' using 3:4 with linespoints title '$s'"
+		done
+		gnuplot <<-EOF
+			set terminal pngcairo size 800,500 noenhanced
+			set output '$OUT/reg-$layout.png'
+			set title 'rrr-bench reg: registration + invalidation CPU per I/O ($layout layout)'
+			set logscale xy
+			set xlabel 'I/O size (bytes)'
+			set ylabel 'CPU ns per I/O (median)'
+			set key top left
+			set grid
+			plot $p
+		EOF
+	done
+}
+
+plot_io() {
+	local json=$OUT/io.json dat=$OUT/io.dat
+	[[ -s $json ]] || return 0
+	# rows: cell label; columns: MB/s and median latency per mode
+	flatten "$json" | awk '
+	{
+		delete f
+		for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
+		sz = f["size"] >= 1048576 ? (f["size"] / 1048576) "m" : (f["size"] / 1024) "k"
+		cell = f["op"] "-" sz "-qd" f["qd"]
+		if (!(cell in seen)) { seen[cell] = 1; order[++nc] = cell }
+		if (!(f["mode"] in mseen)) { mseen[f["mode"]] = 1; modes[++nm] = f["mode"] }
+		mb[cell, f["mode"]] = f["error"] != "" ? "-" : f["mb_per_s"]
+		lat[cell, f["mode"]] = f["error"] != "" ? "-" : f["lat_median_us"]
+	}
+	END {
+		printf "cell"
+		for (m = 1; m <= nm; m++) printf " %s", modes[m]
+		for (m = 1; m <= nm; m++) printf " lat-%s", modes[m]
+		printf "\n"
+		for (c = 1; c <= nc; c++) {
+			printf "%s", order[c]
+			for (m = 1; m <= nm; m++) printf " %s", mb[order[c], modes[m]]
+			for (m = 1; m <= nm; m++) printf " %s", lat[order[c], modes[m]]
+			printf "\n"
+		}
+	}' >"$dat"
+	local nm
+	nm=$(head -1 "$dat" | awk '{ print (NF - 1) / 2 }')
+	[[ $nm -ge 1 ]] || return 0
+	gnuplot <<-EOF
+		set terminal pngcairo size 1000,500 noenhanced
+		set datafile missing '-'
+		set style data histograms
+		set style histogram clustered gap 1
+		set style fill solid 0.8 border -1
+		set key autotitle columnhead top left
+		set xtics rotate by -30
+		set grid ytics
+		set output '$OUT/io-throughput.png'
+		set title 'rrr-bench io: MB/s per mode (higher is better)'
+		set logscale y
+		set ylabel 'MB/s'
+		plot for [i=2:$((nm + 1))] '$dat' using i:xtic(1)
+		set output '$OUT/io-latency.png'
+		set title 'rrr-bench io: median latency per mode (lower is better)'
+		set ylabel 'us'
+		plot for [i=$((nm + 2)):$((2 * nm + 1))] '$dat' using i:xtic(1)
+	EOF
+}
+
+if command -v gnuplot >/dev/null; then
+	plot_reg || fail=1
+	plot_io || fail=1
+	ls -1 "$OUT"/*.png 2>/dev/null | sed 's/^/plot: /'
+else
+	echo "bench.sh: gnuplot not installed (Debian: gnuplot-nox); no plots" >&2
+	fail=1
+fi
+exit $fail
