@@ -30,8 +30,9 @@
  * registration allocates a fresh MR; after that, freed MRs are reused in the
  * order they were freed (a FIFO ring). Handles are index + 8-bit key, so one
  * MR's stale handle matches again only after its key wraps (256 maps of that
- * MR); FIFO reuse spreads registrations over all MRs, so that takes at least
- * 256 * (max_mrs - MRs in use) registrations on the pool.
+ * MR); FIFO reuse maps every MR that was free when it was freed before it,
+ * so that takes at least 256 * (1 + those free MRs) registrations on the
+ * pool (256 * max_mrs with one I/O at a time).
  *
  * Recovery
  * --------

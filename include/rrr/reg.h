@@ -40,8 +40,9 @@
  * Key rotation: each map rotates the MR's 8-bit key, and the pool hands out
  * free MRs first-freed-first (FIFO) after growing to max_mrs, so reuse is
  * spread across all MRs. A stale handle of one MR matches again only after
- * 256 registrations of that MR, i.e. after at least
- * 256 * (max_mrs - MRs held by I/Os at the time) registrations on the pool.
+ * 256 registrations of that MR, i.e. after at least 256 * (1 + F)
+ * registrations on the pool, F being the MRs free when it was freed
+ * (256 * max_mrs when I/Os run one at a time; 256 when all are in use).
  * Handles compare in full (24-bit index + 8-bit key).
  *
  * Locking: none inside. All calls on one pool (and the I/Os mapped from it)
