@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/fs/attr.c - attributes and errors of rrr-server (RFC 1813 2.5, 2.6).
+ *
+ * Normal operation: struct stat becomes fattr3 (type from the mode's format
+ * bits, mode's permission and setid bits only, used = 512-byte blocks,
+ * fsid = the export id so a client sees one file system per export,
+ * fileid = inode number). Weak cache consistency data is the attributes
+ * before the operation (size, mtime, ctime) and a fresh fstat after it.
+ * SETATTR applies mode, owner, size and times through the object's O_PATH
+ * descriptor (via its /proc/self/fd link where the system call needs a
+ * real descriptor), never through a path.
+ *
+ * Errors: errno values map onto their nfsstat3 namesakes; ELOOP (a symlink
+ * where a directory was needed) and EXDEV from a resolution that tried to
+ * leave the export become NFS3ERR_ACCES (the client asked for something it
+ * may not have); anything unknown is NFS3ERR_IO, never SERVERFAULT, which
+ * Linux clients treat as fatal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "server/fs/fs.h"
+
+static uint32_t ftype(mode_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFDIR: return RRR_NF3DIR;
+	case S_IFBLK: return RRR_NF3BLK;
+	case S_IFCHR: return RRR_NF3CHR;
+	case S_IFLNK: return RRR_NF3LNK;
+	case S_IFSOCK: return RRR_NF3SOCK;
+	case S_IFIFO: return RRR_NF3FIFO;
+	default: return RRR_NF3REG;
+	}
+}
+
+static struct rrr_nfs3_time nt(struct timespec ts)
+{
+	return (struct rrr_nfs3_time){.sec = (uint32_t)ts.tv_sec, .nsec = (uint32_t)ts.tv_nsec};
+}
+
+void fs_fattr(const struct fs_export *ex, const struct stat *st, struct rrr_nfs3_fattr *a)
+{
+	a->type = ftype(st->st_mode);
+	a->mode = st->st_mode & 07777;
+	a->nlink = (uint32_t)st->st_nlink;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->size = (uint64_t)st->st_size;
+	a->used = (uint64_t)st->st_blocks * 512u;
+	a->rdev_major = major(st->st_rdev);
+	a->rdev_minor = minor(st->st_rdev);
+	a->fsid = ex->export_id;
+	a->fileid = st->st_ino;
+	a->atime = nt(st->st_atim);
+	a->mtime = nt(st->st_mtim);
+	a->ctime = nt(st->st_ctim);
+}
+
+void fs_post_op(const struct fs_export *ex, int fd, struct rrr_nfs3_post_op_attr *p)
+{
+	struct stat st;
+	p->present = fd >= 0 && fstat(fd, &st) == 0;
+	if (p->present)
+		fs_fattr(ex, &st, &p->attr);
+}
+
+void fs_wcc_pre(const struct stat *st, struct rrr_nfs3_wcc_data *w)
+{
+	w->before_present = true;
+	w->before.size = (uint64_t)st->st_size;
+	w->before.mtime = nt(st->st_mtim);
+	w->before.ctime = nt(st->st_ctim);
+}
+
+uint32_t fs_errno_to_stat(int err)
+{
+	switch (err) {
+	case 0: return RRR_NFS3_OK;
+	case EPERM: return RRR_NFS3ERR_PERM;
+	case ENOENT: return RRR_NFS3ERR_NOENT;
+	case ENXIO: return RRR_NFS3ERR_NXIO;
+	case EACCES: return RRR_NFS3ERR_ACCES;
+	case EEXIST: return RRR_NFS3ERR_EXIST;
+	case ENODEV: return RRR_NFS3ERR_NODEV;
+	case ENOTDIR: return RRR_NFS3ERR_NOTDIR;
+	case EISDIR: return RRR_NFS3ERR_ISDIR;
+	case EINVAL: return RRR_NFS3ERR_INVAL;
+	case EFBIG: return RRR_NFS3ERR_FBIG;
+	case ENOSPC: return RRR_NFS3ERR_NOSPC;
+	case EROFS: return RRR_NFS3ERR_ROFS;
+	case EMLINK: return RRR_NFS3ERR_MLINK;
+	case ENAMETOOLONG: return RRR_NFS3ERR_NAMETOOLONG;
+	case ENOTEMPTY: return RRR_NFS3ERR_NOTEMPTY;
+	case EDQUOT: return RRR_NFS3ERR_DQUOT;
+	case ESTALE: return RRR_NFS3ERR_STALE;
+	case EOPNOTSUPP: return RRR_NFS3ERR_NOTSUPP;
+	case EAGAIN: return RRR_NFS3ERR_JUKEBOX;
+	case ELOOP:
+	case EXDEV: return RRR_NFS3ERR_ACCES;
+	default: return RRR_NFS3ERR_IO;
+	}
+}
+
+static struct timespec how_to_ts(uint32_t how, struct rrr_nfs3_time t)
+{
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = UTIME_OMIT};
+	if (how == RRR_NFS3_SET_TO_SERVER_TIME)
+		ts.tv_nsec = UTIME_NOW;
+	else if (how == RRR_NFS3_SET_TO_CLIENT_TIME) {
+		ts.tv_sec = t.sec;
+		ts.tv_nsec = t.nsec < 1000000000u ? t.nsec : 0;
+	}
+	return ts;
+}
+
+uint32_t fs_apply_sattr(const struct fs_obj *o, const struct rrr_nfs3_sattr *s)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
+	bool lnk = S_ISLNK(o->st.st_mode);
+	if (s->set_size) {
+		if (S_ISDIR(o->st.st_mode))
+			return RRR_NFS3ERR_ISDIR;
+		if (!S_ISREG(o->st.st_mode))
+			return RRR_NFS3ERR_INVAL;
+		int fd = fs_reopen(o, O_WRONLY);
+		if (fd < 0)
+			return fs_errno_to_stat(-fd);
+		int rc = ftruncate(fd, (off_t)(s->size > INT64_MAX ? INT64_MAX : s->size));
+		int err = errno;
+		close(fd);
+		if (rc < 0)
+			return fs_errno_to_stat(err);
+	}
+	if (s->set_uid || s->set_gid) {
+		uid_t uid = s->set_uid ? s->uid : (uid_t)-1;
+		gid_t gid = s->set_gid ? s->gid : (gid_t)-1;
+		if (fchownat(o->fd, "", uid, gid, AT_EMPTY_PATH) < 0)
+			return fs_errno_to_stat(errno);
+	}
+	if (s->set_mode && !lnk) {
+		if (chmod(proc, s->mode & 07777) < 0)
+			return fs_errno_to_stat(errno);
+	}
+	if ((s->atime_how || s->mtime_how) && !lnk) {
+		struct timespec ts[2] = {how_to_ts(s->atime_how, s->atime),
+					 how_to_ts(s->mtime_how, s->mtime)};
+		if (utimensat(AT_FDCWD, proc, ts, 0) < 0)
+			return fs_errno_to_stat(errno);
+	}
+	return RRR_NFS3_OK;
+}
+
+/* Permission bits against the AUTH_SYS identity (root may do all but execute
+ * what has no execute bit). AUTH_NONE is treated as "other". */
+uint32_t fs_access(const struct stat *st, const struct rrr_rpc_call *call, uint32_t want)
+{
+	uint32_t uid = 65534, gid = 65534;
+	const struct rrr_auth_sys *sys = NULL;
+	if (call && call->cred.flavor == RRR_AUTH_SYS) {
+		sys = &call->cred.sys;
+		uid = sys->uid;
+		gid = sys->gid;
+	}
+	mode_t m = st->st_mode;
+	bool isdir = S_ISDIR(m);
+	unsigned bits;
+	if (uid == 0) {
+		bits = 7;
+		if (!isdir && !(m & 0111))
+			bits &= ~1u;
+	} else if (uid == st->st_uid) {
+		bits = (m >> 6) & 7;
+	} else {
+		bool in_group = gid == st->st_gid;
+		for (uint32_t i = 0; sys && i < sys->ngids && i < RRR_RPC_AUTH_SYS_MAX_GIDS; i++)
+			if (sys->gids[i] == st->st_gid)
+				in_group = true;
+		bits = in_group ? (m >> 3) & 7 : m & 7;
+	}
+	uint32_t got = 0;
+	if (bits & 4)
+		got |= RRR_NFS3_ACCESS_READ;
+	if (bits & 2)
+		got |= RRR_NFS3_ACCESS_MODIFY | RRR_NFS3_ACCESS_EXTEND |
+		       (isdir ? RRR_NFS3_ACCESS_DELETE : 0);
+	if (bits & 1)
+		got |= isdir ? RRR_NFS3_ACCESS_LOOKUP : RRR_NFS3_ACCESS_EXECUTE;
+	return got & want;
+}

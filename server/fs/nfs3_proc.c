@@ -1,0 +1,774 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/fs/nfs3_proc.c - the NFSv3 procedures of rrr-server (RFC 1813 ch.3).
+ *
+ * Normal operation: every handler decodes its arguments with the codecs of
+ * rrr/nfs3.h (a decode failure is GARBAGE_ARGS), resolves file handles
+ * through fh.c (which guarantees the object lies beneath the export), does
+ * the work with *at() system calls relative to the resolved directory's
+ * O_PATH descriptor using single-component names (never a client-supplied
+ * path), and encodes the result. NFS errors are results, not RPC errors:
+ * a handler returns RRR_SVC_SYSTEM_ERR only when the result cannot be
+ * encoded.
+ *
+ * Data: READ data goes out with rrr_xdr_encode_payload() from a buffer
+ * allocated with rrr_svc_req_alloc() (on RDMA the library RDMA-Writes it
+ * into the client's write chunk); WRITE data arrives as the iovecs the
+ * library decoded (pulled through the read chunk on RDMA). READLINK and
+ * SYMLINK paths are DDP-eligible likewise (xdr/nfs3.c).
+ *
+ * Durability: WRITE with FILE_SYNC does fsync() and DATA_SYNC fdatasync()
+ * before the reply is encoded; UNSTABLE writes are left in the page cache
+ * and COMMIT fsync()s the file. Both reply with the export's write
+ * verifier, drawn at random when the server starts, so a client that sees
+ * it change after a restart re-sends its uncommitted writes.
+ *
+ * Recovery: a handle that no longer resolves is NFS3ERR_STALE; a request
+ * that fails half way (e.g. CREATE succeeded but the new object cannot be
+ * looked up) still replies with what is known, and the client may retry.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "server/fs/fs.h"
+
+#define DIR_OVERHEAD 128u /* READDIR(PLUS) result minus its entries, rounded up */
+
+static struct fs_export *begin(struct rrr_svc_req *req, unsigned proc)
+{
+	struct fs_export *ex = rrr_svc_req_program_ctx(req);
+	atomic_fetch_add(&ex->nfs_calls[proc], 1);
+	return ex;
+}
+
+static int finish(int rc)
+{
+	return rc < 0 ? RRR_SVC_SYSTEM_ERR : 0;
+}
+
+static const struct rrr_rpc_call *call_of(struct rrr_svc_req *req)
+{
+	return rrr_svc_req_call(req);
+}
+
+/* Give a new object to the caller when the server runs as root. */
+static void chown_new(struct rrr_svc_req *req, int dirfd, const char *name)
+{
+	const struct rrr_rpc_call *c = call_of(req);
+	if (geteuid() != 0 || !c || c->cred.flavor != RRR_AUTH_SYS)
+		return;
+	if (fchownat(dirfd, name, c->cred.sys.uid, c->cred.sys.gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		/* best effort: the object exists and belongs to the server */
+	}
+}
+
+/* ------------------------------------------------------------ NULL, GETATTR */
+static int p_null(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	(void)args;
+	(void)res;
+	begin(req, RRR_NFS3_NULL);
+	return 0;
+}
+
+static int p_getattr(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_GETATTR);
+	struct rrr_nfs3_fh_args a;
+	if (rrr_nfs3_xdr_fh_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_getattr_res r = {0};
+	struct fs_obj o;
+	r.status = fs_resolve(ex, &a.fh, &o);
+	if (r.status == RRR_NFS3_OK)
+		fs_fattr(ex, &o.st, &r.attr);
+	fs_obj_close(&o);
+	return finish(rrr_nfs3_xdr_getattr_res(res, &r));
+}
+
+static int p_setattr(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_SETATTR);
+	struct rrr_nfs3_setattr_args a;
+	if (rrr_nfs3_xdr_setattr_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_wcc_res r = {0};
+	struct fs_obj o;
+	r.status = fs_resolve(ex, &a.fh, &o);
+	if (r.status == RRR_NFS3_OK) {
+		fs_wcc_pre(&o.st, &r.wcc);
+		if (ex->read_only)
+			r.status = RRR_NFS3ERR_ROFS;
+		else if (a.guard_check && ((uint32_t)o.st.st_ctim.tv_sec != a.guard_ctime.sec ||
+					   (uint32_t)o.st.st_ctim.tv_nsec != a.guard_ctime.nsec))
+			r.status = RRR_NFS3ERR_NOT_SYNC;
+		else
+			r.status = fs_apply_sattr(&o, &a.attr);
+		fs_post_op(ex, o.fd, &r.wcc.after);
+	}
+	fs_obj_close(&o);
+	return finish(rrr_nfs3_xdr_wcc_res(res, &r));
+}
+
+/* ------------------------------------------------------------ LOOKUP, ACCESS */
+static int p_lookup(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_LOOKUP);
+	struct rrr_nfs3_diropargs a;
+	if (rrr_nfs3_xdr_diropargs(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_lookup_res r = {0};
+	struct fs_obj d, o = {.fd = -1};
+	r.status = fs_resolve(ex, &a.dir, &d);
+	if (r.status == RRR_NFS3_OK) {
+		r.status = fs_lookup(ex, &d, a.name, &o);
+		if (r.status == RRR_NFS3_OK) {
+			fs_fh_make(ex, o.st.st_ino, o.gen, &r.fh);
+			r.obj_attr.present = true;
+			fs_fattr(ex, &o.st, &r.obj_attr.attr);
+		}
+		fs_post_op(ex, d.fd, &r.dir_attr);
+	}
+	fs_obj_close(&o);
+	fs_obj_close(&d);
+	return finish(rrr_nfs3_xdr_lookup_res(res, &r));
+}
+
+static int p_access(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_ACCESS);
+	struct rrr_nfs3_access_args a;
+	if (rrr_nfs3_xdr_access_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_access_res r = {0};
+	struct fs_obj o;
+	r.status = fs_resolve(ex, &a.fh, &o);
+	if (r.status == RRR_NFS3_OK) {
+		r.access = fs_access(&o.st, call_of(req), a.access);
+		if (ex->read_only)
+			r.access &= ~(RRR_NFS3_ACCESS_MODIFY | RRR_NFS3_ACCESS_EXTEND |
+				      RRR_NFS3_ACCESS_DELETE);
+		r.attr.present = true;
+		fs_fattr(ex, &o.st, &r.attr.attr);
+	}
+	fs_obj_close(&o);
+	return finish(rrr_nfs3_xdr_access_res(res, &r));
+}
+
+static int p_readlink(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_READLINK);
+	struct rrr_nfs3_fh_args a;
+	if (rrr_nfs3_xdr_fh_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_readlink_res *r = rrr_svc_req_alloc(req, sizeof(*r));
+	if (!r)
+		return RRR_SVC_SYSTEM_ERR;
+	memset(r, 0, sizeof(*r));
+	struct fs_obj o;
+	r->status = fs_resolve(ex, &a.fh, &o);
+	if (r->status == RRR_NFS3_OK) {
+		if (!S_ISLNK(o.st.st_mode)) {
+			r->status = RRR_NFS3ERR_INVAL;
+		} else {
+			ssize_t n = readlinkat(o.fd, "", r->path, RRR_NFS3_MAXPATHLEN);
+			if (n < 0)
+				r->status = fs_errno_to_stat(errno);
+			else
+				r->path[n] = '\0';
+		}
+		r->attr.present = true;
+		fs_fattr(ex, &o.st, &r->attr.attr);
+	}
+	fs_obj_close(&o);
+	/* r->path lives until the reply is sent (DDP may RDMA-Write it). */
+	return finish(rrr_nfs3_xdr_readlink_res(res, r));
+}
+
+/* ------------------------------------------------------------ READ, WRITE, COMMIT */
+static int p_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_READ);
+	struct rrr_nfs3_read_args a;
+	if (rrr_nfs3_xdr_read_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_read_res r = {0};
+	struct iovec iov = {0};
+	struct fs_obj o;
+	r.status = fs_resolve(ex, &a.fh, &o);
+	if (r.status == RRR_NFS3_OK) {
+		uint32_t count = a.count;
+		uint32_t max = rrr_svc_req_max_payload(req);
+		if (max == 0 || max > RRR_NFS3_MAX_DATA)
+			max = RRR_NFS3_MAX_DATA;
+		if (count > max)
+			count = max;
+		int fd = -1;
+		if (S_ISDIR(o.st.st_mode))
+			r.status = RRR_NFS3ERR_ISDIR;
+		else if (!S_ISREG(o.st.st_mode))
+			r.status = RRR_NFS3ERR_INVAL;
+		else if ((fd = fs_reopen(&o, O_RDONLY)) < 0)
+			r.status = fs_errno_to_stat(-fd);
+		else if (a.offset > INT64_MAX)
+			r.status = RRR_NFS3ERR_INVAL;
+		if (r.status == RRR_NFS3_OK) {
+			void *buf = count ? rrr_svc_req_alloc(req, count) : NULL;
+			ssize_t n = 0;
+			if (count && !buf)
+				n = -1, errno = ENOMEM;
+			else if (count)
+				n = pread(fd, buf, count, (off_t)a.offset);
+			if (n < 0) {
+				r.status = fs_errno_to_stat(errno);
+			} else {
+				struct stat st;
+				r.count = (uint32_t)n;
+				r.eof = fstat(fd, &st) == 0 &&
+					a.offset + (uint64_t)n >= (uint64_t)st.st_size;
+				iov.iov_base = buf;
+				iov.iov_len = (size_t)n;
+				r.iov = &iov;
+				r.niov = n ? 1 : 0;
+				r.data_len = (uint32_t)n;
+			}
+		}
+		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r.attr);
+		if (fd >= 0)
+			close(fd);
+	}
+	fs_obj_close(&o);
+	return finish(rrr_nfs3_xdr_read_res(res, &r));
+}
+
+static int p_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_WRITE);
+	struct rrr_nfs3_write_args *a = rrr_svc_req_alloc(req, sizeof(*a));
+	if (!a)
+		return RRR_SVC_SYSTEM_ERR;
+	if (rrr_nfs3_xdr_write_args(args, a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_write_res r = {0};
+	struct fs_obj o;
+	r.status = fs_resolve(ex, &a->fh, &o);
+	if (r.status == RRR_NFS3_OK) {
+		fs_wcc_pre(&o.st, &r.wcc);
+		int fd = -1;
+		uint32_t count = a->count < a->data_len ? a->count : a->data_len;
+		if (ex->read_only)
+			r.status = RRR_NFS3ERR_ROFS;
+		else if (S_ISDIR(o.st.st_mode))
+			r.status = RRR_NFS3ERR_ISDIR;
+		else if (!S_ISREG(o.st.st_mode) || a->offset > INT64_MAX - (uint64_t)count)
+			r.status = RRR_NFS3ERR_INVAL;
+		else if ((fd = fs_reopen(&o, O_WRONLY)) < 0)
+			r.status = fs_errno_to_stat(-fd);
+		if (r.status == RRR_NFS3_OK) {
+			/* Trim the iovecs to @count bytes. */
+			struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
+			unsigned niov = 0;
+			size_t left = count;
+			for (unsigned i = 0; i < a->niov && left; i++) {
+				iov[niov] = a->iov[i];
+				if (iov[niov].iov_len > left)
+					iov[niov].iov_len = left;
+				left -= iov[niov].iov_len;
+				niov++;
+			}
+			ssize_t n = count ? pwritev(fd, iov, (int)niov, (off_t)a->offset) : 0;
+			if (n < 0) {
+				r.status = fs_errno_to_stat(errno);
+			} else {
+				r.count = (uint32_t)n;
+				r.committed = a->stable;
+				int rc = 0;
+				if (a->stable == RRR_NFS3_FILE_SYNC)
+					rc = fsync(fd);
+				else if (a->stable == RRR_NFS3_DATA_SYNC)
+					rc = fdatasync(fd);
+				if (rc < 0)
+					r.status = fs_errno_to_stat(errno);
+				memcpy(r.verf, ex->write_verf, 8);
+			}
+		}
+		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r.wcc.after);
+		if (fd >= 0)
+			close(fd);
+	}
+	fs_obj_close(&o);
+	return finish(rrr_nfs3_xdr_write_res(res, &r));
+}
+
+static int p_commit(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_COMMIT);
+	struct rrr_nfs3_commit_args a;
+	if (rrr_nfs3_xdr_commit_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_commit_res r = {0};
+	struct fs_obj o;
+	r.status = fs_resolve(ex, &a.fh, &o);
+	if (r.status == RRR_NFS3_OK) {
+		fs_wcc_pre(&o.st, &r.wcc);
+		int fd = S_ISREG(o.st.st_mode) ? fs_reopen(&o, O_RDONLY) : -EINVAL;
+		if (fd < 0)
+			r.status = fs_errno_to_stat(-fd);
+		else if (fsync(fd) < 0)
+			r.status = fs_errno_to_stat(errno);
+		memcpy(r.verf, ex->write_verf, 8);
+		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r.wcc.after);
+		if (fd >= 0)
+			close(fd);
+	}
+	fs_obj_close(&o);
+	return finish(rrr_nfs3_xdr_commit_res(res, &r));
+}
+
+/* ------------------------------------------------------------ creation */
+/* Resolve the directory of a diropargs and check the name. */
+static uint32_t dir_begin(struct fs_export *ex, const struct rrr_nfs3_diropargs *w,
+			  struct fs_obj *d, struct rrr_nfs3_wcc_data *wcc)
+{
+	uint32_t st = fs_resolve(ex, &w->dir, d);
+	if (st)
+		return st;
+	fs_wcc_pre(&d->st, wcc);
+	if (!S_ISDIR(d->st.st_mode))
+		return RRR_NFS3ERR_NOTDIR;
+	if (ex->read_only)
+		return RRR_NFS3ERR_ROFS;
+	return fs_check_name(w->name);
+}
+
+/* Fill a create-style result for @name just made in @d. */
+static void created(struct fs_export *ex, struct fs_obj *d, const char *name,
+		    struct rrr_nfs3_create_res *r)
+{
+	struct fs_obj o;
+	if (fs_lookup(ex, d, name, &o) == RRR_NFS3_OK) {
+		r->fh_present = true;
+		fs_fh_make(ex, o.st.st_ino, o.gen, &r->fh);
+		r->attr.present = true;
+		fs_fattr(ex, &o.st, &r->attr.attr);
+	}
+	fs_obj_close(&o);
+}
+
+static int p_create(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_CREATE);
+	struct rrr_nfs3_create_args a;
+	if (rrr_nfs3_xdr_create_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_create_res r = {0};
+	struct fs_obj d;
+	r.status = dir_begin(ex, &a.where, &d, &r.dir_wcc);
+	if (r.status == RRR_NFS3_OK) {
+		mode_t mode = a.mode != RRR_NFS3_EXCLUSIVE && a.attr.set_mode ? a.attr.mode & 07777
+									       : 0644;
+		int flags = O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
+		if (a.mode != RRR_NFS3_UNCHECKED)
+			flags |= O_EXCL;
+		int fd = openat(d.fd, a.where.name, flags, mode);
+		if (fd < 0 && errno == EEXIST && a.mode == RRR_NFS3_EXCLUSIVE) {
+			/* Retransmitted EXCLUSIVE create: the verifier is in atime/mtime. */
+			struct stat st;
+			uint32_t v0 = (uint32_t)a.verf[0] << 24 | a.verf[1] << 16 | a.verf[2] << 8 | a.verf[3];
+			uint32_t v1 = (uint32_t)a.verf[4] << 24 | a.verf[5] << 16 | a.verf[6] << 8 | a.verf[7];
+			if (fstatat(d.fd, a.where.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISREG(st.st_mode) && (uint32_t)st.st_atim.tv_sec == v0 &&
+			    (uint32_t)st.st_mtim.tv_sec == v1)
+				errno = 0;
+			else
+				errno = EEXIST;
+			r.status = fs_errno_to_stat(errno);
+		} else if (fd < 0) {
+			r.status = fs_errno_to_stat(errno);
+		} else {
+			chown_new(req, d.fd, a.where.name);
+			if (a.mode == RRR_NFS3_EXCLUSIVE) {
+				struct timespec ts[2] = {
+					{.tv_sec = (time_t)((uint32_t)a.verf[0] << 24 | a.verf[1] << 16 |
+							    a.verf[2] << 8 | a.verf[3])},
+					{.tv_sec = (time_t)((uint32_t)a.verf[4] << 24 | a.verf[5] << 16 |
+							    a.verf[6] << 8 | a.verf[7])},
+				};
+				(void)futimens(fd, ts);
+			} else if (a.attr.set_size && ftruncate(fd, (off_t)(a.attr.size > INT64_MAX
+									? INT64_MAX
+									: a.attr.size)) < 0) {
+				r.status = fs_errno_to_stat(errno);
+			}
+			close(fd);
+		}
+		if (r.status == RRR_NFS3_OK)
+			created(ex, &d, a.where.name, &r);
+		fs_post_op(ex, d.fd, &r.dir_wcc.after);
+	}
+	fs_obj_close(&d);
+	return finish(rrr_nfs3_xdr_create_res(res, &r));
+}
+
+static int p_mkdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_MKDIR);
+	struct rrr_nfs3_mkdir_args a;
+	if (rrr_nfs3_xdr_mkdir_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_create_res r = {0};
+	struct fs_obj d;
+	r.status = dir_begin(ex, &a.where, &d, &r.dir_wcc);
+	if (r.status == RRR_NFS3_OK) {
+		mode_t mode = a.attr.set_mode ? a.attr.mode & 07777 : 0755;
+		if (mkdirat(d.fd, a.where.name, mode) < 0) {
+			r.status = fs_errno_to_stat(errno);
+		} else {
+			chown_new(req, d.fd, a.where.name);
+			created(ex, &d, a.where.name, &r);
+		}
+		fs_post_op(ex, d.fd, &r.dir_wcc.after);
+	}
+	fs_obj_close(&d);
+	return finish(rrr_nfs3_xdr_create_res(res, &r));
+}
+
+static int p_symlink(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_SYMLINK);
+	struct rrr_nfs3_symlink_args *a = rrr_svc_req_alloc(req, sizeof(*a));
+	if (!a)
+		return RRR_SVC_SYSTEM_ERR;
+	if (rrr_nfs3_xdr_symlink_args(args, a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_create_res r = {0};
+	struct fs_obj d;
+	r.status = dir_begin(ex, &a->where, &d, &r.dir_wcc);
+	if (r.status == RRR_NFS3_OK) {
+		/* The target is stored verbatim; the server itself never follows it. */
+		if (symlinkat(a->path, d.fd, a->where.name) < 0) {
+			r.status = fs_errno_to_stat(errno);
+		} else {
+			chown_new(req, d.fd, a->where.name);
+			created(ex, &d, a->where.name, &r);
+		}
+		fs_post_op(ex, d.fd, &r.dir_wcc.after);
+	}
+	fs_obj_close(&d);
+	return finish(rrr_nfs3_xdr_create_res(res, &r));
+}
+
+static int p_mknod(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_MKNOD);
+	struct rrr_nfs3_mknod_args a;
+	if (rrr_nfs3_xdr_mknod_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_create_res r = {0};
+	struct fs_obj d;
+	r.status = dir_begin(ex, &a.where, &d, &r.dir_wcc);
+	if (r.status == RRR_NFS3_OK) {
+		r.status = RRR_NFS3ERR_NOTSUPP; /* device files have no place in a sample export */
+		fs_post_op(ex, d.fd, &r.dir_wcc.after);
+	}
+	fs_obj_close(&d);
+	return finish(rrr_nfs3_xdr_create_res(res, &r));
+}
+
+/* ------------------------------------------------------------ removal, rename, link */
+static int do_remove(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res,
+		     unsigned proc, int flags)
+{
+	struct fs_export *ex = begin(req, proc);
+	struct rrr_nfs3_diropargs a;
+	if (rrr_nfs3_xdr_diropargs(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_wcc_res r = {0};
+	struct fs_obj d;
+	r.status = dir_begin(ex, &a, &d, &r.wcc);
+	if (r.status == RRR_NFS3_OK) {
+		if (unlinkat(d.fd, a.name, flags) < 0)
+			r.status = fs_errno_to_stat(errno == EISDIR && !flags ? EISDIR : errno);
+		fs_post_op(ex, d.fd, &r.wcc.after);
+	}
+	fs_obj_close(&d);
+	return finish(rrr_nfs3_xdr_wcc_res(res, &r));
+}
+
+static int p_remove(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	return do_remove(req, args, res, RRR_NFS3_REMOVE, 0);
+}
+
+static int p_rmdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	return do_remove(req, args, res, RRR_NFS3_RMDIR, AT_REMOVEDIR);
+}
+
+static int p_rename(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_RENAME);
+	struct rrr_nfs3_rename_args a;
+	if (rrr_nfs3_xdr_rename_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_rename_res r = {0};
+	struct fs_obj fd_ = {.fd = -1}, td = {.fd = -1};
+	r.status = dir_begin(ex, &a.from, &fd_, &r.from_wcc);
+	if (r.status == RRR_NFS3_OK)
+		r.status = dir_begin(ex, &a.to, &td, &r.to_wcc);
+	if (r.status == RRR_NFS3_OK) {
+		struct stat st;
+		bool moved_dir = fstatat(fd_.fd, a.from.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (renameat(fd_.fd, a.from.name, td.fd, a.to.name) < 0) {
+			r.status = fs_errno_to_stat(errno);
+		} else if (moved_dir) {
+			char path[PATH_MAX];
+			if (fs_child_path(&td, a.to.name, path) == RRR_NFS3_OK)
+				fs_cache_put(ex, (uint64_t)st.st_ino, path);
+			/* descendants of a moved directory are found again by a scan */
+		}
+	}
+	fs_post_op(ex, fd_.fd, &r.from_wcc.after);
+	fs_post_op(ex, td.fd, &r.to_wcc.after);
+	fs_obj_close(&fd_);
+	fs_obj_close(&td);
+	return finish(rrr_nfs3_xdr_rename_res(res, &r));
+}
+
+static int p_link(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_LINK);
+	struct rrr_nfs3_link_args a;
+	if (rrr_nfs3_xdr_link_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_link_res r = {0};
+	struct fs_obj f = {.fd = -1}, d = {.fd = -1};
+	r.status = fs_resolve(ex, &a.file, &f);
+	if (r.status == RRR_NFS3_OK)
+		r.status = dir_begin(ex, &a.link, &d, &r.dir_wcc);
+	if (r.status == RRR_NFS3_OK && S_ISDIR(f.st.st_mode))
+		r.status = RRR_NFS3ERR_ISDIR;
+	if (r.status == RRR_NFS3_OK) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f.fd);
+		if (linkat(AT_FDCWD, proc, d.fd, a.link.name, AT_SYMLINK_FOLLOW) < 0)
+			r.status = fs_errno_to_stat(errno);
+	}
+	fs_post_op(ex, f.fd, &r.attr);
+	fs_post_op(ex, d.fd, &r.dir_wcc.after);
+	fs_obj_close(&f);
+	fs_obj_close(&d);
+	return finish(rrr_nfs3_xdr_link_res(res, &r));
+}
+
+/* ------------------------------------------------------------ READDIR(PLUS) */
+/*
+ * Cookies are the directory stream positions (telldir) after each entry, so
+ * a later call resumes with seekdir(). The cookie verifier is always zero:
+ * positions stay meaningful while the directory changes on the file
+ * systems this sample targets. "." and ".." are not listed.
+ */
+static int do_readdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res,
+		      bool plus)
+{
+	struct fs_export *ex = begin(req, plus ? RRR_NFS3_READDIRPLUS : RRR_NFS3_READDIR);
+	struct rrr_nfs3_readdir_args a;
+	if ((plus ? rrr_nfs3_xdr_readdirplus_args(args, &a) : rrr_nfs3_xdr_readdir_args(args, &a)) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_readdir_res r = {.plus = plus};
+	struct fs_obj d;
+	r.status = fs_resolve(ex, &a.dir, &d);
+	DIR *dir = NULL;
+	if (r.status == RRR_NFS3_OK && !S_ISDIR(d.st.st_mode))
+		r.status = RRR_NFS3ERR_NOTDIR;
+	if (r.status == RRR_NFS3_OK) {
+		int dfd = fs_reopen(&d, O_RDONLY | O_DIRECTORY);
+		dir = dfd >= 0 ? fdopendir(dfd) : NULL;
+		if (!dir) {
+			r.status = fs_errno_to_stat(dfd < 0 ? -dfd : errno);
+			if (dfd >= 0)
+				close(dfd);
+		}
+	}
+	/* Budget: the client's maxcount, what the reply stream can hold. */
+	size_t room = rrr_xdr_remaining(res);
+	uint32_t maxcount = a.maxcount;
+	if (maxcount > room)
+		maxcount = (uint32_t)(room > UINT32_MAX ? UINT32_MAX : room);
+	if (r.status == RRR_NFS3_OK && maxcount < DIR_OVERHEAD + 64)
+		r.status = RRR_NFS3ERR_TOOSMALL;
+	if (r.status == RRR_NFS3_OK) {
+		uint32_t cap = (maxcount - DIR_OVERHEAD) / 24 + 1;
+		if (cap > RRR_NFS3_MAX_DIRENTS)
+			cap = RRR_NFS3_MAX_DIRENTS;
+		r.entries = calloc(cap, sizeof(*r.entries));
+		if (!r.entries)
+			r.status = RRR_NFS3ERR_JUKEBOX;
+		if (a.cookie)
+			seekdir(dir, (long)a.cookie);
+		uint32_t used = DIR_OVERHEAD, dused = 0;
+		r.eof = true;
+		while (r.status == RRR_NFS3_OK) {
+			errno = 0;
+			struct dirent *de = readdir(dir);
+			if (!de) {
+				if (errno)
+					r.status = fs_errno_to_stat(errno);
+				break;
+			}
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			struct rrr_nfs3_dirent *e = &r.entries[r.n];
+			memset(e, 0, sizeof(*e));
+			e->fileid = de->d_ino;
+			snprintf(e->name, sizeof(e->name), "%s", de->d_name);
+			e->cookie = (uint64_t)telldir(dir);
+			if (plus) {
+				struct fs_obj o;
+				if (fs_lookup(ex, &d, de->d_name, &o) == RRR_NFS3_OK) {
+					e->attr.present = true;
+					fs_fattr(ex, &o.st, &e->attr.attr);
+					e->fh_present = true;
+					fs_fh_make(ex, o.st.st_ino, o.gen, &e->fh);
+				}
+				fs_obj_close(&o);
+			}
+			uint32_t sz = rrr_nfs3_dirent_size(e, plus);
+			uint32_t dsz = 8 + 4 + RRR_XDR_PAD((uint32_t)strlen(e->name)) + 8;
+			if (used + sz > maxcount || (plus && dused + dsz > a.dircount && r.n) ||
+			    r.n + 1 >= cap) {
+				r.eof = false;
+				break;
+			}
+			used += sz;
+			dused += dsz;
+			r.n++;
+		}
+		if (r.status == RRR_NFS3_OK && r.n == 0 && !r.eof)
+			r.status = RRR_NFS3ERR_TOOSMALL;
+	}
+	if (dir)
+		closedir(dir);
+	if (d.fd >= 0)
+		fs_post_op(ex, d.fd, &r.dir_attr);
+	fs_obj_close(&d);
+	int rc = rrr_nfs3_xdr_readdir_res(res, &r);
+	free(r.entries);
+	return finish(rc);
+}
+
+static int p_readdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	return do_readdir(req, args, res, false);
+}
+
+static int p_readdirplus(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	return do_readdir(req, args, res, true);
+}
+
+/* ------------------------------------------------------------ file system info */
+static int p_fsstat(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_FSSTAT);
+	struct rrr_nfs3_fh_args a;
+	if (rrr_nfs3_xdr_fh_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_fsstat_res r = {0};
+	struct fs_obj o;
+	r.status = fs_resolve(ex, &a.fh, &o);
+	if (r.status == RRR_NFS3_OK) {
+		struct statvfs sv;
+		if (fstatvfs(o.fd, &sv) < 0) {
+			r.status = fs_errno_to_stat(errno);
+		} else {
+			r.tbytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+			r.fbytes = (uint64_t)sv.f_bfree * sv.f_frsize;
+			r.abytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+			r.tfiles = sv.f_files;
+			r.ffiles = sv.f_ffree;
+			r.afiles = sv.f_favail;
+		}
+		r.attr.present = true;
+		fs_fattr(ex, &o.st, &r.attr.attr);
+	}
+	fs_obj_close(&o);
+	return finish(rrr_nfs3_xdr_fsstat_res(res, &r));
+}
+
+static int p_fsinfo(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_FSINFO);
+	struct rrr_nfs3_fh_args a;
+	if (rrr_nfs3_xdr_fh_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_fsinfo_res r = {0};
+	struct fs_obj o;
+	r.status = fs_resolve(ex, &a.fh, &o);
+	if (r.status == RRR_NFS3_OK) {
+		r.rtmax = r.rtpref = r.wtmax = r.wtpref = RRR_NFS3_MAX_DATA;
+		r.rtmult = r.wtmult = 4096;
+		r.dtpref = 64 * 1024;
+		r.maxfilesize = INT64_MAX;
+		r.time_delta.nsec = 1;
+		r.properties = RRR_NFS3_FSF_LINK | RRR_NFS3_FSF_SYMLINK |
+			       RRR_NFS3_FSF_HOMOGENEOUS | RRR_NFS3_FSF_CANSETTIME;
+		r.attr.present = true;
+		fs_fattr(ex, &o.st, &r.attr.attr);
+	}
+	fs_obj_close(&o);
+	return finish(rrr_nfs3_xdr_fsinfo_res(res, &r));
+}
+
+static int p_pathconf(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = begin(req, RRR_NFS3_PATHCONF);
+	struct rrr_nfs3_fh_args a;
+	if (rrr_nfs3_xdr_fh_args(args, &a) < 0)
+		return RRR_SVC_GARBAGE_ARGS;
+	struct rrr_nfs3_pathconf_res r = {0};
+	struct fs_obj o;
+	r.status = fs_resolve(ex, &a.fh, &o);
+	if (r.status == RRR_NFS3_OK) {
+		r.linkmax = 32000;
+		r.name_max = RRR_NFS3_MAXNAMLEN;
+		r.no_trunc = true;
+		r.chown_restricted = true;
+		r.case_preserving = true;
+		r.attr.present = true;
+		fs_fattr(ex, &o.st, &r.attr.attr);
+	}
+	fs_obj_close(&o);
+	return finish(rrr_nfs3_xdr_pathconf_res(res, &r));
+}
+
+const struct rrr_svc_proc fs_nfs3_procs[RRR_NFS3_NPROCS] = {
+	[RRR_NFS3_NULL] = {"NULL", p_null},
+	[RRR_NFS3_GETATTR] = {"GETATTR", p_getattr},
+	[RRR_NFS3_SETATTR] = {"SETATTR", p_setattr},
+	[RRR_NFS3_LOOKUP] = {"LOOKUP", p_lookup},
+	[RRR_NFS3_ACCESS] = {"ACCESS", p_access},
+	[RRR_NFS3_READLINK] = {"READLINK", p_readlink},
+	[RRR_NFS3_READ] = {"READ", p_read},
+	[RRR_NFS3_WRITE] = {"WRITE", p_write},
+	[RRR_NFS3_CREATE] = {"CREATE", p_create},
+	[RRR_NFS3_MKDIR] = {"MKDIR", p_mkdir},
+	[RRR_NFS3_SYMLINK] = {"SYMLINK", p_symlink},
+	[RRR_NFS3_MKNOD] = {"MKNOD", p_mknod},
+	[RRR_NFS3_REMOVE] = {"REMOVE", p_remove},
+	[RRR_NFS3_RMDIR] = {"RMDIR", p_rmdir},
+	[RRR_NFS3_RENAME] = {"RENAME", p_rename},
+	[RRR_NFS3_LINK] = {"LINK", p_link},
+	[RRR_NFS3_READDIR] = {"READDIR", p_readdir},
+	[RRR_NFS3_READDIRPLUS] = {"READDIRPLUS", p_readdirplus},
+	[RRR_NFS3_FSSTAT] = {"FSSTAT", p_fsstat},
+	[RRR_NFS3_FSINFO] = {"FSINFO", p_fsinfo},
+	[RRR_NFS3_PATHCONF] = {"PATHCONF", p_pathconf},
+	[RRR_NFS3_COMMIT] = {"COMMIT", p_commit},
+};
