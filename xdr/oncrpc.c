@@ -22,6 +22,10 @@
  * the message (or, for a call whose xid was decoded, answers with a denied
  * or GARBAGE_ARGS reply). call->xid / reply->xid are set as soon as the
  * first word is read. Nothing is allocated.
+ *
+ * Contracts (arguments, errors, ownership) of the exported functions are
+ * the doc comments in include/rrr/oncrpc.h. None of them blocks, allocates or
+ * takes a lock; a stream or header struct is used by one thread at a time.
  */
 #include <errno.h>
 #include <string.h>
@@ -221,11 +225,11 @@ int rrr_rpc_decode_call(struct rrr_xdr *xdr, struct rrr_rpc_call *call)
 	return rc;
 }
 
-int rrr_rpc_encode_accepted(struct rrr_xdr *xdr, uint32_t xid, uint32_t accept_stat,
-			    uint32_t low, uint32_t high)
+int rrr_rpc_encode_accepted(struct rrr_xdr *xdr, uint32_t xid, uint32_t accept_stat, uint32_t low,
+			    uint32_t high)
 {
-	const uint32_t w[8] = {xid,	      RRR_RPC_REPLY, RRR_RPC_MSG_ACCEPTED, RRR_AUTH_NONE, 0,
-			       accept_stat, low,	   high};
+	const uint32_t w[8] = {
+	    xid, RRR_RPC_REPLY, RRR_RPC_MSG_ACCEPTED, RRR_AUTH_NONE, 0, accept_stat, low, high};
 
 	if (accept_stat > RRR_RPC_SYSTEM_ERR)
 		return -EINVAL;

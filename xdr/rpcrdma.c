@@ -32,6 +32,10 @@
  * -EPROTONOSUPPORT -> ERR_VERS, -E2BIG/-EINVAL/-EOVERFLOW -> ERR_CHUNK;
  * -EBADMSG and -EOPNOTSUPP mean the message is dropped. Nothing to undo:
  * the decoder neither allocates nor writes outside @hdr.
+ *
+ * Contracts (arguments, errors, ownership) of the exported functions are
+ * the doc comments in include/rrr/rpcrdma.h. None of them blocks, allocates or
+ * takes a lock; a stream or header struct is used by one thread at a time.
  */
 #include <errno.h>
 #include <string.h>
@@ -204,8 +208,7 @@ static int get_seg(struct rrr_xdr *x, struct rrr_rdma_seg *s)
 }
 
 /* A counted segment array: write chunk or reply chunk. */
-static int get_chunk(struct rrr_xdr *x, const struct rrr_rdma_limits *lim,
-		     struct rrr_rdma_chunk *c)
+static int get_chunk(struct rrr_xdr *x, const struct rrr_rdma_limits *lim, struct rrr_rdma_chunk *c)
 {
 	uint64_t total = 0;
 	uint32_t n;

@@ -21,6 +21,10 @@
  * Recovery. There is nothing to recover: after an error the stream position
  * is unspecified and the caller discards the stream (or re-inits it). No
  * function allocates, so no error path leaks.
+ *
+ * Contracts (arguments, errors, ownership) of the exported functions are
+ * the doc comments in include/rrr/xdr.h. None of them blocks, allocates or
+ * takes a lock; a stream or header struct is used by one thread at a time.
  */
 #include <errno.h>
 #include <string.h>
@@ -349,8 +353,7 @@ int rrr_xdr_skip(struct rrr_xdr *xdr, uint32_t n)
 {
 	int rc;
 
-	if (!xdr || xdr->pos > xdr->len ||
-	    (xdr->op != RRR_XDR_ENCODE && xdr->op != RRR_XDR_DECODE))
+	if (!xdr || xdr->pos > xdr->len || (xdr->op != RRR_XDR_ENCODE && xdr->op != RRR_XDR_DECODE))
 		return -EINVAL;
 	rc = xdr_room(xdr, xdr_padded(n));
 	if (rc)
@@ -405,8 +408,8 @@ int rrr_xdr_encode_payload(struct rrr_xdr *xdr, const struct iovec *iov, unsigne
 	return 0;
 }
 
-int rrr_xdr_decode_payload(struct rrr_xdr *xdr, uint32_t max, uint32_t *len,
-			   struct iovec *iov, unsigned *niov)
+int rrr_xdr_decode_payload(struct rrr_xdr *xdr, uint32_t max, uint32_t *len, struct iovec *iov,
+			   unsigned *niov)
 {
 	size_t at;
 	uint32_t n;

@@ -30,8 +30,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	check(size >= RRR_RDMA_PD_LEN);
-	check(pd.send_size >= 1024 && pd.send_size <= RRR_RDMA_INLINE_MAX && pd.send_size % 1024 == 0);
-	check(pd.recv_size >= 1024 && pd.recv_size <= RRR_RDMA_INLINE_MAX && pd.recv_size % 1024 == 0);
+	check(pd.send_size >= 1024 && pd.send_size <= RRR_RDMA_INLINE_MAX &&
+	      pd.send_size % 1024 == 0);
+	check(pd.recv_size >= 1024 && pd.recv_size <= RRR_RDMA_INLINE_MAX &&
+	      pd.recv_size % 1024 == 0);
 	check(rrr_rdma_cm_pd_encode(out, &pd) == RRR_RDMA_PD_LEN);
 	check(memcmp(out, data, 5) == 0);
 	check(out[5] == (data[5] & RRR_RDMA_PD_FLAG_REMOTE_INV));

@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rrr_rdma_limits_default(&l);
 	l.is_reply = sel & 1;
 	l.allow_zero_len = (sel >> 1) & 1;
-	l.max_write_chunks = (sel >> 2) & 7;    /* 0..7 */
+	l.max_write_chunks = (sel >> 2) & 7; /* 0..7 */
 	l.max_chunk_segs = (sel & 0x20) ? 4 : 64;
 	l.max_read_segs = (sel & 0x40) ? 3 : 64;
 

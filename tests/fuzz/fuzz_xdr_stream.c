@@ -6,8 +6,8 @@
  * decode operations with small maxima, the rest is the stream. Every
  * successful opaque/string/payload decode is re-encoded into a scratch
  * stream (reset per item) and must reproduce the consumed bytes whenever
- * the input's pad bytes were zero (decoders do not insist on zero pad). The stream position must stay aligned and in
- * bounds after every call.
+ * the input's pad bytes were zero (decoders do not insist on zero pad). The stream position must
+ * stay aligned and in bounds after every call.
  */
 #include <errno.h>
 #include <stdint.h>

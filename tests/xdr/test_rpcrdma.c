@@ -17,6 +17,7 @@
 #include <rrr/rpcrdma.h>
 
 /* RDMA_MSG, one read chunk, no write list, no reply chunk. */
+/* clang-format off */
 static const uint8_t vec_msg_read[] = {
 	0x01, 0x02, 0x03, 0x04, /* xid */
 	0x00, 0x00, 0x00, 0x01, /* vers 1 */
@@ -31,9 +32,11 @@ static const uint8_t vec_msg_read[] = {
 	0x00, 0x00, 0x00, 0x00, /* write list end */
 	0x00, 0x00, 0x00, 0x00, /* no reply chunk */
 };
+/* clang-format on */
 
 /* RDMA_NOMSG reply: one write chunk of two segments, a one-segment reply
  * chunk. */
+/* clang-format off */
 static const uint8_t vec_nomsg_write_reply[] = {
 	0xDE, 0xAD, 0xBE, 0xEF, /* xid */
 	0x00, 0x00, 0x00, 0x01, /* vers */
@@ -49,19 +52,24 @@ static const uint8_t vec_nomsg_write_reply[] = {
 	0x00, 0x00, 0x00, 0x01, /*   1 segment */
 	0x00, 0x00, 0x00, 0x13, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00,
 };
+/* clang-format on */
 
+/* clang-format off */
 static const uint8_t vec_err_vers[] = {
 	0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x05,
 	0x00, 0x00, 0x00, 0x04, /* RDMA_ERROR */
 	0x00, 0x00, 0x00, 0x01, /* ERR_VERS */
 	0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, /* low, high */
 };
+/* clang-format on */
 
+/* clang-format off */
 static const uint8_t vec_err_chunk[] = {
 	0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x05,
 	0x00, 0x00, 0x00, 0x04, /* RDMA_ERROR */
 	0x00, 0x00, 0x00, 0x02, /* ERR_CHUNK */
 };
+/* clang-format on */
 
 static struct rrr_rdma_hdr H; /* large: keep it off the stack */
 
@@ -142,9 +150,8 @@ Test(rpcrdma, decode_vector_nomsg_write_reply)
 {
 	struct rrr_rdma_limits l = lim_reply();
 
-	cr_assert_eq(rrr_rdma_hdr_decode(vec_nomsg_write_reply, sizeof(vec_nomsg_write_reply), &l,
-					 &H),
-		     0);
+	cr_assert_eq(
+	    rrr_rdma_hdr_decode(vec_nomsg_write_reply, sizeof(vec_nomsg_write_reply), &l, &H), 0);
 	cr_assert_eq(H.xid, 0xDEADBEEF);
 	cr_assert_eq(H.credits, 128);
 	cr_assert_eq(H.proc, RRR_RDMA_NOMSG);
@@ -230,7 +237,7 @@ static void check_truncation(const uint8_t *vec, size_t len, struct rrr_rdma_lim
 		cr_assert_eq(rrr_rdma_hdr_decode(vec, n, &l, &H), -EBADMSG, "truncated at %zu", n);
 		if (n >= 4)
 			cr_assert_eq(H.xid, (uint32_t)vec[0] << 24 | (uint32_t)vec[1] << 16 |
-						    (uint32_t)vec[2] << 8 | vec[3]);
+						(uint32_t)vec[2] << 8 | vec[3]);
 	}
 }
 
@@ -622,7 +629,8 @@ Test(rpcrdma_pd, decode_vector)
 Test(rpcrdma_pd, encode_vector_and_clamp)
 {
 	static const uint8_t want[] = {0xF6, 0xAB, 0x0E, 0x18, 0x01, 0x00, 0xFF, 0x03};
-	struct rrr_rdma_cm_pd pd = {.remote_inv = false, .send_size = 1u << 20, .recv_size = 4096 + 1000};
+	struct rrr_rdma_cm_pd pd = {
+	    .remote_inv = false, .send_size = 1u << 20, .recv_size = 4096 + 1000};
 	uint8_t buf[RRR_RDMA_PD_LEN];
 
 	cr_assert_eq(rrr_rdma_cm_pd_encode(buf, &pd), RRR_RDMA_PD_LEN);
@@ -638,8 +646,8 @@ Test(rpcrdma_pd, encode_vector_and_clamp)
 	for (uint32_t k = 1; k <= 256; k++) {
 		struct rrr_rdma_cm_pd out;
 
-		pd = (struct rrr_rdma_cm_pd){.remote_inv = k & 1, .send_size = k * 1024,
-					     .recv_size = (257 - k) * 1024};
+		pd = (struct rrr_rdma_cm_pd){
+		    .remote_inv = k & 1, .send_size = k * 1024, .recv_size = (257 - k) * 1024};
 		rrr_rdma_cm_pd_encode(buf, &pd);
 		cr_assert(rrr_rdma_cm_pd_decode(buf, sizeof(buf), &out));
 		cr_assert_eq(out.send_size, pd.send_size);

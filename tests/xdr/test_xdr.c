@@ -32,6 +32,7 @@ static struct rrr_xdr dec(const void *buf, size_t len)
 
 Test(xdr, primitives_bytes_exact)
 {
+	/* clang-format off */
 	static const uint8_t want[] = {
 		0xDE, 0xAD, 0xBE, 0xEF,                         /* u32 */
 		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* u64 */
@@ -43,6 +44,7 @@ Test(xdr, primitives_bytes_exact)
 		0x00, 0x00, 0x00, 0x04, 'n', 'f', 's', '3',     /* string, no pad */
 		0x00, 0x00, 0x00, 0x00,                         /* empty opaque */
 	};
+	/* clang-format on */
 	uint8_t buf[sizeof(want)];
 	struct rrr_xdr x;
 
@@ -128,7 +130,8 @@ Test(xdr, decode_truncated_every_offset)
 	for (size_t len = 0; len < sizeof(msg); len++) {
 		struct rrr_xdr x = dec(msg, len);
 
-		cr_assert_eq(rrr_xdr_get_opaque(&x, out, sizeof(out), &n), -EBADMSG, "len %zu", len);
+		cr_assert_eq(rrr_xdr_get_opaque(&x, out, sizeof(out), &n), -EBADMSG, "len %zu",
+			     len);
 		x = dec(msg, len);
 		cr_assert_eq(rrr_xdr_skip(&x, 9), len < 12 ? -EBADMSG : 0);
 		x = dec(msg, len);
@@ -231,7 +234,8 @@ Test(xdr, reserve_fill_skip)
 
 Test(xdr, payload_without_hook_is_opaque)
 {
-	static const uint8_t want[] = {0, 0, 0, 6, 'a', 'b', 'c', 'd', 'e', 'f', 0, 0, 0xAB, 0xCD, 0xEF, 0x01};
+	static const uint8_t want[] = {0,   0,	 0, 6, 'a',  'b',  'c',	 'd',
+				       'e', 'f', 0, 0, 0xAB, 0xCD, 0xEF, 0x01};
 	uint8_t buf[sizeof(want)];
 	struct iovec in[2] = {{(void *)"abc", 3}, {(void *)"def", 3}};
 	struct iovec out[RRR_XDR_PAYLOAD_MAX_IOV];
