@@ -466,6 +466,7 @@ static void conn_lost(struct rrr_clnt *c)
 		return;
 	c->ops->close(c);
 	c->connected = false;
+	c->broken = false;
 	for (unsigned b = 0; b < 256; b++) {
 		while ((r = c->xid_hash[b])) {
 			rrr__clnt_hash_del(c, r);
@@ -633,8 +634,12 @@ static void *progress_main(void *arg)
 			expired = r->anext;
 			abort_req(c, r, -ETIMEDOUT);
 		}
+		if (c->connected && c->broken)
+			conn_lost(c);
 		try_connect(c);
 		send_pending(c);
+		if (c->connected && c->broken)
+			conn_lost(c);
 		run_done(c);
 
 		n = epoll_wait(c->epfd, evs, 16, ms);

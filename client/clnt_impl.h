@@ -34,6 +34,8 @@
 #include <stdint.h>
 
 #include <rrr/client.h>
+#include <rrr/reg.h>
+#include <rrr/rpcrdma.h>
 
 struct rrr__clnt_req;
 
@@ -140,6 +142,7 @@ struct rrr_clnt {
 	struct rrr__clnt_req *done_head, *done_tail; /* callbacks to run */
 	struct rrr__clnt_req *xid_hash[256];
 	bool connected;
+	bool broken;                         /* transport asks for a new connection */
 	unsigned backoff_ms;
 	uint64_t next_connect_ns;
 	int last_connect_err;
@@ -202,5 +205,41 @@ struct rrr__plan {
 uint32_t rrr__rdma_hdr_size(uint32_t nread, uint32_t nwrite, uint32_t nreply);
 /* Decide how a call and its reply travel. -EMSGSIZE if they cannot. */
 int rrr__clnt_plan(const struct rrr__plan_in *in, struct rrr__plan *out);
+/* A chunk the server returned must be the chunk we offered, segment by
+ * segment (same handle and offset, length not larger), filled in order.
+ * *total gets the bytes it says it wrote. -EBADMSG otherwise. */
+int rrr__clnt_check_chunk(const struct rrr_rdma_chunk *got, const struct rrr_reg_seg *offered,
+			  uint32_t noffered, uint32_t *total);
+
+enum rrr__reply_kind {
+	RRR__REPLY_BAD = 0, /* undecodable or breaks the chunk rules: garbage */
+	RRR__REPLY_MSG,     /* RPC reply inline after the header */
+	RRR__REPLY_NOMSG,   /* RPC reply in the reply chunk */
+	RRR__REPLY_ERROR,   /* RDMA_ERROR (ERR_VERS / ERR_CHUNK) */
+};
+
+/* What a call offered for its reply (segments as registered). */
+struct rrr__offer {
+	uint32_t nwrite;
+	const struct rrr_reg_seg *write;
+	uint32_t nreply;
+	const struct rrr_reg_seg *reply;
+};
+
+struct rrr__reply_view {
+	enum rrr__reply_kind kind;
+	int status;          /* 0, -EREMOTEIO (ERROR), -EBADMSG (BAD) */
+	uint32_t credits;    /* raw grant (valid unless BAD) */
+	size_t msg_off;      /* MSG: the RPC reply is buf[msg_off .. +msg_len) */
+	size_t msg_len;
+	bool placed;         /* the write chunk carried placed_len bytes */
+	uint32_t placed_len;
+	uint32_t reply_len;  /* NOMSG: bytes of RPC reply in the reply chunk */
+};
+
+/* Decode and classify a received reply (whose xid matched a call with
+ * @offer); @hdr is scratch space. Returns v->kind. Pure. */
+int rrr__clnt_parse_reply(const void *buf, size_t len, const struct rrr__offer *offer,
+			  struct rrr_rdma_hdr *hdr, struct rrr__reply_view *v);
 
 #endif /* RRR_CLIENT_CLNT_IMPL_H */
