@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/svc_rdma_impl.h - shared between svc_rdma.c (connections, receive
+ * and send paths) and svc_rdma_rw.c (RDMA READ of read chunks, RDMA WRITE
+ * of write and reply chunks, the DDP hook).
+ */
+#ifndef RRR_SERVER_SVC_RDMA_IMPL_H
+#define RRR_SERVER_SVC_RDMA_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rrr/provider.h>
+#include <rrr/reg.h>
+#include <rrr/rpcrdma.h>
+
+#include "server/svc_impl.h"
+
+/* Write chunks accepted per call (RFC 8166 allows more; NFS uses one). */
+#define SVC_RDMA_MAX_WRITE_CHUNKS 4u
+/* Reply transport header area per request context. */
+#define SVC_RDMA_HDR_AREA                                                               \
+	(16u + 4u + 4u + SVC_RDMA_MAX_WRITE_CHUNKS * (8u + 16u * RRR_RDMA_MAX_CHUNK_SEGS) + \
+	 8u + 16u * RRR_RDMA_MAX_CHUNK_SEGS + 64u)
+/* Work requests one context may chain: REG_MRs + READs, or WRITEs + SEND. */
+#define SVC_RDMA_MAX_WRS                                                             \
+	(SVC_RDMA_MAX_WRITE_CHUNKS * RRR_RDMA_MAX_CHUNK_SEGS + RRR_RDMA_MAX_CHUNK_SEGS + \
+	 RRR_REG_MAX_SEGS + RRR_RDMA_MAX_READ_SEGS + 4u)
+
+struct svc_rdma_conn;
+
+/* A big buffer with its long-lived local registration (lazily made). */
+struct svc_rdma_buf {
+	uint8_t *p;
+	size_t len;
+	struct rrr_mr *mr;
+};
+
+enum svc_rdma_phase {
+	PH_READ = 1, /* RDMA READs of the read chunks in flight */
+	PH_INV = 2,  /* LOCAL_INV of the READ sink registrations in flight */
+	PH_SEND = 3, /* reply (WRITEs + SEND) in flight */
+};
+
+/* Request context: one call from receive to the completion of its reply. */
+struct svc_rdma_ctx {
+	struct svc_rdma_conn *rc;
+	struct svc_rdma_ctx *next;     /* free list / SQ wait list */
+	struct svc_rdma_ctx *all_next; /* every context of the connection */
+	struct rrr_svc_req req;
+	struct rrr_rdma_hdr hdr;
+	bool busy;
+	enum svc_rdma_phase phase;
+	unsigned sq_need;              /* WRs of the chain waiting to be posted */
+	unsigned sq_held;              /* WRs of the chain in flight */
+	struct rrr_send_wr *chain;     /* chain waiting for send queue room */
+	/* send buffer (in the connection's send region) */
+	uint8_t *sendbuf;              /* SVC_RDMA_HDR_AREA header + body */
+	/* lazily allocated big buffers */
+	struct svc_rdma_buf arg;       /* rebuilt call (read chunks) */
+	struct svc_rdma_buf res;       /* reply message when a reply chunk was offered */
+	struct svc_rdma_buf pay;       /* write chunk payload bounce */
+	size_t arg_len;
+	/* per-I/O registration of the READ sink */
+	struct rrr_reg_io *sink;
+	bool sink_mapped;
+	/* reply DDP state */
+	struct rrr_xdr_ddp ddp;
+	unsigned wchunk_next;
+	uint32_t wchunk_len[SVC_RDMA_MAX_WRITE_CHUNKS];
+	uint32_t wchunk_off[SVC_RDMA_MAX_WRITE_CHUNKS];
+	uint32_t pay_used;
+	uint32_t inv_handle;           /* 0: none; else Send With Invalidate it */
+	bool has_inv;
+	/* work requests */
+	struct rrr_send_wr wrs[SVC_RDMA_MAX_WRS];
+	struct rrr_sge sges[SVC_RDMA_MAX_WRS + 2];
+};
+
+struct svc_rdma_conn {
+	struct rrr__svc_conn base;
+	struct rrr__svc_rdma_listener *l;
+	struct rrr_cm_id *id;
+	struct rrr_cq *cq;
+	struct rrr_qp *qp;
+	struct rrr_mrpool *pool;       /* READ sinks, when the device needs it */
+	bool sink_remote_write;
+	struct rrr_mr *recv_mr, *send_mr;
+	uint8_t *recv_region, *send_region;
+	uint32_t nrecv;
+	uint32_t recv_size;            /* bytes per receive buffer */
+	uint32_t inline_send;          /* negotiated: min(local send, peer recv) */
+	uint32_t max_requests;
+	uint32_t max_payload;
+	uint32_t max_record;
+	bool remote_inv;               /* may use Send With Invalidate */
+	struct rrr_rdma_limits lim;
+	/* receive reposting */
+	uint32_t *repost;
+	uint32_t nrepost;
+	uint32_t batch;
+	/* send queue accounting */
+	uint32_t sq_depth, sq_free;
+	struct svc_rdma_ctx *sq_wait_head, *sq_wait_tail;
+	/* request contexts */
+	struct svc_rdma_ctx *ctx_free, *ctx_all;
+	uint32_t nctx, max_ctx, busy;
+	/* lifecycle */
+	bool established;
+	bool disconnecting;            /* rrr_cm_disconnect() issued */
+	bool disconnected;             /* DISCONNECTED event seen */
+	bool broken;                   /* QP in error: no more posts */
+	bool shutting;                 /* server stopping: no new requests */
+	bool detached;                 /* cm id ctx cleared */
+};
+
+/* svc_rdma.c */
+struct rrr_xprt_stats *svc_rdma_stats(struct svc_rdma_conn *rc);
+/* Post @ctx->chain (sq_need WRs) now or when the send queue has room. */
+void svc_rdma_post_chain(struct svc_rdma_ctx *ctx);
+/* Make sure @b holds at least @len bytes, locally registered. */
+int svc_rdma_buf_get(struct svc_rdma_conn *rc, struct svc_rdma_buf *b, size_t len);
+/* Build and post the reply for @ctx (after dispatch). */
+void svc_rdma_reply(struct svc_rdma_ctx *ctx, struct rrr_xdr *res, enum rrr__svc_verdict v);
+/* Dispatch the call held by @ctx (args in @buf/@len) and reply. */
+void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len);
+/* Protocol violation or failure: disconnect the connection. */
+void svc_rdma_fail(struct svc_rdma_conn *rc, const char *why);
+
+/* svc_rdma_rw.c */
+/* Plan the rebuilt call from the inline message (@msg/@msg_len) and the read
+ * list; copy the inline pieces into ctx->arg and build the READ chain.
+ * 0: chain ready (post it); -EINVAL/-E2BIG: ERR_CHUNK; other -errno: fail. */
+int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len);
+/* The READs completed: build the sink invalidation chain if any.
+ * Returns true when a LOCAL_INV chain was set up in ctx->chain. */
+bool svc_rdma_read_done(struct svc_rdma_ctx *ctx);
+/* LOCAL_INV completed (or nothing to invalidate). */
+void svc_rdma_sink_inv_done(struct svc_rdma_ctx *ctx);
+/* Failure: recover the sink registrations. */
+void svc_rdma_sink_recover(struct svc_rdma_ctx *ctx);
+/* Install the DDP hook on @res for the call's write list. */
+void svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res);
+/* Drop DDP state (error replies). */
+void svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx);
+/* Append RDMA WRITE WRs for the write chunk payloads at ctx->wrs[*n] and
+ * copy the call's write list into @rhdr with the lengths actually written
+ * (0 for unused chunks). Returns 0 or -E2BIG (too many WRs). */
+int svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, unsigned *n);
+/* Append WRITEs placing @len bytes of @src (registered by @mr) into the
+ * call's reply chunk and set @rhdr's reply chunk with the lengths written.
+ * -EMSGSIZE when @len exceeds the chunk. */
+int svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, struct rrr_mr *mr,
+			       uint32_t len, struct rrr_rdma_hdr *rhdr, unsigned *n);
+
+#endif /* RRR_SERVER_SVC_RDMA_IMPL_H */

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/svc_rdma_rw.c - moving bulk data for the RPC-over-RDMA server:
+ * RDMA READ of the client's read chunks, RDMA WRITE into its write chunks
+ * and reply chunk, and the DDP hook that decides which result payloads go
+ * by write chunk (like Linux svc_rdma_rw.c).
+ *
+ * Read chunks. A call that carries read chunks is rebuilt into one
+ * contiguous XDR stream in the request's argument buffer, exactly as if the
+ * client had sent it inline:
+ *
+ *   inline message:  [ A (up to P1) ][ B (P1 .. P2, less chunk 1) ][ C ]
+ *   rebuilt stream:  [ A ][ chunk 1 + pad ][ B ][ chunk 2 + pad ][ C ]
+ *                         ^P1                   ^P2
+ *
+ * The inline pieces are copied; the chunk bytes are pulled by RDMA READ
+ * straight to their place, and the XDR pad after each chunk is zeroed (RFC
+ * 8166 section 3.5.3: the chunk need not carry the pad). An RDMA_NOMSG call
+ * has exactly one chunk, at position zero, which is the whole message. The
+ * plan is computed and checked (positions in order, inline bytes present,
+ * total within the record bound, work requests within the array) before
+ * anything is copied or posted; a bad plan is ERR_CHUNK.
+ *
+ * The READ sink: on devices that place READ responses like tagged writes
+ * (iWARP, attr.read_sink_remote_write) the sink needs remote write rights.
+ * Rather than exposing a long-lived buffer, the sink is registered for this
+ * I/O only through the registration engine (REG_MR WRs chained before the
+ * READs) and invalidated with LOCAL_INV after they complete, before the
+ * handler looks at the bytes. Other devices read into the buffer's local
+ * long-lived registration. READ WRs are cut where a sink registration ends.
+ *
+ * Write chunks and the reply chunk. The DDP hook copies each DDP-eligible
+ * result payload into the request's bounce buffer and leaves only the
+ * length word inline, when the call offered an unused write chunk large
+ * enough; otherwise the payload goes inline with its pad. When the reply is
+ * built, each used chunk's segments are filled in order, never writing more
+ * than a segment's length, and the reply header echoes the write list with
+ * the byte counts written (0 for unused chunks, no pad written).
+ *
+ * Recovery: nothing here posts; callers post the chains built here. A sink
+ * registration whose READ chain failed is recovered (rrr_reg_recover), never
+ * left valid.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "server/svc_rdma_impl.h"
+#include "transport/provider_impl.h"
+
+/* ------------------------------------------------------------------ reads */
+
+struct read_chunk {
+	uint32_t first, nsegs; /* entries in hdr.read[] */
+	uint32_t position;
+	uint32_t total;
+};
+
+/* Group the read list into chunks; -EINVAL on rule violations. */
+static int read_chunks(const struct rrr_rdma_hdr *hdr, struct read_chunk *ch, unsigned *nch)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < hdr->nread; i++) {
+		const struct rrr_rdma_read_seg *r = &hdr->read[i];
+
+		if (n == 0 || ch[n - 1].position != r->position) {
+			ch[n].first = i;
+			ch[n].nsegs = 0;
+			ch[n].position = r->position;
+			ch[n].total = 0;
+			n++;
+		}
+		if (r->seg.length > UINT32_MAX - ch[n - 1].total)
+			return -EOVERFLOW;
+		ch[n - 1].total += r->seg.length;
+		ch[n - 1].nsegs++;
+	}
+	*nch = n;
+	return 0;
+}
+
+/* Sink lkey and room for the byte at @addr; registrations are in order. */
+static int sink_at(struct svc_rdma_ctx *ctx, uint64_t addr, uint32_t *lkey, uint64_t *room)
+{
+	struct rrr_reg_io *io = ctx->sink;
+	uint32_t k;
+
+	if (!ctx->sink_mapped) {
+		*lkey = rrr_mr_lkey(ctx->arg.mr);
+		*room = (uint64_t)(uintptr_t)ctx->arg.p + ctx->arg.len - addr;
+		return 0;
+	}
+	for (k = 0; k < io->nsegs; k++) {
+		uint64_t start = io->segs[k].offset, end = start + io->segs[k].length;
+
+		if (addr >= start && addr < end) {
+			*lkey = rrr_mr_lkey(io->mrs[k]);
+			*room = end - addr;
+			return 0;
+		}
+	}
+	return -EFAULT;
+}
+
+int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len)
+{
+	struct svc_rdma_conn *rc = ctx->rc;
+	struct rrr_rdma_hdr *hdr = &ctx->hdr;
+	struct read_chunk ch[RRR_RDMA_MAX_READ_SEGS];
+	unsigned nch, c, i, nwr = 0, nreg = 0;
+	uint64_t full = 0, in = 0;
+	struct rrr_send_wr *prev = NULL;
+	int err;
+
+	err = read_chunks(hdr, ch, &nch);
+	if (err)
+		return err;
+	if (hdr->proc == RRR_RDMA_NOMSG) {
+		/* the position-zero chunk is the whole message */
+		if (nch != 1 || ch[0].position != 0)
+			return -EINVAL;
+		msg_len = 0;
+	}
+	/* plan and check everything before touching memory */
+	for (c = 0; c < nch; c++) {
+		uint64_t gap;
+
+		if (hdr->proc == RRR_RDMA_MSG && ch[c].position == 0)
+			return -EINVAL;
+		if (ch[c].position < full)
+			return -EINVAL;
+		gap = ch[c].position - full;
+		if (gap > msg_len - in)
+			return -EINVAL;
+		in += gap;
+		full = (uint64_t)ch[c].position + RRR_XDR_PAD((uint64_t)ch[c].total);
+		if (full > rc->max_record)
+			return -E2BIG;
+	}
+	full += msg_len - in;
+	if (full > rc->max_record)
+		return -E2BIG;
+
+	err = svc_rdma_buf_get(rc, &ctx->arg, rc->max_record);
+	if (err)
+		return err;
+	ctx->arg_len = (size_t)full;
+
+	if (rc->sink_remote_write) {
+		struct rrr_sg sg = {.page = ctx->arg.p, .offset = 0, .length = (uint32_t)full};
+
+		err = rrr_reg_map(rc->pool, &sg, 1, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
+				  ctx->sink);
+		if (err)
+			return err == -E2BIG ? -ENOMEM : err;
+		ctx->sink_mapped = true;
+		nreg = ctx->sink->nsegs;
+		RRR__STAT_ADD(svc_rdma_stats(rc), registrations, nreg);
+		RRR__STAT_ADD(svc_rdma_stats(rc), hole_splits, ctx->sink->holes);
+		for (i = 0; i < nreg; i++)
+			ctx->wrs[i] = ctx->sink->reg_wr[i];
+		for (i = 0; i + 1 < nreg; i++)
+			ctx->wrs[i].next = &ctx->wrs[i + 1];
+		prev = nreg ? &ctx->wrs[nreg - 1] : NULL;
+	}
+	nwr = nreg;
+
+	/* copy the inline pieces and build the READs */
+	full = 0;
+	in = 0;
+	for (c = 0; c < nch; c++) {
+		uint64_t gap = ch[c].position - full, dst = ch[c].position;
+
+		memcpy(ctx->arg.p + full, msg + in, (size_t)gap);
+		in += gap;
+		for (i = ch[c].first; i < ch[c].first + ch[c].nsegs; i++) {
+			const struct rrr_rdma_seg *s = &hdr->read[i].seg;
+			uint64_t done = 0;
+
+			while (done < s->length) {
+				uint64_t addr = (uint64_t)(uintptr_t)ctx->arg.p + dst + done, room;
+				uint32_t lkey, piece;
+				struct rrr_send_wr *wr;
+
+				if (nwr >= SVC_RDMA_MAX_WRS - 2)
+					goto too_many;
+				err = sink_at(ctx, addr, &lkey, &room);
+				if (err)
+					goto fail;
+				piece = (uint32_t)(s->length - done < room ? s->length - done : room);
+				wr = &ctx->wrs[nwr];
+				memset(wr, 0, sizeof(*wr));
+				ctx->sges[nwr].addr = addr;
+				ctx->sges[nwr].length = piece;
+				ctx->sges[nwr].lkey = lkey;
+				wr->opcode = RRR_WR_RDMA_READ;
+				wr->sg_list = &ctx->sges[nwr];
+				wr->num_sge = 1;
+				wr->u.rdma.remote_addr = s->offset + done;
+				wr->u.rdma.rkey = s->handle;
+				if (prev)
+					prev->next = wr;
+				prev = wr;
+				nwr++;
+				done += piece;
+			}
+			dst += s->length;
+		}
+		/* zero the XDR pad the chunk did not carry */
+		while (dst & 3u)
+			ctx->arg.p[dst++] = 0;
+		full = dst;
+		RRR__STAT_ADD(svc_rdma_stats(rc), read_chunks, 1);
+		RRR__STAT_ADD(svc_rdma_stats(rc), rdma_read_bytes, ch[c].total);
+	}
+	memcpy(ctx->arg.p + full, msg + in, (size_t)(msg_len - in));
+	if (!prev || prev->opcode != RRR_WR_RDMA_READ) {
+		err = -EINVAL; /* no bytes to read: an empty chunk */
+		goto fail;
+	}
+	prev->next = NULL;
+	prev->flags = RRR_SEND_SIGNALED;
+	prev->wr_id = (uint64_t)(uintptr_t)ctx | PH_READ;
+	ctx->chain = &ctx->wrs[0];
+	ctx->sq_need = nwr;
+	ctx->phase = PH_READ;
+	return 0;
+
+too_many:
+	err = -E2BIG;
+fail:
+	svc_rdma_sink_recover(ctx);
+	return err;
+}
+
+bool svc_rdma_read_done(struct svc_rdma_ctx *ctx)
+{
+	struct svc_rdma_conn *rc = ctx->rc;
+	struct rrr_send_wr *head, *w;
+	unsigned n = 0;
+
+	if (!ctx->sink_mapped)
+		return false;
+	head = rrr_reg_build_inv(rc->pool, ctx->sink, (uint64_t)(uintptr_t)ctx | PH_INV);
+	if (!head) {
+		svc_rdma_sink_inv_done(ctx);
+		return false;
+	}
+	for (w = head; w; w = w->next)
+		n++;
+	RRR__STAT_ADD(svc_rdma_stats(rc), local_inv, n);
+	ctx->chain = head;
+	ctx->sq_need = n;
+	ctx->phase = PH_INV;
+	return true;
+}
+
+void svc_rdma_sink_inv_done(struct svc_rdma_ctx *ctx)
+{
+	if (ctx->sink_mapped) {
+		rrr_reg_inv_done(ctx->rc->pool, ctx->sink);
+		ctx->sink_mapped = false;
+	}
+}
+
+void svc_rdma_sink_recover(struct svc_rdma_ctx *ctx)
+{
+	if (ctx->sink_mapped) {
+		rrr_reg_recover(ctx->rc->pool, ctx->sink);
+		RRR__STAT_ADD(svc_rdma_stats(ctx->rc), recoveries, 1);
+		ctx->sink_mapped = false;
+	}
+}
+
+/* ------------------------------------------------------------------ DDP hook */
+
+static int ddp_encode(struct rrr_xdr *xdr, void *arg, const struct iovec *iov, unsigned niov,
+		      uint32_t len)
+{
+	struct svc_rdma_ctx *ctx = arg;
+	struct svc_rdma_conn *rc = ctx->rc;
+	unsigned k = ctx->wchunk_next, i;
+	uint8_t *dst;
+	size_t at;
+	int err;
+
+	if (k < ctx->hdr.nwrite && k < SVC_RDMA_MAX_WRITE_CHUNKS &&
+	    len <= ctx->hdr.write[k].total && len <= rc->max_payload - ctx->pay_used) {
+		err = svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload);
+		if (err)
+			return err;
+		dst = ctx->pay.p + ctx->pay_used;
+		for (i = 0; i < niov; i++) {
+			if (iov[i].iov_len)
+				memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+			dst += iov[i].iov_len;
+		}
+		ctx->wchunk_off[k] = ctx->pay_used;
+		ctx->wchunk_len[k] = len;
+		ctx->wchunk_next = k + 1;
+		ctx->pay_used += len;
+		/* keep the next payload 4-byte aligned, within the buffer */
+		ctx->pay_used = ctx->pay_used > rc->max_payload - 3 ? rc->max_payload
+								   : RRR_XDR_PAD(ctx->pay_used);
+		return 0; /* only the length word stays inline; no pad */
+	}
+	/* inline: bytes and pad follow the length word */
+	at = rrr_xdr_pos(xdr);
+	err = rrr_xdr_skip(xdr, len);
+	if (err)
+		return err;
+	dst = xdr->buf + at;
+	for (i = 0; i < niov; i++) {
+		if (iov[i].iov_len)
+			memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+	return 0;
+}
+
+void svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx)
+{
+	ctx->wchunk_next = 0;
+	ctx->pay_used = 0;
+	memset(ctx->wchunk_len, 0, sizeof(ctx->wchunk_len));
+}
+
+void svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res)
+{
+	svc_rdma_ddp_reset(ctx);
+	if (ctx->hdr.nwrite == 0)
+		return;
+	ctx->ddp.encode = ddp_encode;
+	ctx->ddp.decode = NULL;
+	ctx->ddp.ctx = ctx;
+	rrr_xdr_set_ddp(res, &ctx->ddp);
+}
+
+/* ------------------------------------------------------------------ writes */
+
+static int add_write(struct svc_rdma_ctx *ctx, unsigned *n, uint64_t src, uint32_t len,
+		     uint32_t lkey, const struct rrr_rdma_seg *seg)
+{
+	struct rrr_send_wr *wr;
+
+	if (*n >= SVC_RDMA_MAX_WRS - 2)
+		return -E2BIG;
+	wr = &ctx->wrs[*n];
+	memset(wr, 0, sizeof(*wr));
+	ctx->sges[*n].addr = src;
+	ctx->sges[*n].length = len;
+	ctx->sges[*n].lkey = lkey;
+	wr->opcode = RRR_WR_RDMA_WRITE;
+	wr->sg_list = &ctx->sges[*n];
+	wr->num_sge = 1;
+	wr->u.rdma.remote_addr = seg->offset;
+	wr->u.rdma.rkey = seg->handle;
+	if (*n)
+		ctx->wrs[*n - 1].next = wr;
+	(*n)++;
+	return 0;
+}
+
+int svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, unsigned *n)
+{
+	struct svc_rdma_conn *rc = ctx->rc;
+	unsigned k, i;
+	int err;
+
+	rhdr->nwrite = ctx->hdr.nwrite;
+	for (k = 0; k < ctx->hdr.nwrite; k++) {
+		const struct rrr_rdma_chunk *in = &ctx->hdr.write[k];
+		struct rrr_rdma_chunk *out = &rhdr->write[k];
+		uint32_t left = k < SVC_RDMA_MAX_WRITE_CHUNKS ? ctx->wchunk_len[k] : 0;
+		uint64_t src = left ? (uint64_t)(uintptr_t)ctx->pay.p + ctx->wchunk_off[k] : 0;
+
+		out->nsegs = in->nsegs;
+		out->total = left;
+		if (left > in->total)
+			return -EMSGSIZE; /* cannot happen: the hook checked */
+		for (i = 0; i < in->nsegs; i++) {
+			uint32_t put = left < in->segs[i].length ? left : in->segs[i].length;
+
+			out->segs[i] = in->segs[i];
+			out->segs[i].length = put;
+			if (!put)
+				continue;
+			err = add_write(ctx, n, src, put, rrr_mr_lkey(ctx->pay.mr), &in->segs[i]);
+			if (err)
+				return err;
+			src += put;
+			left -= put;
+		}
+		if (out->total) {
+			RRR__STAT_ADD(svc_rdma_stats(rc), write_chunks, 1);
+			RRR__STAT_ADD(svc_rdma_stats(rc), rdma_write_bytes, out->total);
+		}
+	}
+	return 0;
+}
+
+int svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, struct rrr_mr *mr,
+			       uint32_t len, struct rrr_rdma_hdr *rhdr, unsigned *n)
+{
+	const struct rrr_rdma_chunk *in = &ctx->hdr.reply;
+	struct rrr_rdma_chunk *out = &rhdr->reply;
+	uint32_t left = len, i;
+	int err;
+
+	if (!ctx->hdr.has_reply || len > in->total)
+		return -EMSGSIZE;
+	rhdr->has_reply = true;
+	out->nsegs = in->nsegs;
+	out->total = len;
+	for (i = 0; i < in->nsegs; i++) {
+		uint32_t put = left < in->segs[i].length ? left : in->segs[i].length;
+
+		out->segs[i] = in->segs[i];
+		out->segs[i].length = put;
+		if (!put)
+			continue;
+		err = add_write(ctx, n, (uint64_t)(uintptr_t)src, put, rrr_mr_lkey(mr), &in->segs[i]);
+		if (err)
+			return err;
+		src += put;
+		left -= put;
+	}
+	RRR__STAT_ADD(svc_rdma_stats(ctx->rc), reply_chunks, 1);
+	RRR__STAT_ADD(svc_rdma_stats(ctx->rc), rdma_write_bytes, len);
+	return 0;
+}
