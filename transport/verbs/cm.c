@@ -21,7 +21,10 @@
  * Recovery: ADDR/ROUTE/CONNECT errors and UNREACHABLE become
  * RRR_CM_EVENT_UNREACHABLE with a negative status and a message
  * ("rdma_cm could not resolve ..."); a REJECTED carries -ECONNREFUSED and the
- * reject's private data; DEVICE_REMOVAL is reported as such: the caller must
+ * reject's private data; a DISCONNECTED is answered at once (rdma_disconnect:
+ * the peer's DREQ gets its DREP, our QP goes to error and flushes), so the
+ * side that started the disconnect sees its DISCONNECTED promptly;
+ * DEVICE_REMOVAL is reported as such: the caller must
  * tear everything down on that device.
  */
 #include <arpa/inet.h>
@@ -378,6 +381,9 @@ static int translate(struct vcm *c, struct rdma_cm_event *e, struct rrr_cm_event
 		copy_pdata(ev, e->param.conn.private_data, e->param.conn.private_data_len);
 		return 1;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		/* Answer the peer's DREQ now (the DREP), so its DISCONNECTED is
+		 * prompt, and move our QP to error (flushing its WRs). */
+		rdma_disconnect(e->id);
 		if (!v)
 			return 0;
 		ev->type = RRR_CM_EVENT_DISCONNECTED;

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/verbs/helpers/pair.c - loopback connection helper (see pair.h).
+ * Client and server use separate rdma_cm event channels so each side's
+ * events are unambiguous; every wait is bounded by VP_TIMEOUT_MS.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "pair.h"
+
+const char *vp_opts(const char *strategy)
+{
+	static char buf[160];
+	const char *dev = getenv("RRR_VERBS_DEV");
+
+	buf[0] = '\0';
+	if (dev && *dev)
+		snprintf(buf, sizeof(buf), "dev=%s", dev);
+	if (strategy && *strategy)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%sstrategy=%s",
+			 buf[0] ? "," : "", strategy);
+	return buf;
+}
+
+void vp_open(struct vp *p, const char *opts)
+{
+	const char *ip = getenv("RRR_VM_ADDR");
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	rc = rrr_device_open("verbs", opts ? opts : vp_opts(NULL), &p->dev);
+	if (rc == -ENODEV)
+		cr_skip_test("no RDMA device: run make test-vm (%s)",
+			     rrr_last_error() ? rrr_last_error() : "");
+	cr_assert_eq(rc, 0, "rrr_device_open(verbs, %s): %d %s", opts ? opts : "", rc,
+		     rrr_last_error() ? rrr_last_error() : "");
+	if (!ip || !*ip) {
+		rrr_device_close(p->dev);
+		p->dev = NULL;
+		cr_skip_test("RDMA device present but RRR_VM_ADDR (IPv4 of its netdev) unset");
+	}
+	cr_assert_eq(rrr_device_query(p->dev, &p->attr), 0);
+	cr_assert_eq(rrr_pd_alloc(p->dev, &p->pd), 0);
+	cr_assert_eq(rrr_cm_create(p->dev, &p->ccm), 0);
+	cr_assert_eq(rrr_cm_create(p->dev, &p->scm), 0);
+	cr_assert_eq(rrr_cq_create(p->dev, 256, &p->ccq), 0);
+	cr_assert_eq(rrr_cq_create(p->dev, 256, &p->scq), 0);
+	p->cbuf = aligned_alloc(4096, VP_BUF);
+	p->sbuf = aligned_alloc(4096, VP_BUF);
+	cr_assert(p->cbuf && p->sbuf);
+	memset(p->cbuf, 0, VP_BUF);
+	memset(p->sbuf, 0, VP_BUF);
+	cr_assert_eq(rrr_mr_reg(p->pd, p->cbuf, VP_BUF, RRR_ACCESS_LOCAL_WRITE |
+				RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ, &p->cmr), 0);
+	cr_assert_eq(rrr_mr_reg(p->pd, p->sbuf, VP_BUF, RRR_ACCESS_LOCAL_WRITE |
+				RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ, &p->smr), 0);
+	cr_assert_eq(rrr_addr_parse(ip, "0", &p->addr, &p->addrlen), 0);
+	cr_assert_eq(rrr_cm_id_create(p->scm, NULL, &p->listen), 0);
+	rc = rrr_cm_listen(p->listen, (struct sockaddr *)&p->addr, p->addrlen, 8);
+	cr_assert_eq(rc, 0, "listen on %s: %d %s", ip, rc, rrr_last_error());
+	cr_assert_eq(rrr_cm_id_local_addr(p->listen, &p->addr), 0);
+	cr_assert_neq(((struct sockaddr_in *)&p->addr)->sin_port, 0);
+}
+
+void vp_expect_event(struct rrr_cm *cm, enum rrr_cm_event_type type, struct rrr_cm_event *ev)
+{
+	int rc = rrr_cm_wait_event(cm, ev, VP_TIMEOUT_MS);
+
+	cr_assert_eq(rc, 0, "waiting for %s: %d %s", rrr_cm_event_str(type), rc,
+		     rrr_last_error() ? rrr_last_error() : "");
+	cr_assert_eq(ev->type, type, "expected %s, got %s (status %d: %s)",
+		     rrr_cm_event_str(type), rrr_cm_event_str(ev->type), ev->status,
+		     rrr_last_error() ? rrr_last_error() : "");
+}
+
+static void make_qp(struct vp *p, struct rrr_cm_id *id, struct rrr_cq *cq, struct rrr_qp **qp)
+{
+	struct rrr_qp_init_attr a = {
+		.pd = p->pd, .send_cq = cq, .recv_cq = cq,
+		.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4,
+		.max_rd_atomic = 4,
+	};
+	int rc = rrr_qp_create(id, &a, qp);
+
+	cr_assert_eq(rc, 0, "qp_create: %d %s", rc, rrr_last_error());
+}
+
+void vp_connect(struct vp *p, const void *cpd, uint32_t clen, const void *apd, uint32_t alen)
+{
+	struct rrr_conn_param cp = {.private_data = cpd, .private_data_len = clen,
+				    .ird = 4, .ord = 4};
+	struct rrr_conn_param ap = {.private_data = apd, .private_data_len = alen,
+				    .ird = 4, .ord = 4};
+	struct rrr_cm_event ev;
+	int rc;
+
+	cr_assert_eq(rrr_cm_id_create(p->ccm, NULL, &p->cid), 0);
+	rc = rrr_cm_resolve(p->cid, (struct sockaddr *)&p->addr, p->addrlen, 5000);
+	cr_assert_eq(rc, 0, "resolve: %d %s", rc, rrr_last_error());
+	vp_expect_event(p->ccm, RRR_CM_EVENT_RESOLVED, &ev);
+	cr_assert_eq(ev.id, p->cid);
+	make_qp(p, p->cid, p->ccq, &p->cqp);
+	rc = rrr_cm_connect(p->cid, &cp);
+	cr_assert_eq(rc, 0, "connect: %d %s", rc, rrr_last_error());
+	vp_expect_event(p->scm, RRR_CM_EVENT_CONNECT_REQUEST, &p->last_req);
+	cr_assert_eq(p->last_req.listen_id, p->listen);
+	p->sid = p->last_req.id;
+	make_qp(p, p->sid, p->scq, &p->sqp);
+	rc = rrr_cm_accept(p->sid, &ap);
+	cr_assert_eq(rc, 0, "accept: %d %s", rc, rrr_last_error());
+	vp_expect_event(p->ccm, RRR_CM_EVENT_ESTABLISHED, &p->last_est);
+	vp_expect_event(p->scm, RRR_CM_EVENT_ESTABLISHED, &ev);
+	cr_assert_eq(ev.id, p->sid);
+}
+
+struct rrr_wc vp_wait_wc(struct rrr_cq *cq)
+{
+	struct rrr_wc wc;
+	int waited = 0, rc;
+
+	for (;;) {
+		rc = rrr_cq_wait(cq, &wc, 1, 200);
+		cr_assert_geq(rc, 0, "cq_wait: %d", rc);
+		if (rc == 1)
+			return wc;
+		waited += 200;
+		cr_assert_lt(waited, VP_TIMEOUT_MS, "no completion within %d ms", VP_TIMEOUT_MS);
+	}
+}
+
+void vp_post_recv(struct vp *p, int server, uint64_t wr_id, uint32_t off, uint32_t len)
+{
+	struct rrr_sge sge = {
+		.addr = (uintptr_t)(server ? p->sbuf : p->cbuf) + off, .length = len,
+		.lkey = rrr_mr_lkey(server ? p->smr : p->cmr),
+	};
+	struct rrr_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1};
+
+	cr_assert_eq(rrr_qp_post_recv(server ? p->sqp : p->cqp, &wr, NULL), 0);
+}
+
+void vp_post_send(struct vp *p, int server, uint64_t wr_id, uint32_t off, uint32_t len)
+{
+	struct rrr_sge sge = {
+		.addr = (uintptr_t)(server ? p->sbuf : p->cbuf) + off, .length = len,
+		.lkey = rrr_mr_lkey(server ? p->smr : p->cmr),
+	};
+	struct rrr_send_wr wr = {.wr_id = wr_id, .opcode = RRR_WR_SEND,
+				 .flags = RRR_SEND_SIGNALED, .sg_list = &sge, .num_sge = 1};
+
+	cr_assert_eq(rrr_qp_post_send(server ? p->sqp : p->cqp, &wr, NULL), 0);
+}
+
+void vp_close(struct vp *p)
+{
+	if (!p->dev)
+		return;
+	if (p->cqp)
+		rrr_qp_destroy(p->cqp);
+	if (p->sqp)
+		rrr_qp_destroy(p->sqp);
+	if (p->cid)
+		rrr_cm_id_destroy(p->cid);
+	if (p->sid)
+		rrr_cm_id_destroy(p->sid);
+	if (p->listen)
+		rrr_cm_id_destroy(p->listen);
+	rrr_mr_dereg(p->cmr);
+	rrr_mr_dereg(p->smr);
+	rrr_cq_destroy(p->ccq);
+	rrr_cq_destroy(p->scq);
+	rrr_cm_destroy(p->ccm);
+	rrr_cm_destroy(p->scm);
+	rrr_pd_free(p->pd);
+	rrr_device_close(p->dev);
+	free(p->cbuf);
+	free(p->sbuf);
+	memset(p, 0, sizeof(*p));
+}
