@@ -43,12 +43,19 @@ static inline uint64_t ent_addr(const struct rrr_sg *e)
 	return (uint64_t)(uintptr_t)e->page + e->offset;
 }
 
+/* A non-empty entry's range must not wrap and must end below the limit. */
+static inline bool ent_bad(const struct rrr_sg *e, uint64_t a)
+{
+	return a < (uint64_t)(uintptr_t)e->page || a >= PLAN_ADDR_LIMIT ||
+	       e->length > PLAN_ADDR_LIMIT - a;
+}
+
 static inline bool is_hole(enum rrr_map_model model, uint64_t prev_end, uint64_t next,
 			   uint64_t mask)
 {
 	switch (model) {
 	case RRR_MAP_PAGE_LIST:
-		return (prev_end & mask) != 0 || (next & mask) != 0;
+		return ((prev_end | next) & mask) != 0;
 	case RRR_MAP_VIRT_CONTIG:
 		return next != prev_end;
 	case RRR_MAP_SG_GAPS:
@@ -57,52 +64,24 @@ static inline bool is_hole(enum rrr_map_model model, uint64_t prev_end, uint64_t
 	return false;
 }
 
-static int check_list(const struct rrr_sg *sg, unsigned nents)
+/*
+ * The planner proper. Always inlined with a constant @model so each model
+ * gets its own loop without model tests in it (this runs once per I/O).
+ */
+static inline __attribute__((always_inline)) int
+plan(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model model, unsigned shift,
+     uint32_t max_pages, struct rrr__reg_plan_seg *out, unsigned max_out)
 {
-	bool any = false;
-	unsigned i;
-
-	for (i = 0; i < nents; i++) {
-		uint64_t a;
-
-		if (sg[i].length == 0)
-			continue;
-		a = ent_addr(&sg[i]);
-		if (a < (uint64_t)(uintptr_t)sg[i].page || a >= PLAN_ADDR_LIMIT ||
-		    sg[i].length > PLAN_ADDR_LIMIT - a)
-			return -EINVAL;
-		any = true;
-	}
-	return any ? 0 : -EINVAL;
-}
-
-int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model model,
-		  uint32_t page_size, uint32_t max_pages, struct rrr__reg_plan_seg *out,
-		  unsigned max_out)
-{
-	uint64_t ps = page_size, mask = ps - 1;
+	const uint64_t ps = UINT64_C(1) << shift, mask = ps - 1;
 	unsigned i = 0, nout = 0;
 	uint32_t skip = 0;
-	int rc;
-
-	if (!sg || !out || nents == 0 || page_size == 0 || (page_size & (page_size - 1)) ||
-	    max_pages == 0)
-		return -EINVAL;
-	if (model != RRR_MAP_PAGE_LIST && model != RRR_MAP_VIRT_CONTIG &&
-	    model != RRR_MAP_SG_GAPS)
-		return -EINVAL;
-	if (max_pages > UINT32_MAX / page_size)
-		max_pages = UINT32_MAX / page_size;
-	rc = check_list(sg, nents);
-	if (rc)
-		return rc;
 
 	for (;;) {
 		struct rrr__reg_plan_seg *seg;
-		uint64_t start, base, cur_end = 0;
+		uint64_t start, base, cur_end;
 		uint32_t pages = 0, length = 0, tail = 0;
 		unsigned last;
-		bool first = true, pending_empty = false, has_empty = false;
+		bool pending_empty = false, has_empty = false;
 		enum rrr__reg_split why = RRR__SPLIT_END;
 
 		/* Skip empty entries and entries a depth cut consumed fully. */
@@ -115,8 +94,12 @@ int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model mo
 		if (nout == max_out)
 			return -E2BIG;
 		seg = &out[nout++];
-		start = ent_addr(&sg[i]) + skip;
+		start = ent_addr(&sg[i]);
+		if (skip == 0 && ent_bad(&sg[i], start))
+			return -EINVAL;
+		start += skip;
 		base = start & ~mask;
+		cur_end = start;
 		seg->first = i;
 		seg->head_skip = skip;
 		last = i;
@@ -130,14 +113,17 @@ int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model mo
 				i++;
 				continue;
 			}
-			s = ent_addr(&sg[i]) + skip;
-			if (!first && is_hole(model, cur_end, s, mask)) {
+			s = ent_addr(&sg[i]);
+			if (skip == 0 && ent_bad(&sg[i], s))
+				return -EINVAL;
+			s += skip;
+			if (i != last && is_hole(model, cur_end, s, mask)) {
 				why = RRR__SPLIT_HOLE;
 				break;
 			}
 			if (model == RRR_MAP_VIRT_CONTIG) {
 				/* One range: it may grow up to max_pages pages from base. */
-				uint64_t room_end = base + (uint64_t)max_pages * ps;
+				uint64_t room_end = base + ((uint64_t)max_pages << shift);
 
 				if (s >= room_end) {
 					why = RRR__SPLIT_DEPTH;
@@ -146,9 +132,8 @@ int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model mo
 				take = (s + len <= room_end) ? len : (uint32_t)(room_end - s);
 			} else {
 				uint64_t pbase = s & ~mask;
-				uint64_t p = ((s + len + mask) & ~mask) - pbase;
+				uint64_t p = (((s + len + mask) & ~mask) - pbase) >> shift;
 
-				p /= ps;
 				if (pages + p <= max_pages) {
 					take = len;
 					pages += (uint32_t)p;
@@ -156,7 +141,8 @@ int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model mo
 					why = RRR__SPLIT_DEPTH;
 					break;
 				} else {
-					take = (uint32_t)(pbase + (uint64_t)(max_pages - pages) * ps - s);
+					take = (uint32_t)(pbase + ((uint64_t)(max_pages - pages) << shift) -
+							  s);
 					pages = max_pages;
 				}
 			}
@@ -164,9 +150,7 @@ int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model mo
 			cur_end = s + take;
 			tail = take;
 			last = i;
-			first = false;
-			has_empty = has_empty || pending_empty;
-			pending_empty = false;
+			has_empty |= pending_empty;
 			if (take < len) { /* cut at a page boundary */
 				skip += take;
 				why = RRR__SPLIT_DEPTH;
@@ -176,7 +160,7 @@ int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model mo
 			skip = 0;
 		}
 		if (model == RRR_MAP_VIRT_CONTIG)
-			pages = (uint32_t)((((cur_end + mask) & ~mask) - base) / ps);
+			pages = (uint32_t)((((cur_end + mask) & ~mask) - base) >> shift);
 		seg->nents = last - seg->first + 1;
 		seg->tail_len = tail;
 		seg->addr = start;
@@ -186,5 +170,105 @@ int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model mo
 		seg->has_empty = has_empty;
 		seg->why = why;
 	}
-	return (int)nout;
+	return nout ? (int)nout : -EINVAL; /* no byte at all: empty list */
+}
+
+/*
+ * Fast path for the common case: the whole list, with no empty entry, fits
+ * one registration. One branch-light pass of independent per-entry work;
+ * returns 1 with out[0] filled, or 0 when the general planner must decide
+ * (a hole, too deep, an empty or bad entry). Gives exactly what plan()
+ * gives whenever it returns 1 (tests/reg/plan.c checks both on random lists).
+ */
+static inline __attribute__((always_inline)) int
+plan_fast(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model model,
+	  unsigned shift, uint32_t max_pages, struct rrr__reg_plan_seg *out)
+{
+	const uint64_t mask = (UINT64_C(1) << shift) - 1;
+	uint64_t a0 = ent_addr(&sg[0]), prev_end = a0, acc = 0, pages = 0, length = 0;
+	unsigned i;
+
+	for (i = 0; i < nents; i++) {
+		uint64_t a = ent_addr(&sg[i]), e = a + sg[i].length;
+
+		if (sg[i].length == 0 || ent_bad(&sg[i], a))
+			return 0;
+		if (model == RRR_MAP_PAGE_LIST)
+			acc |= i ? (prev_end | a) : 0;
+		else if (model == RRR_MAP_VIRT_CONTIG)
+			acc |= a ^ prev_end;
+		if (model != RRR_MAP_VIRT_CONTIG)
+			pages += (((e + mask) & ~mask) - (a & ~mask)) >> shift;
+		length += sg[i].length;
+		prev_end = e;
+	}
+	if (model == RRR_MAP_PAGE_LIST && (acc & mask))
+		return 0;
+	if (model == RRR_MAP_VIRT_CONTIG) {
+		if (acc)
+			return 0;
+		pages = (((prev_end + mask) & ~mask) - (a0 & ~mask)) >> shift;
+	}
+	if (pages > max_pages)
+		return 0;
+	out->first = 0;
+	out->nents = nents;
+	out->head_skip = 0;
+	out->tail_len = sg[nents - 1].length;
+	out->addr = a0;
+	out->fbo = (uint32_t)(a0 & mask);
+	out->length = (uint32_t)length;
+	out->npages = (uint32_t)pages;
+	out->has_empty = false;
+	out->why = RRR__SPLIT_END;
+	return 1;
+}
+
+static inline __attribute__((always_inline)) int
+plan_model(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model model,
+	   unsigned shift, uint32_t max_pages, struct rrr__reg_plan_seg *out, unsigned max_out,
+	   bool fast)
+{
+	if (fast && max_out && plan_fast(sg, nents, model, shift, max_pages, out))
+		return 1;
+	return plan(sg, nents, model, shift, max_pages, out, max_out);
+}
+
+static int plan_dispatch(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model model,
+			 uint32_t page_size, uint32_t max_pages, struct rrr__reg_plan_seg *out,
+			 unsigned max_out, bool fast)
+{
+	unsigned shift;
+
+	if (!sg || !out || nents == 0 || page_size == 0 || (page_size & (page_size - 1)) ||
+	    max_pages == 0)
+		return -EINVAL;
+	shift = (unsigned)__builtin_ctz(page_size); /* no division on the hot path */
+	if (max_pages > UINT32_MAX / page_size)
+		max_pages = UINT32_MAX / page_size;
+	switch (model) {
+	case RRR_MAP_PAGE_LIST:
+		return plan_model(sg, nents, RRR_MAP_PAGE_LIST, shift, max_pages, out, max_out,
+				  fast);
+	case RRR_MAP_VIRT_CONTIG:
+		return plan_model(sg, nents, RRR_MAP_VIRT_CONTIG, shift, max_pages, out, max_out,
+				  fast);
+	case RRR_MAP_SG_GAPS:
+		return plan_model(sg, nents, RRR_MAP_SG_GAPS, shift, max_pages, out, max_out, fast);
+	}
+	return -EINVAL;
+}
+
+int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model model,
+		  uint32_t page_size, uint32_t max_pages, struct rrr__reg_plan_seg *out,
+		  unsigned max_out)
+{
+	return plan_dispatch(sg, nents, model, page_size, max_pages, out, max_out, true);
+}
+
+int rrr__reg_plan_general(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model model,
+			  uint32_t page_size, uint32_t max_pages, struct rrr__reg_plan_seg *out,
+			  unsigned max_out)
+{
+	return plan_dispatch(sg, nents, model, page_size, max_pages, out, max_out, false);
 }

@@ -72,4 +72,10 @@ int rrr__reg_plan(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model mo
 		  uint32_t page_size, uint32_t max_pages, struct rrr__reg_plan_seg *out,
 		  unsigned max_out);
 
+/* The same without the single-registration fast path (tests compare the
+ * two). */
+int rrr__reg_plan_general(const struct rrr_sg *sg, unsigned nents, enum rrr_map_model model,
+			  uint32_t page_size, uint32_t max_pages, struct rrr__reg_plan_seg *out,
+			  unsigned max_out);
+
 #endif /* RRR_TRANSPORT_REG_PLAN_H */

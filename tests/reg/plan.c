@@ -297,3 +297,64 @@ Test(plan, many_holes)
 	cr_expect_eq(rrr__reg_plan(sg, 64, SG, PS, 16, out, 64), 4);
 	cr_expect_eq(rrr__reg_plan(sg, 64, PL, PS, 256, out, 63), -E2BIG);
 }
+
+/* Random lists: the fast path and the general planner agree exactly, and
+ * every table row gives the same through both. */
+Test(plan, fast_path_matches_general)
+{
+	static const enum rrr_map_model models[] = {PL, VC, SG};
+	uint32_t seed = 12345;
+	unsigned iter, m;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rrr__reg_plan_seg a[6], b[6];
+		const struct plan_case *c = &cases[i];
+		int ra = rrr__reg_plan(c->sg, c->n, c->model, PS, c->max_pages, a, 6);
+		int rb = rrr__reg_plan_general(c->sg, c->n, c->model, PS, c->max_pages, b, 6);
+
+		cr_assert_eq(ra, rb, "%s", c->name);
+	}
+	for (iter = 0; iter < 20000; iter++) {
+		struct rrr_sg sg[8];
+		struct rrr__reg_plan_seg a[8], b[8];
+		uint64_t at = BASE;
+		unsigned n, j;
+
+		seed = seed * 1103515245u + 12345u;
+		n = 1 + (seed >> 16) % 8;
+		for (j = 0; j < n; j++) {
+			uint32_t r;
+
+			seed = seed * 1103515245u + 12345u;
+			r = seed >> 8;
+			/* mostly page-aligned and adjacent, sometimes not */
+			if (r & 1)
+				at += (r >> 1) % 3 * PS;
+			if (r & 2)
+				at += (r >> 3) % PS;
+			sg[j] = (struct rrr_sg){(void *)(uintptr_t)(at & ~(uint64_t)(PS - 1)),
+						(uint32_t)(at & (PS - 1)),
+						(r & 4) ? (r >> 4) % (3 * PS) : PS * (1 + (r >> 4) % 3)};
+			if ((r & 0x70) == 0x70)
+				sg[j].length = 0;
+			at += sg[j].length;
+		}
+		for (m = 0; m < 3; m++) {
+			uint32_t depth = 1 + (seed >> 20) % 12;
+			int ra = rrr__reg_plan(sg, n, models[m], PS, depth, a, 8);
+			int rb = rrr__reg_plan_general(sg, n, models[m], PS, depth, b, 8);
+			int k;
+
+			cr_assert_eq(ra, rb, "iter %u model %u: %d vs %d", iter, m, ra, rb);
+			for (k = 0; k < ra; k++)
+				cr_assert(a[k].first == b[k].first && a[k].nents == b[k].nents &&
+						  a[k].head_skip == b[k].head_skip &&
+						  a[k].tail_len == b[k].tail_len && a[k].addr == b[k].addr &&
+						  a[k].fbo == b[k].fbo && a[k].length == b[k].length &&
+						  a[k].npages == b[k].npages &&
+						  a[k].has_empty == b[k].has_empty && a[k].why == b[k].why,
+					  "iter %u model %u seg %d differs", iter, m, k);
+		}
+	}
+}
