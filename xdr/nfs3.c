@@ -113,7 +113,7 @@ static int x_ddp_path(struct rrr_xdr *x, char *path, uint32_t *plen, bool *in_si
 	for (unsigned i = 0; i < niov; i++) {
 		if (iov[i].iov_len > len - off)
 			return -EBADMSG;
-		memcpy(path + off, iov[i].iov_base, iov[i].iov_len);
+		memmove(path + off, iov[i].iov_base, iov[i].iov_len);
 		off += iov[i].iov_len;
 	}
 	if (off != len)

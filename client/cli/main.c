@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/cli/main.c - rrr-client: a command-line NFSv3 client over
+ * RPC-over-RDMA (soft or verbs provider) or TCP.
+ *
+ * Normal operation: parse options, mount the export with rrr_nfs3_mount()
+ * (MOUNT over TCP to --mount-port, then NFS over --transport to --port),
+ * run one command (ls, stat, get, put, cat, mkdir, rm, mv) and unmount.
+ * Transfers move the file in windows of up to 64 MiB through
+ * rrr_nfs3_read_all()/rrr_nfs3_write_all() with --qd calls in flight and
+ * rsize/wsize up to 1 MiB. The window buffer starts one byte past a page
+ * boundary on purpose, and --split cuts each call's payload into two
+ * buffers, so the registration engine's hole handling is always exercised.
+ * --verify reads the remote file back and compares CRC32C checksums.
+ *
+ * Errors: the exit status tells a script what went wrong (see --help);
+ * messages name the path and the NFS status or the transport's sentence
+ * from rrr_last_error().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rrr/nfs3.h>
+#include <rrr/provider.h>
+
+#include "client/cli/cli.h"
+
+#define WINDOW (64u << 20)
+
+struct cli {
+	struct rrr_nfs3 *nfs;
+	unsigned qd;
+	uint32_t split;
+	uint32_t stable;
+	bool verify, progress, quiet;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rrr-client [options] COMMAND [ARGS]\n"
+		"\n"
+		"NFSv3 client over RPC-over-RDMA (soft or verbs provider) or TCP.\n"
+		"Remote paths are relative to the mounted export.\n"
+		"\n"
+		"commands:\n"
+		"  ls [PATH]                  list a directory (READDIRPLUS)\n"
+		"  stat PATH                  show attributes\n"
+		"  get REMOTE [LOCAL]         copy a remote file here (LOCAL '-' = stdout)\n"
+		"  put LOCAL [REMOTE]         copy a local file to the server\n"
+		"  cat REMOTE                 print a remote file\n"
+		"  mkdir PATH                 make a directory\n"
+		"  rm PATH                    remove a file, symlink or empty directory\n"
+		"  mv FROM TO                 rename (TO may be an existing directory)\n"
+		"\n"
+		"options:\n"
+		"  --transport rdma|tcp       default rdma\n"
+		"  --provider soft|verbs      RDMA provider, default soft\n"
+		"  --provider-opts STR        e.g. dev=rxe0\n"
+		"  --server HOST              default 127.0.0.1\n"
+		"  --port N                   NFS port (default 20049 for rdma, 2049 for tcp)\n"
+		"  --mount-port N             MOUNT over TCP port (default 20048; 0 = send MNT\n"
+		"                             over the NFS connection)\n"
+		"  --export PATH              export to mount (default /)\n"
+		"  --qd N                     READs/WRITEs in flight (default 8, max 128)\n"
+		"  --rsize N, --wsize N       bytes per READ/WRITE (default and max 1 MiB)\n"
+		"  --split N                  hand each payload over as two buffers cut N bytes in\n"
+		"  --sync                     FILE_SYNC writes instead of UNSTABLE + COMMIT\n"
+		"  --verify                   read back and compare CRC32C checksums\n"
+		"  --progress                 progress bar even when stderr is not a terminal\n"
+		"  --no-progress              never draw the progress bar\n"
+		"  --stats                    print the connection counters at the end\n"
+		"  --timeout MS               per-call timeout (default 30000)\n"
+		"  --help                     this text\n"
+		"\n"
+		"exit status: 0 ok, 1 the server returned an NFS error, 2 usage error,\n"
+		"             3 connection, mount or transport failure, 4 --verify mismatch,\n"
+		"             5 local file error\n");
+}
+
+static int fail_rc(int rc, const char *what)
+{
+	if (rc < 0) {
+		fprintf(stderr, "rrr-client: %s: %s\n", what, rrr_last_error());
+		return EXIT_CONN;
+	}
+	fprintf(stderr, "rrr-client: %s: %s\n", what, rrr_nfs3_strstat((uint32_t)rc));
+	return EXIT_NFS;
+}
+
+/* Split "a/b/c" into the parent's handle and "c". */
+static int parent_of(struct cli *c, const char *path, struct rrr_nfs3_fh *dir, char *name)
+{
+	char tmp[RRR_NFS3_MAXPATHLEN + 1];
+	if (strlen(path) > RRR_NFS3_MAXPATHLEN)
+		return RRR_NFS3ERR_NAMETOOLONG;
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	size_t n = strlen(tmp);
+	while (n > 1 && tmp[n - 1] == '/')
+		tmp[--n] = '\0';
+	char *slash = strrchr(tmp, '/');
+	const char *base = slash ? slash + 1 : tmp;
+	if (!*base || strlen(base) > RRR_NFS3_MAXNAMLEN)
+		return RRR_NFS3ERR_INVAL;
+	snprintf(name, RRR_NFS3_MAXNAMLEN + 1, "%s", base);
+	if (slash)
+		*slash = '\0';
+	return rrr_nfs3_lookup_path(c->nfs, slash ? tmp : "", dir, NULL);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static void mode_string(const struct rrr_nfs3_fattr *a, char out[11])
+{
+	static const char types[] = "?-dbclsp";
+	out[0] = a->type <= 7 ? types[a->type] : '?';
+	const char *rwx = "rwxrwxrwx";
+	for (int i = 0; i < 9; i++)
+		out[1 + i] = (a->mode & (0400u >> i)) ? rwx[i] : '-';
+	out[10] = '\0';
+}
+
+/* ------------------------------------------------------------ ls, stat */
+struct ls_list {
+	struct rrr_nfs3_dirent *e;
+	size_t n, cap;
+};
+
+static int ls_collect(void *arg, const struct rrr_nfs3_dirent *e)
+{
+	struct ls_list *l = arg;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		struct rrr_nfs3_dirent *ne = realloc(l->e, nc * sizeof(*ne));
+		if (!ne)
+			return -ENOMEM;
+		l->e = ne;
+		l->cap = nc;
+	}
+	l->e[l->n++] = *e;
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct rrr_nfs3_dirent *)a)->name,
+		      ((const struct rrr_nfs3_dirent *)b)->name);
+}
+
+static void print_line(const struct rrr_nfs3_fattr *a, const char *name)
+{
+	char m[11];
+	mode_string(a, m);
+	time_t t = (time_t)a->mtime.sec;
+	struct tm tm;
+	char ts[32];
+	localtime_r(&t, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M", &tm);
+	printf("%s %3u %5u %5u %12" PRIu64 " %s %s\n", m, a->nlink, a->uid, a->gid, a->size, ts,
+	       name);
+}
+
+static int cmd_ls(struct cli *c, const char *path)
+{
+	struct rrr_nfs3_fh fh;
+	struct rrr_nfs3_fattr a;
+	int rc = rrr_nfs3_lookup_path(c->nfs, path, &fh, &a);
+	if (rc)
+		return fail_rc(rc, path);
+	if (a.type != RRR_NF3DIR) {
+		print_line(&a, path);
+		return EXIT_OK;
+	}
+	struct ls_list l = {0};
+	rc = rrr_nfs3_readdirplus(c->nfs, &fh, ls_collect, &l);
+	if (rc) {
+		free(l.e);
+		return rc == -ENOMEM ? EXIT_LOCAL : fail_rc(rc, path);
+	}
+	qsort(l.e, l.n, sizeof(*l.e), by_name);
+	for (size_t i = 0; i < l.n; i++) {
+		if (l.e[i].attr.present)
+			print_line(&l.e[i].attr.attr, l.e[i].name);
+		else
+			printf("?????????? %s\n", l.e[i].name);
+	}
+	free(l.e);
+	return EXIT_OK;
+}
+
+static int cmd_stat(struct cli *c, const char *path)
+{
+	struct rrr_nfs3_fh fh;
+	struct rrr_nfs3_fattr a;
+	int rc = rrr_nfs3_lookup_path(c->nfs, path, &fh, &a);
+	if (rc)
+		return fail_rc(rc, path);
+	static const char *tn[] = {"?", "file", "directory", "block device", "char device",
+				   "symlink", "socket", "fifo"};
+	char m[11];
+	mode_string(&a, m);
+	printf("path: %s\ntype: %s\nmode: %s (%04o)\nnlink: %u\nuid: %u\ngid: %u\n"
+	       "size: %" PRIu64 "\nused: %" PRIu64 "\nfileid: %" PRIu64 "\nfsid: %" PRIu64 "\n"
+	       "atime: %u.%09u\nmtime: %u.%09u\nctime: %u.%09u\n",
+	       path, a.type <= 7 ? tn[a.type] : "?", m, a.mode, a.nlink, a.uid, a.gid, a.size,
+	       a.used, a.fileid, a.fsid, a.atime.sec, a.atime.nsec, a.mtime.sec, a.mtime.nsec,
+	       a.ctime.sec, a.ctime.nsec);
+	if (a.type == RRR_NF3LNK) {
+		char target[RRR_NFS3_MAXPATHLEN + 1];
+		rc = rrr_nfs3_readlink(c->nfs, &fh, target, sizeof(target));
+		if (rc)
+			return fail_rc(rc, path);
+		printf("target: %s\n", target);
+	}
+	return EXIT_OK;
+}
+
+/* ------------------------------------------------------------ transfers */
+static uint8_t *window_alloc(size_t len, uint8_t **raw)
+{
+	/* Deliberately misaligned by one byte from a page boundary. */
+	*raw = aligned_alloc(4096, ((len + 1 + 4095) / 4096) * 4096 + 4096);
+	return *raw ? *raw + 1 : NULL;
+}
+
+/* CRC32C of the remote file's first @size bytes, read again (without
+ * --split, so the second pass uses different buffer geometry). */
+static int remote_crc(struct cli *c, const struct rrr_nfs3_fh *fh, uint64_t size, uint32_t *crc)
+{
+	size_t win = size < WINDOW ? (size_t)size : WINDOW;
+	uint8_t *raw, *buf = window_alloc(win ? win : 1, &raw);
+	if (!buf)
+		return -ENOMEM;
+	*crc = 0;
+	int rc = 0;
+	for (uint64_t off = 0; off < size && rc == 0;) {
+		size_t len = size - off < win ? (size_t)(size - off) : win, done = 0;
+		rc = rrr_nfs3_read_all(c->nfs, fh, off, buf, len, c->qd, 0, &done, NULL, NULL);
+		if (rc == 0 && done != len)
+			rc = RRR_NFS3ERR_IO; /* the file shrank under us */
+		*crc = cli_crc32c(*crc, buf, done);
+		off += done;
+	}
+	free(raw);
+	return rc;
+}
+
+static int cmd_get(struct cli *c, const char *remote, const char *local, bool to_stdout)
+{
+	struct rrr_nfs3_fh fh;
+	struct rrr_nfs3_fattr a;
+	int rc = rrr_nfs3_lookup_path(c->nfs, remote, &fh, &a);
+	if (rc)
+		return fail_rc(rc, remote);
+	if (a.type == RRR_NF3DIR)
+		return fail_rc(RRR_NFS3ERR_ISDIR, remote);
+	if (!local)
+		local = base_name(remote);
+	if (!strcmp(local, "-"))
+		to_stdout = true;
+	int fd = to_stdout ? STDOUT_FILENO : open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "rrr-client: cannot create %s: %s\n", local, strerror(errno));
+		return EXIT_LOCAL;
+	}
+	size_t win = a.size < WINDOW ? (size_t)a.size : WINDOW;
+	uint8_t *raw, *buf = window_alloc(win ? win : 1, &raw);
+	if (!buf) {
+		if (!to_stdout)
+			close(fd);
+		return EXIT_LOCAL;
+	}
+	struct cli_progress pg;
+	cli_progress_start(&pg, c->progress && !to_stdout, "get", a.size);
+	uint32_t crc = 0;
+	uint64_t off = 0;
+	int ret = EXIT_OK;
+	double t0 = cli_now();
+	while (off < a.size) {
+		size_t len = a.size - off < win ? (size_t)(a.size - off) : win, done = 0;
+		rc = rrr_nfs3_read_all(c->nfs, &fh, off, buf, len, c->qd, c->split, &done,
+				       cli_progress_update, &pg);
+		if (rc) {
+			ret = fail_rc(rc, remote);
+			break;
+		}
+		for (size_t w = 0; w < done;) {
+			ssize_t n = write(fd, buf + w, done - w);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				fprintf(stderr, "rrr-client: write to %s: %s\n", local,
+					strerror(errno));
+				ret = EXIT_LOCAL;
+				break;
+			}
+			w += (size_t)n;
+		}
+		crc = cli_crc32c(crc, buf, done);
+		off += done;
+		if (ret || done < len)
+			break;
+	}
+	cli_progress_end(&pg, off);
+	double dt = cli_now() - t0;
+	free(raw);
+	if (!to_stdout && close(fd) < 0 && ret == EXIT_OK) {
+		fprintf(stderr, "rrr-client: close %s: %s\n", local, strerror(errno));
+		ret = EXIT_LOCAL;
+	}
+	if (ret)
+		return ret;
+	if (c->verify) {
+		uint32_t crc2;
+		rc = remote_crc(c, &fh, off, &crc2);
+		if (rc)
+			return fail_rc(rc, remote);
+		if (crc2 != crc) {
+			fprintf(stderr, "rrr-client: verify FAILED for %s: crc32c %08x then %08x\n",
+				remote, crc, crc2);
+			return EXIT_VERIFY;
+		}
+	}
+	if (!to_stdout && !c->quiet)
+		printf("get %s -> %s: %" PRIu64 " bytes in %.2fs (%.1f MiB/s), crc32c %08x%s\n",
+		       remote, local, off, dt, dt > 0 ? (double)off / 1048576.0 / dt : 0.0, crc,
+		       c->verify ? ", verified" : "");
+	return EXIT_OK;
+}
+
+static int cmd_put(struct cli *c, const char *local, const char *remote)
+{
+	int fd = open(local, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "rrr-client: cannot read %s: %s\n", local,
+			fd < 0 ? strerror(errno) : "not a regular file");
+		if (fd >= 0)
+			close(fd);
+		return EXIT_LOCAL;
+	}
+	char rpath[RRR_NFS3_MAXPATHLEN + 1];
+	snprintf(rpath, sizeof(rpath), "%s", remote ? remote : base_name(local));
+	/* An existing directory as target: put the file into it. */
+	struct rrr_nfs3_fattr ta;
+	if (rrr_nfs3_lookup_path(c->nfs, rpath, NULL, &ta) == 0 && ta.type == RRR_NF3DIR) {
+		size_t n = strlen(rpath);
+		snprintf(rpath + n, sizeof(rpath) - n, "%s%s", n && rpath[n - 1] == '/' ? "" : "/",
+			 base_name(local));
+	}
+	struct rrr_nfs3_fh dir, fh;
+	char name[RRR_NFS3_MAXNAMLEN + 1];
+	int rc = parent_of(c, rpath, &dir, name);
+	if (rc == 0)
+		rc = rrr_nfs3_create(c->nfs, &dir, name, st.st_mode & 0777, false, &fh);
+	if (rc) {
+		close(fd);
+		return fail_rc(rc, rpath);
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	size_t win = size < WINDOW ? (size_t)size : WINDOW;
+	uint8_t *raw, *buf = window_alloc(win ? win : 1, &raw);
+	if (!buf) {
+		close(fd);
+		return EXIT_LOCAL;
+	}
+	struct cli_progress pg;
+	cli_progress_start(&pg, c->progress, "put", size);
+	uint32_t crc = 0;
+	uint64_t off = 0;
+	int ret = EXIT_OK;
+	double t0 = cli_now();
+	while (off < size) {
+		size_t len = size - off < win ? (size_t)(size - off) : win, got = 0;
+		while (got < len) {
+			ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		if (got != len) {
+			fprintf(stderr, "rrr-client: read %s: %s\n", local,
+				got < len ? "file shrank or read error" : strerror(errno));
+			ret = EXIT_LOCAL;
+			break;
+		}
+		rc = rrr_nfs3_write_all(c->nfs, &fh, off, buf, len, c->qd, c->split, c->stable,
+					cli_progress_update, &pg);
+		if (rc) {
+			ret = fail_rc(rc, rpath);
+			break;
+		}
+		crc = cli_crc32c(crc, buf, len);
+		off += len;
+	}
+	cli_progress_end(&pg, off);
+	double dt = cli_now() - t0;
+	free(raw);
+	close(fd);
+	if (ret)
+		return ret;
+	if (c->verify) {
+		struct rrr_nfs3_fattr a;
+		rc = rrr_nfs3_getattr(c->nfs, &fh, &a);
+		if (rc)
+			return fail_rc(rc, rpath);
+		uint32_t crc2 = 0;
+		rc = a.size == size ? remote_crc(c, &fh, size, &crc2) : 0;
+		if (rc)
+			return fail_rc(rc, rpath);
+		if (a.size != size || crc2 != crc) {
+			fprintf(stderr, "rrr-client: verify FAILED for %s: local %" PRIu64
+				" bytes crc32c %08x, remote %" PRIu64 " bytes crc32c %08x\n",
+				rpath, size, crc, a.size, crc2);
+			return EXIT_VERIFY;
+		}
+	}
+	if (!c->quiet)
+		printf("put %s -> %s: %" PRIu64 " bytes in %.2fs (%.1f MiB/s), crc32c %08x%s\n",
+		       local, rpath, size, dt, dt > 0 ? (double)size / 1048576.0 / dt : 0.0, crc,
+		       c->verify ? ", verified" : "");
+	return EXIT_OK;
+}
+
+/* ------------------------------------------------------------ namespace */
+static int cmd_mkdir(struct cli *c, const char *path)
+{
+	struct rrr_nfs3_fh dir;
+	char name[RRR_NFS3_MAXNAMLEN + 1];
+	int rc = parent_of(c, path, &dir, name);
+	if (rc == 0)
+		rc = rrr_nfs3_mkdir(c->nfs, &dir, name, 0755, NULL);
+	return rc ? fail_rc(rc, path) : EXIT_OK;
+}
+
+static int cmd_rm(struct cli *c, const char *path)
+{
+	struct rrr_nfs3_fh dir;
+	struct rrr_nfs3_fattr a;
+	char name[RRR_NFS3_MAXNAMLEN + 1];
+	int rc = parent_of(c, path, &dir, name);
+	if (rc == 0)
+		rc = rrr_nfs3_lookup(c->nfs, &dir, name, NULL, &a);
+	if (rc == 0)
+		rc = a.type == RRR_NF3DIR ? rrr_nfs3_rmdir(c->nfs, &dir, name)
+					  : rrr_nfs3_remove(c->nfs, &dir, name);
+	return rc ? fail_rc(rc, path) : EXIT_OK;
+}
+
+static int cmd_mv(struct cli *c, const char *from, const char *to)
+{
+	struct rrr_nfs3_fh fdir, tdir;
+	char fname[RRR_NFS3_MAXNAMLEN + 1], tname[RRR_NFS3_MAXNAMLEN + 1];
+	char tpath[RRR_NFS3_MAXPATHLEN + 1];
+	snprintf(tpath, sizeof(tpath), "%s", to);
+	struct rrr_nfs3_fattr ta;
+	if (rrr_nfs3_lookup_path(c->nfs, tpath, NULL, &ta) == 0 && ta.type == RRR_NF3DIR) {
+		size_t n = strlen(tpath);
+		snprintf(tpath + n, sizeof(tpath) - n, "/%s", base_name(from));
+	}
+	int rc = parent_of(c, from, &fdir, fname);
+	if (rc == 0)
+		rc = parent_of(c, tpath, &tdir, tname);
+	if (rc == 0)
+		rc = rrr_nfs3_rename(c->nfs, &fdir, fname, &tdir, tname);
+	return rc ? fail_rc(rc, from) : EXIT_OK;
+}
+
+/* ------------------------------------------------------------ main */
+static bool parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (!*s || *end || v < lo || v > hi)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_TRANSPORT = 256, OPT_PROVIDER, OPT_POPTS, OPT_SERVER, OPT_PORT, OPT_MPORT, OPT_EXPORT, OPT_QD,
+	       OPT_RSIZE, OPT_WSIZE, OPT_SPLIT, OPT_SYNC, OPT_VERIFY, OPT_PROGRESS, OPT_NOPROGRESS, OPT_STATS,
+	       OPT_TIMEOUT, OPT_QUIET, OPT_HELP };
+	static const struct option lopts[] = {
+		{"transport", required_argument, NULL, OPT_TRANSPORT},
+		{"provider", required_argument, NULL, OPT_PROVIDER},
+		{"provider-opts", required_argument, NULL, OPT_POPTS},
+		{"server", required_argument, NULL, OPT_SERVER},
+		{"port", required_argument, NULL, OPT_PORT},
+		{"mount-port", required_argument, NULL, OPT_MPORT},
+		{"export", required_argument, NULL, OPT_EXPORT},
+		{"qd", required_argument, NULL, OPT_QD},
+		{"rsize", required_argument, NULL, OPT_RSIZE},
+		{"wsize", required_argument, NULL, OPT_WSIZE},
+		{"split", required_argument, NULL, OPT_SPLIT},
+		{"sync", no_argument, NULL, OPT_SYNC},
+		{"verify", no_argument, NULL, OPT_VERIFY},
+		{"progress", no_argument, NULL, OPT_PROGRESS},
+		{"no-progress", no_argument, NULL, OPT_NOPROGRESS},
+		{"stats", no_argument, NULL, OPT_STATS},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0},
+	};
+	struct rrr_nfs3_opts o;
+	rrr_nfs3_opts_init(&o);
+	o.host = "127.0.0.1";
+	const char *port = NULL;
+	struct cli c = {.qd = 8, .stable = RRR_NFS3_UNSTABLE, .progress = isatty(STDERR_FILENO)};
+	bool stats = false;
+	uint32_t v;
+	int opt;
+	while ((opt = getopt_long(argc, argv, "+h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_TRANSPORT:
+			if (strcmp(optarg, "rdma") && strcmp(optarg, "tcp")) {
+				fprintf(stderr, "rrr-client: --transport is rdma or tcp\n");
+				return EXIT_USAGE;
+			}
+			o.transport = optarg;
+			break;
+		case OPT_PROVIDER:
+			if (strcmp(optarg, "soft") && strcmp(optarg, "verbs")) {
+				fprintf(stderr, "rrr-client: --provider is soft or verbs\n");
+				return EXIT_USAGE;
+			}
+			o.provider = optarg;
+			break;
+		case OPT_POPTS: o.provider_opts = optarg; break;
+		case OPT_SERVER: o.host = optarg; break;
+		case OPT_PORT: port = optarg; break;
+		case OPT_MPORT: o.mount_port = optarg; break;
+		case OPT_EXPORT: o.export_path = optarg; break;
+		case OPT_QD:
+			if (!parse_u32(optarg, 1, 128, &v)) {
+				fprintf(stderr, "rrr-client: --qd is 1..128\n");
+				return EXIT_USAGE;
+			}
+			c.qd = v;
+			break;
+		case OPT_RSIZE:
+		case OPT_WSIZE:
+			if (!parse_u32(optarg, 512, RRR_NFS3_MAX_DATA, &v)) {
+				fprintf(stderr, "rrr-client: --rsize/--wsize are 512..1048576\n");
+				return EXIT_USAGE;
+			}
+			if (opt == OPT_RSIZE)
+				o.rsize = v;
+			else
+				o.wsize = v;
+			break;
+		case OPT_SPLIT:
+			if (!parse_u32(optarg, 0, RRR_NFS3_MAX_DATA, &c.split)) {
+				fprintf(stderr, "rrr-client: bad --split\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_SYNC: c.stable = RRR_NFS3_FILE_SYNC; break;
+		case OPT_VERIFY: c.verify = true; break;
+		case OPT_PROGRESS: c.progress = true; break;
+		case OPT_NOPROGRESS: c.progress = false; break;
+		case OPT_STATS: stats = true; break;
+		case OPT_TIMEOUT:
+			if (!parse_u32(optarg, 1, 3600000, &v)) {
+				fprintf(stderr, "rrr-client: bad --timeout\n");
+				return EXIT_USAGE;
+			}
+			o.timeout_ms = (int)v;
+			break;
+		case OPT_QUIET: c.quiet = true; break;
+		case 'h':
+		case OPT_HELP: usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *cmd = argv[optind];
+	int nargs = argc - optind - 1;
+	char **args = argv + optind + 1;
+	struct { const char *name; int min, max; } cmds[] = {
+		{"ls", 0, 1}, {"stat", 1, 1}, {"get", 1, 2}, {"put", 1, 2}, {"cat", 1, 1},
+		{"mkdir", 1, 1}, {"rm", 1, 1}, {"mv", 2, 2},
+	};
+	bool known = false;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(cmd, cmds[i].name))
+			continue;
+		known = true;
+		if (nargs < cmds[i].min || nargs > cmds[i].max) {
+			fprintf(stderr, "rrr-client: wrong number of arguments for '%s'\n", cmd);
+			return EXIT_USAGE;
+		}
+	}
+	if (!known) {
+		fprintf(stderr, "rrr-client: unknown command '%s' (see --help)\n", cmd);
+		return EXIT_USAGE;
+	}
+	o.port = port ? port : (!strcmp(o.transport, "tcp") ? "2049" : "20049");
+
+	int rc = rrr_nfs3_mount(&o, &c.nfs);
+	if (rc) {
+		fprintf(stderr, "rrr-client: cannot mount %s:%s: %s\n", o.host, o.export_path,
+			rrr_last_error());
+		return EXIT_CONN;
+	}
+	int ret;
+	if (!strcmp(cmd, "ls"))
+		ret = cmd_ls(&c, nargs ? args[0] : "");
+	else if (!strcmp(cmd, "stat"))
+		ret = cmd_stat(&c, args[0]);
+	else if (!strcmp(cmd, "get"))
+		ret = cmd_get(&c, args[0], nargs > 1 ? args[1] : NULL, false);
+	else if (!strcmp(cmd, "cat"))
+		ret = cmd_get(&c, args[0], NULL, true);
+	else if (!strcmp(cmd, "put"))
+		ret = cmd_put(&c, args[0], nargs > 1 ? args[1] : NULL);
+	else if (!strcmp(cmd, "mkdir"))
+		ret = cmd_mkdir(&c, args[0]);
+	else if (!strcmp(cmd, "rm"))
+		ret = cmd_rm(&c, args[0]);
+	else
+		ret = cmd_mv(&c, args[0], args[1]);
+	if (stats) {
+		struct rrr_xprt_stats st;
+		memset(&st, 0, sizeof(st));
+		rrr_nfs3_stats(c.nfs, &st);
+		printf("connection counters (%s%s%s):\n", o.transport,
+			strcmp(o.transport, "tcp") ? "/" : "",
+			strcmp(o.transport, "tcp") ? o.provider : "");
+		rrr_xprt_stats_print(stdout, "  ", &st);
+	}
+	rrr_nfs3_umount(c.nfs);
+	return ret;
+}
