@@ -588,7 +588,8 @@ void svc_rdma_fail(struct svc_rdma_conn *rc, const char *why)
 {
 	struct svc_rdma_ctx *ctx;
 
-	(void)why;
+	if (why && getenv("RRR_SVC_DEBUG"))
+		fprintf(stderr, "svc_rdma: %s (%s)\n", why, rrr_last_error() ? rrr_last_error() : "");
 	rc->broken = true;
 	/* chains that never got posted end here */
 	while ((ctx = rc->sq_wait_head)) {
@@ -634,11 +635,24 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 	rc->sq_free += ctx->sq_held;
 	ctx->sq_held = 0;
 	if (wc->status != RRR_WC_SUCCESS) {
+		if (getenv("RRR_SVC_DEBUG"))
+			fprintf(stderr, "svc_rdma: wc phase %u status %s vendor %u\n", phase,
+				rrr_wc_status_str(wc->status), wc->vendor_err);
 		svc_rdma_fail(rc, "send-side work request failed");
 		ctx_put(ctx);
 		return;
 	}
 	switch (phase) {
+	case PH_REG:
+		if (rc->broken) {
+			ctx_put(ctx);
+			break;
+		}
+		ctx->chain = ctx->read_chain;
+		ctx->sq_need = ctx->read_need;
+		ctx->phase = PH_READ;
+		svc_rdma_post_chain(ctx);
+		break;
 	case PH_READ:
 		if (rc->broken) {
 			ctx_put(ctx);

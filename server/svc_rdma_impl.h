@@ -40,6 +40,7 @@ enum svc_rdma_phase {
 	PH_READ = 1, /* RDMA READs of the read chunks in flight */
 	PH_INV = 2,  /* LOCAL_INV of the READ sink registrations in flight */
 	PH_SEND = 3, /* reply (WRITEs + SEND) in flight */
+	PH_REG = 4,  /* REG_MR of the READ sink in flight (READs wait) */
 };
 
 /* Request context: one call from receive to the completion of its reply. */
@@ -54,6 +55,8 @@ struct svc_rdma_ctx {
 	unsigned sq_need;              /* WRs of the chain waiting to be posted */
 	unsigned sq_held;              /* WRs of the chain in flight */
 	struct rrr_send_wr *chain;     /* chain waiting for send queue room */
+	struct rrr_send_wr *read_chain; /* READs to post once PH_REG completes */
+	unsigned read_need;
 	/* send buffer (in the connection's send region) */
 	uint8_t *sendbuf;              /* SVC_RDMA_HDR_AREA header + body */
 	/* lazily allocated big buffers */

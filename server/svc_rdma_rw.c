@@ -24,8 +24,9 @@
  * The READ sink: on devices that place READ responses like tagged writes
  * (iWARP, attr.read_sink_remote_write) the sink needs remote write rights.
  * Rather than exposing a long-lived buffer, the sink is registered for this
- * I/O only through the registration engine (REG_MR WRs chained before the
- * READs) and invalidated with LOCAL_INV after they complete, before the
+ * I/O only through the registration engine (the REG_MR WRs are posted and
+ * complete before the READs are posted, since a provider may check a
+ * local key when a WR is posted) and invalidated with LOCAL_INV after they complete, before the
  * handler looks at the bytes. Other devices read into the buffer's local
  * long-lived registration. READ WRs are cut where a sink registration ends.
  *
@@ -221,6 +222,19 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 	prev->next = NULL;
 	prev->flags = RRR_SEND_SIGNALED;
 	prev->wr_id = (uint64_t)(uintptr_t)ctx | PH_READ;
+	if (nreg) {
+		/* Register first, READ after the registration completed: a
+		 * provider may check the sink's lkey when the READ is posted. */
+		ctx->wrs[nreg - 1].next = NULL;
+		ctx->wrs[nreg - 1].flags |= RRR_SEND_SIGNALED;
+		ctx->wrs[nreg - 1].wr_id = (uint64_t)(uintptr_t)ctx | PH_REG;
+		ctx->read_chain = &ctx->wrs[nreg];
+		ctx->read_need = nwr - nreg;
+		ctx->chain = &ctx->wrs[0];
+		ctx->sq_need = nreg;
+		ctx->phase = PH_REG;
+		return 0;
+	}
 	ctx->chain = &ctx->wrs[0];
 	ctx->sq_need = nwr;
 	ctx->phase = PH_READ;

@@ -112,11 +112,77 @@ static int tp_fill(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 	return rrr_xdr_encode_payload(res, &iov, 1, len);
 }
 
+uint32_t tfnv(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static int tp_sum(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
+	unsigned niov = 0, i;
+	uint32_t len, h = 2166136261u;
+	size_t seen = 0;
+
+	(void)req;
+	if (rrr_xdr_decode_payload(args, 16u << 20, &len, iov, &niov))
+		return RRR_SVC_GARBAGE_ARGS;
+	for (i = 0; i < niov; i++) {
+		const uint8_t *b = iov[i].iov_base;
+
+		for (size_t k = 0; k < iov[i].iov_len; k++)
+			h = (h ^ b[k]) * 16777619u;
+		seen += iov[i].iov_len;
+	}
+	if (seen != len)
+		return RRR_SVC_SYSTEM_ERR;
+	if (rrr_xdr_put_u32(res, len) || rrr_xdr_put_u32(res, h))
+		return RRR_SVC_SYSTEM_ERR;
+	return 0;
+}
+
+static int tp_big(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	uint32_t n, seed;
+	uint8_t *buf;
+	size_t i;
+
+	if (rrr_xdr_get_u32(args, &n) || rrr_xdr_get_u32(args, &seed) || n > (4u << 20))
+		return RRR_SVC_GARBAGE_ARGS;
+	buf = rrr_svc_req_alloc(req, n);
+	if (!buf)
+		return RRR_SVC_SYSTEM_ERR;
+	for (i = 0; i < n; i++)
+		buf[i] = tpat(seed, i);
+	return rrr_xdr_put_opaque(res, buf, n);
+}
+
+static int tp_hashop(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	const void *p;
+	uint32_t n;
+
+	(void)req;
+	if (rrr_xdr_get_opaque_inline(args, 16u << 20, &p, &n))
+		return RRR_SVC_GARBAGE_ARGS;
+	if (rrr_xdr_put_u32(res, n) || rrr_xdr_put_u32(res, tfnv(p, n)))
+		return RRR_SVC_SYSTEM_ERR;
+	return 0;
+}
+
 static const struct rrr_svc_proc tprocs[TP_NPROCS] = {
 	[TP_NULL] = {"null", tp_null},	       [TP_ECHO] = {"echo", tp_echo},
 	[TP_GARBAGE] = {"garbage", tp_garbage}, [TP_SYSERR] = {"syserr", tp_syserr},
 	[TP_DROP] = {"drop", tp_drop},	       [TP_HOLE] = {"hole", NULL},
 	[TP_ADD] = {"add", tp_add},	       [TP_FILL] = {"fill", tp_fill},
+	[TP_SUM] = {"sum", tp_sum},	       [TP_BIG] = {"big", tp_big},
+	[TP_HASHOP] = {"hashop", tp_hashop},
 };
 
 static uint32_t ctx_v1 = 1, ctx_v3 = 3;

@@ -26,7 +26,10 @@ enum tproc {
 	TP_HOLE = 5,    /* NULL handler: PROC_UNAVAIL */
 	TP_ADD = 6,     /* two u32 -> sum; also returns uid of AUTH_SYS (or ~0) */
 	TP_FILL = 7,    /* u32 len, u32 byte -> payload of len bytes of byte */
-	TP_NPROCS = 8,
+	TP_SUM = 8,     /* DDP payload in -> u32 len, u32 fnv1a */
+	TP_BIG = 9,     /* u32 n, u32 seed -> plain opaque of n pattern bytes */
+	TP_HASHOP = 10, /* plain opaque in -> u32 len, u32 fnv1a */
+	TP_NPROCS = 11,
 };
 
 struct tsvc {
@@ -36,6 +39,14 @@ struct tsvc {
 	uint16_t tcp_port;
 	uint16_t rdma_port;
 };
+
+/* FNV-1a over @len bytes. */
+uint32_t tfnv(const void *p, size_t len);
+/* Pattern byte i of seed s. */
+static inline uint8_t tpat(uint32_t s, size_t i)
+{
+	return (uint8_t)(i * 131u + s + (i >> 8));
+}
 
 /* Register the test program (versions 1 and 3) on @svc. */
 int tprog_register(struct rrr_svc *svc);

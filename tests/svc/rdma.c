@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/svc/rdma.c - the server over RPC-over-RDMA on the soft provider,
+ * end to end with the client library: inline calls, read chunks (DDP
+ * payload to the server), write chunks (DDP payload from the server),
+ * reply chunks, RDMA_NOMSG calls, RPC-level errors, odd payload lengths
+ * (XDR pad), concurrency, and the server's counters. Data is verified byte
+ * by byte or by hash on both sides.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include <rrr/client.h>
+#include <rrr/server.h>
+
+#include "helpers/svc_test.h"
+
+static struct tsvc srv;
+static struct rrr_clnt *clnt;
+static char portstr[16];
+
+static void setup(void)
+{
+	struct rrr_svc_opts o;
+	struct rrr_clnt_opts co;
+
+	rrr_svc_opts_init(&o);
+	o.nthreads = 2;
+	o.provider = "soft";
+	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
+	snprintf(portstr, sizeof(portstr), "%u", srv.rdma_port);
+	rrr_clnt_opts_init(&co);
+	co.transport = "rdma";
+	co.provider = "soft";
+	co.host = "127.0.0.1";
+	co.port = portstr;
+	co.timeout_ms = 10000;
+	cr_assert_eq(rrr_clnt_create(&co, &clnt), 0, "client: %s", rrr_last_error());
+}
+
+static void teardown(void)
+{
+	rrr_clnt_destroy(clnt);
+	clnt = NULL;
+	cr_assert_eq(tsvc_stop(&srv), 0);
+}
+
+TestSuite(svc_rdma, .init = setup, .fini = teardown, .timeout = 60);
+
+struct u32x2 {
+	uint32_t a, b;
+};
+
+static int enc_u32x2(struct rrr_xdr *x, const void *arg)
+{
+	const struct u32x2 *v = arg;
+
+	return rrr_xdr_put_u32(x, v->a) ? -EMSGSIZE : rrr_xdr_put_u32(x, v->b);
+}
+
+struct u32x3 {
+	uint32_t v[3];
+};
+
+static int dec_u32x2(struct rrr_xdr *x, void *res)
+{
+	struct u32x3 *r = res;
+
+	return rrr_xdr_get_u32(x, &r->v[0]) ? -EBADMSG : rrr_xdr_get_u32(x, &r->v[1]);
+}
+
+static int dec_u32x3(struct rrr_xdr *x, void *res)
+{
+	struct u32x3 *r = res;
+	int rc = dec_u32x2(x, res);
+
+	return rc ? rc : rrr_xdr_get_u32(x, &r->v[2]);
+}
+
+static int call_simple(uint32_t proc, struct u32x2 *a, struct u32x3 *r,
+		       int (*dec)(struct rrr_xdr *, void *))
+{
+	struct rrr_call c;
+
+	memset(&c, 0, sizeof(c));
+	c.prog = TPROG;
+	c.vers = 1;
+	c.proc = proc;
+	c.encode = enc_u32x2;
+	c.args = a;
+	c.decode = dec;
+	c.res = r;
+	return rrr_clnt_call(clnt, &c);
+}
+
+Test(svc_rdma, inline_call)
+{
+	struct u32x2 a = {40, 2};
+	struct u32x3 r = {{0}};
+	struct rrr_xprt_stats st;
+
+	cr_assert_eq(call_simple(TP_ADD, &a, &r, dec_u32x3), 0, "%s", rrr_last_error());
+	cr_assert_eq(r.v[0], 42);
+	cr_assert_eq(r.v[1], ~0u);
+	cr_assert_eq(r.v[2], 1);
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_geq(st.inline_calls, 1);
+	cr_assert_geq(st.connects, 1);
+	cr_assert_eq(st.credits, 32);
+}
+
+Test(svc_rdma, rpc_errors)
+{
+	struct u32x2 a = {1, 2};
+	struct u32x3 r;
+	struct rrr_call c;
+
+	memset(&c, 0, sizeof(c));
+	c.prog = TPROG;
+	c.vers = 1;
+	c.proc = TP_HOLE;
+	c.encode = enc_u32x2;
+	c.args = &a;
+	c.decode = dec_u32x2;
+	c.res = &r;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
+	cr_assert_eq(c.rpc_stat, RRR_RPC_PROC_UNAVAIL);
+	c.proc = TP_SYSERR;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
+	cr_assert_eq(c.rpc_stat, RRR_RPC_SYSTEM_ERR);
+	c.proc = TP_ADD;
+	c.prog = 0x2fffffff;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
+	cr_assert_eq(c.rpc_stat, RRR_RPC_PROG_UNAVAIL);
+	/* the connection still works */
+	cr_assert_eq(call_simple(TP_ADD, &a, &r, dec_u32x3), 0);
+	cr_assert_eq(r.v[0], 3);
+}
+
+struct pay_args {
+	const struct iovec *iov;
+	unsigned niov;
+	uint32_t len;
+};
+
+static int enc_payload(struct rrr_xdr *x, const void *arg)
+{
+	const struct pay_args *p = arg;
+
+	return rrr_xdr_encode_payload(x, p->iov, p->niov, p->len);
+}
+
+Test(svc_rdma, read_chunk_payloads)
+{
+	static const uint32_t sizes[] = {1, 5, 4093, 8192, 100001, 1u << 20};
+	uint8_t *buf = malloc(1u << 20);
+	struct rrr_xprt_stats st;
+	unsigned i;
+
+	cr_assert(buf);
+	for (i = 0; i < (1u << 20); i++)
+		buf[i] = tpat(9, i);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct iovec iov = {buf, sizes[i]};
+		struct pay_args pa = {&iov, 1, sizes[i]};
+		struct u32x3 r = {{0}};
+		struct rrr_call c;
+		int rc;
+
+		memset(&c, 0, sizeof(c));
+		c.prog = TPROG;
+		c.vers = 1;
+		c.proc = TP_SUM;
+		c.encode = enc_payload;
+		c.args = &pa;
+		c.decode = dec_u32x2;
+		c.res = &r;
+		c.ddp = RRR_DDP_TO_SERVER;
+		c.payload = &iov;
+		c.npayload = 1;
+		rc = rrr_clnt_call(clnt, &c);
+		cr_assert_eq(rc, 0, "size %u: %d %s", sizes[i], rc, rrr_last_error());
+		cr_assert_eq(r.v[0], sizes[i]);
+		cr_assert_eq(r.v[1], tfnv(buf, sizes[i]), "size %u: data differs", sizes[i]);
+	}
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_geq(st.read_chunks, 3, "large payloads went by read chunk");
+	cr_assert_geq(st.rdma_read_bytes, (1u << 20) + 100001);
+	free(buf);
+}
+
+struct fill_res {
+	uint32_t len;
+};
+
+static int dec_fill(struct rrr_xdr *x, void *res)
+{
+	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
+	struct fill_res *r = res;
+	unsigned niov = 0;
+
+	return rrr_xdr_decode_payload(x, 16u << 20, &r->len, iov, &niov);
+}
+
+Test(svc_rdma, write_chunk_payloads)
+{
+	static const uint32_t sizes[] = {3, 4097, 65536, 300001, 1u << 20};
+	uint8_t *sink = malloc((1u << 20) + 8);
+	struct rrr_xprt_stats st;
+	unsigned i;
+
+	cr_assert(sink);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct iovec iov = {sink, sizes[i]};
+		struct u32x2 a = {sizes[i], 0x5a + i};
+		struct fill_res r = {0};
+		struct rrr_call c;
+		uint32_t k;
+		int rc;
+
+		memset(sink, 0, (1u << 20) + 8);
+		memset(&c, 0, sizeof(c));
+		c.prog = TPROG;
+		c.vers = 1;
+		c.proc = TP_FILL;
+		c.encode = enc_u32x2;
+		c.args = &a;
+		c.decode = dec_fill;
+		c.res = &r;
+		c.ddp = RRR_DDP_FROM_SERVER;
+		c.payload = &iov;
+		c.npayload = 1;
+		rc = rrr_clnt_call(clnt, &c);
+		cr_assert_eq(rc, 0, "size %u: %d %s", sizes[i], rc, rrr_last_error());
+		cr_assert_eq(r.len, sizes[i]);
+		for (k = 0; k < sizes[i]; k++)
+			if (sink[k] != (uint8_t)(0x5a + i))
+				break;
+		cr_assert_eq(k, sizes[i], "size %u: byte %u differs", sizes[i], k);
+		cr_assert_eq(sink[sizes[i]], 0, "nothing written past the payload");
+	}
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_geq(st.write_chunks, 3);
+	free(sink);
+}
+
+struct big_res {
+	uint32_t seed, n;
+	int ok;
+};
+
+static int dec_big(struct rrr_xdr *x, void *res)
+{
+	struct big_res *r = res;
+	const void *p;
+	uint32_t n, i;
+
+	if (rrr_xdr_get_opaque_inline(x, 16u << 20, &p, &n))
+		return -EBADMSG;
+	r->ok = n == r->n;
+	for (i = 0; r->ok && i < n; i++)
+		if (((const uint8_t *)p)[i] != tpat(r->seed, i))
+			r->ok = 0;
+	return 0;
+}
+
+Test(svc_rdma, reply_chunk)
+{
+	static const uint32_t sizes[] = {100, 5000, 200003};
+	struct rrr_xprt_stats st;
+	unsigned i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct u32x2 a = {sizes[i], 77 + i};
+		struct big_res r = {77 + i, sizes[i], 0};
+		struct rrr_call c;
+		int rc;
+
+		memset(&c, 0, sizeof(c));
+		c.prog = TPROG;
+		c.vers = 1;
+		c.proc = TP_BIG;
+		c.encode = enc_u32x2;
+		c.args = &a;
+		c.decode = dec_big;
+		c.res = &r;
+		c.reply_hint = sizes[i] + 128;
+		rc = rrr_clnt_call(clnt, &c);
+		cr_assert_eq(rc, 0, "size %u: %d %s", sizes[i], rc, rrr_last_error());
+		cr_assert(r.ok, "size %u: reply data differs", sizes[i]);
+	}
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_geq(st.reply_chunks, 1);
+}
+
+struct op_args {
+	const uint8_t *p;
+	uint32_t n;
+};
+
+static int enc_op(struct rrr_xdr *x, const void *arg)
+{
+	const struct op_args *a = arg;
+
+	return rrr_xdr_put_opaque(x, a->p, a->n);
+}
+
+Test(svc_rdma, nomsg_call)
+{
+	static const uint32_t sizes[] = {10, 20001, 500000};
+	uint8_t *buf = malloc(500000);
+	struct rrr_xprt_stats st;
+	unsigned i;
+
+	cr_assert(buf);
+	for (i = 0; i < 500000; i++)
+		buf[i] = tpat(3, i);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct op_args a = {buf, sizes[i]};
+		struct u32x3 r = {{0}};
+		struct rrr_call c;
+		int rc;
+
+		memset(&c, 0, sizeof(c));
+		c.prog = TPROG;
+		c.vers = 1;
+		c.proc = TP_HASHOP;
+		c.encode = enc_op;
+		c.args = &a;
+		c.decode = dec_u32x2;
+		c.res = &r;
+		rc = rrr_clnt_call(clnt, &c);
+		cr_assert_eq(rc, 0, "size %u: %d %s", sizes[i], rc, rrr_last_error());
+		cr_assert_eq(r.v[0], sizes[i]);
+		cr_assert_eq(r.v[1], tfnv(buf, sizes[i]));
+	}
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_geq(st.nomsg_calls, 1);
+	free(buf);
+}
+
+static void *conc_thread(void *arg)
+{
+	long ok = 0, i;
+
+	(void)arg;
+	for (i = 0; i < 100; i++) {
+		struct u32x2 a = {(uint32_t)i, 7};
+		struct u32x3 r = {{0}};
+
+		if (call_simple(TP_ADD, &a, &r, dec_u32x3) == 0 && r.v[0] == (uint32_t)i + 7)
+			ok++;
+	}
+	return (void *)ok;
+}
+
+Test(svc_rdma, concurrent_calls)
+{
+	pthread_t th[4];
+	void *ok;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, conc_thread, NULL), 0);
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], &ok);
+		cr_assert_eq((long)ok, 100);
+	}
+}
