@@ -51,10 +51,12 @@ Test(verbs_cm, connect_accept_private_data_disconnect, .timeout = 120)
 
 	vp_post_recv(&p, 1, 9, 0, 64);
 	cr_assert_eq(rrr_cm_disconnect(p.cid), 0);
-	vp_expect_event(p.ccm, RRR_CM_EVENT_DISCONNECTED, &ev);
-	cr_assert_eq(ev.id, p.cid);
+	/* The passive side's event answers the DREQ; then the active side's
+	 * DISCONNECTED follows (IB CM: DREQ/DREP). */
 	vp_expect_event(p.scm, RRR_CM_EVENT_DISCONNECTED, &ev);
 	cr_assert_eq(ev.id, p.sid);
+	vp_expect_event(p.ccm, RRR_CM_EVENT_DISCONNECTED, &ev);
+	cr_assert_eq(ev.id, p.cid);
 	wc = vp_wait_wc(p.scq);
 	cr_assert_eq(wc.wr_id, 9u);
 	cr_assert_eq(wc.status, RRR_WC_WR_FLUSH_ERR);
