@@ -1,43 +1,613 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/io_nfs.c - NFS side of rrr-bench io.
+ * bench/io_nfs.c - the NFS side of rrr-bench io.
  *
- * Placeholder while the client/server libraries and the NFSv3 client are
- * being written: every NFS mode reports -ENOSYS, so `rrr-bench io --modes
- * tcp` (the plain TCP baseline) already works.
+ * Normal operation. Set-up spawns build/rrr-server on a fresh temporary
+ * export with ephemeral RDMA and TCP ports (read back from its start-up
+ * line), or uses a running server given on the command line; mounts the
+ * export once with the NFSv3 client library and writes the benchmark file
+ * (qd x size bytes, so every in-flight call has its own range). Each mode
+ * then gets its own rrr_clnt connection, made on first use and kept for
+ * the whole run, with the client options that select it (persistent_reg,
+ * bounce, transport "tcp"). A measured run keeps @qd NFSv3 READ or WRITE
+ * calls in flight: the completion callback (on the client's progress
+ * thread) records the latency and resubmits the same slot at the next
+ * offset until the deadline; the main thread waits on a condition
+ * variable. CPU is this process's CPU clock plus the server's utime+stime.
+ *
+ * WRITEs are UNSTABLE without COMMIT; READs come from the server's page
+ * cache. The payload buffers are page-aligned and owned by the slots.
+ *
+ * Recovery. A failed call (negative status or an NFS error) stops the run:
+ * no more submissions, the in-flight ones drain (bounded by the call
+ * timeout), and the first error is returned. Teardown destroys every
+ * client (which invalidates their MRs), unmounts, stops the server
+ * (SIGTERM, SIGKILL after 5 s) and removes the temporary export.
  */
-#include <errno.h>
-#include <stddef.h>
-
 #include "io_nfs.h"
 
-int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
-{
-	(void)cfg;
-	*out = NULL;
-	return -ENOSYS;
-}
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-void rrr__bench_io_nfs_teardown(struct io_nfs *nfs)
-{
-	(void)nfs;
-}
+#include <rrr/client.h>
+#include <rrr/nfs3.h>
+#include <rrr/provider.h>
+
+#define NMODES_NFS 4
+#define MAX_QD 128
+#define BENCH_FILE "rrr-bench-io.dat"
+
+struct io_nfs {
+	struct io_nfs_cfg cfg;
+	char dir[PATH_MAX];      /* temporary directory ("" if not ours) */
+	char export_dir[PATH_MAX + 16];
+	pid_t server;            /* 0 if not ours */
+	char port[16], tcp_port[16], mount_port[16];
+	char log[PATH_MAX + 16];   /* server output */
+	const char *host;
+	struct rrr_nfs3_fh fh;   /* the benchmark file */
+	struct rrr_clnt *clnt[NMODES_NFS];
+	uint8_t *bufs;           /* MAX_QD payload buffers of 1 MiB */
+};
+
+static __thread char g_err[512];
 
 const char *rrr__bench_io_nfs_error(void)
 {
-	return "the NFSv3 client library is not built into this rrr-bench yet";
+	return g_err[0] ? g_err : NULL;
 }
 
-int rrr__bench_io_nfs_run(struct io_nfs *nfs, enum io_mode mode, bool write, uint64_t size,
+static int set_err(int rc, const char *fmt, const char *what)
+{
+	const char *e = rrr_last_error();
+
+	/* truncation of an error message is fine */
+	if (snprintf(g_err, sizeof(g_err), "%s: %s%s%s", fmt ? fmt : "", what ? what : "",
+		     e ? ": " : "", e ? e : "") < 0)
+		g_err[0] = '\0';
+	return rc;
+}
+
+/* --- the server ------------------------------------------------------------ */
+
+static void rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char p[PATH_MAX];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
+			continue;
+		if (de->d_type == DT_DIR)
+			rm_tree(p);
+		else
+			unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* rrr-server next to this program, or in $RRR_BUILD. */
+static int find_server(const struct io_nfs_cfg *cfg, char *out, size_t len)
+{
+	char self[PATH_MAX];
+	const char *b = getenv("RRR_BUILD");
+	ssize_t n;
+
+	if (cfg->server_path) {
+		snprintf(out, len, "%s", cfg->server_path);
+		return access(out, X_OK) ? -errno : 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		char *slash;
+
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			if (snprintf(out, len, "%s/rrr-server", self) < (int)len &&
+			    !access(out, X_OK))
+				return 0;
+		}
+	}
+	if (b) {
+		snprintf(out, len, "%s/rrr-server", b);
+		if (!access(out, X_OK))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static void stop_server(struct io_nfs *n)
+{
+	int st;
+
+	if (n->server <= 0)
+		return;
+	kill(n->server, SIGTERM);
+	for (int i = 0; i < 500; i++) {
+		if (waitpid(n->server, &st, WNOHANG) == n->server) {
+			n->server = 0;
+			return;
+		}
+		usleep(10000);
+	}
+	kill(n->server, SIGKILL);
+	waitpid(n->server, &st, 0);
+	n->server = 0;
+}
+
+/* Start the server on @n->dir with ephemeral ports: it writes them to a
+ * port file once it listens. Its output goes to a log file in the export's
+ * parent (shown on failure). */
+static int spawn_server(struct io_nfs *n)
+{
+	char path[PATH_MAX], pfile[PATH_MAX + 16], state[PATH_MAX + 16], exp[PATH_MAX + 16];
+	uint64_t deadline;
+	int rc, st;
+
+	if ((rc = find_server(&n->cfg, path, sizeof(path))))
+		return set_err(rc, "rrr-server not found (build it, or pass --server PATH)",
+			       NULL);
+	snprintf(pfile, sizeof(pfile), "%s/ports", n->dir);
+	snprintf(state, sizeof(state), "%s/state", n->dir);
+	snprintf(exp, sizeof(exp), "%s/export", n->dir);
+	snprintf(n->log, sizeof(n->log), "%s/server.log", n->dir);
+	if (mkdir(state, 0700) || mkdir(exp, 0755))
+		return set_err(-errno, "mkdir", n->dir);
+	n->server = fork();
+	if (n->server < 0) {
+		n->server = 0;
+		return set_err(-errno, "fork", NULL);
+	}
+	if (!n->server) {
+		const char *av[20];
+		int k = 0, fd = open(n->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		av[k++] = path;
+		av[k++] = "--export";
+		av[k++] = exp;
+		av[k++] = "--state-dir";
+		av[k++] = state;
+		av[k++] = "--listen";
+		av[k++] = "127.0.0.1";
+		av[k++] = "--port";
+		av[k++] = "0";
+		av[k++] = "--mount-port";
+		av[k++] = "0";
+		av[k++] = "--port-file";
+		av[k++] = pfile;
+		av[k++] = "--provider";
+		av[k++] = n->cfg.provider;
+		if (n->cfg.provider_opts) {
+			av[k++] = "--provider-opts";
+			av[k++] = n->cfg.provider_opts;
+		}
+		av[k] = NULL;
+		execv(path, (char *const *)av);
+		_exit(127);
+	}
+	deadline = rrr__bench_now_ns() + 15ull * 1000000000ull;
+	while (rrr__bench_now_ns() < deadline) {
+		unsigned rd = 0, mt = 0, tc = 0;
+		FILE *f = fopen(pfile, "r");
+
+		if (f) {
+			int got = fscanf(f, "rdma=%u mount=%u tcp=%u", &rd, &mt, &tc);
+
+			fclose(f);
+			if (got >= 2 && mt) {
+				snprintf(n->port, sizeof(n->port), "%u", rd);
+				snprintf(n->tcp_port, sizeof(n->tcp_port), "%u", mt);
+				snprintf(n->mount_port, sizeof(n->mount_port), "%u", mt);
+				return 0;
+			}
+		}
+		if (waitpid(n->server, &st, WNOHANG) == n->server) {
+			n->server = 0;
+			break;
+		}
+		usleep(20000);
+	}
+	stop_server(n);
+	{
+		char logtxt[400] = "";
+		FILE *f = fopen(n->log, "r");
+
+		if (f) {
+			size_t k = fread(logtxt, 1, sizeof(logtxt) - 1, f);
+
+			logtxt[k] = '\0';
+			fclose(f);
+		}
+		if (snprintf(g_err, sizeof(g_err), "%s did not start: %s", path, logtxt) < 0)
+			g_err[0] = '\0';
+	}
+	return -ECONNREFUSED;
+}
+
+/* --- set-up ------------------------------------------------------------------ */
+
+int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
+{
+	struct rrr_nfs3_opts mo;
+	struct rrr_nfs3 *m = NULL;
+	struct io_nfs *n;
+	uint8_t *data = NULL;
+	int rc;
+
+	g_err[0] = '\0';
+	*out = NULL;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->cfg = *cfg;
+	if (cfg->host) {
+		n->host = cfg->host;
+		snprintf(n->port, sizeof(n->port), "%s", cfg->port ? cfg->port : "20049");
+		snprintf(n->tcp_port, sizeof(n->tcp_port), "%s",
+			 cfg->tcp_port ? cfg->tcp_port : "20048");
+		snprintf(n->mount_port, sizeof(n->mount_port), "%s", n->tcp_port);
+	} else {
+		snprintf(n->dir, sizeof(n->dir), "/tmp/rrr-bench-io.XXXXXX");
+		if (!mkdtemp(n->dir)) {
+			rc = -errno;
+			n->dir[0] = '\0';
+			set_err(rc, "mkdtemp", NULL);
+			goto fail;
+		}
+		n->host = "127.0.0.1";
+		snprintf(n->export_dir, sizeof(n->export_dir), "%s/export", n->dir);
+		if ((rc = spawn_server(n)))
+			goto fail;
+	}
+
+	rrr_nfs3_opts_init(&mo);
+	mo.transport = "rdma";
+	mo.provider = cfg->provider;
+	mo.provider_opts = cfg->provider_opts;
+	mo.host = n->host;
+	mo.port = n->port;
+	mo.mount_port = n->mount_port;
+	mo.export_path = cfg->host ? cfg->export_path : "/";
+	mo.uid = getuid();
+	mo.gid = getgid();
+	if ((rc = rrr_nfs3_mount(&mo, &m))) {
+		set_err(rc < 0 ? rc : -EIO, "mount", mo.export_path);
+		rc = rc < 0 ? rc : -EIO;
+		goto fail;
+	}
+	rc = rrr_nfs3_create(m, rrr_nfs3_root(m), BENCH_FILE, 0644, false, &n->fh);
+	if (rc) {
+		set_err(rc < 0 ? rc : -EIO, "CREATE", rc > 0 ? rrr_nfs3_strstat((uint32_t)rc) : "");
+		rc = rc < 0 ? rc : -EIO;
+		goto fail;
+	}
+	data = aligned_alloc(4096, (cfg->file_size + 4095) / 4096 * 4096);
+	if (!data) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (uint64_t i = 0; i < cfg->file_size; i++)
+		data[i] = (uint8_t)(i * 131 + 7);
+	rc = rrr_nfs3_write_all(m, &n->fh, 0, data, cfg->file_size, 8, 0, RRR_NFS3_FILE_SYNC,
+				NULL, NULL);
+	free(data);
+	if (rc) {
+		set_err(rc < 0 ? rc : -EIO, "writing the benchmark file",
+			rc > 0 ? rrr_nfs3_strstat((uint32_t)rc) : "");
+		rc = rc < 0 ? rc : -EIO;
+		goto fail;
+	}
+	rrr_nfs3_umount(m);
+	m = NULL;
+	*out = n;
+	return 0;
+fail:
+	if (m)
+		rrr_nfs3_umount(m);
+	rrr__bench_io_nfs_teardown(n);
+	return rc;
+}
+
+void rrr__bench_io_nfs_teardown(struct io_nfs *n)
+{
+	if (!n)
+		return;
+	for (int i = 0; i < NMODES_NFS; i++)
+		if (n->clnt[i])
+			rrr_clnt_destroy(n->clnt[i]);
+	stop_server(n);
+	if (n->dir[0])
+		rm_tree(n->dir);
+	free(n->bufs);
+	free(n);
+}
+
+/* --- a measured run ---------------------------------------------------------- */
+
+struct run;
+
+struct slot {
+	struct rrr_call call;
+	union {
+		struct rrr_nfs3_read_args r;
+		struct rrr_nfs3_write_args w;
+	} args;
+	union {
+		struct rrr_nfs3_read_res r;
+		struct rrr_nfs3_write_res w;
+	} res;
+	struct iovec iov;
+	uint64_t t0;
+	unsigned idx;
+	struct run *run;
+};
+
+struct run {
+	struct io_nfs *n;
+	struct rrr_clnt *clnt;
+	bool write;
+	uint32_t size;
+	unsigned qd;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned inflight;
+	bool stop, measuring;
+	int err;
+	uint64_t ops, next_off;
+	struct rrr__bench_samples lat;
+	struct slot slots[MAX_QD];
+};
+
+static int enc_read(struct rrr_xdr *x, const void *a)
+{
+	return rrr_nfs3_xdr_read_args(x, (struct rrr_nfs3_read_args *)a);
+}
+
+static int dec_read(struct rrr_xdr *x, void *r)
+{
+	return rrr_nfs3_xdr_read_res(x, r);
+}
+
+static int enc_write(struct rrr_xdr *x, const void *a)
+{
+	return rrr_nfs3_xdr_write_args(x, (struct rrr_nfs3_write_args *)a);
+}
+
+static int dec_write(struct rrr_xdr *x, void *r)
+{
+	return rrr_nfs3_xdr_write_res(x, r);
+}
+
+static void done_cb(struct rrr_call *call, int status, void *arg);
+
+/* Fill and submit slot @s; called with run->lock held. */
+static int submit(struct run *r, struct slot *s)
+{
+	struct rrr_call *c = &s->call;
+	uint64_t off = (uint64_t)s->idx * r->size;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->prog = RRR_NFS3_PROGRAM;
+	c->vers = RRR_NFS3_VERSION;
+	c->idempotent = !r->write;
+	if (r->write) {
+		memset(&s->args.w, 0, sizeof(s->args.w));
+		s->args.w.fh = r->n->fh;
+		s->args.w.offset = off;
+		s->args.w.count = r->size;
+		s->args.w.stable = RRR_NFS3_UNSTABLE;
+		s->args.w.data_len = r->size;
+		s->args.w.iov = &s->iov;
+		s->args.w.niov = 1;
+		c->proc = RRR_NFS3_WRITE;
+		c->encode = enc_write;
+		c->args = &s->args.w;
+		c->decode = dec_write;
+		c->res = &s->res.w;
+		c->ddp = RRR_DDP_TO_SERVER;
+		c->reply_hint = 256;
+	} else {
+		memset(&s->args.r, 0, sizeof(s->args.r));
+		s->args.r.fh = r->n->fh;
+		s->args.r.offset = off;
+		s->args.r.count = r->size;
+		c->proc = RRR_NFS3_READ;
+		c->encode = enc_read;
+		c->args = &s->args.r;
+		c->decode = dec_read;
+		c->res = &s->res.r;
+		c->ddp = RRR_DDP_FROM_SERVER;
+		c->reply_hint = 256;
+	}
+	c->payload = &s->iov;
+	c->npayload = 1;
+	s->t0 = rrr__bench_now_ns();
+	r->inflight++;
+	rc = rrr_clnt_call_async(r->clnt, c, done_cb, s);
+	if (rc)
+		r->inflight--;
+	return rc;
+}
+
+static void done_cb(struct rrr_call *call, int status, void *arg)
+{
+	struct slot *s = arg;
+	struct run *r = s->run;
+	uint64_t now = rrr__bench_now_ns();
+	uint32_t nfsst = r->write ? s->res.w.status : s->res.r.status;
+	int rc;
+
+	(void)call;
+	pthread_mutex_lock(&r->lock);
+	r->inflight--;
+	if (!status && nfsst)
+		status = -EIO;
+	if (!status && !r->write && s->res.r.count != r->size)
+		status = -EIO; /* short read: the file was set up for this size */
+	if (status) {
+		if (!r->err) {
+			r->err = status;
+			if (status == -EIO && nfsst)
+				snprintf(g_err, sizeof(g_err), "NFS error %s",
+					 rrr_nfs3_strstat(nfsst));
+		}
+		r->stop = true;
+	} else if (r->measuring) {
+		rrr__bench_samples_add(&r->lat, (double)(now - s->t0));
+		r->ops++;
+	}
+	if (!r->stop && (rc = submit(r, s))) {
+		if (!r->err)
+			r->err = rc;
+		r->stop = true;
+	}
+	if (!r->inflight)
+		pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int get_clnt(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rrr_clnt **out)
+{
+	struct rrr_clnt_opts o;
+	int rc;
+
+	if (n->clnt[mode]) {
+		*out = n->clnt[mode];
+		return 0;
+	}
+	rrr_clnt_opts_init(&o);
+	o.host = n->host;
+	o.provider = n->cfg.provider;
+	o.provider_opts = n->cfg.provider_opts;
+	o.max_requests = qd > 32 ? qd : 32;
+	if (mode == IO_MODE_NFS_TCP) {
+		o.transport = "tcp";
+		o.port = n->tcp_port;
+	} else {
+		o.transport = "rdma";
+		o.port = n->port;
+		o.persistent_reg = mode == IO_MODE_PERSISTENT;
+		o.bounce = mode == IO_MODE_BOUNCE;
+	}
+	if ((rc = rrr_clnt_create(&o, &n->clnt[mode])))
+		return set_err(rc, "connect", o.transport);
+	*out = n->clnt[mode];
+	return 0;
+}
+
+int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint64_t size,
 			  unsigned qd, double seconds, double warmup, struct io_result *out)
 {
-	(void)nfs;
-	(void)mode;
-	(void)write;
-	(void)size;
-	(void)qd;
-	(void)seconds;
-	(void)warmup;
-	(void)out;
-	return -ENOSYS;
+	struct rrr_clnt *cl;
+	struct run *r;
+	uint64_t t0 = 0, t1, c0 = 0, c1;
+	int64_t s0 = -1, s1 = -1;
+	int rc;
+
+	if (!n || mode >= NMODES_NFS || !qd || qd > MAX_QD || !size || size > RRR_NFS3_MAX_DATA ||
+	    size * qd > n->cfg.file_size)
+		return -EINVAL;
+	if (!n->bufs) {
+		n->bufs = aligned_alloc(4096, (size_t)MAX_QD * RRR_NFS3_MAX_DATA);
+		if (!n->bufs)
+			return -ENOMEM;
+		memset(n->bufs, 0x6b, (size_t)MAX_QD * RRR_NFS3_MAX_DATA);
+	}
+	if ((rc = get_clnt(n, mode, qd, &cl)))
+		return rc;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->n = n;
+	r->clnt = cl;
+	r->write = write;
+	r->size = (uint32_t)size;
+	r->qd = qd;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	rrr__bench_samples_init(&r->lat, 1 << 14);
+	for (unsigned i = 0; i < qd; i++) {
+		r->slots[i].idx = i;
+		r->slots[i].run = r;
+		r->slots[i].iov.iov_base = n->bufs + (size_t)i * RRR_NFS3_MAX_DATA;
+		r->slots[i].iov.iov_len = size;
+	}
+
+	pthread_mutex_lock(&r->lock);
+	r->measuring = warmup <= 0;
+	for (unsigned i = 0; i < qd && !r->stop; i++)
+		if ((rc = submit(r, &r->slots[i]))) {
+			r->err = rc;
+			r->stop = true;
+		}
+	pthread_mutex_unlock(&r->lock);
+	if (warmup > 0) {
+		usleep((useconds_t)(warmup * 1e6));
+		pthread_mutex_lock(&r->lock);
+		r->measuring = true;
+		pthread_mutex_unlock(&r->lock);
+	}
+	t0 = rrr__bench_now_ns();
+	c0 = rrr__bench_process_cpu_ns();
+	if (n->server > 0)
+		s0 = rrr__bench_pid_cpu_ns(n->server);
+	pthread_mutex_lock(&r->lock);
+	r->ops = 0;
+	rrr__bench_samples_reset(&r->lat);
+	pthread_mutex_unlock(&r->lock);
+	usleep((useconds_t)(seconds * 1e6));
+	pthread_mutex_lock(&r->lock);
+	r->stop = true;
+	t1 = rrr__bench_now_ns();
+	c1 = rrr__bench_process_cpu_ns();
+	if (n->server > 0)
+		s1 = rrr__bench_pid_cpu_ns(n->server);
+	{
+		uint64_t ops = r->ops;
+
+		while (r->inflight)
+			pthread_cond_wait(&r->cond, &r->lock);
+		r->ops = ops; /* the drained tail ran after t1 */
+	}
+	pthread_mutex_unlock(&r->lock);
+
+	rc = r->err;
+	if (!rc) {
+		out->ops += r->ops;
+		out->wall_s += (double)(t1 - t0) / 1e9;
+		out->cpu_ns += (double)(c1 - c0);
+		out->server_cpu_counted = s0 >= 0 && s1 >= 0;
+		if (out->server_cpu_counted)
+			out->cpu_ns += (double)(s1 - s0);
+		rc = rrr__bench_samples_merge(&out->lat_ns, &r->lat);
+	}
+	rrr__bench_samples_free(&r->lat);
+	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+	return rc;
 }
