@@ -12,7 +12,9 @@
  * and tightened by struct rrr_rdma_limits.
  *
  * Errors from rrr_rdma_hdr_decode():
- *   -EBADMSG          truncated header, or a list discriminator not 0/1
+ *   -EBADMSG          truncated header, a list discriminator not 0/1, an
+ *                     RDMA_ERROR code other than ERR_VERS/ERR_CHUNK, or a
+ *                     segment count larger than the bytes that follow
  *   -EPROTONOSUPPORT  rdma_vers != 1 (answer RDMA_ERROR ERR_VERS)
  *   -EOPNOTSUPP       rdma_proc is RDMA_MSGP (2) or RDMA_DONE (3), which
  *                     RFC 8166 section 4.5 obsoletes, or unknown (> 4)
@@ -21,7 +23,9 @@
  *                     a read list in a reply, zero-length segment where
  *                     illegal, overlapping read chunks, a second write chunk
  *                     when limits.max_write_chunks == 1 (ERR_CHUNK)
- *   -EOVERFLOW        the lengths of one chunk sum past UINT32_MAX (ERR_CHUNK)
+ *   -EOVERFLOW        the lengths of one chunk sum past UINT32_MAX, or a
+ *                     segment's offset + length wraps 64 bits (ERR_CHUNK)
+ * Rules in detail, with the answer to send: docs/protocol.md.
  */
 #ifndef RRR_RPCRDMA_H
 #define RRR_RPCRDMA_H
