@@ -546,6 +546,8 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
 	}
 	if (err) {
 		ctx_put(ctx);
+		if (getenv("RRR_SVC_DEBUG"))
+			fprintf(stderr, "read_prepare: %d\n", err);
 		svc_rdma_fail(rc, "cannot prepare the read chunks of a call");
 		return;
 	}

@@ -50,6 +50,12 @@
 
 /* ------------------------------------------------------------------ reads */
 
+/* XDR round-up in 64 bits (RRR_XDR_PAD's mask is 32-bit). */
+static inline uint64_t pad64(uint32_t n)
+{
+	return ((uint64_t)n + 3u) & ~(uint64_t)3u;
+}
+
 struct read_chunk {
 	uint32_t first, nsegs; /* entries in hdr.read[] */
 	uint32_t position;
@@ -134,7 +140,7 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 		if (gap > msg_len - in)
 			return -EINVAL;
 		in += gap;
-		full = (uint64_t)ch[c].position + RRR_XDR_PAD((uint64_t)ch[c].total);
+		full = (uint64_t)ch[c].position + pad64(ch[c].total);
 		if (full > rc->max_record)
 			return -E2BIG;
 	}
