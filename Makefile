@@ -137,7 +137,12 @@ test: deps
 	$(MAKE) all tests
 	$(MAKE) check
 
-check: test-unit test-example
+check: test-unit test-install test-example
+
+# Install into a temporary DESTDIR and link an outside program via pkg-config.
+.PHONY: test-install
+test-install: all
+	@scripts/check-install.sh $(BUILD)
 
 test-unit: all tests
 	@set -e; for t in $(TEST_BINS); do \
@@ -165,6 +170,7 @@ FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=build-fuzz/obj/%.o)
 FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) -pthread -fsanitize=fuzzer-no-link,address,undefined
 
+.SECONDARY: $(FUZZ_LIB_OBJS)
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)
 fuzz: fuzz-build
