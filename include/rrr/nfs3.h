@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include <rrr/oncrpc.h>
 #include <rrr/stats.h>
 #include <rrr/xdr.h>
 

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/nfs/handles.c - file handle safety of rrr-server, attacked through
+ * the NFSv3 client library over TCP against a real server process:
+ * forged and tampered handles, "..", names with '/', symlinks pointing
+ * outside the export, handles that must stay valid across a restart, and a
+ * write verifier that must change across it.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rrr/nfs3.h>
+#include <rrr/provider.h>
+
+#include "tests/nfs/helpers/nfs_helpers.h"
+
+static struct th_server srv;
+static struct rrr_nfs3 *nfs;
+
+static void mount_it(void)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%u", srv.mount_port);
+	struct rrr_nfs3_opts o;
+	rrr_nfs3_opts_init(&o);
+	o.transport = "tcp";
+	o.host = "127.0.0.1";
+	o.port = port;
+	o.mount_port = port;
+	o.export_path = srv.export_dir;
+	o.timeout_ms = 10000;
+	int rc = rrr_nfs3_mount(&o, &nfs);
+	cr_assert_eq(rc, 0, "mount: %s", rrr_last_error());
+}
+
+static void setup(void)
+{
+	char p[512];
+	if (!th_prog("rrr-server", p, sizeof(p)))
+		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/secret", srv.dir); /* outside the export */
+	FILE *f = fopen(path, "w");
+	fputs("top secret\n", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/sub", srv.export_dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/file", srv.export_dir);
+	f = fopen(path, "w");
+	fputs("inside\n", f);
+	fclose(f);
+	char target[512];
+	snprintf(path, sizeof(path), "%s/abs-out", srv.export_dir);
+	snprintf(target, sizeof(target), "%s/secret", srv.dir);
+	cr_assert_eq(symlink(target, path), 0);
+	snprintf(path, sizeof(path), "%s/rel-out", srv.export_dir);
+	cr_assert_eq(symlink("../secret", path), 0);
+	snprintf(path, sizeof(path), "%s/dir-out", srv.export_dir);
+	cr_assert_eq(symlink("..", path), 0);
+	cr_assert_eq(th_server_start(&srv, false), 0);
+	mount_it();
+}
+
+static void teardown(void)
+{
+	if (nfs)
+		rrr_nfs3_umount(nfs);
+	nfs = NULL;
+	th_cleanup(&srv);
+}
+
+TestSuite(nfs_handles, .init = setup, .fini = teardown, .timeout = 60);
+
+Test(nfs_handles, dotdot_of_root_is_root)
+{
+	struct rrr_nfs3_fattr root, up;
+	cr_assert_eq(rrr_nfs3_getattr(nfs, rrr_nfs3_root(nfs), &root), 0);
+	struct rrr_nfs3_fh fh;
+	cr_assert_eq(rrr_nfs3_lookup(nfs, rrr_nfs3_root(nfs), "..", &fh, &up), 0);
+	cr_assert_eq(up.fileid, root.fileid, "'..' of the export root stays at the root");
+	/* ".." of a subdirectory is its parent. */
+	struct rrr_nfs3_fh sub;
+	cr_assert_eq(rrr_nfs3_lookup(nfs, rrr_nfs3_root(nfs), "sub", &sub, NULL), 0);
+	cr_assert_eq(rrr_nfs3_lookup(nfs, &sub, "..", &fh, &up), 0);
+	cr_assert_eq(up.fileid, root.fileid);
+	cr_assert_eq(rrr_nfs3_lookup(nfs, &sub, "../..", &fh, NULL), RRR_NFS3ERR_ACCES,
+		     "a name with '/' is refused");
+}
+
+Test(nfs_handles, symlinks_out_are_not_followed)
+{
+	struct rrr_nfs3_fh fh, fh2;
+	struct rrr_nfs3_fattr a;
+	static char buf[64];
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+	uint32_t count = 0;
+	bool eof;
+	const char *links[] = {"abs-out", "rel-out"};
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(rrr_nfs3_lookup(nfs, rrr_nfs3_root(nfs), links[i], &fh, &a), 0);
+		cr_assert_eq(a.type, RRR_NF3LNK, "LOOKUP returns the link itself");
+		int rc = rrr_nfs3_read(nfs, &fh, 0, &iov, 1, &count, &eof);
+		cr_assert_eq(rc, RRR_NFS3ERR_INVAL, "READ of a symlink handle: %d", rc);
+		cr_assert_null(memmem(buf, sizeof(buf), "secret", 6));
+	}
+	/* A symlink to ".." used as a directory goes nowhere. */
+	cr_assert_eq(rrr_nfs3_lookup(nfs, rrr_nfs3_root(nfs), "dir-out", &fh, NULL), 0);
+	cr_assert_eq(rrr_nfs3_lookup(nfs, &fh, "secret", &fh2, NULL), RRR_NFS3ERR_NOTDIR);
+	/* Creating through a symlink to outside does not write outside. */
+	cr_assert_neq(rrr_nfs3_create(nfs, rrr_nfs3_root(nfs), "abs-out", 0644, false, &fh2), 0,
+		      "CREATE over a symlink must fail");
+	char path[512];
+	snprintf(path, sizeof(path), "%s/secret", srv.dir);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 11, "the file outside is untouched");
+}
+
+Test(nfs_handles, forged_and_tampered_handles)
+{
+	struct rrr_nfs3_fh fh;
+	struct rrr_nfs3_fattr a;
+	cr_assert_eq(rrr_nfs3_lookup(nfs, rrr_nfs3_root(nfs), "file", &fh, &a), 0);
+	cr_assert_eq(rrr_nfs3_getattr(nfs, &fh, NULL), 0);
+
+	/* Point the inode field at the file outside the export. */
+	char path[512];
+	snprintf(path, sizeof(path), "%s/secret", srv.dir);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	struct rrr_nfs3_fh forged = fh;
+	for (int i = 0; i < 8; i++)
+		forged.data[8 + i] = (uint8_t)((uint64_t)st.st_ino >> (56 - 8 * i));
+	cr_assert_eq(rrr_nfs3_getattr(nfs, &forged, NULL), RRR_NFS3ERR_STALE,
+		     "a forged inode number fails the tag");
+
+	/* Any flipped bit is refused. */
+	for (uint32_t i = 0; i < fh.len * 8; i += 13) {
+		struct rrr_nfs3_fh t = fh;
+		t.data[i / 8] ^= (uint8_t)(1u << (i % 8));
+		int rc = rrr_nfs3_getattr(nfs, &t, NULL);
+		cr_assert(rc == RRR_NFS3ERR_STALE || rc == RRR_NFS3ERR_BADHANDLE,
+			  "bit %u flipped: %d", i, rc);
+	}
+	/* Wrong lengths, empty, garbage. */
+	struct rrr_nfs3_fh shortfh = fh;
+	shortfh.len = 16;
+	cr_assert_eq(rrr_nfs3_getattr(nfs, &shortfh, NULL), RRR_NFS3ERR_BADHANDLE);
+	struct rrr_nfs3_fh empty = {.len = 0};
+	cr_assert_eq(rrr_nfs3_getattr(nfs, &empty, NULL), RRR_NFS3ERR_BADHANDLE);
+	struct rrr_nfs3_fh junk = {.len = 64};
+	memset(junk.data, 0x5a, 64);
+	cr_assert_eq(rrr_nfs3_getattr(nfs, &junk, NULL), RRR_NFS3ERR_BADHANDLE);
+	/* Names the server must refuse before any system call. */
+	cr_assert_eq(rrr_nfs3_lookup(nfs, rrr_nfs3_root(nfs), "", &fh, NULL), RRR_NFS3ERR_NOENT);
+	cr_assert_eq(rrr_nfs3_lookup(nfs, rrr_nfs3_root(nfs), "/etc", &fh, NULL),
+		     RRR_NFS3ERR_ACCES);
+}
+
+Test(nfs_handles, stable_across_restart_and_verifier_changes)
+{
+	struct rrr_nfs3_fh dir, fh;
+	cr_assert_eq(rrr_nfs3_mkdir(nfs, rrr_nfs3_root(nfs), "d", 0755, &dir), 0);
+	cr_assert_eq(rrr_nfs3_create(nfs, &dir, "f", 0644, false, &fh), 0);
+	struct iovec iov = {.iov_base = "hello", .iov_len = 5};
+	uint32_t count;
+	cr_assert_eq(rrr_nfs3_write(nfs, &fh, 0, &iov, 1, RRR_NFS3_UNSTABLE, &count), 0);
+	uint8_t v1[8], v2[8];
+	cr_assert_eq(rrr_nfs3_commit(nfs, &fh, v1), 0);
+	rrr_nfs3_umount(nfs);
+	nfs = NULL;
+
+	cr_assert_eq(th_server_stop(&srv), 0);
+	/* Rename the directory while the server is down: the path cache is
+	 * gone and the old path is wrong, the handle must still resolve. */
+	char a[512], b[512];
+	snprintf(a, sizeof(a), "%s/d", srv.export_dir);
+	snprintf(b, sizeof(b), "%s/moved", srv.export_dir);
+	cr_assert_eq(rename(a, b), 0);
+	cr_assert_eq(th_server_start(&srv, false), 0);
+	mount_it();
+	struct rrr_nfs3_fattr at;
+	cr_assert_eq(rrr_nfs3_getattr(nfs, &fh, &at), 0, "handle valid after restart");
+	cr_assert_eq(at.size, 5);
+	cr_assert_eq(rrr_nfs3_commit(nfs, &fh, v2), 0);
+	cr_assert_neq(memcmp(v1, v2, 8), 0, "write verifier changes on restart");
+
+	/* A removed file's handle goes stale (not BADHANDLE, not another file). */
+	cr_assert_eq(rrr_nfs3_remove(nfs, &dir, "f"), 0);
+	cr_assert_eq(rrr_nfs3_getattr(nfs, &fh, NULL), RRR_NFS3ERR_STALE);
+}

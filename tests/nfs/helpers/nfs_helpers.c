@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/nfs/helpers/nfs_helpers.c - process helpers for the NFS tests.
+ *
+ * The server is started with --port 0 --mount-port 0 --port-file, so tests
+ * run in parallel without port clashes; the port file appears (atomically,
+ * by rename) once the listeners are up. Children are always reaped: a
+ * child that outlives its timeout gets SIGKILL.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/nfs/helpers/nfs_helpers.h"
+
+const char *th_prog(const char *prog, char *buf, size_t len)
+{
+	const char *b = getenv("RRR_BUILD");
+	if (!b)
+		return NULL;
+	snprintf(buf, len, "%s/%s", b, prog);
+	return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+int th_mkdirs(struct th_server *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->pid = -1;
+	snprintf(s->dir, sizeof(s->dir), "/tmp/rrr-nfs-test-XXXXXX");
+	if (!mkdtemp(s->dir))
+		return -errno;
+	snprintf(s->export_dir, sizeof(s->export_dir), "%s/export", s->dir);
+	snprintf(s->state_dir, sizeof(s->state_dir), "%s/state", s->dir);
+	snprintf(s->log, sizeof(s->log), "%s/server.log", s->dir);
+	if (mkdir(s->export_dir, 0755) < 0 || mkdir(s->state_dir, 0700) < 0)
+		return -errno;
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int th_server_start(struct th_server *s, bool rdma)
+{
+	char prog[512], ports[320];
+	if (!th_prog("rrr-server", prog, sizeof(prog)))
+		return -ENOENT;
+	snprintf(ports, sizeof(ports), "%s/ports", s->dir);
+	unlink(ports);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		const char *argv[] = {prog, "--export", s->export_dir, "--state-dir", s->state_dir,
+				      "--port", "0", "--mount-port", "0", "--port-file", ports,
+				      "--threads", "2", rdma ? "--provider" : "--no-rdma",
+				      rdma ? "soft" : NULL, NULL};
+		execv(prog, (char *const *)argv);
+		_exit(127);
+	}
+	s->pid = pid;
+	double end = now() + 10;
+	while (now() < end) {
+		FILE *f = fopen(ports, "r");
+		if (f) {
+			unsigned r = 0, m = 0, t = 0;
+			int n = fscanf(f, "rdma=%u mount=%u tcp=%u", &r, &m, &t);
+			fclose(f);
+			if (n == 3) {
+				s->rdma_port = r;
+				s->mount_port = m;
+				return 0;
+			}
+		}
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			s->pid = -1;
+			return -ECHILD;
+		}
+		usleep(20000);
+	}
+	th_server_stop(s);
+	return -ETIMEDOUT;
+}
+
+static int wait_timeout(pid_t pid, int timeout_s)
+{
+	double end = now() + timeout_s;
+	int st;
+	while (now() < end) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+		if (r < 0)
+			return -1;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+int th_server_stop(struct th_server *s)
+{
+	if (s->pid <= 0)
+		return -1;
+	kill(s->pid, SIGTERM);
+	int rc = wait_timeout(s->pid, 10);
+	s->pid = -1;
+	return rc;
+}
+
+void th_cleanup(struct th_server *s)
+{
+	if (s->pid > 0)
+		th_server_stop(s);
+	if (s->dir[0]) {
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
+		if (system(cmd) != 0) {
+			/* leave it; /tmp is cleaned eventually */
+		}
+	}
+}
+
+int th_run(char *const argv[], const char *out_path, int timeout_s)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (out_path) {
+			int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd >= 0) {
+				dup2(fd, 1);
+				close(fd);
+			}
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return wait_timeout(pid, timeout_s);
+}
+
+int th_random_file(const char *path, size_t len, uint32_t seed)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	uint32_t x = seed ? seed : 1;
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		fputc((int)(x & 0xff), f);
+	}
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+int th_cmp_files(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "r"), *fb = fopen(b, "r");
+	int rc = (fa && fb) ? 0 : -1;
+	while (rc == 0) {
+		int ca = fgetc(fa), cb = fgetc(fb);
+		if (ca != cb)
+			rc = 1;
+		if (ca == EOF || cb == EOF)
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return rc;
+}
+
+bool th_file_contains(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}

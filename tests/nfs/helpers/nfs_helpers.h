@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/nfs/helpers/nfs_helpers.h - real rrr-server / rrr-client processes
+ * for the NFS integration tests: start a server on a fresh temporary export
+ * with free ports, run the client, stop the server. Every wait is bounded.
+ */
+#ifndef RRR_TESTS_NFS_HELPERS_H
+#define RRR_TESTS_NFS_HELPERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct th_server {
+	pid_t pid;
+	char dir[256];      /* temporary directory: export/, state/, log, ports */
+	char export_dir[300];
+	char state_dir[300];
+	char log[300];
+	unsigned rdma_port, mount_port;
+};
+
+/* $RRR_BUILD/<prog>, or NULL when RRR_BUILD is unset or the file is missing. */
+const char *th_prog(const char *prog, char *buf, size_t len);
+/* Make a fresh temporary directory with export/ and state/ inside. */
+int th_mkdirs(struct th_server *s);
+/* Start rrr-server on s->export_dir (--no-rdma when !rdma); waits for the
+ * port file up to 10 s. 0 or -errno. */
+int th_server_start(struct th_server *s, bool rdma);
+/* SIGTERM, wait up to 10 s (SIGKILL after); returns the exit status or -1. */
+int th_server_stop(struct th_server *s);
+/* Remove the temporary tree. */
+void th_cleanup(struct th_server *s);
+/* Run a command (argv, NULL-terminated) with a timeout; stdout goes to
+ * @out_path when non-NULL. Returns the exit status, or -1. */
+int th_run(char *const argv[], const char *out_path, int timeout_s);
+/* Write @len pseudo-random bytes (seeded) to @path. */
+int th_random_file(const char *path, size_t len, uint32_t seed);
+/* 0 when both files have equal contents. */
+int th_cmp_files(const char *a, const char *b);
+/* Whether @path's contents contain @needle. */
+bool th_file_contains(const char *path, const char *needle);
+
+#endif
