@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/soft/helpers/harness.c - see harness.h. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+int th_open(struct th_ep *e, const char *opts)
+{
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	e->oob = -1;
+	rc = rrr_device_open("soft", opts, &e->dev);
+	if (!rc)
+		rc = rrr_pd_alloc(e->dev, &e->pd);
+	if (!rc)
+		rc = rrr_cq_create(e->dev, 4096, &e->cq);
+	if (!rc)
+		rc = rrr_cm_create(e->dev, &e->cm);
+	return rc;
+}
+
+static int make_qp(struct th_ep *e, struct rrr_cm_id *id)
+{
+	struct rrr_qp_init_attr a = {
+		.pd = e->pd,
+		.send_cq = e->cq,
+		.recv_cq = e->cq,
+		.max_send_wr = 256,
+		.max_recv_wr = 256,
+		.max_send_sge = 4,
+		.max_recv_sge = 4,
+		.max_rd_atomic = 8,
+	};
+	return rrr_qp_create(id, &a, &e->qp);
+}
+
+int th_cm_wait(struct th_ep *e, enum rrr_cm_event_type type, int timeout_ms)
+{
+	long end = now_ms() + timeout_ms;
+
+	for (;;) {
+		long left = end - now_ms();
+		int rc;
+
+		if (left < 0)
+			return -ETIMEDOUT;
+		rc = rrr_cm_wait_event(e->cm, &e->ev, (int)left);
+		if (rc)
+			return rc;
+		if (e->ev.type == type)
+			return 0;
+		if (e->ev.type == RRR_CM_EVENT_REJECTED || e->ev.type == RRR_CM_EVENT_UNREACHABLE)
+			return -ECONNREFUSED;
+	}
+}
+
+int th_listen(struct th_ep *e, uint16_t *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_storage ss;
+	int rc;
+
+	rc = rrr_cm_id_create(e->cm, NULL, &e->lid);
+	if (!rc)
+		rc = rrr_cm_listen(e->lid, (struct sockaddr *)&sin, sizeof(sin), 8);
+	if (!rc)
+		rc = rrr_cm_id_local_addr(e->lid, &ss);
+	if (!rc)
+		*port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return rc;
+}
+
+int th_accept(struct th_ep *e, const void *pd, uint32_t pdlen)
+{
+	struct rrr_conn_param p = { .private_data = pd, .private_data_len = pdlen };
+	int rc;
+
+	rc = th_cm_wait(e, RRR_CM_EVENT_CONNECT_REQUEST, TH_TIMEOUT_MS);
+	if (rc)
+		return rc;
+	e->req = e->ev;
+	e->id = e->ev.id;
+	rc = make_qp(e, e->id);
+	if (!rc)
+		rc = rrr_cm_accept(e->id, &p);
+	if (!rc)
+		rc = th_cm_wait(e, RRR_CM_EVENT_ESTABLISHED, TH_TIMEOUT_MS);
+	return rc;
+}
+
+int th_connect(struct th_ep *e, uint16_t port, const void *pd, uint32_t pdlen)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct rrr_conn_param p = { .private_data = pd, .private_data_len = pdlen };
+	int rc;
+
+	rc = rrr_cm_id_create(e->cm, NULL, &e->id);
+	if (!rc)
+		rc = rrr_cm_resolve(e->id, (struct sockaddr *)&sin, sizeof(sin), 1000);
+	if (!rc)
+		rc = th_cm_wait(e, RRR_CM_EVENT_RESOLVED, TH_TIMEOUT_MS);
+	if (!rc)
+		rc = make_qp(e, e->id);
+	if (!rc)
+		rc = rrr_cm_connect(e->id, &p);
+	if (!rc)
+		rc = th_cm_wait(e, RRR_CM_EVENT_ESTABLISHED, TH_TIMEOUT_MS);
+	if (!rc)
+		e->req = e->ev;
+	return rc;
+}
+
+int th_wc(struct th_ep *e, struct rrr_wc *wc, int timeout_ms)
+{
+	long end = now_ms() + timeout_ms;
+
+	for (;;) {
+		long left = end - now_ms();
+		int rc;
+
+		if (left < 0)
+			return 0;
+		rc = rrr_cq_wait(e->cq, wc, 1, left > 50 ? 50 : (int)left);
+		if (rc)
+			return rc;
+	}
+}
+
+void th_close(struct th_ep *e)
+{
+	if (e->qp)
+		rrr_qp_destroy(e->qp);
+	if (e->id)
+		rrr_cm_id_destroy(e->id);
+	if (e->lid)
+		rrr_cm_id_destroy(e->lid);
+	if (e->cm)
+		rrr_cm_destroy(e->cm);
+	if (e->cq)
+		rrr_cq_destroy(e->cq);
+	if (e->pd)
+		rrr_pd_free(e->pd);
+	if (e->dev)
+		rrr_device_close(e->dev);
+	if (e->oob >= 0)
+		close(e->oob);
+	memset(e, 0, sizeof(*e));
+	e->oob = -1;
+}
+
+int th_oob_send(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int th_oob_recv(int fd, void *buf, size_t len, int timeout_ms)
+{
+	char *p = buf;
+	long end = now_ms() + timeout_ms;
+
+	while (len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long left = end - now_ms();
+		ssize_t n;
+
+		if (left < 0 || poll(&pfd, 1, (int)left) == 0)
+			return -ETIMEDOUT;
+		n = recv(fd, p, len, 0);
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int th_run_pair(const char *opts, th_fn server, th_fn client, void *arg)
+{
+	struct th_ep e;
+	uint16_t port = 0;
+	int sv[2], rc, status = -1;
+	pid_t pid;
+	long end;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		return -errno;
+	rc = th_open(&e, opts);
+	if (!rc)
+		rc = th_listen(&e, &port);
+	if (rc) {
+		fprintf(stderr, "server setup failed: %d %s\n", rc, rrr_last_error());
+		return rc;
+	}
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		struct th_ep c;
+
+		alarm(60);
+		close(sv[0]);
+		/* the parent's objects share epoll instances with us: leave them alone */
+		rc = th_open(&c, opts);
+		c.oob = sv[1];
+		if (!rc)
+			rc = th_connect(&c, port, TH_PD_CLIENT, sizeof(TH_PD_CLIENT));
+		if (rc) {
+			fprintf(stderr, "client setup failed: %d %s\n", rc,
+				rrr_last_error() ? rrr_last_error() : "");
+			_exit(2);
+		}
+		rc = client(&c, arg);
+		th_close(&c);
+		_exit(rc ? 1 : 0);
+	}
+	close(sv[1]);
+	e.oob = sv[0];
+	rc = th_accept(&e, TH_PD_SERVER, sizeof(TH_PD_SERVER));
+	if (!rc)
+		rc = server(&e, arg);
+	if (rc)
+		fprintf(stderr, "server side failed: %d (%s)\n", rc,
+			rrr_last_error() ? rrr_last_error() : "");
+	th_close(&e);
+	end = now_ms() + 20000;
+	while (now_ms() < end) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			break;
+		usleep(10000);
+	}
+	if (waitpid(pid, &status, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fprintf(stderr, "client timed out\n");
+		return -ETIMEDOUT;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "client failed (status 0x%x)\n", status);
+		return -1;
+	}
+	return rc;
+}
+
+void th_fill(void *buf, size_t len, uint32_t seed)
+{
+	uint8_t *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+int th_check(const void *buf, size_t len, uint32_t seed)
+{
+	const uint8_t *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		if (p[i] != (uint8_t)(x >> 16)) {
+			fprintf(stderr, "pattern mismatch at byte %zu of %zu\n", i, len);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+size_t th_count_not(const void *buf, size_t len, uint8_t v)
+{
+	const uint8_t *p = buf;
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++)
+		n += p[i] != v;
+	return n;
+}

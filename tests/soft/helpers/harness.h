@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/soft/helpers/harness.h - two-process soft-provider test harness.
+ *
+ * The parent listens on an ephemeral loopback port and forks the child,
+ * which connects; an out-of-band socketpair carries keys and sync bytes
+ * so tests need no RDMA traffic to set themselves up. Every wait is
+ * bounded (TH_TIMEOUT_MS); a child reports failure through its exit code.
+ */
+#ifndef TESTS_SOFT_HARNESS_H
+#define TESTS_SOFT_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rrr/provider.h>
+
+#define TH_TIMEOUT_MS 10000
+
+struct th_ep {
+	struct rrr_device *dev;
+	struct rrr_pd *pd;
+	struct rrr_cq *cq;
+	struct rrr_cm *cm;
+	struct rrr_cm_id *lid; /* listener (server) */
+	struct rrr_cm_id *id;
+	struct rrr_qp *qp;
+	struct rrr_cm_event ev;  /* last CM event */
+	struct rrr_cm_event req; /* server: the CONNECT_REQUEST; client: ESTABLISHED */
+	int oob;                /* control socket to the other process */
+};
+
+struct th_key {
+	uint64_t addr;
+	uint64_t len;
+	uint32_t rkey;
+	uint32_t tag;
+};
+
+int th_open(struct th_ep *e, const char *opts);
+int th_listen(struct th_ep *e, uint16_t *port);
+/* Wait for a request, create the QP, accept with @pd. */
+int th_accept(struct th_ep *e, const void *pd, uint32_t pdlen);
+int th_connect(struct th_ep *e, uint16_t port, const void *pd, uint32_t pdlen);
+/* Poll until one completion or timeout: 1, 0 on timeout, -errno. */
+int th_wc(struct th_ep *e, struct rrr_wc *wc, int timeout_ms);
+/* Wait for a CM event of @type (others are skipped): 0 or -errno. */
+int th_cm_wait(struct th_ep *e, enum rrr_cm_event_type type, int timeout_ms);
+void th_close(struct th_ep *e);
+
+int th_oob_send(int fd, const void *buf, size_t len);
+int th_oob_recv(int fd, void *buf, size_t len, int timeout_ms);
+
+#define TH_PD_CLIENT "private data from the client"
+#define TH_PD_SERVER "private data from the server"
+
+/*
+ * Run @server in this process and @client in a forked child, connected.
+ * Both get their endpoint; @arg is passed through. Returns 0 when both
+ * returned 0 (the child's result is its exit status).
+ */
+typedef int (*th_fn)(struct th_ep *e, void *arg);
+int th_run_pair(const char *opts, th_fn server, th_fn client, void *arg);
+
+/* Fill/verify a deterministic pattern. */
+void th_fill(void *buf, size_t len, uint32_t seed);
+int th_check(const void *buf, size_t len, uint32_t seed);
+/* Number of bytes of @buf not equal to @v. */
+size_t th_count_not(const void *buf, size_t len, uint8_t v);
+
+#define TH_CHECK(c)                                                                          \
+	do {                                                                                 \
+		if (!(c)) {                                                                  \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+			return -1;                                                           \
+		}                                                                            \
+	} while (0)
+
+#endif

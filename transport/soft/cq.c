@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport/soft/cq.c - completion queues and caller-driven progress.
+ *
+ * Normal operation: a CQ is a ring of struct rrr_wc under cq->lock (a leaf
+ * lock: QPs push completions while holding their own lock). The CQ's file
+ * descriptor is an epoll instance holding an eventfd (written when a
+ * completion arrives on an armed CQ) and, unless the device runs a
+ * progress thread, the sockets of every QP that uses this CQ. So the fd
+ * becomes readable both when completions may be pending and when a socket
+ * needs service, and rrr_cq_poll() makes progress: it collects ready
+ * sockets from the epoll set without waiting and drives each QP's receive
+ * and transmit engines before draining the ring. Pollers of one CQ share
+ * the progress work through cq->prog_lock (try-lock: a second poller just
+ * drains the ring).
+ *
+ * Recovery: a full ring drops the completion and marks the CQ overflowed;
+ * rrr_cq_poll() then returns -EOVERFLOW once the ring is drained (size CQs
+ * for all WRs, as with verbs). Destroying a CQ still used by a QP fails
+ * with -EBUSY.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "soft.h"
+
+int rrr__soft_cq_create(struct rrr_device *dev, uint32_t depth, struct rrr_cq **out)
+{
+	struct soft_cq *cq;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+	if (depth > 1u << 20)
+		return rrr__set_error(-EINVAL, "soft: CQ depth %u too large", depth);
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	cq->ring = calloc(depth, sizeof(*cq->ring));
+	cq->ep = epoll_create1(EPOLL_CLOEXEC);
+	cq->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!cq->ring || cq->ep < 0 || cq->evfd < 0 ||
+	    epoll_ctl(cq->ep, EPOLL_CTL_ADD, cq->evfd, &ev) < 0) {
+		int err = errno ? -errno : -ENOMEM;
+
+		if (cq->ep >= 0)
+			close(cq->ep);
+		if (cq->evfd >= 0)
+			close(cq->evfd);
+		free(cq->ring);
+		free(cq);
+		return err;
+	}
+	pthread_mutex_init(&cq->lock, NULL);
+	pthread_mutex_init(&cq->prog_lock, NULL);
+	cq->depth = depth;
+	cq->base.dev = dev;
+	atomic_fetch_add(&soft_dev(dev)->nobj, 1);
+	*out = &cq->base;
+	return 0;
+}
+
+int rrr__soft_cq_destroy(struct rrr_cq *base)
+{
+	struct soft_cq *cq = soft_cq(base);
+
+	if (atomic_load(&cq->refs))
+		return rrr__set_error(-EBUSY, "soft: CQ still used by a QP");
+	close(cq->ep);
+	close(cq->evfd);
+	pthread_mutex_destroy(&cq->lock);
+	pthread_mutex_destroy(&cq->prog_lock);
+	atomic_fetch_sub(&soft_dev(base->dev)->nobj, 1);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+void rrr__soft_cq_push(struct soft_cq *cq, const struct rrr_wc *wc)
+{
+	bool wake = false;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->count == cq->depth) {
+		cq->overflow = true;
+	} else {
+		cq->ring[(cq->head + cq->count) % cq->depth] = *wc;
+		cq->count++;
+	}
+	if (cq->armed) {
+		cq->armed = false;
+		wake = true;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	if (wake) {
+		uint64_t one = 1;
+
+		if (write(cq->evfd, &one, sizeof(one)) < 0) {
+			/* counter saturated: the fd is readable anyway */
+		}
+	}
+}
+
+static void progress(struct soft_cq *cq)
+{
+	struct epoll_event evs[32];
+	int n;
+
+	if (pthread_mutex_trylock(&cq->prog_lock) != 0)
+		return;
+	n = epoll_wait(cq->ep, evs, 32, 0);
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.ptr)
+			rrr__soft_qp_progress(evs[i].data.ptr, evs[i].events);
+	}
+	pthread_mutex_unlock(&cq->prog_lock);
+}
+
+int rrr__soft_cq_poll(struct rrr_cq *base, struct rrr_wc *wc, int n)
+{
+	struct soft_cq *cq = soft_cq(base);
+	struct soft_dev *dev = soft_dev(base->dev);
+	int k = 0;
+
+	if (!dev->progress_thread)
+		progress(cq);
+	pthread_mutex_lock(&cq->lock);
+	while (k < n && cq->count) {
+		wc[k++] = cq->ring[cq->head];
+		cq->head = (cq->head + 1) % cq->depth;
+		cq->count--;
+	}
+	if (!k && cq->overflow) {
+		cq->overflow = false;
+		pthread_mutex_unlock(&cq->lock);
+		return rrr__set_error(-EOVERFLOW, "soft: completion queue overflowed");
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return k;
+}
+
+int rrr__soft_cq_fd(struct rrr_cq *base)
+{
+	return soft_cq(base)->ep;
+}
+
+int rrr__soft_cq_ack_event(struct rrr_cq *base)
+{
+	uint64_t v;
+
+	if (read(soft_cq(base)->evfd, &v, sizeof(v)) < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return 0;
+}
+
+int rrr__soft_cq_arm(struct rrr_cq *base)
+{
+	struct soft_cq *cq = soft_cq(base);
+	bool pending;
+
+	pthread_mutex_lock(&cq->lock);
+	cq->armed = true;
+	pending = cq->count > 0;
+	pthread_mutex_unlock(&cq->lock);
+	if (pending) {
+		uint64_t one = 1;
+
+		if (write(cq->evfd, &one, sizeof(one)) < 0)
+			return -errno;
+	}
+	return 0;
+}

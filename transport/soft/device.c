@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport/soft/device.c - the soft device: options, attributes, PDs,
+ * the optional progress thread, and the provider ops table.
+ *
+ * Normal operation: rrr_device_open("soft", opts) parses
+ *   crc=0|1              offer CRC32c in MPA (default 1; used if either side asks)
+ *   progress_thread=0|1  a device thread drives every QP socket (default 0:
+ *                        rrr_cq_poll() drives the sockets of its QPs)
+ *   mulpdu=N             largest ULPDU sent, 128..65535 (default 65520)
+ *   max_fr_pages=N       page-list depth of fast-reg MRs (default 256)
+ * and reports the attributes callers plan with: map model SG_GAPS (a
+ * registration is a list of arbitrary (addr, len) chunks), Send with
+ * Invalidate supported, RDMA READ sinks need REMOTE_WRITE (iWARP).
+ *
+ * The progress thread sleeps in epoll_wait() on the device's epoll set
+ * (all QP sockets) and drives ready QPs under dev->prog_lock; QP destroy
+ * takes the same lock to remove its socket, so the thread never sees a
+ * freed QP. It wakes at least every 20 ms to notice a stop request.
+ *
+ * Recovery: closing the device stops the thread; objects still alive are
+ * a caller bug, reported on stderr (an operator can act on the leak).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "soft.h"
+
+static int parse_u32(const char *val, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(val, &end, 0);
+	if (errno || *end || end == val || v < lo || v > hi)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int opt(void *arg, const char *key, const char *val)
+{
+	struct soft_dev *d = arg;
+	uint32_t v;
+
+	if (strcmp(key, "crc") == 0 && !parse_u32(val, 0, 1, &v)) {
+		d->crc = v;
+	} else if (strcmp(key, "progress_thread") == 0 && !parse_u32(val, 0, 1, &v)) {
+		d->progress_thread = v;
+	} else if (strcmp(key, "mulpdu") == 0 &&
+		   !parse_u32(val, SOFT_MULPDU_MIN, SOFT_MULPDU_MAX, &v)) {
+		d->mulpdu = v;
+	} else if (strcmp(key, "max_fr_pages") == 0 &&
+		   !parse_u32(val, 1, SOFT_MAX_FR_PAGES_MAX, &v)) {
+		d->max_fr_pages = v;
+	} else {
+		fprintf(stderr, "rrr soft: bad option '%s=%s' (known: crc=0|1, progress_thread=0|1, "
+				"mulpdu=%u..%u, max_fr_pages=1..%u)\n",
+			key, val, SOFT_MULPDU_MIN, SOFT_MULPDU_MAX, SOFT_MAX_FR_PAGES_MAX);
+		return rrr__set_error(-EINVAL, "soft: bad option '%s=%s'", key, val);
+	}
+	return 0;
+}
+
+static void *progress_main(void *arg)
+{
+	struct soft_dev *d = arg;
+	struct epoll_event evs[32];
+
+	rrr__soft_rcu_thread();
+	while (!atomic_load(&d->thr_stop)) {
+		int n;
+
+		pthread_mutex_lock(&d->prog_lock);
+		n = epoll_wait(d->ep, evs, 32, 20);
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr)
+				rrr__soft_qp_progress(evs[i].data.ptr, evs[i].events);
+		}
+		pthread_mutex_unlock(&d->prog_lock);
+		if (n <= 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+static void dev_free(struct soft_dev *d)
+{
+	if (d->ep >= 0)
+		close(d->ep);
+	pthread_mutex_destroy(&d->lock);
+	pthread_mutex_destroy(&d->prog_lock);
+	free(d->stags);
+	free(d->free_idx);
+	free(d);
+}
+
+static int soft_device_open(const char *opts, struct rrr_device **out)
+{
+	struct soft_dev *d = calloc(1, sizeof(*d));
+	struct rrr_device_attr *a;
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	d->ep = -1;
+	d->crc = true;
+	d->mulpdu = SOFT_MULPDU_DEF;
+	d->max_fr_pages = SOFT_MAX_FR_PAGES_DEF;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->prog_lock, NULL);
+	rc = rrr__opts_parse(opts, opt, d);
+	if (rc) {
+		dev_free(d);
+		return rc;
+	}
+	d->stags = calloc(SOFT_MAX_STAGS, sizeof(*d->stags));
+	d->free_idx = calloc(SOFT_MAX_STAGS, sizeof(*d->free_idx));
+	if (!d->stags || !d->free_idx) {
+		dev_free(d);
+		return -ENOMEM;
+	}
+	d->next_idx = 1;
+	atomic_init(&d->seed, (unsigned)getpid());
+	if (d->progress_thread) {
+		d->ep = epoll_create1(EPOLL_CLOEXEC);
+		if (d->ep < 0) {
+			rc = -errno;
+			dev_free(d);
+			return rc;
+		}
+		rc = pthread_create(&d->thr, NULL, progress_main, d);
+		if (rc) {
+			dev_free(d);
+			return rrr__set_error(-rc, "soft: cannot start the progress thread");
+		}
+		d->thr_running = true;
+	}
+	a = &d->base.attr;
+	snprintf(a->provider, sizeof(a->provider), "soft");
+	snprintf(a->name, sizeof(a->name), "soft0");
+	snprintf(a->strategy, sizeof(a->strategy), "frwr");
+	a->page_size = 4096;
+	a->max_fr_pages = d->max_fr_pages;
+	a->max_sge = SOFT_MAX_SGE;
+	a->max_qp_wr = SOFT_MAX_QP_WR;
+	a->max_private_data = RRR_CM_MAX_PRIVATE_DATA;
+	a->map_model = RRR_MAP_SG_GAPS;
+	a->sg_gaps = true;
+	a->send_with_inv = true;
+	a->read_sink_remote_write = true;
+	a->safe = true;
+	*out = &d->base;
+	return 0;
+}
+
+static void soft_device_close(struct rrr_device *dev)
+{
+	struct soft_dev *d = soft_dev(dev);
+
+	if (d->thr_running) {
+		atomic_store(&d->thr_stop, true);
+		pthread_join(d->thr, NULL);
+	}
+	if (atomic_load(&d->nobj))
+		fprintf(stderr, "rrr soft: device closed with %d objects still alive\n",
+			atomic_load(&d->nobj));
+	dev_free(d);
+}
+
+int rrr__soft_pd_alloc(struct rrr_device *dev, struct rrr_pd **out)
+{
+	struct soft_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return -ENOMEM;
+	pd->base.dev = dev;
+	atomic_fetch_add(&soft_dev(dev)->nobj, 1);
+	*out = &pd->base;
+	return 0;
+}
+
+int rrr__soft_pd_free(struct rrr_pd *base)
+{
+	struct soft_pd *pd = container_of(base, struct soft_pd, base);
+
+	if (atomic_load(&pd->refs))
+		return rrr__set_error(-EBUSY, "soft: PD still used by %d MRs/QPs",
+				      atomic_load(&pd->refs));
+	atomic_fetch_sub(&soft_dev(base->dev)->nobj, 1);
+	free(pd);
+	return 0;
+}
+
+const struct rrr__provider_ops rrr__soft_ops = {
+	.name = "soft",
+	.device_open = soft_device_open,
+	.device_close = soft_device_close,
+	.pd_alloc = rrr__soft_pd_alloc,
+	.pd_free = rrr__soft_pd_free,
+	.cq_create = rrr__soft_cq_create,
+	.cq_destroy = rrr__soft_cq_destroy,
+	.cq_poll = rrr__soft_cq_poll,
+	.cq_fd = rrr__soft_cq_fd,
+	.cq_ack_event = rrr__soft_cq_ack_event,
+	.cq_arm = rrr__soft_cq_arm,
+	.mr_reg = rrr__soft_mr_reg,
+	.mr_alloc = rrr__soft_mr_alloc,
+	.mr_dereg = rrr__soft_mr_dereg,
+	.mr_map_sg = rrr__soft_mr_map_sg,
+	.mr_recover = rrr__soft_mr_recover,
+	.qp_create = rrr__soft_qp_create,
+	.qp_destroy = rrr__soft_qp_destroy,
+	.post_send = rrr__soft_post_send,
+	.post_recv = rrr__soft_post_recv,
+	.cm_create = rrr__soft_cm_create,
+	.cm_destroy = rrr__soft_cm_destroy,
+	.cm_fd = rrr__soft_cm_fd,
+	.cm_get_event = rrr__soft_cm_get_event,
+	.cm_id_create = rrr__soft_cm_id_create,
+	.cm_id_destroy = rrr__soft_cm_id_destroy,
+	.cm_peer_addr = rrr__soft_cm_peer_addr,
+	.cm_local_addr = rrr__soft_cm_local_addr,
+	.cm_listen = rrr__soft_cm_listen,
+	.cm_resolve = rrr__soft_cm_resolve,
+	.cm_connect = rrr__soft_cm_connect,
+	.cm_accept = rrr__soft_cm_accept,
+	.cm_reject = rrr__soft_cm_reject,
+	.cm_disconnect = rrr__soft_cm_disconnect,
+};

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport/soft/mr.c - memory registration operations of the soft provider.
+ *
+ * Normal operation: a long-lived registration (rrr_mr_reg) is one chunk
+ * [addr, addr+len), VALID at once, with lkey == rkey. A fast-registration
+ * MR (rrr_mr_alloc) owns an array of max_pages chunks; rrr_mr_map_sg()
+ * copies the scatterlist into it as a list of (address, length) pieces -
+ * the soft "RNIC" accepts arbitrary gaps (RRR_MAP_SG_GAPS), so every
+ * non-empty entry becomes one chunk and iova is the virtual address of
+ * the first byte. Each map rotates the 8-bit key; the REG_MR work request
+ * makes the mapping VALID (stag.c), LOCAL_INV or a peer's Send with
+ * Invalidate makes it INVALID again.
+ *
+ * Recovery: rrr_mr_recover() forces INVALID (waiting out placements, as
+ * an invalidation does) and rotates the key, so no old handle matches.
+ * rrr_mr_dereg() clears the table slot and waits an RCU grace period
+ * before freeing, so a concurrent lookup never touches freed memory.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "soft.h"
+
+static void set_handles(struct soft_mr *mr)
+{
+	mr->base.lkey = mr->base.rkey = mr->index << 8 | mr->key;
+}
+
+int rrr__soft_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access,
+		     struct rrr_mr **out)
+{
+	struct soft_dev *dev = soft_dev(pd->dev);
+	struct soft_mr *mr;
+	int rc;
+
+	if ((uintptr_t)addr + len < (uintptr_t)addr)
+		return -EINVAL;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->dev = dev;
+	mr->base.dev = pd->dev;
+	mr->base.pd = pd;
+	mr->base.access = access;
+	mr->rights = access | RRR_ACCESS_LOCAL_WRITE;
+	mr->one.iov_base = addr;
+	mr->one.iov_len = len;
+	mr->chunks = &mr->one;
+	mr->nchunks = mr->maxchunks = 1;
+	mr->iova = (uintptr_t)addr;
+	mr->length = len;
+	mr->base.iova = mr->iova;
+	mr->base.length = len;
+	atomic_init(&mr->state, SOFT_MR_VALID);
+	rc = rrr__soft_stag_alloc(dev, mr);
+	if (rc) {
+		free(mr);
+		return rc;
+	}
+	set_handles(mr);
+	container_of(pd, struct soft_pd, base)->refs++;
+	atomic_fetch_add(&dev->nobj, 1);
+	*out = &mr->base;
+	return 0;
+}
+
+int rrr__soft_mr_alloc(struct rrr_pd *pd, uint32_t max_pages, struct rrr_mr **out)
+{
+	struct soft_dev *dev = soft_dev(pd->dev);
+	struct soft_mr *mr;
+	int rc;
+
+	if (max_pages > dev->max_fr_pages)
+		return rrr__set_error(-EINVAL, "soft: max_pages %u exceeds max_fr_pages %u",
+				      max_pages, dev->max_fr_pages);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->chunks = calloc(max_pages, sizeof(*mr->chunks));
+	if (!mr->chunks) {
+		free(mr);
+		return -ENOMEM;
+	}
+	mr->dev = dev;
+	mr->fast = true;
+	mr->maxchunks = max_pages;
+	mr->base.dev = pd->dev;
+	mr->base.pd = pd;
+	mr->base.max_pages = max_pages;
+	atomic_init(&mr->state, SOFT_MR_INVALID);
+	rc = rrr__soft_stag_alloc(dev, mr);
+	if (rc) {
+		free(mr->chunks);
+		free(mr);
+		return rc;
+	}
+	set_handles(mr);
+	container_of(pd, struct soft_pd, base)->refs++;
+	atomic_fetch_add(&dev->nobj, 1);
+	*out = &mr->base;
+	return 0;
+}
+
+int rrr__soft_mr_dereg(struct rrr_mr *base)
+{
+	struct soft_mr *mr = container_of(base, struct soft_mr, base);
+	struct soft_dev *dev = mr->dev;
+	int st = atomic_load(&mr->state);
+
+	if (mr->fast && (st == SOFT_MR_VALID || st == SOFT_MR_INVALIDATING))
+		return rrr__set_error(-EBUSY, "soft: MR 0x%x is still valid; invalidate first",
+				      base->rkey);
+	/* long-lived: stop placements first, then unpublish */
+	atomic_store(&mr->state, SOFT_MR_INVALID);
+	while (atomic_load(&mr->inflight) != 0)
+		sched_yield();
+	rrr__soft_stag_free(dev, mr);
+	container_of(base->pd, struct soft_pd, base)->refs--;
+	atomic_fetch_sub(&dev->nobj, 1);
+	if (mr->fast)
+		free(mr->chunks);
+	free(mr);
+	return 0;
+}
+
+int rrr__soft_mr_map_sg(struct rrr_mr *base, const struct rrr_sg *sg, int nents, unsigned access)
+{
+	struct soft_mr *mr = container_of(base, struct soft_mr, base);
+	int st = atomic_load(&mr->state);
+	uint64_t total = 0;
+	uint32_t n = 0;
+	int i;
+
+	if (st != SOFT_MR_INVALID && st != SOFT_MR_MAPPED)
+		return rrr__set_error(-EINVAL, "soft: map_sg on a registration that is valid");
+	if (sg[0].length == 0)
+		return -EINVAL;
+	for (i = 0; i < nents && n < mr->maxchunks; i++) {
+		if (sg[i].length == 0)
+			continue;
+		if (total + sg[i].length > (1ull << 40))
+			break;
+		mr->chunks[n].iov_base = (char *)sg[i].page + sg[i].offset;
+		mr->chunks[n].iov_len = sg[i].length;
+		total += sg[i].length;
+		n++;
+	}
+	/* consume trailing zero-length entries */
+	while (i < nents && sg[i].length == 0)
+		i++;
+	mr->nchunks = n;
+	mr->iova = (uintptr_t)mr->chunks[0].iov_base;
+	mr->length = total;
+	mr->rights = access | RRR_ACCESS_LOCAL_WRITE;
+	mr->base.access = access;
+	mr->key++;
+	set_handles(mr);
+	mr->base.iova = mr->iova;
+	mr->base.length = total;
+	atomic_store(&mr->state, SOFT_MR_MAPPED);
+	return i;
+}
+
+int rrr__soft_mr_recover(struct rrr_mr *base)
+{
+	struct soft_mr *mr = container_of(base, struct soft_mr, base);
+	int st = SOFT_MR_VALID;
+
+	if (!mr->fast)
+		return 0;
+	if (atomic_compare_exchange_strong(&mr->state, &st, SOFT_MR_INVALIDATING)) {
+		while (atomic_load(&mr->inflight) != 0)
+			sched_yield();
+	} else {
+		while (st == SOFT_MR_INVALIDATING) {
+			sched_yield();
+			st = atomic_load(&mr->state);
+		}
+	}
+	mr->key++;
+	set_handles(mr);
+	atomic_store(&mr->state, SOFT_MR_INVALID);
+	return 0;
+}

@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport/soft/qp.c - queue pairs: work queues, ordering, error and flush.
+ *
+ * Normal operation: a QP owns a send queue (ring of copied WRs), a receive
+ * queue and an inbound-READ queue (IRD entries). post_send() checks each
+ * WR (SGE count, local keys and bounds, READ sink rights) before queueing
+ * any of them from the first bad one on, then kicks the transmit engine
+ * (tx.c) which runs WRs in posting order: SEND/WRITE complete when their
+ * last FPDU is handed to TCP, a READ when its response is fully placed
+ * (rx.c), REG_MR/LOCAL_INV when the engine reaches them. A WR with
+ * RRR_SEND_FENCE does not start while READs are outstanding; at most ORD
+ * READs are outstanding. Completions leave the head of the send queue
+ * only, so they are reported in posting order (RC semantics), including
+ * unsignaled WRs which advance the head silently.
+ *
+ * Locking: qp->lock protects everything here and the socket state; it is
+ * taken by the poster and by whoever drives progress for the QP (a CQ
+ * poller or the progress thread). Completions go to the CQ under cq->lock
+ * (a leaf lock).
+ *
+ * Recovery: rrr__soft_qp_fatal() moves the QP to ERROR exactly once: it
+ * finishes the FPDU being transmitted (the stream must stay framed),
+ * sends a Terminate if asked (bounded wait, 200 ms), shuts the socket
+ * down, removes it from every epoll set, flushes every outstanding WR
+ * with RRR_WC_WR_FLUSH_ERR (the WR a peer's Terminate answers gets the
+ * matching remote error) and reports DISCONNECTED to the CM. WRs posted
+ * to an ERROR QP complete at once with flush errors.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include "soft.h"
+
+
+static uint32_t clampu(uint32_t v, uint32_t lo, uint32_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+int rrr__soft_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *attr,
+			struct rrr_qp **out)
+{
+	struct soft_dev *dev = soft_dev(id->cm->dev);
+	struct soft_qp *qp;
+
+	if (id->qp)
+		return rrr__set_error(-EEXIST, "soft: the connection id already has a QP");
+	if (attr->max_send_sge > SOFT_MAX_SGE || attr->max_recv_sge > SOFT_MAX_SGE)
+		return rrr__set_error(-EINVAL, "soft: at most %u SGEs per WR", SOFT_MAX_SGE);
+	if (attr->max_send_wr > SOFT_MAX_QP_WR || attr->max_recv_wr > SOFT_MAX_QP_WR)
+		return rrr__set_error(-EINVAL, "soft: at most %u WRs per queue", SOFT_MAX_QP_WR);
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->sq_size = clampu(attr->max_send_wr, 1, SOFT_MAX_QP_WR);
+	qp->rq_size = clampu(attr->max_recv_wr, 1, SOFT_MAX_QP_WR);
+	qp->ord = clampu(attr->max_rd_atomic ? attr->max_rd_atomic : SOFT_DEF_ORD, 1, SOFT_MAX_ORD);
+	qp->ird = qp->ord;
+	qp->irq_size = SOFT_MAX_ORD;
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+	qp->irq = calloc(qp->irq_size, sizeof(*qp->irq));
+	if (!qp->sq || !qp->rq || !qp->irq) {
+		free(qp->sq);
+		free(qp->rq);
+		free(qp->irq);
+		free(qp);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&qp->lock, NULL);
+	qp->dev = dev;
+	qp->fd = -1;
+	qp->max_send_sge = attr->max_send_sge ? attr->max_send_sge : 1;
+	qp->max_recv_sge = attr->max_recv_sge ? attr->max_recv_sge : 1;
+	qp->scq = soft_cq(attr->send_cq);
+	qp->rcq = soft_cq(attr->recv_cq);
+	qp->base.dev = &dev->base;
+	qp->base.pd = attr->pd;
+	qp->base.send_cq = attr->send_cq;
+	qp->base.recv_cq = attr->recv_cq;
+	qp->base.id = id;
+	qp->base.ctx = attr->ctx;
+	qp->tx_msn_send = qp->tx_msn_read = qp->tx_msn_term = 1;
+	qp->rx.msn_send = qp->rx.msn_read = qp->rx.msn_term = 1;
+	qp->rx.need = SOFT_HDR_TAGGED;
+	qp->id = rrr__soft_id_of(id);
+	atomic_fetch_add(&qp->scq->refs, 1);
+	atomic_fetch_add(&qp->rcq->refs, 1);
+	container_of(attr->pd, struct soft_pd, base)->refs++;
+	atomic_fetch_add(&dev->nobj, 1);
+	id->qp = &qp->base;
+	*out = &qp->base;
+	return 0;
+}
+
+static void ep_mod(struct soft_qp *qp, int op)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (qp->want_out ? EPOLLOUT : 0),
+				  .data.ptr = qp };
+
+	if (qp->dev->progress_thread) {
+		epoll_ctl(qp->dev->ep, op, qp->fd, &ev);
+		return;
+	}
+	epoll_ctl(qp->scq->ep, op, qp->fd, &ev);
+	if (qp->rcq != qp->scq)
+		epoll_ctl(qp->rcq->ep, op, qp->fd, &ev);
+}
+
+void rrr__soft_qp_want_out(struct soft_qp *qp, bool on)
+{
+	if (qp->want_out == on || !qp->in_ep)
+		return;
+	qp->want_out = on;
+	ep_mod(qp, EPOLL_CTL_MOD);
+}
+
+int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	pthread_mutex_lock(&qp->lock);
+	qp->fd = fd;
+	qp->crc = crc;
+	if (ord && ord < qp->ord)
+		qp->ord = ord;
+	if (ird && ird < qp->ird)
+		qp->ird = ird;
+	if (qp->state == SOFT_QP_IDLE)
+		qp->state = SOFT_QP_RTS;
+	qp->want_out = false;
+	qp->in_ep = true;
+	ep_mod(qp, EPOLL_CTL_ADD);
+	if (qp->state == SOFT_QP_RTS) {
+		rrr__soft_tx(qp);
+		rrr__soft_rx(qp);
+	}
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
+}
+
+static void ep_del_locked(struct soft_qp *qp)
+{
+	if (!qp->in_ep)
+		return;
+	ep_mod(qp, EPOLL_CTL_DEL);
+	qp->in_ep = false;
+}
+
+void rrr__soft_qp_detach(struct soft_qp *qp)
+{
+	/* Taking every prog lock guarantees no poller still holds a pointer
+	 * to this QP from an epoll event after we return. */
+	struct soft_cq *a = qp->scq, *b = qp->rcq;
+
+	if (qp->dev->progress_thread)
+		pthread_mutex_lock(&qp->dev->prog_lock);
+	if (a > b) {
+		struct soft_cq *t = a;
+
+		a = b;
+		b = t;
+	}
+	pthread_mutex_lock(&a->prog_lock);
+	if (b != a)
+		pthread_mutex_lock(&b->prog_lock);
+	pthread_mutex_lock(&qp->lock);
+	ep_del_locked(qp);
+	pthread_mutex_unlock(&qp->lock);
+	if (b != a)
+		pthread_mutex_unlock(&b->prog_lock);
+	pthread_mutex_unlock(&a->prog_lock);
+	if (qp->dev->progress_thread)
+		pthread_mutex_unlock(&qp->dev->prog_lock);
+}
+
+void rrr__soft_sq_complete(struct soft_qp *qp)
+{
+	while (qp->sq_count) {
+		struct soft_swqe *w = &qp->sq[qp->sq_head];
+		static const enum rrr_wc_opcode map[] = {
+			[RRR_WR_SEND] = RRR_WC_SEND,
+			[RRR_WR_SEND_WITH_INV] = RRR_WC_SEND,
+			[RRR_WR_RDMA_WRITE] = RRR_WC_RDMA_WRITE,
+			[RRR_WR_RDMA_READ] = RRR_WC_RDMA_READ,
+			[RRR_WR_REG_MR] = RRR_WC_REG_MR,
+			[RRR_WR_LOCAL_INV] = RRR_WC_LOCAL_INV,
+		};
+
+		if (w->st != SOFT_WQE_DONE)
+			break;
+		if ((w->flags & RRR_SEND_SIGNALED) || w->status != RRR_WC_SUCCESS) {
+			struct rrr_wc wc = {
+				.wr_id = w->wr_id,
+				.status = w->status,
+				.opcode = map[w->opcode],
+				.qp = &qp->base,
+				.vendor_err = w->vendor_err,
+			};
+			if (w->opcode == RRR_WR_RDMA_READ)
+				wc.byte_len = (uint32_t)w->total;
+			rrr__soft_cq_push(qp->scq, &wc);
+		}
+		qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
+		qp->sq_count--;
+		if (qp->sq_tx)
+			qp->sq_tx--;
+	}
+}
+
+static void flush_all(struct soft_qp *qp, enum rrr_wc_status first, uint32_t vendor)
+{
+	bool given = false;
+
+	for (uint32_t i = 0; i < qp->sq_count; i++) {
+		struct soft_swqe *w = &qp->sq[(qp->sq_head + i) % qp->sq_size];
+
+		if (w->st == SOFT_WQE_DONE)
+			continue;
+		w->st = SOFT_WQE_DONE;
+		if (!given && first != RRR_WC_WR_FLUSH_ERR && i < qp->sq_tx) {
+			w->status = first;
+			w->vendor_err = vendor;
+			given = true;
+		} else {
+			w->status = RRR_WC_WR_FLUSH_ERR;
+		}
+	}
+	qp->sq_tx = qp->sq_count;
+	qp->reads_out = 0;
+	rrr__soft_sq_complete(qp);
+	while (qp->rq_count) {
+		struct rrr_wc wc = {
+			.wr_id = qp->rq[qp->rq_head].wr_id,
+			.status = RRR_WC_WR_FLUSH_ERR,
+			.opcode = RRR_WC_RECV,
+			.qp = &qp->base,
+		};
+		rrr__soft_cq_push(qp->rcq, &wc);
+		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
+		qp->rq_count--;
+	}
+	qp->irq_count = 0;
+}
+
+/* Finish the FPDU on the wire and the Terminate, waiting at most ~200 ms. */
+static void drain_tx(struct soft_qp *qp)
+{
+	for (int i = 0; i < 4 && qp->fd >= 0; i++) {
+		struct pollfd p = { .fd = qp->fd, .events = POLLOUT };
+
+		rrr__soft_tx(qp);
+		if (!qp->tx.active && !qp->tx.term_pending)
+			return;
+		if (poll(&p, 1, 50) < 0)
+			return;
+	}
+}
+
+void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term,
+			       enum rrr_wc_status first, uint32_t vendor)
+{
+	if (qp->state == SOFT_QP_ERROR)
+		return;
+	qp->state = SOFT_QP_ERROR;
+	qp->rx.st = SOFT_RX_DEAD;
+	if (qp->fd >= 0) {
+		if (send_term) {
+			qp->tx.term_pending = true;
+			qp->tx.term = term;
+			qp->term_sent = SOFT_GET_FAIL | term;
+		}
+		drain_tx(qp);
+		shutdown(qp->fd, (qp->tx.active || qp->tx.term_pending) ? SHUT_RDWR : SHUT_WR);
+		ep_del_locked(qp);
+	}
+	qp->tx.active = false;
+	qp->tx.term_pending = false;
+	flush_all(qp, first, vendor);
+	if (qp->id && qp->fd >= 0)
+		rrr__soft_cm_conn_lost(qp->id, send_term ? -EPROTO : 0);
+}
+
+void rrr__soft_qp_fatal(struct soft_qp *qp, uint32_t term, bool send_term)
+{
+	rrr__soft_qp_fatal_status(qp, term, send_term, RRR_WC_WR_FLUSH_ERR, 0);
+}
+
+void rrr__soft_qp_progress(struct soft_qp *qp, uint32_t events)
+{
+	pthread_mutex_lock(&qp->lock);
+	if (qp->state == SOFT_QP_RTS) {
+		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+			rrr__soft_rx(qp);
+		if (qp->state == SOFT_QP_RTS)
+			rrr__soft_tx(qp);
+	}
+	pthread_mutex_unlock(&qp->lock);
+}
+
+int rrr__soft_qp_destroy(struct rrr_qp *base)
+{
+	struct soft_qp *qp = soft_qp(base);
+	struct soft_dev *dev = qp->dev;
+
+	rrr__soft_qp_detach(qp);
+	if (qp->id)
+		rrr__soft_cm_qp_gone(qp->id);
+	pthread_mutex_lock(&qp->lock);
+	if (qp->state != SOFT_QP_ERROR) {
+		qp->id = NULL; /* the id is being torn down by its owner; no event */
+		rrr__soft_qp_fatal(qp, 0, false);
+	}
+	pthread_mutex_unlock(&qp->lock);
+	if (base->id)
+		base->id->qp = NULL;
+	atomic_fetch_sub(&qp->scq->refs, 1);
+	atomic_fetch_sub(&qp->rcq->refs, 1);
+	container_of(base->pd, struct soft_pd, base)->refs--;
+	atomic_fetch_sub(&dev->nobj, 1);
+	pthread_mutex_destroy(&qp->lock);
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->irq);
+	free(qp);
+	return 0;
+}
+
+/* Local key check at post time (no Terminate: a local error). */
+static int check_sges(struct soft_qp *qp, const struct rrr_sge *sg, uint32_t n, unsigned rights,
+		      uint64_t *total)
+{
+	uint64_t t = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct soft_mr *mr;
+
+		if (sg[i].length == 0)
+			continue;
+		if (rrr__soft_mr_get(qp->dev, sg[i].lkey, qp->base.pd, rights, sg[i].addr,
+				     sg[i].length, true, &mr))
+			return rrr__set_error(-EINVAL,
+					      "soft: SGE %u (lkey 0x%x, %u bytes at 0x%llx) is not "
+					      "inside a valid local registration with the needed rights",
+					      i, sg[i].lkey, sg[i].length,
+					      (unsigned long long)sg[i].addr);
+		rrr__soft_mr_put(mr);
+		t += sg[i].length;
+	}
+	if (t > 0x7fffffffu)
+		return rrr__set_error(-EMSGSIZE, "soft: message longer than 2 GiB");
+	*total = t;
+	return 0;
+}
+
+int rrr__soft_post_send(struct rrr_qp *base, struct rrr_send_wr *wr, struct rrr_send_wr **bad)
+{
+	struct soft_qp *qp = soft_qp(base);
+	int rc = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	for (; wr; wr = wr->next) {
+		struct soft_swqe *w;
+		uint64_t total = 0;
+
+		if (qp->sq_count == qp->sq_size) {
+			rc = rrr__set_error(-ENOMEM, "soft: send queue full (%u WRs)", qp->sq_size);
+			break;
+		}
+		if (wr->num_sge > qp->max_send_sge) {
+			rc = rrr__set_error(-EINVAL, "soft: %u SGEs exceed the QP's max_send_sge %u",
+					    wr->num_sge, qp->max_send_sge);
+			break;
+		}
+		switch (wr->opcode) {
+		case RRR_WR_SEND:
+		case RRR_WR_SEND_WITH_INV:
+		case RRR_WR_RDMA_WRITE:
+			rc = check_sges(qp, wr->sg_list, wr->num_sge, 0, &total);
+			break;
+		case RRR_WR_RDMA_READ:
+			if (wr->num_sge != 1) {
+				rc = rrr__set_error(-EINVAL, "soft: RDMA READ needs exactly one SGE");
+				break;
+			}
+			/* iWARP: the sink is written by the peer's Read Response */
+			rc = check_sges(qp, wr->sg_list, 1,
+					RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE, &total);
+			break;
+		case RRR_WR_REG_MR:
+			if (!wr->u.reg.mr || wr->u.reg.mr->dev != base->dev || !wr->u.reg.mr->max_pages)
+				rc = rrr__set_error(-EINVAL, "soft: REG_MR needs a fast-reg MR");
+			break;
+		case RRR_WR_LOCAL_INV:
+			break;
+		default:
+			rc = rrr__set_error(-EINVAL, "soft: unknown opcode %d", (int)wr->opcode);
+		}
+		if (rc)
+			break;
+		w = &qp->sq[(qp->sq_head + qp->sq_count) % qp->sq_size];
+		memset(w, 0, sizeof(*w));
+		w->wr_id = wr->wr_id;
+		w->opcode = wr->opcode;
+		w->flags = wr->flags;
+		w->num_sge = wr->num_sge;
+		if (wr->num_sge)
+			memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
+		w->total = total;
+		switch (wr->opcode) {
+		case RRR_WR_RDMA_WRITE:
+		case RRR_WR_RDMA_READ:
+			w->remote_addr = wr->u.rdma.remote_addr;
+			w->rkey = wr->u.rdma.rkey;
+			break;
+		case RRR_WR_SEND_WITH_INV:
+			w->rkey = wr->u.send.invalidate_rkey;
+			break;
+		case RRR_WR_REG_MR:
+			w->mr = container_of(wr->u.reg.mr, struct soft_mr, base);
+			w->access = wr->u.reg.access;
+			break;
+		case RRR_WR_LOCAL_INV:
+			w->rkey = wr->u.inv.rkey;
+			break;
+		default:
+			break;
+		}
+		if (qp->state == SOFT_QP_ERROR) {
+			w->st = SOFT_WQE_DONE;
+			w->status = RRR_WC_WR_FLUSH_ERR;
+		}
+		qp->sq_count++;
+	}
+	*bad = wr;
+	if (qp->state == SOFT_QP_RTS)
+		rrr__soft_tx(qp);
+	else if (qp->state == SOFT_QP_ERROR) {
+		qp->sq_tx = qp->sq_count;
+		rrr__soft_sq_complete(qp);
+	}
+	pthread_mutex_unlock(&qp->lock);
+	return rc;
+}
+
+int rrr__soft_post_recv(struct rrr_qp *base, struct rrr_recv_wr *wr, struct rrr_recv_wr **bad)
+{
+	struct soft_qp *qp = soft_qp(base);
+	int rc = 0;
+
+	pthread_mutex_lock(&qp->lock);
+	for (; wr; wr = wr->next) {
+		struct soft_rwqe *r;
+		uint64_t total = 0;
+
+		if (qp->rq_count == qp->rq_size) {
+			rc = rrr__set_error(-ENOMEM, "soft: receive queue full (%u WRs)",
+					    qp->rq_size);
+			break;
+		}
+		if (wr->num_sge > qp->max_recv_sge) {
+			rc = rrr__set_error(-EINVAL, "soft: %u SGEs exceed the QP's max_recv_sge %u",
+					    wr->num_sge, qp->max_recv_sge);
+			break;
+		}
+		rc = check_sges(qp, wr->sg_list, wr->num_sge, RRR_ACCESS_LOCAL_WRITE, &total);
+		if (rc)
+			break;
+		if (qp->state == SOFT_QP_ERROR) {
+			struct rrr_wc wc = { .wr_id = wr->wr_id, .status = RRR_WC_WR_FLUSH_ERR,
+					     .opcode = RRR_WC_RECV, .qp = base };
+			rrr__soft_cq_push(qp->rcq, &wc);
+			continue;
+		}
+		r = &qp->rq[(qp->rq_head + qp->rq_count) % qp->rq_size];
+		r->wr_id = wr->wr_id;
+		r->num_sge = wr->num_sge;
+		if (wr->num_sge)
+			memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(*r->sge));
+		r->total = total;
+		qp->rq_count++;
+	}
+	*bad = wr;
+	pthread_mutex_unlock(&qp->lock);
+	return rc;
+}
+
+int rrr__soft_qp_info(struct rrr_qp *base, uint32_t *term_sent, uint32_t *term_rcvd, int *state)
+{
+	struct soft_qp *qp = soft_qp(base);
+
+	pthread_mutex_lock(&qp->lock);
+	if (term_sent)
+		*term_sent = qp->term_sent;
+	if (term_rcvd)
+		*term_rcvd = qp->term_rcvd;
+	if (state)
+		*state = qp->state;
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
+}

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport/soft/rx.c - the receive engine: header checks and direct placement.
+ *
+ * Normal operation (under qp->lock): the engine alternates between two
+ * states. HDR reads exactly the 16 bytes every FPDU starts with (the
+ * smallest FPDU is 16 bytes, so this never reads into the next one), then
+ * 4 more for an untagged header, and checks the whole header before one
+ * payload byte is read: versions, opcode/queue, MSN and message offset,
+ * receive buffer space, and for tagged segments the STag (state, key, PD,
+ * rights, bounds of [TO, TO+len)). PAY then readv()s the payload straight
+ * into its destination - the registration's chunks for tagged segments,
+ * the posted receive buffer for Sends, a small inline buffer for Read
+ * Requests and Terminates - followed in the same iovec list by the pad,
+ * the CRC and the first 16 bytes of the next FPDU, so a tagged FPDU costs
+ * one system call in steady state. The CRC is computed over the placed
+ * bytes and checked when the trailer is complete; only then is the
+ * segment's effect reported (completion, invalidation, read response).
+ *
+ * Safety: before every readv into a registration the engine takes the
+ * in-flight guard of stag.c (re-checking state and key) and drops it after
+ * the call, so an invalidation waits at most one readv and nothing is
+ * placed after it completed.
+ *
+ * Recovery: every violation calls rrr__soft_qp_fatal() with the Terminate
+ * layer/type/code of RFC 5040/5041 (or MPA's for CRC errors); the QP stops
+ * reading at once. End of stream or a socket error moves the QP to error
+ * without a Terminate. A peer's Terminate moves the QP to error; the WR it
+ * answers completes with the matching remote error, the rest are flushed.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "soft.h"
+
+enum { K_NONE = 0, K_TAGGED, K_RECV, K_INLINE };
+
+#define INL_MAX 64u
+
+static void term(struct soft_qp *qp, uint32_t code)
+{
+	rrr__soft_qp_fatal(qp, code, true);
+}
+
+#define T_RDMAP_OP(c) SOFT_TERM(SOFT_TERM_LAYER_RDMAP, SOFT_TERM_RDMAP_REM_OP, c)
+#define T_RDMAP_PROT(c) SOFT_TERM(SOFT_TERM_LAYER_RDMAP, SOFT_TERM_RDMAP_REM_PROT, c)
+#define T_DDP_T(c) SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_TAGGED, c)
+#define T_DDP_U(c) SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_UNTAGGED, c)
+#define T_LLP(c) SOFT_TERM(SOFT_TERM_LAYER_LLP, 0, c)
+
+/* The READ awaiting a response: the oldest SQ WR in WAIT_RESP. */
+static struct soft_swqe *read_head(struct soft_qp *qp)
+{
+	for (uint32_t i = 0; i < qp->sq_tx && i < qp->sq_count; i++) {
+		struct soft_swqe *w = &qp->sq[(qp->sq_head + i) % qp->sq_size];
+
+		if (w->opcode == RRR_WR_RDMA_READ &&
+		    (w->st == SOFT_WQE_WAIT_RESP || w->st == SOFT_WQE_ACTIVE))
+			return w;
+	}
+	return NULL;
+}
+
+/* Header complete: check it; set up the payload phase. 0 ok, -1 QP dead. */
+static int hdr_process(struct soft_qp *qp)
+{
+	struct soft_hdr *h = &qp->rx.h;
+	uint32_t hl, code;
+
+	if (rrr__soft_hdr_decode(qp->rx.hb, h)) {
+		term(qp, T_LLP(SOFT_ECODE_LLP_BAD_ULPDU));
+		return -1;
+	}
+	if (h->ddp_ver != 1) {
+		term(qp, h->tagged ? T_DDP_T(0x04) : T_DDP_U(SOFT_ECODE_UT_BAD_VER));
+		return -1;
+	}
+	if (h->rdmap_ver != 1) {
+		term(qp, T_RDMAP_OP(SOFT_ECODE_BAD_VERSION));
+		return -1;
+	}
+	hl = h->tagged ? SOFT_HDR_TAGGED : SOFT_HDR_UNTAGGED;
+	qp->rx.pay_len = h->ulpdu_len - (hl - 2);
+	qp->rx.pay_done = 0;
+	qp->rx.trl_len = soft_mpa_pad(h->ulpdu_len) + (qp->crc ? 4 : 0);
+	qp->rx.trl_have = 0;
+	qp->rx.crc = qp->crc ? rrr__soft_crc32c(0, qp->rx.hb, hl) : 0;
+	qp->rx.kind = K_NONE;
+
+	if (h->tagged) {
+		struct soft_mr *mr;
+
+		if (h->opcode == SOFT_OP_READ_RESP) {
+			struct soft_swqe *w = read_head(qp);
+
+			if (!w || w->st != SOFT_WQE_WAIT_RESP) {
+				term(qp, T_RDMAP_OP(SOFT_ECODE_UNEXP_OP));
+				return -1;
+			}
+			if (h->stag != w->sge[0].lkey) {
+				term(qp, T_DDP_T(SOFT_ECODE_INV_STAG));
+				return -1;
+			}
+			if (h->to != w->sge[0].addr + w->done_bytes ||
+			    qp->rx.pay_len > w->total - w->done_bytes ||
+			    (h->last && w->done_bytes + qp->rx.pay_len != w->total)) {
+				term(qp, T_DDP_T(SOFT_ECODE_BOUNDS));
+				return -1;
+			}
+		} else if (h->opcode != SOFT_OP_WRITE) {
+			term(qp, T_RDMAP_OP(SOFT_ECODE_UNEXP_OP));
+			return -1;
+		}
+		if (qp->rx.pay_len) {
+			code = rrr__soft_mr_get(qp->dev, h->stag, qp->base.pd,
+						RRR_ACCESS_REMOTE_WRITE, h->to, qp->rx.pay_len, false,
+						&mr);
+			if (code) {
+				term(qp, code & ~SOFT_GET_FAIL);
+				return -1;
+			}
+			rrr__soft_mr_put(mr);
+			qp->rx.kind = K_TAGGED;
+		}
+		qp->rx.st = SOFT_RX_PAY;
+		return 0;
+	}
+
+	switch (h->qn) {
+	case SOFT_QN_SEND:
+		if (h->opcode != SOFT_OP_SEND && h->opcode != SOFT_OP_SEND_INV &&
+		    h->opcode != SOFT_OP_SEND_SE && h->opcode != SOFT_OP_SEND_SE_INV) {
+			term(qp, T_RDMAP_OP(SOFT_ECODE_UNEXP_OP));
+			return -1;
+		}
+		if (h->msn != qp->rx.msn_send) {
+			term(qp, T_DDP_U(SOFT_ECODE_UT_MSN_RANGE));
+			return -1;
+		}
+		if (!qp->rx.in_msg) {
+			if (!qp->rq_count) {
+				term(qp, T_DDP_U(SOFT_ECODE_UT_NO_BUF));
+				return -1;
+			}
+			qp->rx.in_msg = true;
+			qp->rx.msg_off = 0;
+		}
+		if (h->mo != qp->rx.msg_off) {
+			term(qp, T_DDP_U(SOFT_ECODE_UT_INV_MO));
+			return -1;
+		}
+		if (qp->rx.pay_len > qp->rq[qp->rq_head].total - qp->rx.msg_off) {
+			term(qp, T_DDP_U(SOFT_ECODE_UT_TOO_LONG));
+			return -1;
+		}
+		qp->rx.kind = K_RECV;
+		break;
+	case SOFT_QN_READ:
+		if (h->opcode != SOFT_OP_READ_REQ) {
+			term(qp, T_RDMAP_OP(SOFT_ECODE_UNEXP_OP));
+			return -1;
+		}
+		if (h->msn != qp->rx.msn_read) {
+			term(qp, T_DDP_U(SOFT_ECODE_UT_MSN_RANGE));
+			return -1;
+		}
+		if (qp->rx.pay_len != SOFT_READ_REQ_LEN || !h->last || h->mo != 0) {
+			term(qp, T_DDP_U(SOFT_ECODE_UT_TOO_LONG));
+			return -1;
+		}
+		qp->rx.kind = K_INLINE;
+		break;
+	case SOFT_QN_TERM:
+		if (h->opcode != SOFT_OP_TERMINATE) {
+			term(qp, T_RDMAP_OP(SOFT_ECODE_UNEXP_OP));
+			return -1;
+		}
+		if (qp->rx.pay_len > INL_MAX || !h->last) {
+			term(qp, T_DDP_U(SOFT_ECODE_UT_TOO_LONG));
+			return -1;
+		}
+		qp->rx.kind = K_INLINE;
+		break;
+	default:
+		term(qp, T_DDP_U(SOFT_ECODE_UT_INV_QN));
+		return -1;
+	}
+	if (!qp->rx.pay_len)
+		qp->rx.kind = K_NONE;
+	qp->rx.st = SOFT_RX_PAY;
+	return 0;
+}
+
+static void complete_recv(struct soft_qp *qp)
+{
+	struct soft_hdr *h = &qp->rx.h;
+	struct soft_rwqe *r = &qp->rq[qp->rq_head];
+	struct rrr_wc wc = {
+		.wr_id = r->wr_id,
+		.status = RRR_WC_SUCCESS,
+		.opcode = RRR_WC_RECV,
+		.byte_len = (uint32_t)qp->rx.msg_off,
+		.qp = &qp->base,
+	};
+
+	if (h->opcode == SOFT_OP_SEND_INV || h->opcode == SOFT_OP_SEND_SE_INV) {
+		int rc = rrr__soft_invalidate(qp->dev, h->stag, qp->base.pd, false);
+
+		if (rc) {
+			term(qp, rc == -EACCES ? T_RDMAP_PROT(SOFT_ECODE_STAG_PD)
+			     : rc == -EPERM    ? T_RDMAP_OP(SOFT_ECODE_CANT_INV)
+					       : T_RDMAP_PROT(SOFT_ECODE_INV_STAG));
+			return;
+		}
+		wc.wc_flags |= RRR_WC_WITH_INV;
+		wc.invalidated_rkey = h->stag;
+	}
+	if (h->opcode == SOFT_OP_SEND_SE || h->opcode == SOFT_OP_SEND_SE_INV)
+		wc.wc_flags |= RRR_WC_SOLICITED;
+	qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
+	qp->rq_count--;
+	qp->rx.in_msg = false;
+	qp->rx.msn_send++;
+	rrr__soft_cq_push(qp->rcq, &wc);
+}
+
+static void got_read_req(struct soft_qp *qp, const uint8_t *b)
+{
+	struct soft_irq *q;
+	struct soft_read_req rr;
+	struct soft_mr *mr = NULL;
+	uint32_t code;
+
+	rrr__soft_read_req_decode(b, &rr);
+	qp->rx.msn_read++;
+	if (qp->irq_count >= qp->ird || qp->irq_count >= qp->irq_size) {
+		term(qp, T_RDMAP_OP(SOFT_ECODE_UNSPEC));
+		return;
+	}
+	if (rr.size) {
+		code = rrr__soft_mr_get(qp->dev, rr.src_stag, qp->base.pd, RRR_ACCESS_REMOTE_READ,
+					rr.src_to, rr.size, true, &mr);
+		if (code) {
+			term(qp, code & ~SOFT_GET_FAIL);
+			return;
+		}
+		rrr__soft_mr_put(mr);
+	}
+	q = &qp->irq[(qp->irq_head + qp->irq_count) % qp->irq_size];
+	q->rr = rr;
+	q->off = 0;
+	qp->irq_count++;
+}
+
+/* The FPDU is complete and its CRC good: act on it. */
+static void fpdu_complete(struct soft_qp *qp, const uint8_t *inl)
+{
+	struct soft_hdr *h = &qp->rx.h;
+
+	if (h->tagged) {
+		qp->bytes_placed += qp->rx.pay_len;
+		if (h->opcode == SOFT_OP_READ_RESP) {
+			struct soft_swqe *w = read_head(qp);
+
+			w->done_bytes += qp->rx.pay_len;
+			if (h->last) {
+				w->st = SOFT_WQE_DONE;
+				qp->reads_out--;
+				rrr__soft_sq_complete(qp);
+				rrr__soft_tx(qp);
+			}
+		}
+		return;
+	}
+	switch (h->qn) {
+	case SOFT_QN_SEND:
+		qp->rx.msg_off += qp->rx.pay_len;
+		if (h->last)
+			complete_recv(qp);
+		break;
+	case SOFT_QN_READ:
+		got_read_req(qp, inl);
+		if (qp->state == SOFT_QP_RTS)
+			rrr__soft_tx(qp);
+		break;
+	case SOFT_QN_TERM: {
+		uint32_t t = qp->rx.pay_len >= 4 ? rrr__soft_term_decode(inl) : 0;
+
+		qp->rx.msn_term++;
+		qp->term_rcvd = SOFT_GET_FAIL | t;
+		rrr__soft_qp_fatal_status(qp, 0, false, rrr__soft_term_wc_status(t), t);
+		break;
+	}
+	}
+}
+
+/* Payload destinations for the bytes still to come; guards taken. */
+static int pay_iov(struct soft_qp *qp, struct iovec *iov, struct soft_mr **guards, int *ng,
+		   uint8_t *inl)
+{
+	uint32_t left = qp->rx.pay_len - qp->rx.pay_done;
+	uint32_t code;
+	int n = 0;
+
+	*ng = 0;
+	if (!left)
+		return 0;
+	switch (qp->rx.kind) {
+	case K_TAGGED: {
+		uint64_t to = qp->rx.h.to + qp->rx.pay_done;
+
+		code = rrr__soft_mr_get(qp->dev, qp->rx.h.stag, qp->base.pd,
+					RRR_ACCESS_REMOTE_WRITE, to, left, false, &guards[0]);
+		if (code) {
+			term(qp, code & ~SOFT_GET_FAIL);
+			return -1;
+		}
+		*ng = 1;
+		return rrr__soft_mr_iov(guards[0], to, left, iov, SOFT_PAY_IOV);
+	}
+	case K_RECV: {
+		struct soft_rwqe *r = &qp->rq[qp->rq_head];
+		uint64_t off = qp->rx.msg_off + qp->rx.pay_done;
+
+		for (uint32_t i = 0; i < r->num_sge && left; i++) {
+			uint64_t l = r->sge[i].length;
+
+			if (off >= l) {
+				off -= l;
+				continue;
+			}
+			uint64_t take = l - off;
+
+			if (take > left)
+				take = left;
+			code = rrr__soft_mr_get(qp->dev, r->sge[i].lkey, qp->base.pd,
+						RRR_ACCESS_LOCAL_WRITE, r->sge[i].addr + off, take,
+						false, &guards[*ng]);
+			if (code) {
+				/* the local buffer's registration went away: local error */
+				for (int g = 0; g < *ng; g++)
+					rrr__soft_mr_put(guards[g]);
+				*ng = 0;
+				rrr__soft_qp_fatal_status(qp, T_RDMAP_OP(SOFT_ECODE_CATA_STREAM),
+							  true, RRR_WC_LOC_PROT_ERR, 0);
+				return -1;
+			}
+			(*ng)++;
+			iov[n].iov_base = (void *)(uintptr_t)(r->sge[i].addr + off);
+			iov[n].iov_len = take;
+			n++;
+			left -= (uint32_t)take;
+			off = 0;
+		}
+		return n;
+	}
+	case K_INLINE:
+		iov[0].iov_base = inl + qp->rx.pay_done;
+		iov[0].iov_len = left;
+		return 1;
+	}
+	return 0;
+}
+
+void rrr__soft_rx(struct soft_qp *qp)
+{
+	int budget = 64;
+
+	while (qp->state == SOFT_QP_RTS && qp->rx.st != SOFT_RX_DEAD && budget-- > 0) {
+		if (qp->rx.st == SOFT_RX_HDR) {
+			if (qp->rx.have < qp->rx.need) {
+				ssize_t n = read(qp->fd, qp->rx.hb + qp->rx.have,
+						 qp->rx.need - qp->rx.have);
+
+				if (n == 0) {
+					rrr__soft_qp_fatal(qp, 0, false);
+					return;
+				}
+				if (n < 0) {
+					if (errno == EINTR)
+						continue;
+					if (errno != EAGAIN)
+						rrr__soft_qp_fatal(qp, 0, false);
+					return;
+				}
+				qp->rx.have += (uint32_t)n;
+				continue;
+			}
+			if (qp->rx.need == SOFT_HDR_TAGGED &&
+			    rrr__soft_hdr_len(qp->rx.hb) == SOFT_HDR_UNTAGGED) {
+				qp->rx.need = SOFT_HDR_UNTAGGED;
+				continue;
+			}
+			if (hdr_process(qp))
+				return;
+		}
+		/* PAY: payload, trailer, and the next FPDU's first 16 bytes */
+		struct iovec iov[SOFT_PAY_IOV + 3];
+		struct soft_mr *guards[SOFT_MAX_SGE];
+		uint8_t *inlbuf = qp->rx.inl;
+		uint8_t nexthdr[SOFT_HDR_TAGGED];
+		int ng = 0, np, niov;
+		ssize_t n;
+
+		np = pay_iov(qp, iov, guards, &ng, inlbuf);
+		if (np < 0)
+			return;
+		niov = np;
+		if (qp->rx.trl_have < qp->rx.trl_len) {
+			iov[niov].iov_base = qp->rx.trl + qp->rx.trl_have;
+			iov[niov].iov_len = qp->rx.trl_len - qp->rx.trl_have;
+			niov++;
+		}
+		iov[niov].iov_base = nexthdr;
+		iov[niov].iov_len = sizeof(nexthdr);
+		niov++;
+		n = readv(qp->fd, iov, niov);
+		for (int g = 0; g < ng; g++)
+			rrr__soft_mr_put(guards[g]);
+		if (n == 0) {
+			rrr__soft_qp_fatal(qp, 0, false);
+			return;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				rrr__soft_qp_fatal(qp, 0, false);
+			return;
+		}
+		/* account: payload, then trailer, then next header */
+		size_t left = (size_t)n;
+
+		for (int i = 0; i < np && left; i++) {
+			size_t t = left < iov[i].iov_len ? left : iov[i].iov_len;
+
+			if (qp->crc)
+				qp->rx.crc = rrr__soft_crc32c(qp->rx.crc, iov[i].iov_base, t);
+			qp->rx.pay_done += (uint32_t)t;
+			left -= t;
+		}
+		if (left && qp->rx.trl_have < qp->rx.trl_len) {
+			size_t t = qp->rx.trl_len - qp->rx.trl_have;
+
+			if (t > left)
+				t = left;
+			qp->rx.trl_have += (uint32_t)t;
+			left -= t;
+		}
+		if (qp->rx.pay_done < qp->rx.pay_len || qp->rx.trl_have < qp->rx.trl_len)
+			continue;
+		/* FPDU complete: verify CRC, then act */
+		if (qp->crc) {
+			unsigned pad = qp->rx.trl_len - 4;
+			uint32_t c = rrr__soft_crc32c(qp->rx.crc, qp->rx.trl, pad);
+			uint32_t got = (uint32_t)qp->rx.trl[pad] | (uint32_t)qp->rx.trl[pad + 1] << 8 |
+				       (uint32_t)qp->rx.trl[pad + 2] << 16 |
+				       (uint32_t)qp->rx.trl[pad + 3] << 24;
+
+			if (c != got) {
+				term(qp, T_LLP(SOFT_ECODE_LLP_CRC));
+				return;
+			}
+		}
+		fpdu_complete(qp, inlbuf);
+		qp->rx.st = SOFT_RX_HDR;
+		qp->rx.need = SOFT_HDR_TAGGED;
+		memcpy(qp->rx.hb, nexthdr, left);
+		qp->rx.have = (uint32_t)left;
+	}
+}

@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport/soft/soft.h - private structures of the soft (iWARP over TCP)
+ * provider, shared by the files of transport/soft/ only.
+ *
+ * Layering (one file each):
+ *   crc32c.c    CRC32c (SSE4.2 instruction or table)
+ *   mpa.c       MPA Request/Reply frames (RFC 5044 + RFC 6581), FPDU trailer
+ *   ddp_rdmap.c DDP (RFC 5041) and RDMAP (RFC 5040) headers, Terminate codes
+ *   stag.c      STag table, the access check + in-flight guard, invalidation
+ *   mr.c        memory registration ops (reg, alloc, map_sg, dereg, recover)
+ *   tx.c        transmit engine (FPDU building, writev, read responses)
+ *   rx.c        receive engine (header checks, direct placement with readv)
+ *   qp.c        QP object, post_send/post_recv, ordering, error + flush
+ *   cq.c        completion queues, caller-driven progress (epoll)
+ *   cm.c        connection management over TCP (MPA setup, events)
+ *   device.c    device open/options, PDs, progress thread, ops table
+ *
+ * Lock order (outer to inner):
+ *   cq->prog_lock / dev->prog_lock  ->  cm->lock  ->  qp->lock
+ *     ->  cq->lock, cm->evlock, dev->lock (leaves)
+ * qp->lock is never held while taking cm->lock or a prog_lock.
+ */
+#ifndef RRR_TRANSPORT_SOFT_SOFT_H
+#define RRR_TRANSPORT_SOFT_SOFT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "transport/provider_impl.h"
+
+/* ------------------------------------------------------------ limits */
+#define SOFT_MAX_STAGS (1u << 16)       /* table entries (24-bit index space) */
+#define SOFT_MAX_QP_WR 4096u
+#define SOFT_MAX_SGE 8u
+#define SOFT_MAX_ORD 32u
+#define SOFT_DEF_ORD 16u
+#define SOFT_MAX_FR_PAGES_DEF 256u
+#define SOFT_MAX_FR_PAGES_MAX 65536u
+#define SOFT_MULPDU_DEF 65520u          /* max ULPDU (DDP header + payload) */
+#define SOFT_MULPDU_MIN 128u
+#define SOFT_MULPDU_MAX 65535u
+#define SOFT_MPA_PD_MAX 512u            /* MPA private data incl. IRD/ORD */
+#define SOFT_PAY_IOV 64                 /* payload iovecs per readv/writev */
+
+/* ------------------------------------------------------------ crc32c.c */
+/* CRC32c of @len bytes continuing @crc (start with 0). */
+uint32_t rrr__soft_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The same with the table implementation only (tests). */
+uint32_t rrr__soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+bool rrr__soft_crc32c_hw(void);
+
+/* ------------------------------------------------------------ mpa.c */
+#define SOFT_MPA_HDR 20u  /* key(16) + flags(1) + rev(1) + pd_len(2) */
+#define SOFT_MPA_KEY_REQ "MPA ID Req Frame"
+#define SOFT_MPA_KEY_REP "MPA ID Rep Frame"
+#define SOFT_MPA_FLAG_M 0x80
+#define SOFT_MPA_FLAG_C 0x40
+#define SOFT_MPA_FLAG_R 0x20
+#define SOFT_MPA_FLAG_H 0x10 /* RFC 6581: enhanced connection setup */
+#define SOFT_MPA_IRD_P2P 0x8000u
+#define SOFT_MPA_ORD_RTR_WRITE 0x8000u
+#define SOFT_MPA_ORD_RTR_READ 0x4000u
+#define SOFT_MPA_IRDORD_MASK 0x3fffu
+
+struct soft_mpa_rr {
+	bool reply;            /* Rep frame (else Req) */
+	bool crc, reject, markers, enhanced;
+	uint8_t rev;
+	uint16_t ird, ord;     /* rev 2 */
+	uint16_t ird_flags, ord_flags;
+	uint16_t pd_len;       /* user private data (after IRD/ORD) */
+	uint8_t pd[SOFT_MPA_PD_MAX];
+};
+
+/* Encode a rev-2 frame into @buf (>= SOFT_MPA_HDR + SOFT_MPA_PD_MAX); returns length. */
+size_t rrr__soft_mpa_encode(const struct soft_mpa_rr *rr, uint8_t *buf);
+/* Parse the fixed header: sets total length needed in *total. -EPROTO bad key. */
+int rrr__soft_mpa_parse_hdr(const uint8_t *buf, bool reply, size_t *total);
+/* Parse a complete frame of @len bytes. -EPROTO/-EMSGSIZE on bad frames. */
+int rrr__soft_mpa_parse(const uint8_t *buf, size_t len, bool reply, struct soft_mpa_rr *rr);
+/* Pad bytes after an FPDU whose ULPDU is @ulpdu_len bytes. */
+static inline unsigned soft_mpa_pad(uint32_t ulpdu_len)
+{
+	return (4u - ((2u + ulpdu_len) & 3u)) & 3u;
+}
+/* Zero-length RDMA Write used as the RFC 6581 ready-to-receive message. */
+size_t rrr__soft_mpa_rtr(uint8_t *buf, bool crc);
+/* True if @buf (16 bytes, + 4 CRC bytes when @crc) is a valid RTR. */
+bool rrr__soft_mpa_is_rtr(const uint8_t *buf, bool crc);
+
+/* ------------------------------------------------------------ ddp_rdmap.c */
+#define SOFT_DDP_T 0x80
+#define SOFT_DDP_L 0x40
+#define SOFT_DDP_V 0x01
+#define SOFT_RDMAP_V 0x40
+enum soft_op {
+	SOFT_OP_WRITE = 0,
+	SOFT_OP_READ_REQ = 1,
+	SOFT_OP_READ_RESP = 2,
+	SOFT_OP_SEND = 3,
+	SOFT_OP_SEND_INV = 4,
+	SOFT_OP_SEND_SE = 5,
+	SOFT_OP_SEND_SE_INV = 6,
+	SOFT_OP_TERMINATE = 7,
+};
+#define SOFT_HDR_TAGGED 16u   /* MPA len(2) + ctl(2) + STag(4) + TO(8) */
+#define SOFT_HDR_UNTAGGED 20u /* MPA len(2) + ctl(2) + inv(4) + QN(4) + MSN(4) + MO(4) */
+#define SOFT_READ_REQ_LEN 28u
+#define SOFT_QN_SEND 0u
+#define SOFT_QN_READ 1u
+#define SOFT_QN_TERM 2u
+
+struct soft_hdr {
+	uint16_t ulpdu_len;
+	bool tagged, last;
+	uint8_t ddp_ver, rdmap_ver, opcode;
+	uint32_t stag;     /* tagged: STag; untagged: invalidate STag */
+	uint64_t to;       /* tagged */
+	uint32_t qn, msn, mo;
+};
+
+struct soft_read_req {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t size;
+	uint32_t src_stag;
+	uint64_t src_to;
+};
+
+/* Terminate layer/type/code (RFC 5040 section 7, RFC 5041 section 7). */
+#define SOFT_TERM_LAYER_RDMAP 0
+#define SOFT_TERM_LAYER_DDP 1
+#define SOFT_TERM_LAYER_LLP 2
+#define SOFT_TERM_RDMAP_LOCAL_CATA 0
+#define SOFT_TERM_RDMAP_REM_PROT 1
+#define SOFT_TERM_RDMAP_REM_OP 2
+#define SOFT_TERM_DDP_CATA 0
+#define SOFT_TERM_DDP_TAGGED 1
+#define SOFT_TERM_DDP_UNTAGGED 2
+#define SOFT_TERM_DDP_RSVD 3
+/* RDMAP remote protection / operation codes */
+#define SOFT_ECODE_INV_STAG 0x00
+#define SOFT_ECODE_BOUNDS 0x01
+#define SOFT_ECODE_ACCESS 0x02
+#define SOFT_ECODE_STAG_PD 0x03
+#define SOFT_ECODE_TO_WRAP 0x04
+#define SOFT_ECODE_BAD_VERSION 0x05
+#define SOFT_ECODE_UNEXP_OP 0x06
+#define SOFT_ECODE_CATA_STREAM 0x07
+#define SOFT_ECODE_CANT_INV 0x09
+#define SOFT_ECODE_UNSPEC 0xff
+/* DDP untagged codes */
+#define SOFT_ECODE_UT_INV_QN 0x01
+#define SOFT_ECODE_UT_NO_BUF 0x02
+#define SOFT_ECODE_UT_MSN_RANGE 0x03
+#define SOFT_ECODE_UT_INV_MO 0x04
+#define SOFT_ECODE_UT_TOO_LONG 0x05
+#define SOFT_ECODE_UT_BAD_VER 0x06
+/* LLP (MPA) codes */
+#define SOFT_ECODE_LLP_CRC 0x02
+#define SOFT_ECODE_LLP_MARKER 0x03
+#define SOFT_ECODE_LLP_BAD_ULPDU 0x04
+
+/* Packed 24-bit layer:4|type:4|code:8, as the QP records it. */
+#define SOFT_TERM(l, t, c) ((uint32_t)(((l) & 0xf) << 12 | ((t) & 0xf) << 8 | ((c) & 0xff)))
+#define SOFT_TERM_LAYER(x) (((x) >> 12) & 0xf)
+#define SOFT_TERM_TYPE(x) (((x) >> 8) & 0xf)
+#define SOFT_TERM_CODE(x) ((x) & 0xff)
+
+/* Encoders write the MPA length field too; return header length. */
+size_t rrr__soft_hdr_tagged(uint8_t *b, uint8_t op, bool last, uint32_t stag, uint64_t to,
+			    uint32_t payload);
+size_t rrr__soft_hdr_untagged(uint8_t *b, uint8_t op, bool last, uint32_t inv_stag,
+			      uint32_t qn, uint32_t msn, uint32_t mo, uint32_t payload);
+/* Decode the first 4 bytes: header length needed (16 or 20). */
+size_t rrr__soft_hdr_len(const uint8_t *b);
+/* Decode a whole header. -EPROTO when ulpdu_len is too small for the header. */
+int rrr__soft_hdr_decode(const uint8_t *b, struct soft_hdr *h);
+void rrr__soft_read_req_encode(uint8_t *b, const struct soft_read_req *r);
+void rrr__soft_read_req_decode(const uint8_t *b, struct soft_read_req *r);
+/* Terminate payload (4 bytes): layer/type/code, no copied headers. */
+void rrr__soft_term_encode(uint8_t *b, uint32_t term);
+uint32_t rrr__soft_term_decode(const uint8_t *b);
+/* Work completion status a peer's Terminate maps to. */
+enum rrr_wc_status rrr__soft_term_wc_status(uint32_t term);
+
+/* ------------------------------------------------------------ device.c */
+struct soft_qp;
+
+struct soft_dev {
+	struct rrr_device base;
+	pthread_mutex_t lock;            /* stag allocator, qp list */
+	bool crc;
+	bool progress_thread;
+	uint32_t mulpdu;
+	uint32_t max_fr_pages;
+	_Atomic(struct soft_mr *) *stags; /* SOFT_MAX_STAGS entries, [0] unused */
+	uint32_t *free_idx;
+	uint32_t nfree, next_idx;
+	atomic_uint seed;
+	atomic_int nobj;                 /* live pds/cqs/mrs/qps/cms */
+	/* progress thread */
+	int ep;                          /* epoll of all QP sockets (thread mode) */
+	int wake_fd;
+	pthread_t thr;
+	bool thr_running;
+	atomic_bool thr_stop;
+	pthread_mutex_t prog_lock;
+};
+
+struct soft_pd {
+	struct rrr_pd base;
+	atomic_int refs;
+};
+
+static inline struct soft_dev *soft_dev(struct rrr_device *d)
+{
+	return container_of(d, struct soft_dev, base);
+}
+
+/* Make the calling thread an RCU reader (idempotent, cheap). */
+void rrr__soft_rcu_thread(void);
+
+/* ------------------------------------------------------------ stag.c / mr.c */
+enum soft_mr_state {
+	SOFT_MR_INVALID = 0,
+	SOFT_MR_MAPPED,
+	SOFT_MR_VALID,
+	SOFT_MR_INVALIDATING,
+};
+
+struct soft_mr {
+	struct rrr_mr base;
+	struct soft_dev *dev;
+	uint32_t index;
+	bool fast;                  /* fast-registration MR */
+	atomic_int state;
+	atomic_uint inflight;       /* placements/reads running now */
+	uint8_t key;                /* key of the current registration */
+	unsigned rights;            /* access of the current registration */
+	uint64_t iova, length;
+	uint32_t nchunks, maxchunks;
+	struct iovec *chunks;       /* (addr, len) of each mapped piece */
+	struct iovec one;           /* storage for long-lived MRs */
+};
+
+int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr);
+/* Remove from the table and wait an RCU grace period (MAY BLOCK). */
+void rrr__soft_stag_free(struct soft_dev *dev, struct soft_mr *mr);
+
+/*
+ * A checked, guarded access to [to, to+len) of registration @handle.
+ * rrr__soft_mr_get() returns 0 with *out referenced (inflight) or a
+ * packed Terminate code (SOFT_TERM(...)) | 0x80000000 on a violation.
+ * The caller places/reads, then calls rrr__soft_mr_put().
+ */
+#define SOFT_GET_FAIL 0x80000000u
+uint32_t rrr__soft_mr_get(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd,
+			  unsigned rights, uint64_t to, uint64_t len, bool rdmap_layer,
+			  struct soft_mr **out);
+void rrr__soft_mr_put(struct soft_mr *mr);
+/* Build iovecs covering [to, to+len) of a referenced MR; returns count. */
+int rrr__soft_mr_iov(const struct soft_mr *mr, uint64_t to, uint64_t len, struct iovec *iov,
+		     int max);
+/* Invalidate registration @handle (key must match; pd if non-NULL). Waits
+ * until no placement into it runs. Returns 0, -ENOENT (no such handle or
+ * key), -EACCES (pd), -EPERM (not a fast-reg MR and !allow_long). */
+int rrr__soft_invalidate(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd,
+			 bool allow_long);
+/* REG_MR work request: MAPPED -> VALID. */
+int rrr__soft_mr_validate(struct soft_mr *mr, struct rrr_pd *pd, unsigned access);
+
+/* ------------------------------------------------------------ cq.c */
+struct soft_cq {
+	struct rrr_cq base;
+	pthread_mutex_t lock;    /* ring */
+	pthread_mutex_t prog_lock;
+	struct rrr_wc *ring;
+	uint32_t depth, head, count;
+	bool armed;
+	bool overflow;
+	int ep;                  /* the CQ fd */
+	int evfd;
+	atomic_int refs;
+};
+
+static inline struct soft_cq *soft_cq(struct rrr_cq *c)
+{
+	return container_of(c, struct soft_cq, base);
+}
+
+void rrr__soft_cq_push(struct soft_cq *cq, const struct rrr_wc *wc);
+
+/* ------------------------------------------------------------ qp.c / tx.c / rx.c */
+enum soft_qp_state {
+	SOFT_QP_IDLE = 0,
+	SOFT_QP_RTS,
+	SOFT_QP_ERROR,
+};
+
+enum soft_wqe_state {
+	SOFT_WQE_QUEUED = 0, /* not started */
+	SOFT_WQE_ACTIVE,     /* partially transmitted */
+	SOFT_WQE_WAIT_RESP,  /* READ sent, awaiting response */
+	SOFT_WQE_DONE,
+};
+
+struct soft_swqe {
+	uint64_t wr_id;
+	enum rrr_wr_opcode opcode;
+	unsigned flags;
+	uint32_t num_sge;
+	struct rrr_sge sge[SOFT_MAX_SGE];
+	uint64_t remote_addr;
+	uint32_t rkey;            /* WRITE/READ rkey, SEND_INV/LOCAL_INV handle */
+	struct soft_mr *mr;       /* REG_MR */
+	unsigned access;
+	uint64_t total;
+	uint64_t done_bytes;      /* transmitted (or READ: received) */
+	uint32_t msn;
+	enum soft_wqe_state st;
+	enum rrr_wc_status status;
+	uint32_t vendor_err;
+};
+
+struct soft_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct rrr_sge sge[SOFT_MAX_SGE];
+	uint64_t total;
+};
+
+struct soft_irq {            /* inbound RDMA READ to answer */
+	struct soft_read_req rr;
+	uint64_t off;
+};
+
+enum soft_rx_state {
+	SOFT_RX_HDR = 0,
+	SOFT_RX_PAY,
+	SOFT_RX_DEAD,
+};
+
+enum soft_tx_kind {
+	SOFT_TXK_NONE = 0,
+	SOFT_TXK_SQ,
+	SOFT_TXK_IRQ,
+};
+
+struct soft_qp {
+	struct rrr_qp base;
+	struct soft_dev *dev;
+	struct soft_cq *scq, *rcq;
+	pthread_mutex_t lock;
+	enum soft_qp_state state;
+	int fd;
+	bool crc;
+	bool in_ep;
+	bool want_out;              /* EPOLLOUT armed */
+	uint32_t ord, ird;          /* outstanding READs allowed out / in */
+	uint32_t max_send_sge, max_recv_sge;
+
+	/* send queue ring */
+	struct soft_swqe *sq;
+	uint32_t sq_size, sq_head, sq_count;
+	uint32_t sq_tx;             /* ring index offset from head of next to transmit */
+	uint32_t reads_out;
+	uint32_t tx_msn_send, tx_msn_read, tx_msn_term;
+	/* receive queue ring */
+	struct soft_rwqe *rq;
+	uint32_t rq_size, rq_head, rq_count;
+	/* inbound read queue */
+	struct soft_irq *irq;
+	uint32_t irq_size, irq_head, irq_count;
+
+	/* transmit FPDU in progress */
+	struct {
+		bool active;
+		enum soft_tx_kind kind;     /* message in progress */
+		uint8_t hdr[SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN];
+		uint8_t trl[8];
+		struct iovec iov[SOFT_PAY_IOV + 2];
+		int niov, idx;
+		uint32_t src_handle;        /* read response source, re-checked per writev */
+		uint64_t src_to, src_len;
+		bool src_guard;
+		bool term_pending, term_sent;
+		uint32_t term;
+		struct {
+			enum soft_tx_kind kind;
+			bool last;
+			uint32_t slot;       /* SQ ring index */
+		} done;                      /* what the FPDU on the wire finishes */
+	} tx;
+
+	/* receive engine */
+	struct {
+		enum soft_rx_state st;
+		uint8_t hb[SOFT_HDR_UNTAGGED];
+		uint8_t inl[64];            /* Read Request / Terminate payload */
+		uint32_t have, need;        /* header bytes */
+		struct soft_hdr h;
+		uint32_t pay_len, pay_done; /* this FPDU */
+		uint32_t trl_len, trl_have;
+		uint8_t trl[8];
+		uint32_t crc;
+		int kind;                   /* placement kind */
+		uint32_t msn_send, msn_read, msn_term; /* expected next */
+		uint64_t msg_off;           /* current Send message offset */
+		bool in_msg;
+		uint32_t handle;            /* tagged target */
+		uint64_t to;
+	} rx;
+
+	uint32_t term_sent, term_rcvd;  /* packed codes, 0x80000000 flag when set */
+	struct soft_id *id;
+	uint64_t bytes_placed;
+};
+
+static inline struct soft_qp *soft_qp(struct rrr_qp *q)
+{
+	return container_of(q, struct soft_qp, base);
+}
+
+/* Drive the QP's socket: receive and transmit what is possible without
+ * blocking. Takes qp->lock. @events: EPOLLIN/EPOLLOUT/... */
+void rrr__soft_qp_progress(struct soft_qp *qp, uint32_t events);
+/* Under qp->lock: transmit as much as possible. */
+void rrr__soft_tx(struct soft_qp *qp);
+/* Under qp->lock: receive as much as possible (bounded budget). */
+void rrr__soft_rx(struct soft_qp *qp);
+/* Under qp->lock: QP to error, send Terminate @term if @send_term, flush. */
+void rrr__soft_qp_fatal(struct soft_qp *qp, uint32_t term, bool send_term);
+/* The same; the first started SQ WR completes with @first (peer Terminate). */
+void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term,
+			       enum rrr_wc_status first, uint32_t vendor);
+/* Under qp->lock: generate completions at the SQ head in order. */
+void rrr__soft_sq_complete(struct soft_qp *qp);
+/* Under qp->lock: arm/disarm EPOLLOUT on the QP socket. */
+void rrr__soft_qp_want_out(struct soft_qp *qp, bool on);
+/* CM hands over an established socket. Takes qp->lock. */
+int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord);
+/* Detach the socket from every epoll (before close). Takes prog locks. */
+void rrr__soft_qp_detach(struct soft_qp *qp);
+/* Internal test hooks: last Terminate sent/received (packed), state. */
+int rrr__soft_qp_info(struct rrr_qp *qp, uint32_t *term_sent, uint32_t *term_rcvd,
+		      int *state);
+
+/* ------------------------------------------------------------ cm.c */
+struct soft_id;
+struct soft_id *rrr__soft_id_of(struct rrr_cm_id *id);
+/* The QP of @id goes away: stop watching its socket (takes cm->lock). */
+void rrr__soft_cm_qp_gone(struct soft_id *id);
+/* Called by the QP (under qp->lock) when its connection ended. */
+void rrr__soft_cm_conn_lost(struct soft_id *id, int status);
+
+/* ------------------------------------------------------------ op entry points */
+int rrr__soft_pd_alloc(struct rrr_device *dev, struct rrr_pd **out);
+int rrr__soft_pd_free(struct rrr_pd *pd);
+int rrr__soft_cq_create(struct rrr_device *dev, uint32_t depth, struct rrr_cq **out);
+int rrr__soft_cq_destroy(struct rrr_cq *cq);
+int rrr__soft_cq_poll(struct rrr_cq *cq, struct rrr_wc *wc, int n);
+int rrr__soft_cq_fd(struct rrr_cq *cq);
+int rrr__soft_cq_ack_event(struct rrr_cq *cq);
+int rrr__soft_cq_arm(struct rrr_cq *cq);
+int rrr__soft_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access,
+		     struct rrr_mr **out);
+int rrr__soft_mr_alloc(struct rrr_pd *pd, uint32_t max_pages, struct rrr_mr **out);
+int rrr__soft_mr_dereg(struct rrr_mr *mr);
+int rrr__soft_mr_map_sg(struct rrr_mr *mr, const struct rrr_sg *sg, int nents, unsigned access);
+int rrr__soft_mr_recover(struct rrr_mr *mr);
+int rrr__soft_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *attr,
+			struct rrr_qp **out);
+int rrr__soft_qp_destroy(struct rrr_qp *qp);
+int rrr__soft_post_send(struct rrr_qp *qp, struct rrr_send_wr *wr, struct rrr_send_wr **bad);
+int rrr__soft_post_recv(struct rrr_qp *qp, struct rrr_recv_wr *wr, struct rrr_recv_wr **bad);
+int rrr__soft_cm_create(struct rrr_device *dev, struct rrr_cm **out);
+void rrr__soft_cm_destroy(struct rrr_cm *cm);
+int rrr__soft_cm_fd(struct rrr_cm *cm);
+int rrr__soft_cm_get_event(struct rrr_cm *cm, struct rrr_cm_event *ev);
+int rrr__soft_cm_id_create(struct rrr_cm *cm, void *ctx, struct rrr_cm_id **out);
+void rrr__soft_cm_id_destroy(struct rrr_cm_id *id);
+int rrr__soft_cm_peer_addr(const struct rrr_cm_id *id, struct sockaddr_storage *ss);
+int rrr__soft_cm_local_addr(const struct rrr_cm_id *id, struct sockaddr_storage *ss);
+int rrr__soft_cm_listen(struct rrr_cm_id *id, const struct sockaddr *addr, socklen_t len,
+			int backlog);
+int rrr__soft_cm_resolve(struct rrr_cm_id *id, const struct sockaddr *dst, socklen_t len,
+			 int timeout_ms);
+int rrr__soft_cm_connect(struct rrr_cm_id *id, const struct rrr_conn_param *param);
+int rrr__soft_cm_accept(struct rrr_cm_id *id, const struct rrr_conn_param *param);
+int rrr__soft_cm_reject(struct rrr_cm_id *id, const void *pdata, uint32_t len);
+int rrr__soft_cm_disconnect(struct rrr_cm_id *id);
+
+/* Big-endian helpers. */
+static inline void soft_put16(uint8_t *b, uint16_t v)
+{
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+static inline void soft_put32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+static inline void soft_put64(uint8_t *b, uint64_t v)
+{
+	soft_put32(b, (uint32_t)(v >> 32));
+	soft_put32(b + 4, (uint32_t)v);
+}
+static inline uint16_t soft_get16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] << 8 | b[1]);
+}
+static inline uint32_t soft_get32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+static inline uint64_t soft_get64(const uint8_t *b)
+{
+	return (uint64_t)soft_get32(b) << 32 | soft_get32(b + 4);
+}
+
+#endif /* RRR_TRANSPORT_SOFT_SOFT_H */

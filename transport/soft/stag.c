@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport/soft/stag.c - the STag table and guarded access to registrations.
+ *
+ * A handle (STag, lkey, rkey) is a 24-bit index into the device's table
+ * and an 8-bit key (low byte). The table is an array of atomic pointers;
+ * writers (registration, deregistration) serialise on dev->lock, readers
+ * (the receive path, read responder, post-time checks) never lock: they
+ * load the pointer inside an RCU read-side critical section (liburcu, memb
+ * flavour). A registration is freed only after rrr__soft_stag_free() has
+ * cleared its slot and waited a grace period (deregistration; never on the
+ * I/O path).
+ *
+ * Invalidation without a grace period on the I/O path: every placement or
+ * source read announces itself in the MR's in-flight counter BEFORE it
+ * checks the state, and withdraws after its readv/writev returns:
+ *
+ *   placer:      inflight++ ; if (state != VALID || key/pd/rights/bounds) {inflight--; fail}
+ *                readv(...) ; inflight--
+ *   invalidator: CAS state VALID -> INVALIDATING ; while (inflight) yield ;
+ *                state = INVALID ; report completion
+ *
+ * All four operations are sequentially consistent, so either the placer
+ * sees INVALIDATING and places nothing, or the invalidator sees its
+ * increment and waits; the wait lasts one non-blocking readv at most,
+ * because a placer re-acquires before every readv. An invalidation
+ * therefore never completes while a placement into the registration can
+ * still be in flight, and nothing is placed once it completed. The fields
+ * of a registration (key, rights, bounds, chunks) change only while it is
+ * not VALID; REG_MR publishes them with a release store of VALID.
+ *
+ * Checks (as RNICs do, with the Terminate each violation answers):
+ *   no entry / not VALID / key mismatch -> invalid STag
+ *   PD differs from the QP's            -> STag not associated
+ *   missing right                       -> access rights violation
+ *   [TO, TO+len) outside registration   -> base or bounds violation
+ *   TO + len wraps 64 bits              -> TO wrap
+ * The layer is DDP (tagged buffer) for placement and RDMAP (remote
+ * protection) for read sources and access rights, as Linux siw reports.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include <urcu/urcu-memb.h>
+
+#include "soft.h"
+
+static pthread_key_t rcu_key;
+static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
+static _Thread_local bool rcu_registered;
+
+static void rcu_thread_exit(void *arg)
+{
+	(void)arg;
+	if (rcu_registered) {
+		urcu_memb_unregister_thread();
+		rcu_registered = false;
+	}
+}
+
+static void rcu_key_init(void)
+{
+	pthread_key_create(&rcu_key, rcu_thread_exit);
+}
+
+void rrr__soft_rcu_thread(void)
+{
+	if (rcu_registered)
+		return;
+	pthread_once(&rcu_once, rcu_key_init);
+	urcu_memb_register_thread();
+	rcu_registered = true;
+	pthread_setspecific(rcu_key, (void *)1);
+}
+
+int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr)
+{
+	uint32_t idx;
+
+	pthread_mutex_lock(&dev->lock);
+	if (dev->nfree) {
+		idx = dev->free_idx[--dev->nfree];
+	} else if (dev->next_idx < SOFT_MAX_STAGS) {
+		idx = dev->next_idx++;
+	} else {
+		pthread_mutex_unlock(&dev->lock);
+		return rrr__set_error(-ENOMEM, "soft: STag table full (%u registrations)",
+				      SOFT_MAX_STAGS - 1);
+	}
+	mr->index = idx;
+	mr->key = (uint8_t)(atomic_fetch_add(&dev->seed, 0x9d) * 31u + idx);
+	atomic_store_explicit(&dev->stags[idx], mr, memory_order_release);
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+void rrr__soft_stag_free(struct soft_dev *dev, struct soft_mr *mr)
+{
+	pthread_mutex_lock(&dev->lock);
+	atomic_store_explicit(&dev->stags[mr->index], NULL, memory_order_release);
+	pthread_mutex_unlock(&dev->lock);
+	urcu_memb_synchronize_rcu();
+	pthread_mutex_lock(&dev->lock);
+	dev->free_idx[dev->nfree++] = mr->index;
+	pthread_mutex_unlock(&dev->lock);
+}
+
+static uint32_t fail(bool rdmap, unsigned code)
+{
+	if (rdmap || code == SOFT_ECODE_ACCESS)
+		return SOFT_GET_FAIL |
+		       SOFT_TERM(SOFT_TERM_LAYER_RDMAP, SOFT_TERM_RDMAP_REM_PROT, code);
+	return SOFT_GET_FAIL | SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_TAGGED, code);
+}
+
+uint32_t rrr__soft_mr_get(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd,
+			  unsigned rights, uint64_t to, uint64_t len, bool rdmap_layer,
+			  struct soft_mr **out)
+{
+	uint32_t idx = handle >> 8;
+	struct soft_mr *mr;
+	uint32_t rc = 0;
+
+	*out = NULL;
+	if (idx == 0 || idx >= SOFT_MAX_STAGS)
+		return fail(rdmap_layer, SOFT_ECODE_INV_STAG);
+	rrr__soft_rcu_thread();
+	urcu_memb_read_lock();
+	mr = atomic_load_explicit(&dev->stags[idx], memory_order_acquire);
+	if (!mr) {
+		rc = fail(rdmap_layer, SOFT_ECODE_INV_STAG);
+		goto out;
+	}
+	atomic_fetch_add(&mr->inflight, 1);
+	if (atomic_load(&mr->state) != SOFT_MR_VALID || mr->key != (uint8_t)handle) {
+		rc = fail(rdmap_layer, SOFT_ECODE_INV_STAG);
+	} else if (pd && mr->base.pd != pd) {
+		rc = fail(rdmap_layer, SOFT_ECODE_STAG_PD);
+	} else if ((mr->rights & rights) != rights) {
+		rc = fail(rdmap_layer, SOFT_ECODE_ACCESS);
+	} else if (to + len < to) {
+		rc = fail(rdmap_layer, SOFT_ECODE_TO_WRAP);
+	} else if (to < mr->iova || len > mr->length || to - mr->iova > mr->length - len) {
+		rc = fail(rdmap_layer, SOFT_ECODE_BOUNDS);
+	}
+	if (rc)
+		atomic_fetch_sub(&mr->inflight, 1);
+	else
+		*out = mr;
+out:
+	urcu_memb_read_unlock();
+	return rc;
+}
+
+void rrr__soft_mr_put(struct soft_mr *mr)
+{
+	if (mr)
+		atomic_fetch_sub(&mr->inflight, 1);
+}
+
+int rrr__soft_mr_iov(const struct soft_mr *mr, uint64_t to, uint64_t len, struct iovec *iov,
+		     int max)
+{
+	uint64_t off = to - mr->iova;
+	uint32_t i = 0;
+	int n = 0;
+
+	/* skip whole chunks before off */
+	while (i < mr->nchunks && off >= mr->chunks[i].iov_len) {
+		off -= mr->chunks[i].iov_len;
+		i++;
+	}
+	while (len && i < mr->nchunks && n < max) {
+		uint64_t take = mr->chunks[i].iov_len - off;
+
+		if (take > len)
+			take = len;
+		iov[n].iov_base = (char *)mr->chunks[i].iov_base + off;
+		iov[n].iov_len = take;
+		n++;
+		len -= take;
+		off = 0;
+		i++;
+	}
+	return n;
+}
+
+int rrr__soft_invalidate(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd,
+			 bool allow_long)
+{
+	uint32_t idx = handle >> 8;
+	struct soft_mr *mr;
+	int rc = 0, st;
+
+	if (idx == 0 || idx >= SOFT_MAX_STAGS)
+		return -ENOENT;
+	rrr__soft_rcu_thread();
+	urcu_memb_read_lock();
+	mr = atomic_load_explicit(&dev->stags[idx], memory_order_acquire);
+	if (!mr || mr->key != (uint8_t)handle) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (pd && mr->base.pd != pd) {
+		rc = -EACCES;
+		goto out;
+	}
+	if (!mr->fast && !allow_long) {
+		rc = -EPERM;
+		goto out;
+	}
+	st = SOFT_MR_VALID;
+	if (!atomic_compare_exchange_strong(&mr->state, &st, SOFT_MR_INVALIDATING)) {
+		/* already not valid: MAPPED or INVALID become INVALID */
+		if (st == SOFT_MR_INVALIDATING) {
+			rc = -EBUSY;
+			goto out;
+		}
+		atomic_store(&mr->state, SOFT_MR_INVALID);
+		goto out;
+	}
+	while (atomic_load(&mr->inflight) != 0)
+		sched_yield();
+	atomic_store(&mr->state, SOFT_MR_INVALID);
+out:
+	urcu_memb_read_unlock();
+	return rc;
+}
+
+int rrr__soft_mr_validate(struct soft_mr *mr, struct rrr_pd *pd, unsigned access)
+{
+	if (!mr->fast || mr->base.pd != pd)
+		return -EINVAL;
+	if (atomic_load(&mr->state) != SOFT_MR_MAPPED)
+		return -EINVAL;
+	mr->rights = access | RRR_ACCESS_LOCAL_WRITE;
+	atomic_store(&mr->state, SOFT_MR_VALID);
+	return 0;
+}

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport/soft/tx.c - the transmit engine: WRs and read responses to FPDUs.
+ *
+ * Normal operation (under qp->lock): one FPDU at a time is described by an
+ * iovec list - [MPA length + DDP/RDMAP header (+ inline Read Request or
+ * Terminate payload)] [payload pieces straight from the caller's SGEs or
+ * the registration's chunks] [pad + CRC32c] - and handed to writev() on
+ * the non-blocking socket; a short write leaves the rest for the next
+ * call (EPOLLOUT is armed meanwhile). No payload byte is copied by us.
+ * Messages are cut into segments of at most MULPDU - header bytes; a
+ * message is never interleaved with another one, so Read Responses are
+ * sent between whole SQ messages, before the next SQ WR starts.
+ *
+ * Order of the send queue: WRs start in posting order; REG_MR and
+ * LOCAL_INV execute when reached; a fenced WR waits for outstanding
+ * READs, a READ waits while ORD READs are outstanding. The Terminate
+ * requested by rrr__soft_qp_fatal() goes out right after the FPDU on the
+ * wire.
+ *
+ * Recovery: a Read Response re-checks its source registration (state,
+ * key, rights, bounds) before every writev, holding the in-flight guard
+ * during the call; if the source was invalidated the connection is
+ * aborted (the stream cannot be resynchronised) and the QP errors out.
+ * A socket error moves the QP to error without a Terminate.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "soft.h"
+
+
+static const uint8_t zeros[4];
+
+
+static int sge_iov(const struct rrr_sge *sg, uint32_t n, uint64_t off, uint64_t len,
+		   struct iovec *iov, int max)
+{
+	int k = 0;
+
+	for (uint32_t i = 0; i < n && len && k < max; i++) {
+		uint64_t l = sg[i].length;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		uint64_t take = l - off;
+
+		if (take > len)
+			take = len;
+		iov[k].iov_base = (void *)(uintptr_t)(sg[i].addr + off);
+		iov[k].iov_len = take;
+		k++;
+		len -= take;
+		off = 0;
+	}
+	return k;
+}
+
+/* Fill iov[0] (header), iov[1..np] (payload, already there), trailer. */
+static void fpdu_seal(struct soft_qp *qp, size_t hdrlen, int np, uint32_t paylen)
+{
+	uint32_t ulpdu = (uint32_t)hdrlen - 2 + paylen;
+	unsigned pad = soft_mpa_pad(ulpdu);
+	size_t tl = pad;
+
+	qp->tx.iov[0].iov_base = qp->tx.hdr;
+	qp->tx.iov[0].iov_len = hdrlen;
+	memset(qp->tx.trl, 0, sizeof(qp->tx.trl));
+	if (qp->crc) {
+		uint32_t c = rrr__soft_crc32c(0, qp->tx.hdr, hdrlen);
+
+		for (int i = 1; i <= np; i++)
+			c = rrr__soft_crc32c(c, qp->tx.iov[i].iov_base, qp->tx.iov[i].iov_len);
+		c = rrr__soft_crc32c(c, zeros, pad);
+		qp->tx.trl[pad] = (uint8_t)c;
+		qp->tx.trl[pad + 1] = (uint8_t)(c >> 8);
+		qp->tx.trl[pad + 2] = (uint8_t)(c >> 16);
+		qp->tx.trl[pad + 3] = (uint8_t)(c >> 24);
+		tl += 4;
+	}
+	qp->tx.niov = 1 + np;
+	if (tl) {
+		qp->tx.iov[qp->tx.niov].iov_base = qp->tx.trl;
+		qp->tx.iov[qp->tx.niov].iov_len = tl;
+		qp->tx.niov++;
+	}
+	qp->tx.idx = 0;
+	qp->tx.active = true;
+}
+
+static int tx_write(struct soft_qp *qp)
+{
+	while (qp->tx.idx < qp->tx.niov) {
+		struct soft_mr *guard = NULL;
+		ssize_t n;
+
+		if (qp->tx.src_guard &&
+		    rrr__soft_mr_get(qp->dev, qp->tx.src_handle, qp->base.pd,
+				     RRR_ACCESS_REMOTE_READ, qp->tx.src_to, qp->tx.src_len, true,
+				     &guard))
+			return -EIO;
+		n = writev(qp->fd, qp->tx.iov + qp->tx.idx, qp->tx.niov - qp->tx.idx);
+		rrr__soft_mr_put(guard);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? -EAGAIN : -errno;
+		}
+		while (n > 0) {
+			struct iovec *v = &qp->tx.iov[qp->tx.idx];
+
+			if ((size_t)n >= v->iov_len) {
+				n -= (ssize_t)v->iov_len;
+				qp->tx.idx++;
+			} else {
+				v->iov_base = (char *)v->iov_base + n;
+				v->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+static void fpdu_done(struct soft_qp *qp)
+{
+	qp->tx.src_guard = false;
+	if (qp->tx.done.kind == SOFT_TXK_SQ) {
+		struct soft_swqe *w = &qp->sq[qp->tx.done.slot];
+
+		if (qp->tx.done.last) {
+			qp->tx.kind = SOFT_TXK_NONE;
+			if (w->opcode == RRR_WR_RDMA_READ) {
+				w->st = SOFT_WQE_WAIT_RESP;
+			} else {
+				w->st = SOFT_WQE_DONE;
+				rrr__soft_sq_complete(qp);
+			}
+		}
+	} else if (qp->tx.done.kind == SOFT_TXK_IRQ) {
+		if (qp->tx.done.last) {
+			qp->tx.kind = SOFT_TXK_NONE;
+			qp->irq_head = (qp->irq_head + 1) % qp->irq_size;
+			qp->irq_count--;
+		}
+	}
+	qp->tx.done.kind = SOFT_TXK_NONE;
+}
+
+/* Next Read Response segment; false if the source check failed (QP dead). */
+static bool build_read_resp(struct soft_qp *qp)
+{
+	struct soft_irq *q = &qp->irq[qp->irq_head];
+	uint32_t maxpay = qp->dev->mulpdu - (SOFT_HDR_TAGGED - 2);
+	uint64_t left = q->rr.size - q->off;
+	uint32_t seg = left > maxpay ? maxpay : (uint32_t)left;
+	bool last = seg == left;
+	struct soft_mr *mr = NULL;
+	uint32_t rc;
+	int np = 0;
+
+	if (seg) {
+		rc = rrr__soft_mr_get(qp->dev, q->rr.src_stag, qp->base.pd, RRR_ACCESS_REMOTE_READ,
+				      q->rr.src_to + q->off, seg, true, &mr);
+		if (rc) {
+			rrr__soft_qp_fatal(qp, rc & ~SOFT_GET_FAIL, true);
+			return false;
+		}
+		np = rrr__soft_mr_iov(mr, q->rr.src_to + q->off, seg, qp->tx.iov + 1, SOFT_PAY_IOV);
+		/* more pieces than iovecs: shorten the segment */
+		uint64_t got = 0;
+
+		for (int i = 0; i < np; i++)
+			got += qp->tx.iov[1 + i].iov_len;
+		if (got < seg) {
+			seg = (uint32_t)got;
+			last = false;
+		}
+	}
+	rrr__soft_hdr_tagged(qp->tx.hdr, SOFT_OP_READ_RESP, last, q->rr.sink_stag,
+			     q->rr.sink_to + q->off, seg);
+	fpdu_seal(qp, SOFT_HDR_TAGGED, np, seg);
+	rrr__soft_mr_put(mr);
+	if (seg) {
+		qp->tx.src_guard = true;
+		qp->tx.src_handle = q->rr.src_stag;
+		qp->tx.src_to = q->rr.src_to + q->off;
+		qp->tx.src_len = seg;
+	}
+	q->off += seg;
+	qp->tx.kind = SOFT_TXK_IRQ;
+	qp->tx.done.kind = SOFT_TXK_IRQ;
+	qp->tx.done.last = last;
+	return true;
+}
+
+/* Start or continue the next SQ WR. Returns false when nothing to send. */
+static bool build_sq(struct soft_qp *qp)
+{
+	while (qp->sq_tx < qp->sq_count) {
+		uint32_t slot = (qp->sq_head + qp->sq_tx) % qp->sq_size;
+		struct soft_swqe *w = &qp->sq[slot];
+		uint32_t hdr = (w->opcode == RRR_WR_RDMA_WRITE) ? SOFT_HDR_TAGGED : SOFT_HDR_UNTAGGED;
+		uint32_t maxpay = qp->dev->mulpdu - (hdr - 2);
+		int rc, np;
+
+		if (w->st == SOFT_WQE_DONE) {
+			qp->sq_tx++;
+			continue;
+		}
+		if (w->st == SOFT_WQE_QUEUED && (w->flags & RRR_SEND_FENCE) && qp->reads_out)
+			return false;
+		switch (w->opcode) {
+		case RRR_WR_REG_MR:
+			rc = rrr__soft_mr_validate(w->mr, qp->base.pd, w->access);
+			w->st = SOFT_WQE_DONE;
+			w->status = rc ? RRR_WC_LOC_PROT_ERR : RRR_WC_SUCCESS;
+			qp->sq_tx++;
+			rrr__soft_sq_complete(qp);
+			continue;
+		case RRR_WR_LOCAL_INV:
+			rc = rrr__soft_invalidate(qp->dev, w->rkey, qp->base.pd, false);
+			w->st = SOFT_WQE_DONE;
+			w->status = rc ? RRR_WC_LOC_PROT_ERR : RRR_WC_SUCCESS;
+			qp->sq_tx++;
+			rrr__soft_sq_complete(qp);
+			continue;
+		case RRR_WR_RDMA_READ: {
+			struct soft_read_req rr = {
+				.sink_stag = w->sge[0].lkey,
+				.sink_to = w->sge[0].addr,
+				.size = (uint32_t)w->total,
+				.src_stag = w->rkey,
+				.src_to = w->remote_addr,
+			};
+			if (qp->reads_out >= qp->ord)
+				return false;
+			rrr__soft_hdr_untagged(qp->tx.hdr, SOFT_OP_READ_REQ, true, 0, SOFT_QN_READ,
+					       qp->tx_msn_read++, 0, SOFT_READ_REQ_LEN);
+			rrr__soft_read_req_encode(qp->tx.hdr + SOFT_HDR_UNTAGGED, &rr);
+			fpdu_seal(qp, SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN, 0, 0);
+			qp->reads_out++;
+			w->st = SOFT_WQE_ACTIVE;
+			qp->sq_tx++;
+			qp->tx.kind = SOFT_TXK_SQ;
+			qp->tx.done.kind = SOFT_TXK_SQ;
+			qp->tx.done.last = true;
+			qp->tx.done.slot = slot;
+			return true;
+		}
+		default:
+			break;
+		}
+		/* SEND, SEND_WITH_INV, RDMA_WRITE: next segment */
+		uint64_t left = w->total - w->done_bytes;
+		uint32_t seg = left > maxpay ? maxpay : (uint32_t)left;
+		uint64_t got = 0;
+
+		np = sge_iov(w->sge, w->num_sge, w->done_bytes, seg, qp->tx.iov + 1, SOFT_PAY_IOV);
+		for (int i = 0; i < np; i++)
+			got += qp->tx.iov[1 + i].iov_len;
+		seg = (uint32_t)got;
+		bool last = seg == left;
+
+		if (w->st == SOFT_WQE_QUEUED) {
+			w->st = SOFT_WQE_ACTIVE;
+			if (w->opcode != RRR_WR_RDMA_WRITE)
+				w->msn = qp->tx_msn_send++;
+		}
+		if (w->opcode == RRR_WR_RDMA_WRITE) {
+			rrr__soft_hdr_tagged(qp->tx.hdr, SOFT_OP_WRITE, last, w->rkey,
+					     w->remote_addr + w->done_bytes, seg);
+		} else {
+			uint8_t op;
+
+			if (w->opcode == RRR_WR_SEND_WITH_INV)
+				op = (w->flags & RRR_SEND_SOLICITED) ? SOFT_OP_SEND_SE_INV
+								     : SOFT_OP_SEND_INV;
+			else
+				op = (w->flags & RRR_SEND_SOLICITED) ? SOFT_OP_SEND_SE : SOFT_OP_SEND;
+			rrr__soft_hdr_untagged(qp->tx.hdr, op, last,
+					       w->opcode == RRR_WR_SEND_WITH_INV ? w->rkey : 0,
+					       SOFT_QN_SEND, w->msn, (uint32_t)w->done_bytes, seg);
+		}
+		fpdu_seal(qp, hdr, np, seg);
+		w->done_bytes += seg;
+		if (last)
+			qp->sq_tx++;
+		qp->tx.kind = last ? SOFT_TXK_NONE : SOFT_TXK_SQ;
+		qp->tx.done.kind = SOFT_TXK_SQ;
+		qp->tx.done.last = last;
+		qp->tx.done.slot = slot;
+		return true;
+	}
+	return false;
+}
+
+void rrr__soft_tx(struct soft_qp *qp)
+{
+	if (qp->fd < 0)
+		return;
+	for (;;) {
+		if (qp->tx.active) {
+			int rc = tx_write(qp);
+
+			if (rc == -EAGAIN) {
+				rrr__soft_qp_want_out(qp, true);
+				return;
+			}
+			if (rc < 0) {
+				qp->tx.active = false;
+				qp->tx.term_pending = false;
+				rrr__soft_qp_fatal(qp, 0, false);
+				return;
+			}
+			qp->tx.active = false;
+			fpdu_done(qp);
+			continue;
+		}
+		if (qp->tx.term_pending) {
+			rrr__soft_hdr_untagged(qp->tx.hdr, SOFT_OP_TERMINATE, true, 0, SOFT_QN_TERM,
+					       qp->tx_msn_term++, 0, 4);
+			rrr__soft_term_encode(qp->tx.hdr + SOFT_HDR_UNTAGGED, qp->tx.term);
+			fpdu_seal(qp, SOFT_HDR_UNTAGGED + 4, 0, 0);
+			qp->tx.term_pending = false;
+			qp->tx.term_sent = true;
+			qp->tx.done.kind = SOFT_TXK_NONE;
+			continue;
+		}
+		if (qp->state != SOFT_QP_RTS)
+			break;
+		if (qp->tx.kind == SOFT_TXK_IRQ || (qp->tx.kind == SOFT_TXK_NONE && qp->irq_count)) {
+			if (!build_read_resp(qp))
+				return;
+			continue;
+		}
+		if (!build_sq(qp))
+			break;
+	}
+	rrr__soft_qp_want_out(qp, false);
+}
