@@ -43,11 +43,14 @@ static inline uint64_t ent_addr(const struct rrr_sg *e)
 	return (uint64_t)(uintptr_t)e->page + e->offset;
 }
 
-/* A non-empty entry's range must not wrap and must end below the limit. */
+/*
+ * A non-empty entry must lie below PLAN_ADDR_LIMIT (2^63). Testing the top
+ * bit of the page pointer and of the end is enough: with page < 2^63,
+ * page + offset + length (offset, length < 2^32) cannot wrap 64 bits.
+ */
 static inline bool ent_bad(const struct rrr_sg *e, uint64_t a)
 {
-	return a < (uint64_t)(uintptr_t)e->page || a >= PLAN_ADDR_LIMIT ||
-	       e->length > PLAN_ADDR_LIMIT - a;
+	return (((uint64_t)(uintptr_t)e->page | (a + e->length)) & PLAN_ADDR_LIMIT) != 0;
 }
 
 static inline bool is_hole(enum rrr_map_model model, uint64_t prev_end, uint64_t next,
@@ -186,22 +189,29 @@ plan_fast(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model mode
 {
 	const uint64_t mask = (UINT64_C(1) << shift) - 1;
 	uint64_t a0 = ent_addr(&sg[0]), prev_end = a0, acc = 0, pages = 0, length = 0;
+	uint64_t bad = 0;
 	unsigned i;
 
+	/* Branch-free body: problems are accumulated in the top bit of @bad
+	 * (see ent_bad(); length - 1 sets it for an empty entry) and judged
+	 * after the loop. */
 	for (i = 0; i < nents; i++) {
-		uint64_t a = ent_addr(&sg[i]), e = a + sg[i].length;
+		uint64_t p = (uint64_t)(uintptr_t)sg[i].page, a = p + sg[i].offset;
+		uint64_t e = a + sg[i].length;
 
-		if (sg[i].length == 0 || ent_bad(&sg[i], a))
-			return 0;
+		bad |= p | e | ((uint64_t)sg[i].length - 1);
 		if (model == RRR_MAP_PAGE_LIST)
 			acc |= i ? (prev_end | a) : 0;
 		else if (model == RRR_MAP_VIRT_CONTIG)
 			acc |= a ^ prev_end;
 		if (model != RRR_MAP_VIRT_CONTIG)
-			pages += (((e + mask) & ~mask) - (a & ~mask)) >> shift;
+			pages += ((e + mask) >> shift) - (a >> shift);
 		length += sg[i].length;
 		prev_end = e;
 	}
+	bad &= PLAN_ADDR_LIMIT;
+	if (bad)
+		return 0;
 	if (model == RRR_MAP_PAGE_LIST && (acc & mask))
 		return 0;
 	if (model == RRR_MAP_VIRT_CONTIG) {
