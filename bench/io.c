@@ -176,6 +176,10 @@ static void print_row(const struct cell *c, size_t m, const struct io_result *r,
 	p99 = rrr__bench_samples_p99((struct rrr__bench_samples *)&r->lat_ns) / 1e3;
 	cpu = r->ops ? r->cpu_ns / (double)r->ops / 1e3 : 0;
 	printf("%10.0f %9.1f %9.1f %9.1f %9.2f", iops, mbs, med, p99, cpu);
+	if (modes[m].mode == IO_MODE_TCP || modes[m].mode == IO_MODE_NFS_TCP || !r->ops)
+		printf(" %5s", "-");
+	else
+		printf(" %5.2f", (double)r->registrations / (double)r->ops);
 	if (base_tcp && base_tcp->ops && base_tcp->wall_s > 0 && modes[m].mode != IO_MODE_TCP)
 		printf("  %5.2f", iops / ((double)base_tcp->ops / base_tcp->wall_s));
 	else
@@ -218,6 +222,11 @@ static void json_cell(struct rrr__bench_json *j, const struct cell *c, bool *on)
 		rrr__bench_json_num(j, "cpu_us_per_op",
 				    r->ops ? r->cpu_ns / (double)r->ops / 1e3 : 0);
 		rrr__bench_json_bool(j, "server_cpu_counted", r->server_cpu_counted);
+		if (modes[m].mode != IO_MODE_TCP) {
+			rrr__bench_json_int(j, "client_registrations", (long long)r->registrations);
+			rrr__bench_json_int(j, "client_local_inv", (long long)r->local_inv);
+			rrr__bench_json_int(j, "client_remote_inv", (long long)r->remote_inv);
+		}
 		rrr__bench_json_obj_end(j);
 	}
 }
@@ -400,11 +409,12 @@ int rrr__bench_io_main(int argc, char **argv)
 		}
 	}
 	printf("# %d round(s) x %.2f s per mode per cell, warm-up %.2f s; latency in us;\n"
-	       "# cpu = us of CPU per I/O, client + server; xTCP = IOPS / tcp IOPS;\n"
+	       "# cpu = us of CPU per I/O, client + server; regs = client registrations\n"
+	       "# per I/O (0 when the mode registers nothing per I/O); xTCP = IOPS / tcp IOPS;\n"
 	       "# xPers = IOPS / persistent IOPS\n",
 	       rounds, seconds, warmup);
-	printf("%-5s %5s %3s  %-10s %10s %9s %9s %9s %9s  %5s  %5s\n", "op", "size", "qd", "mode",
-	       "IOPS", "MB/s", "lat.med", "lat.p99", "cpu", "xTCP", "xPers");
+	printf("%-5s %5s %3s  %-10s %10s %9s %9s %9s %9s %5s  %5s  %5s\n", "op", "size", "qd",
+	       "mode", "IOPS", "MB/s", "lat.med", "lat.p99", "cpu", "regs", "xTCP", "xPers");
 
 	for (ci = 0; ci < ncells; ci++) {
 		struct cell *c = &cells[ci];

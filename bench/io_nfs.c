@@ -522,6 +522,7 @@ static int get_clnt(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rrr
 int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint64_t size,
 			  unsigned qd, double seconds, double warmup, struct io_result *out)
 {
+	struct rrr_xprt_stats st0, st1;
 	struct rrr_clnt *cl;
 	struct run *r;
 	uint64_t t0 = 0, t1, c0 = 0, c1;
@@ -571,6 +572,7 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 		r->measuring = true;
 		pthread_mutex_unlock(&r->lock);
 	}
+	rrr_clnt_stats(cl, &st0);
 	t0 = rrr__bench_now_ns();
 	c0 = rrr__bench_process_cpu_ns();
 	if (n->server > 0)
@@ -584,6 +586,7 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 	r->stop = true;
 	t1 = rrr__bench_now_ns();
 	c1 = rrr__bench_process_cpu_ns();
+	rrr_clnt_stats(cl, &st1);
 	if (n->server > 0)
 		s1 = rrr__bench_pid_cpu_ns(n->server);
 	{
@@ -603,6 +606,9 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 		out->server_cpu_counted = s0 >= 0 && s1 >= 0;
 		if (out->server_cpu_counted)
 			out->cpu_ns += (double)(s1 - s0);
+		out->registrations += st1.registrations - st0.registrations;
+		out->local_inv += st1.local_inv - st0.local_inv;
+		out->remote_inv += st1.remote_inv - st0.remote_inv;
 		rc = rrr__bench_samples_merge(&out->lat_ns, &r->lat);
 	}
 	rrr__bench_samples_free(&r->lat);

@@ -26,6 +26,8 @@ struct io_result {
 	double cpu_ns;                    /* client process + server process */
 	bool server_cpu_counted;          /* false: server CPU not visible */
 	struct rrr__bench_samples lat_ns; /* per-call latency */
+	/* client transport counters over the measured windows (NFS modes) */
+	uint64_t registrations, local_inv, remote_inv;
 };
 
 struct io_nfs_cfg {
