@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# scripts/test-example.sh BUILD_DIR [make VAR=value ...]
+#
+# The embedding example as a user outside the tree sees it:
+#   1. `make install` into a temporary DESTDIR (PREFIX=/usr/local) from
+#      BUILD_DIR (extra arguments go to make, e.g. LIB_DIRS=... PROGRAMS=);
+#   2. build examples/kvstore with its own Makefile, only through
+#      `pkg-config --cflags --libs rrr` (PKG_CONFIG_SYSROOT_DIR maps the
+#      DESTDIR), out of tree;
+#   3. run kvserver (soft provider, ephemeral ports) and kvclient selftest
+#      over RPC-over-RDMA and over TCP, plus single put/get/del commands;
+#   4. stop the server with SIGTERM and check it exits 0 with its counters.
+# Every wait is bounded. Exits non-zero with a message on the first failure.
+set -euo pipefail
+
+if [[ $# -lt 1 ]]; then
+	echo "usage: $0 BUILD_DIR [make VAR=value ...]" >&2
+	exit 2
+fi
+build=$1
+shift
+make=${MAKE:-make}
+top=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rrr-example.XXXXXX")
+srv_pid=
+cleanup() {
+	if [[ -n $srv_pid ]] && kill -0 "$srv_pid" 2>/dev/null; then
+		kill -KILL "$srv_pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+dest=$tmp/root
+prefix=/usr/local
+
+fail() {
+	echo "test-example: FAIL: $*" >&2
+	for f in "$tmp"/server.out "$tmp"/server.err; do
+		[[ -f $f ]] && sed 's/^/  | /' "$f" >&2
+	done
+	exit 1
+}
+
+# 1. install
+"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" install \
+	>"$tmp/install.log" 2>&1 || { cat "$tmp/install.log" >&2; fail "make install failed"; }
+
+# 2. build the example against the installed library only
+export PKG_CONFIG_PATH=$dest$prefix/lib/pkgconfig
+export PKG_CONFIG_SYSROOT_DIR=$dest
+export PKG_CONFIG_LIBDIR=$dest$prefix/lib/pkgconfig
+mkdir -p "$tmp/bin"
+"$make" -s -C "$top/examples/kvstore" OUT="$tmp/bin" >"$tmp/build.log" 2>&1 ||
+	{ cat "$tmp/build.log" >&2; fail "building examples/kvstore with pkg-config failed"; }
+export LD_LIBRARY_PATH=$dest$prefix/lib
+ldd "$tmp/bin/kvclient" | grep -q "$dest$prefix/lib/librrr.so" ||
+	fail "kvclient is not linked against the installed librrr.so"
+
+# 3. run
+"$tmp/bin/kvserver" --host 127.0.0.1 --rdma-port 0 --tcp-port 0 --threads 2 \
+	>"$tmp/server.out" 2>"$tmp/server.err" &
+srv_pid=$!
+for _ in $(seq 100); do
+	grep -q "rdma port" "$tmp/server.out" 2>/dev/null && break
+	kill -0 "$srv_pid" 2>/dev/null || fail "kvserver exited early"
+	sleep 0.1
+done
+line=$(grep "rdma port" "$tmp/server.out") || fail "kvserver did not report its ports"
+rport=$(echo "$line" | awk '{print $4}')
+tport=$(echo "$line" | awk '{print $7}')
+[[ $rport -gt 0 && $tport -gt 0 ]] || fail "bad ports: $line"
+
+cli() { timeout 60 "$tmp/bin/kvclient" --host 127.0.0.1 "$@"; }
+cli --transport rdma --port "$rport" selftest 24 >"$tmp/rdma.out" 2>&1 ||
+	{ cat "$tmp/rdma.out" >&2; fail "selftest over RDMA"; }
+grep -q "selftest ok" "$tmp/rdma.out" || fail "selftest over RDMA did not report ok"
+# large values must have moved by RDMA, not inline
+rd=$(awk '$2 == "read_chunks" {print $3}' "$tmp/rdma.out")
+wr=$(awk '$2 == "write_chunks" {print $3}' "$tmp/rdma.out")
+[[ ${rd:-0} -gt 0 && ${wr:-0} -gt 0 ]] || fail "no read/write chunks used over RDMA (read=$rd write=$wr)"
+cli --transport tcp --port "$tport" selftest 16 >"$tmp/tcp.out" 2>&1 ||
+	{ cat "$tmp/tcp.out" >&2; fail "selftest over TCP"; }
+cli --transport rdma --port "$rport" put greeting "hello, rdma" || fail "put"
+got=$(cli --transport tcp --port "$tport" get greeting) || fail "get"
+[[ $got == "hello, rdma" ]] || fail "get returned '$got'"
+cli --transport rdma --port "$rport" del greeting || fail "del"
+if cli --transport rdma --port "$rport" get greeting >/dev/null 2>&1; then
+	fail "get after del succeeded"
+fi
+
+# 4. graceful stop
+kill -TERM "$srv_pid"
+for _ in $(seq 100); do
+	kill -0 "$srv_pid" 2>/dev/null || break
+	sleep 0.1
+done
+kill -0 "$srv_pid" 2>/dev/null && fail "kvserver did not stop within 10 s of SIGTERM"
+wait "$srv_pid" || fail "kvserver exited with status $?"
+srv_pid=
+grep -q "kvserver: calls" "$tmp/server.out" || fail "kvserver printed no counters"
+echo "test-example: ok (kvstore over rdma port $rport and tcp port $tport)"
