@@ -277,11 +277,11 @@ static int map_one(struct rrr_mrpool *pool, const struct rrr_sg *sg,
 	if (rc < 0)
 		return rrr__set_error(rc, "mapping %d entries of %u bytes on an MR failed (%d)",
 				      want, p->length, rc);
-	if (rc != want || rrr_mr_length(mr) != p->length)
+	if (rc != want || mr->length != p->length)
 		return rrr__set_error(-EIO,
 				      "provider mapped %d of %d entries (%llu of %u bytes): "
 				      "its map model disagrees with the registration engine",
-				      rc, want, (unsigned long long)rrr_mr_length(mr), p->length);
+				      rc, want, (unsigned long long)mr->length, p->length);
 	return 0;
 }
 
@@ -338,9 +338,9 @@ int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents
 		}
 		io->mrs[k] = mr;
 		io->valid[k] = true;
-		io->segs[k].handle = rrr_mr_rkey(mr);
+		io->segs[k].handle = mr->rkey; /* = rrr_mr_rkey(), without the call */
 		io->segs[k].length = plan[k].length;
-		io->segs[k].offset = rrr_mr_iova(mr);
+		io->segs[k].offset = mr->iova;
 		set_reg_wr(&io->reg_wr[k], mr, access);
 		if (k > 0)
 			io->reg_wr[k - 1].next = &io->reg_wr[k];
