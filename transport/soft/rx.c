@@ -50,6 +50,13 @@ static void term(struct soft_qp *qp, uint32_t code)
 #define T_DDP_U(c) SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_UNTAGGED, c)
 #define T_LLP(c) SOFT_TERM(SOFT_TERM_LAYER_LLP, 0, c)
 
+static uint32_t inv_term(int rc)
+{
+	return rc == -EACCES ? T_RDMAP_PROT(SOFT_ECODE_STAG_PD)
+	       : rc == -EPERM ? T_RDMAP_OP(SOFT_ECODE_CANT_INV)
+			      : T_RDMAP_PROT(SOFT_ECODE_INV_STAG);
+}
+
 /* The READ awaiting a response: the oldest SQ WR in WAIT_RESP. */
 static struct soft_swqe *read_head(struct soft_qp *qp)
 {
@@ -144,6 +151,15 @@ static int hdr_process(struct soft_qp *qp)
 				term(qp, T_DDP_U(SOFT_ECODE_UT_NO_BUF));
 				return -1;
 			}
+			/* refuse a bad invalidation before placing anything */
+			if (h->opcode == SOFT_OP_SEND_INV || h->opcode == SOFT_OP_SEND_SE_INV) {
+				int rc = rrr__soft_inv_check(qp->dev, h->stag, qp->base.pd);
+
+				if (rc) {
+					term(qp, inv_term(rc));
+					return -1;
+				}
+			}
 			qp->rx.in_msg = true;
 			qp->rx.msg_off = 0;
 		}
@@ -209,9 +225,7 @@ static void complete_recv(struct soft_qp *qp)
 		int rc = rrr__soft_invalidate(qp->dev, h->stag, qp->base.pd, false);
 
 		if (rc) {
-			term(qp, rc == -EACCES ? T_RDMAP_PROT(SOFT_ECODE_STAG_PD)
-			     : rc == -EPERM    ? T_RDMAP_OP(SOFT_ECODE_CANT_INV)
-					       : T_RDMAP_PROT(SOFT_ECODE_INV_STAG));
+			term(qp, inv_term(rc));
 			return;
 		}
 		wc.wc_flags |= RRR_WC_WITH_INV;

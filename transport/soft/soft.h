@@ -271,6 +271,9 @@ int rrr__soft_mr_iov(const struct soft_mr *mr, uint64_t to, uint64_t len, struct
  * key), -EACCES (pd), -EPERM (not a fast-reg MR and !allow_long). */
 int rrr__soft_invalidate(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd,
 			 bool allow_long);
+/* Would rrr__soft_invalidate() of a peer's Send with Invalidate succeed?
+ * Same errors; changes nothing (checked before any payload is placed). */
+int rrr__soft_inv_check(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd);
 /* REG_MR work request: MAPPED -> VALID. */
 int rrr__soft_mr_validate(struct soft_mr *mr, struct rrr_pd *pd, unsigned access);
 

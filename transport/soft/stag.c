@@ -228,6 +228,27 @@ out:
 	return rc;
 }
 
+int rrr__soft_inv_check(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd)
+{
+	uint32_t idx = handle >> 8;
+	struct soft_mr *mr;
+	int rc = 0;
+
+	if (idx == 0 || idx >= SOFT_MAX_STAGS)
+		return -ENOENT;
+	rrr__soft_rcu_thread();
+	urcu_memb_read_lock();
+	mr = atomic_load_explicit(&dev->stags[idx], memory_order_acquire);
+	if (!mr || mr->key != (uint8_t)handle || atomic_load(&mr->state) != SOFT_MR_VALID)
+		rc = -ENOENT;
+	else if (pd && mr->base.pd != pd)
+		rc = -EACCES;
+	else if (!mr->fast)
+		rc = -EPERM;
+	urcu_memb_read_unlock();
+	return rc;
+}
+
 int rrr__soft_mr_validate(struct soft_mr *mr, struct rrr_pd *pd, unsigned access)
 {
 	if (!mr->fast || mr->base.pd != pd)
