@@ -401,10 +401,9 @@ int rrr_reg_remote_invalidated(struct rrr_mrpool *pool, struct rrr_reg_io *io, u
 		pool->st.remote_inv++;
 		return 0;
 	}
-	return rrr__set_error(-EPERM,
-			      "peer invalidated handle 0x%08x that this I/O does not hold "
-			      "valid: protocol violation, disconnect",
-			      handle);
+	/* No rrr__set_error() here: a caller holding several I/Os per call
+	 * asks each in turn, and only it knows whether nobody owned @handle. */
+	return -EPERM;
 }
 
 struct rrr_send_wr *rrr_reg_build_inv(struct rrr_mrpool *pool, struct rrr_reg_io *io,

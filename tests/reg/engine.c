@@ -446,3 +446,24 @@ Test(engine, alloc_failure)
 	invalidate(&io);
 	teardown_pool();
 }
+
+Test(engine, iovec_limits)
+{
+	static struct iovec iov[1025];
+	unsigned i;
+
+	setup_pool(RRR_MAP_SG_GAPS, 256, 8, 0);
+	for (i = 0; i < 1025; i++) {
+		iov[i].iov_base = (void *)(uintptr_t)(BASE + (uint64_t)i * 8);
+		iov[i].iov_len = 8;
+	}
+	cr_expect_eq(rrr_reg_map_iov(pool, iov, 1025, RRR_ACCESS_REMOTE_WRITE, &io), -E2BIG);
+	cr_assert_eq(rrr_reg_map_iov(pool, iov, 256, RRR_ACCESS_REMOTE_WRITE, &io), 0);
+	cr_expect_eq(io.nsegs, 1u, "256 8-byte entries: 256 pages counted, one MR");
+	cr_expect_eq(io.segs[0].length, 2048u);
+	invalidate(&io);
+	iov[0].iov_len = (size_t)UINT32_MAX + 1;
+	cr_expect_eq(rrr_reg_map_iov(pool, iov, 1, RRR_ACCESS_REMOTE_WRITE, &io), -EINVAL);
+	cr_expect_eq(rrr_reg_map_iov(pool, NULL, 1, RRR_ACCESS_REMOTE_WRITE, &io), -EINVAL);
+	teardown_pool();
+}
