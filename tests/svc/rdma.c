@@ -372,3 +372,163 @@ Test(svc_rdma, concurrent_calls)
 		cr_assert_eq((long)ok, 100);
 	}
 }
+
+static int fill_call(struct rrr_clnt *cl, uint32_t len, uint8_t *sink, uint32_t cap)
+{
+	struct iovec iov = {sink, cap};
+	struct u32x2 a = {len, 0x11};
+	struct fill_res r = {0};
+	struct rrr_call c;
+
+	memset(&c, 0, sizeof(c));
+	c.prog = TPROG;
+	c.vers = 1;
+	c.proc = TP_FILL;
+	c.encode = enc_u32x2;
+	c.args = &a;
+	c.decode = dec_fill;
+	c.res = &r;
+	c.ddp = RRR_DDP_FROM_SERVER;
+	c.payload = &iov;
+	c.npayload = 1;
+	return rrr_clnt_call(cl, &c);
+}
+
+Test(svc_rdma, send_with_invalidate)
+{
+	static uint8_t sink[200000];
+	struct rrr_xprt_stats s0, s1, c0, c1;
+
+	rrr_svc_stats(srv.svc, &s0);
+	rrr_clnt_stats(clnt, &c0);
+	/* one handle (the write chunk): the server invalidates it remotely */
+	cr_assert_eq(fill_call(clnt, 150000, sink, sizeof(sink)), 0, "%s", rrr_last_error());
+	rrr_svc_stats(srv.svc, &s1);
+	rrr_clnt_stats(clnt, &c1);
+	cr_assert_eq(s1.remote_inv, s0.remote_inv + 1);
+	cr_assert_eq(c1.remote_inv, c0.remote_inv + 1, "the client saw the remote invalidation");
+
+	/* an error reply never invalidates: the handler refuses (len > sink) */
+	c0 = c1;
+	s0 = s1;
+	cr_assert_eq(fill_call(clnt, 190000, sink, 100000), -EPROTO);
+	rrr_svc_stats(srv.svc, &s1);
+	rrr_clnt_stats(clnt, &c1);
+	cr_assert_eq(s1.remote_inv, s0.remote_inv, "no Send With Invalidate on an error reply");
+	cr_assert_gt(c1.local_inv, c0.local_inv, "the client invalidated locally");
+}
+
+Test(svc_rdma, no_remote_inv_option)
+{
+	static uint8_t sink[100000];
+	struct rrr_svc_opts o;
+	struct rrr_clnt_opts co;
+	struct rrr_clnt *c2;
+	struct tsvc s2;
+	struct rrr_xprt_stats st, cst;
+	char p2[16];
+
+	rrr_svc_opts_init(&o);
+	o.nthreads = 1;
+	o.no_remote_inv = true;
+	o.inline_send = 1024; /* and a small inline size: replies need chunks sooner */
+	cr_assert_eq(tsvc_start(&s2, &o, 1), 0);
+	snprintf(p2, sizeof(p2), "%u", s2.rdma_port);
+	rrr_clnt_opts_init(&co);
+	co.transport = "rdma";
+	co.host = "127.0.0.1";
+	co.port = p2;
+	co.timeout_ms = 10000;
+	cr_assert_eq(rrr_clnt_create(&co, &c2), 0, "%s", rrr_last_error());
+	cr_assert_eq(fill_call(c2, 99999, sink, sizeof(sink)), 0, "%s", rrr_last_error());
+	cr_assert_eq(sink[99998], 0x11);
+	rrr_svc_stats(s2.svc, &st);
+	rrr_clnt_stats(c2, &cst);
+	cr_assert_eq(st.remote_inv, 0);
+	cr_assert_eq(cst.remote_inv, 0);
+	cr_assert_gt(cst.local_inv, 0);
+	cr_assert_eq(st.inline_send, 1024, "negotiated inline send size");
+	rrr_clnt_destroy(c2);
+	cr_assert_eq(tsvc_stop(&s2), 0);
+}
+
+Test(svc_rdma, stop_with_connected_client)
+{
+	struct u32x2 a = {1, 1};
+	struct u32x3 r;
+	int rc;
+
+	cr_assert_eq(call_simple(TP_ADD, &a, &r, dec_u32x3), 0);
+	cr_assert_eq(tsvc_stop(&srv), 0, "stop returns with a client connected");
+	rc = call_simple(TP_ADD, &a, &r, dec_u32x3);
+	cr_assert(rc == -ECONNRESET || rc == -ECONNREFUSED || rc == -ETIMEDOUT || rc == -ENOTCONN,
+		  "call after stop fails cleanly: %d", rc);
+}
+
+static void noop_done(struct rrr_call *call, int status, void *arg)
+{
+	(void)status;
+	(void)arg;
+	free(call);
+}
+
+static void *disc_thread(void *arg)
+{
+	uint8_t *buf = arg;
+	struct rrr_clnt_opts co;
+	struct rrr_clnt *c;
+	int i;
+
+	rrr_clnt_opts_init(&co);
+	co.transport = "rdma";
+	co.host = "127.0.0.1";
+	co.port = portstr;
+	co.timeout_ms = 5000;
+	if (rrr_clnt_create(&co, &c))
+		return (void *)1;
+	/* in-flight async calls with big payloads, then vanish */
+	for (i = 0; i < 8; i++) {
+		static struct iovec iov;
+		static struct pay_args pa;
+		struct rrr_call *call = calloc(1, sizeof(*call));
+		static struct u32x3 r;
+
+		iov.iov_base = buf;
+		iov.iov_len = 1u << 20;
+		pa.iov = &iov;
+		pa.niov = 1;
+		pa.len = 1u << 20;
+		call->prog = TPROG;
+		call->vers = 1;
+		call->proc = TP_SUM;
+		call->encode = enc_payload;
+		call->args = &pa;
+		call->decode = dec_u32x2;
+		call->res = &r;
+		call->ddp = RRR_DDP_TO_SERVER;
+		call->payload = &iov;
+		call->npayload = 1;
+		if (rrr_clnt_call_async(c, call, noop_done, NULL))
+			free(call);
+	}
+	rrr_clnt_destroy(c);
+	return NULL;
+}
+
+Test(svc_rdma, client_vanishes_mid_call)
+{
+	uint8_t *buf = calloc(1, 1u << 20);
+	struct u32x2 a = {2, 3};
+	struct u32x3 r;
+	pthread_t th;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(pthread_create(&th, NULL, disc_thread, buf), 0);
+		pthread_join(th, NULL);
+	}
+	/* the server keeps serving the fixture's client */
+	cr_assert_eq(call_simple(TP_ADD, &a, &r, dec_u32x3), 0);
+	cr_assert_eq(r.v[0], 5);
+	free(buf);
+}
