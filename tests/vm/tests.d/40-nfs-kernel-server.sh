@@ -1,0 +1,39 @@
+# rrr-client (verbs provider, rxe0) against the kernel's nfsd exported over
+# RDMA (portlist 'rdma 20049'), MOUNT over TCP to rpc.mountd: ls, put, get
+# with checksums, mkdir, mv, rm.
+set -u
+C="$RRR_BUILD/rrr-client"
+[ -x "$C" ] || { echo "missing $C (make all)"; exit 1; }
+for t in rpc.nfsd rpc.mountd exportfs rpcbind; do
+	command -v $t >/dev/null || [ -x /usr/sbin/$t ] || [ -x /sbin/$t ] ||
+		{ echo "$t missing (nfs-kernel-server, rpcbind: make deps-vm)"; exit 77; }
+done
+ADDR=${RRR_VM_ADDR:-10.0.2.15}
+EXP=/srv/rrr-kexp
+mkdir -p "$EXP" /var/lib/nfs /run/rpcbind /proc/fs/nfsd
+mount -t tmpfs -o size=256m tmpfs "$EXP"
+mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
+echo "$EXP *(rw,no_root_squash,insecure,no_subtree_check,fsid=77)" > /etc/exports
+rpcbind -w 2>/dev/null || rpcbind
+exportfs -ra || { echo "exportfs failed"; exit 1; }
+rpc.mountd -p 20048 -N 2 -N 4 || { echo "rpc.mountd failed"; exit 1; }
+rpc.nfsd -N 4 2 || { echo "rpc.nfsd failed"; exit 1; }
+echo 'rdma 20049' > /proc/fs/nfsd/portlist || { echo "cannot add the rdma port to nfsd"; exit 1; }
+cat /proc/fs/nfsd/portlist
+
+CL=("$C" --transport rdma --provider verbs --provider-opts "dev=${RRR_VERBS_DEV:-rxe0}"
+    --server "$ADDR" --port 20049 --mount-port 20048 --export "$EXP" --no-progress)
+fail() { echo "FAIL: $*"; rpc.nfsd 0; exit 1; }
+head -c 5000003 /dev/urandom > /tmp/k-src.bin
+"${CL[@]}" --verify --qd 8 put /tmp/k-src.bin k.bin || fail put
+cmp /tmp/k-src.bin "$EXP/k.bin" || fail "kernel server copy differs"
+"${CL[@]}" ls | grep k.bin || fail ls
+"${CL[@]}" --verify --split 1000 --stats get k.bin /tmp/k-back.bin || fail get
+cmp /tmp/k-src.bin /tmp/k-back.bin || fail "read back differs"
+"${CL[@]}" mkdir d || fail mkdir
+"${CL[@]}" mv k.bin d || fail mv
+[ -f "$EXP/d/k.bin" ] || fail "mv not on the server"
+"${CL[@]}" rm d/k.bin || fail rm
+"${CL[@]}" rm d || fail rmdir
+rpc.nfsd 0
+echo "rrr-client against the kernel's nfsd over RDMA: OK"
