@@ -440,6 +440,31 @@ Test(soft, key_rotation_old_handle_refused)
 	expect_all_guard("write with a rotated-out key");
 }
 
+/* The documented bound, on the real provider: with one MR, its handle is
+ * new for 255 registrations and comes back on the 256th. */
+Test(soft, key_wraps_after_256_maps)
+{
+	struct rrr_sg sg[] = {{cbuf, 0, PS}};
+	struct rrr_mrpool_opts one = {.max_mrs = 1};
+	uint32_t first = 0;
+	unsigned n;
+
+	rrr_mrpool_destroy(pool);
+	pool = NULL;
+	cr_assert_eq(rrr_mrpool_create(L.c.pd, &one, &pool), 0);
+	for (n = 0; n <= 256; n++) {
+		cr_assert_eq(rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE, &io), 0);
+		if (n == 0)
+			first = io.segs[0].handle;
+		else if (n < 256)
+			cr_assert_neq(io.segs[0].handle, first, "handle repeated after %u maps", n);
+		else
+			cr_expect_eq(io.segs[0].handle, first, "8-bit key wraps after 256 maps");
+		post_reg(&io);
+		local_inv(&io);
+	}
+}
+
 /* A QP flush with registrations valid: recovery leaves no MR valid. */
 Test(soft, recovery_after_flush)
 {
