@@ -71,7 +71,10 @@ struct rrr_svc_opts {
 	uint32_t inline_send;      /* default 4096 */
 	uint32_t inline_recv;      /* default 4096 */
 	uint32_t max_segs;         /* segments accepted per chunk, default 64 */
-	uint32_t max_payload;      /* max bytes per DDP payload, default 1 MiB */
+	uint32_t max_payload;      /* max bytes per DDP payload, default 1 MiB;
+				    * a call or reply record is bounded by
+				    * max_payload + 64 KiB (TCP records, rebuilt
+				    * RDMA calls, reply chunks) */
 	bool no_remote_inv;        /* never use Send With Invalidate */
 };
 
@@ -86,13 +89,21 @@ int rrr_svc_listen_rdma(struct rrr_svc *svc, const char *host, const char *port,
 /* Listen for ONC RPC over TCP (record marking) on @host:@port. */
 int rrr_svc_listen_tcp(struct rrr_svc *svc, const char *host, const char *port,
 		       uint16_t *bound_port);
-/* Run until rrr_svc_stop(). MAY BLOCK (that is its job). */
+/* Run until rrr_svc_stop(): the calling thread accepts connections, the
+ * worker threads serve them. Returns 0, or -errno if the workers could not
+ * start; -EBUSY if already running. Listeners are closed when it returns
+ * (add new ones to run again). MAY BLOCK (that is its job). */
 int rrr_svc_run(struct rrr_svc *svc);
 /* Ask rrr_svc_run() to return after in-flight requests finish and every
- * connection is closed. Async-signal-safe. */
+ * connection is closed (connections still busy after 2 s are closed
+ * anyway). May be called before rrr_svc_run() (it then returns at once).
+ * Async-signal-safe. */
 void rrr_svc_stop(struct rrr_svc *svc);
 void rrr_svc_destroy(struct rrr_svc *svc);
-/* Sum of the counters of all connections (live and closed). */
+/* Sum of the counters of all connections (live and closed); gauges
+ * (credits, inline sizes) are the largest seen. On a server, bad_replies
+ * counts malformed messages received and rdma_errors_sent the RDMA_ERROR
+ * answers. Thread-safe, any time. */
 void rrr_svc_stats(struct rrr_svc *svc, struct rrr_xprt_stats *st);
 
 /* --- inside a handler ------------------------------------------------------ */
@@ -105,8 +116,9 @@ const char *rrr_svc_req_transport(const struct rrr_svc_req *req);
 /* Memory that lives until the request's reply has been sent; 64-byte
  * aligned; NULL on failure. Use it for result payloads. */
 void *rrr_svc_req_alloc(struct rrr_svc_req *req, size_t len);
-/* Upper bound of a result payload the client can take for this request
- * (write chunk size on RDMA; the configured max otherwise). */
+/* Upper bound of a result payload the client can take for this request:
+ * on RDMA the first write chunk's size, else the reply chunk's size, else
+ * what fits inline (inline size - 1 KiB); on TCP the configured max. */
 uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req);
 
 #pragma GCC visibility pop
