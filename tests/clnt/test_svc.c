@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/clnt/test_svc.c - the client against the server library in a
+ * SEPARATE PROCESS (fork; soft provider and TCP over loopback): inline,
+ * read chunk, write chunk (with Send With Invalidate by the server), reply
+ * chunk and RDMA_NOMSG calls with data verified, 64 concurrent calls from
+ * several threads under a small server credit grant, the same calls over
+ * TCP, and the server process dying mid-call.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rrr/client.h>
+#include <rrr/server.h>
+
+#define CS_PROG 0x20000097u
+enum { CS_NULL, CS_ECHO, CS_FILL, CS_BIG, CS_SUM, CS_SLEEP };
+
+/* --- server process ------------------------------------------------------- */
+
+static struct rrr_svc *child_svc;
+
+static int h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	(void)r;
+	(void)a;
+	(void)s;
+	return 0;
+}
+
+static int h_echo(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV], out;
+	unsigned niov = 0;
+	uint32_t len, off = 0;
+	uint8_t *buf;
+
+	if (rrr_xdr_decode_payload(a, 16u << 20, &len, iov, &niov))
+		return RRR_SVC_GARBAGE_ARGS;
+	buf = rrr_svc_req_alloc(r, len ? len : 1);
+	if (!buf)
+		return RRR_SVC_SYSTEM_ERR;
+	for (unsigned i = 0; i < niov && off < len; i++) {
+		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
+		off += (uint32_t)iov[i].iov_len;
+	}
+	out = (struct iovec){ buf, len };
+	return rrr_xdr_encode_payload(s, &out, 1, len) ? RRR_SVC_SYSTEM_ERR : 0;
+}
+
+static int h_fill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s, bool ddp)
+{
+	uint32_t n;
+	uint8_t *buf;
+	struct iovec out;
+
+	if (rrr_xdr_get_u32(a, &n) || n > (8u << 20))
+		return RRR_SVC_GARBAGE_ARGS;
+	buf = rrr_svc_req_alloc(r, n ? n : 1);
+	if (!buf)
+		return RRR_SVC_SYSTEM_ERR;
+	for (uint32_t i = 0; i < n; i++)
+		buf[i] = ddp ? (uint8_t)(i * 7 + 3) : (uint8_t)(i * 5 + 1);
+	out = (struct iovec){ buf, n };
+	if (ddp)
+		return rrr_xdr_encode_payload(s, &out, 1, n) ? RRR_SVC_SYSTEM_ERR : 0;
+	return rrr_xdr_put_opaque(s, buf, n) ? RRR_SVC_SYSTEM_ERR : 0;
+}
+
+static int h_filld(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	return h_fill(r, a, s, true);
+}
+
+static int h_big(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	return h_fill(r, a, s, false);
+}
+
+static int h_sum(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
+	unsigned niov = 0;
+	uint32_t len, tag, sum = 0;
+
+	(void)r;
+	if (rrr_xdr_decode_payload(a, 16u << 20, &len, iov, &niov) || rrr_xdr_get_u32(a, &tag))
+		return RRR_SVC_GARBAGE_ARGS;
+	for (unsigned i = 0; i < niov; i++)
+		for (size_t j = 0; j < iov[i].iov_len; j++)
+			sum += ((uint8_t *)iov[i].iov_base)[j];
+	if (rrr_xdr_put_u32(s, len) || rrr_xdr_put_u32(s, sum) || rrr_xdr_put_u32(s, tag))
+		return RRR_SVC_SYSTEM_ERR;
+	return 0;
+}
+
+static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	(void)r;
+	(void)a;
+	(void)s;
+	usleep(2000000);
+	return 0;
+}
+
+static const struct rrr_svc_proc procs[] = {
+	[CS_NULL] = { "null", h_null },	  [CS_ECHO] = { "echo", h_echo },
+	[CS_FILL] = { "fill", h_filld },  [CS_BIG] = { "big", h_big },
+	[CS_SUM] = { "sum", h_sum },	  [CS_SLEEP] = { "sleep", h_sleep },
+};
+
+static void on_term(int sig)
+{
+	(void)sig;
+	if (child_svc)
+		rrr_svc_stop(child_svc);
+}
+
+static void child_main(int wfd, uint32_t credits)
+{
+	struct rrr_svc_program prog = { CS_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL };
+	struct rrr_svc_opts o;
+	uint16_t ports[2] = { 0, 0 };
+
+	rrr_svc_opts_init(&o);
+	o.nthreads = 2;
+	o.provider = "soft";
+	if (credits)
+		o.max_requests = credits;
+	if (rrr_svc_create(&o, &child_svc) || rrr_svc_register(child_svc, &prog) ||
+	    rrr_svc_listen_rdma(child_svc, "127.0.0.1", "0", &ports[0]) ||
+	    rrr_svc_listen_tcp(child_svc, "127.0.0.1", "0", &ports[1])) {
+		fprintf(stderr, "child server: %s\n", rrr_last_error());
+		_exit(2);
+	}
+	signal(SIGTERM, on_term);
+	if (write(wfd, ports, sizeof(ports)) != sizeof(ports))
+		_exit(3);
+	close(wfd);
+	rrr_svc_run(child_svc);
+	rrr_svc_destroy(child_svc);
+	_exit(0);
+}
+
+/* --- client side ---------------------------------------------------------- */
+
+static pid_t child;
+static uint16_t ports[2];
+static struct rrr_clnt *clnt;
+
+static void start_server(uint32_t credits)
+{
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		close(p[0]);
+		alarm(60); /* never outlive a broken test */
+		child_main(p[1], credits);
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], ports, sizeof(ports)), (ssize_t)sizeof(ports),
+		     "server process did not start");
+	close(p[0]);
+}
+
+static void connect_clnt(const char *transport)
+{
+	struct rrr_clnt_opts o;
+	char port[16];
+
+	snprintf(port, sizeof(port), "%u", strcmp(transport, "tcp") == 0 ? ports[1] : ports[0]);
+	rrr_clnt_opts_init(&o);
+	o.transport = transport;
+	o.host = "127.0.0.1";
+	o.port = port;
+	o.timeout_ms = 10000;
+	o.connect_timeout_ms = 3000;
+	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+}
+
+static void stop_all(void)
+{
+	int st;
+
+	rrr_clnt_destroy(clnt);
+	clnt = NULL;
+	if (child > 0) {
+		kill(child, SIGTERM);
+		for (int i = 0; i < 300; i++) {
+			if (waitpid(child, &st, WNOHANG) == child) {
+				child = 0;
+				return;
+			}
+			usleep(10000);
+		}
+		kill(child, SIGKILL);
+		waitpid(child, &st, 0);
+		child = 0;
+	}
+}
+
+static void init_rdma(void)
+{
+	start_server(0);
+	connect_clnt("rdma");
+}
+
+static void init_tcp(void)
+{
+	start_server(0);
+	connect_clnt("tcp");
+}
+
+static void init_rdma_credits4(void)
+{
+	start_server(4);
+	connect_clnt("rdma");
+}
+
+static void call_init(struct rrr_call *c, uint32_t proc)
+{
+	memset(c, 0, sizeof(*c));
+	c->prog = CS_PROG;
+	c->vers = 1;
+	c->proc = proc;
+}
+
+static int enc_u32(struct rrr_xdr *x, const void *a)
+{
+	return rrr_xdr_put_u32(x, *(const uint32_t *)a);
+}
+
+struct pay {
+	const struct iovec *iov;
+	unsigned niov;
+	uint32_t len, tag;
+};
+
+static int enc_pay(struct rrr_xdr *x, const void *a)
+{
+	const struct pay *p = a;
+
+	return rrr_xdr_encode_payload(x, p->iov, p->niov, p->len);
+}
+
+static int enc_pay_tag(struct rrr_xdr *x, const void *a)
+{
+	const struct pay *p = a;
+	int rc = rrr_xdr_encode_payload(x, p->iov, p->niov, p->len);
+
+	return rc ? rc : rrr_xdr_put_u32(x, p->tag);
+}
+
+struct got {
+	uint32_t len;
+	unsigned niov;
+	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
+	uint8_t *copy;
+	uint32_t w[3];
+};
+
+static int dec_pay(struct rrr_xdr *x, void *r)
+{
+	struct got *g = r;
+	int rc = rrr_xdr_decode_payload(x, 16u << 20, &g->len, g->iov, &g->niov);
+
+	if (!rc && g->copy) {
+		uint32_t off = 0;
+
+		for (unsigned i = 0; i < g->niov; i++) {
+			memcpy(g->copy + off, g->iov[i].iov_base, g->iov[i].iov_len);
+			off += (uint32_t)g->iov[i].iov_len;
+		}
+	}
+	return rc;
+}
+
+static int dec_opaque(struct rrr_xdr *x, void *r)
+{
+	struct got *g = r;
+
+	return rrr_xdr_get_opaque(x, g->copy, 16u << 20, &g->len);
+}
+
+static int dec_3(struct rrr_xdr *x, void *r)
+{
+	struct got *g = r;
+
+	for (int i = 0; i < 3; i++)
+		if (rrr_xdr_get_u32(x, &g->w[i]))
+			return -EBADMSG;
+	return 0;
+}
+
+/* The five shapes, each verified. */
+static void do_inline(void)
+{
+	uint8_t src[777], dst[777];
+	struct iovec s = { src, sizeof(src) };
+	struct pay p = { &s, 1, sizeof(src), 0 };
+	struct got g = { .copy = dst };
+	struct rrr_call c;
+
+	for (unsigned i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 31);
+	call_init(&c, CS_ECHO);
+	c.encode = enc_pay;
+	c.args = &p;
+	c.decode = dec_pay;
+	c.res = &g;
+	c.ddp = RRR_DDP_TO_SERVER;
+	c.payload = &s;
+	c.npayload = 1;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	cr_assert_eq(g.len, sizeof(src));
+	cr_assert_eq(memcmp(src, dst, sizeof(src)), 0);
+}
+
+static void do_read_chunk(uint32_t n)
+{
+	uint8_t *src = malloc(n);
+	struct iovec s[3] = { { src, n / 4 }, { src + n / 4, n / 2 }, { src + n / 4 + n / 2, 0 } };
+	struct pay p = { s, 3, n, 0xabcdef };
+	struct got g = { 0 };
+	struct rrr_call c;
+	uint32_t sum = 0;
+
+	s[2].iov_len = n - n / 4 - n / 2;
+	for (uint32_t i = 0; i < n; i++) {
+		src[i] = (uint8_t)(i * 13 + 7);
+		sum += src[i];
+	}
+	call_init(&c, CS_SUM);
+	c.encode = enc_pay_tag;
+	c.args = &p;
+	c.decode = dec_3;
+	c.res = &g;
+	c.ddp = RRR_DDP_TO_SERVER;
+	c.payload = s;
+	c.npayload = 3;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	cr_assert_eq(g.w[0], n);
+	cr_assert_eq(g.w[1], sum);
+	cr_assert_eq(g.w[2], 0xabcdef);
+	free(src);
+}
+
+static void do_write_chunk(uint32_t n)
+{
+	uint8_t *dst = malloc(n + 16);
+	struct iovec d = { dst, n + 16 };
+	struct got g = { 0 };
+	struct rrr_call c;
+
+	memset(dst, 0xee, n + 16);
+	call_init(&c, CS_FILL);
+	c.encode = enc_u32;
+	c.args = &n;
+	c.decode = dec_pay;
+	c.res = &g;
+	c.ddp = RRR_DDP_FROM_SERVER;
+	c.payload = &d;
+	c.npayload = 1;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	cr_assert_eq(c.payload_len, n);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(dst[i], (uint8_t)(i * 7 + 3), "byte %u", i);
+	cr_assert_eq(dst[n], 0xee);
+	free(dst);
+}
+
+static void do_reply_chunk(uint32_t n)
+{
+	uint8_t *dst = malloc(n + 4);
+	struct got g = { .copy = dst };
+	struct rrr_call c;
+
+	call_init(&c, CS_BIG);
+	c.encode = enc_u32;
+	c.args = &n;
+	c.decode = dec_opaque;
+	c.res = &g;
+	c.reply_hint = n + 64;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	cr_assert_eq(g.len, n);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(dst[i], (uint8_t)(i * 5 + 1));
+	free(dst);
+}
+
+static void do_nomsg(uint32_t n)
+{
+	uint8_t *src = malloc(n), *dst = malloc(n);
+	struct iovec s = { src, n };
+	struct pay p = { &s, 1, n, 0 };
+	struct got g = { .copy = dst };
+	struct rrr_call c;
+
+	for (uint32_t i = 0; i < n; i++)
+		src[i] = (uint8_t)(i >> 3);
+	call_init(&c, CS_ECHO);
+	c.encode = enc_pay; /* ddp NONE: large args travel as a whole */
+	c.args = &p;
+	c.decode = dec_pay;
+	c.res = &g;
+	c.reply_hint = n + 64;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	cr_assert_eq(g.len, n);
+	cr_assert_eq(memcmp(src, dst, n), 0);
+	free(src);
+	free(dst);
+}
+
+TestSuite(svc, .fini = stop_all, .timeout = 90);
+
+Test(svc, rdma_all_shapes, .init = init_rdma)
+{
+	struct rrr_xprt_stats st;
+
+	do_inline();
+	do_read_chunk(200001);
+	do_write_chunk(500001);
+	do_reply_chunk(100003);
+	do_nomsg(30001);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_eq(st.inline_calls, 3, "echo, the write-chunk and the reply-chunk calls");
+	cr_assert_eq(st.read_chunks, 1);
+	cr_assert_eq(st.write_chunks, 1);
+	cr_assert_eq(st.reply_chunks, 2);
+	cr_assert_eq(st.nomsg_calls, 1);
+	cr_assert_eq(st.bad_replies, 0);
+	cr_assert_geq(st.remote_inv, 1, "the server used Send With Invalidate");
+	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv,
+		     "every registration was invalidated");
+}
+
+Test(svc, tcp_all_shapes, .init = init_tcp)
+{
+	do_inline();
+	do_read_chunk(200001);
+	do_write_chunk(500001);
+	do_reply_chunk(100003);
+	do_nomsg(30001);
+}
+
+#define NT 4
+#define PER 16
+
+struct cc {
+	struct rrr_call c;
+	uint32_t n, sum;
+	uint8_t buf[20000];
+	struct iovec iov;
+	struct pay p;
+	struct got g;
+	atomic_int *ok, *done;
+};
+
+static void cc_done(struct rrr_call *call, int status, void *arg)
+{
+	struct cc *k = arg;
+	bool good = status == 0;
+
+	if (good && call->proc == CS_FILL)
+		for (uint32_t i = 0; i < k->n && good; i++)
+			good = k->buf[i] == (uint8_t)(i * 7 + 3);
+	else if (good)
+		good = k->g.w[0] == k->n && k->g.w[1] == k->sum;
+	if (good)
+		atomic_fetch_add(k->ok, 1);
+	atomic_fetch_add(k->done, 1);
+}
+
+static void *cc_thread(void *arg)
+{
+	struct cc *k = arg;
+
+	for (int i = 0; i < PER; i++, k++) {
+		k->n = 1000 + (uint32_t)i * 1111;
+		call_init(&k->c, (i & 1) ? CS_FILL : CS_SUM);
+		k->iov = (struct iovec){ k->buf, (i & 1) ? sizeof(k->buf) : k->n };
+		k->c.payload = &k->iov;
+		k->c.npayload = 1;
+		k->c.res = &k->g;
+		if (i & 1) {
+			k->c.encode = enc_u32;
+			k->c.args = &k->n;
+			k->c.decode = dec_pay;
+			k->c.ddp = RRR_DDP_FROM_SERVER;
+		} else {
+			k->sum = 0;
+			for (uint32_t j = 0; j < k->n; j++) {
+				k->buf[j] = (uint8_t)(j * 3 + i);
+				k->sum += k->buf[j];
+			}
+			k->p = (struct pay){ &k->iov, 1, k->n, 1 };
+			k->c.encode = enc_pay_tag;
+			k->c.args = &k->p;
+			k->c.decode = dec_3;
+			k->c.ddp = RRR_DDP_TO_SERVER;
+		}
+		if (rrr_clnt_call_async(clnt, &k->c, cc_done, k))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+Test(svc, rdma_64_concurrent_small_grant, .init = init_rdma_credits4)
+{
+	static struct cc calls[NT * PER];
+	atomic_int ok = 0, done = 0;
+	struct rrr_xprt_stats st;
+	pthread_t th[NT];
+
+	for (int i = 0; i < NT * PER; i++) {
+		calls[i].ok = &ok;
+		calls[i].done = &done;
+	}
+	for (int t = 0; t < NT; t++)
+		pthread_create(&th[t], NULL, cc_thread, &calls[t * PER]);
+	for (int t = 0; t < NT; t++) {
+		void *rv;
+
+		pthread_join(th[t], &rv);
+		cr_assert_null(rv);
+	}
+	for (int i = 0; i < 3000 && atomic_load(&done) < NT * PER; i++)
+		usleep(10000);
+	cr_assert_eq(atomic_load(&done), NT * PER);
+	cr_assert_eq(atomic_load(&ok), NT * PER);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_eq(st.credits, 4, "follows the server's grant");
+	cr_assert_gt(st.credit_stalls, 0);
+	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv);
+}
+
+Test(svc, rdma_server_dies_mid_call, .init = init_rdma)
+{
+	uint8_t dst[65536];
+	struct iovec d = { dst, sizeof(dst) };
+	struct rrr_xprt_stats st;
+	struct rrr_call c;
+	int s;
+
+	do_write_chunk(1000);
+	call_init(&c, CS_SLEEP);
+	c.ddp = RRR_DDP_FROM_SERVER; /* a registered sink is exposed */
+	c.payload = &d;
+	c.npayload = 1;
+	c.timeout_ms = 8000;
+	if (fork() == 0) {
+		usleep(200000);
+		kill(getppid() == 1 ? 0 : child, SIGKILL);
+		_exit(0);
+	}
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -ECONNRESET);
+	wait(&s);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_geq(st.disconnects, 1);
+	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv + st.recoveries,
+		     "the sink was invalidated or recovered");
+}
