@@ -144,7 +144,10 @@ void rrr_mrpool_stats(const struct rrr_mrpool *pool, struct rrr_reg_stats *st);
  *   -ENOMEM   growing the pool failed and no MR was free;
  *   -EIO      the provider mapped other than planned (a provider bug,
  *             map_errors counts it, rrr_last_error() says more).
- * May block only while the pool grows (first max_mrs registrations).
+ * @access: RRR_ACCESS_* rights for the peer; an RDMA READ sink on a device
+ * with attr.read_sink_remote_write (iWARP) needs RRR_ACCESS_REMOTE_WRITE.
+ * May block only while the pool grows (first max_mrs registrations) and on
+ * error paths (recovery of what was already mapped).
  */
 int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents,
 		unsigned access, struct rrr_reg_io *io);
