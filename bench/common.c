@@ -387,6 +387,7 @@ void rrr__bench_json_machine(struct rrr__bench_json *j, int argc, char **argv)
 		rrr__bench_json_str(j, "arch", u.machine);
 	}
 	rrr__bench_json_num(j, "clock_overhead_ns", rrr__bench_clock_overhead_ns());
+	rrr__bench_json_str(j, "loadavg", rrr__bench_loadavg(cpu, sizeof(cpu)));
 	rrr__bench_json_obj_end(j);
 }
 
@@ -467,14 +468,31 @@ const char *rrr__bench_cpu_model(char *buf, size_t len)
 	return buf;
 }
 
+const char *rrr__bench_loadavg(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+	double a = 0, b = 0, c = 0;
+
+	snprintf(buf, len, "unknown");
+	if (!f)
+		return buf;
+	if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+		snprintf(buf, len, "%.2f %.2f %.2f", a, b, c);
+	fclose(f);
+	return buf;
+}
+
 void rrr__bench_print_header(FILE *f, int argc, char **argv)
 {
 	char cmd[2048], cpu[256];
 	struct utsname u;
 
 	fprintf(f, "# command: %s\n", rrr__bench_cmdline(argc, argv, cmd, sizeof(cmd)));
-	fprintf(f, "# machine: nproc=%ld cpu=\"%s\" kernel=%s\n", sysconf(_SC_NPROCESSORS_ONLN),
-		rrr__bench_cpu_model(cpu, sizeof(cpu)), uname(&u) ? "?" : u.release);
+	char la[64];
+
+	fprintf(f, "# machine: nproc=%ld cpu=\"%s\" kernel=%s loadavg=\"%s\"\n",
+		sysconf(_SC_NPROCESSORS_ONLN), rrr__bench_cpu_model(cpu, sizeof(cpu)),
+		uname(&u) ? "?" : u.release, rrr__bench_loadavg(la, sizeof(la)));
 }
 
 /* --- options ------------------------------------------------------------------- */

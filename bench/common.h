@@ -92,6 +92,9 @@ void rrr__bench_json_machine(struct rrr__bench_json *j, int argc, char **argv);
 const char *rrr__bench_cmdline(int argc, char **argv, char *buf, size_t len);
 /* Print "# command: ..." and "# machine: ..." to @f. */
 void rrr__bench_print_header(FILE *f, int argc, char **argv);
+/* 1, 5 and 15 minute load averages from /proc/loadavg ("unknown"), into
+ * @buf: a benchmark on a busy shared machine says so. */
+const char *rrr__bench_loadavg(char *buf, size_t len);
 /* CPU model from /proc/cpuinfo ("unknown" if none), into @buf. */
 const char *rrr__bench_cpu_model(char *buf, size_t len);
 
