@@ -60,10 +60,10 @@
 #include "provider_impl.h"
 #include "reg_plan.h"
 
-#define POOL_DEFAULT_MRS 128u
-#define POOL_MAX_MRS 65536u
+#define POOL_DEFAULT_MRS   128u
+#define POOL_MAX_MRS	   65536u
 #define POOL_DEFAULT_PAGES 256u
-#define MAP_IOV_MAX 1024u
+#define MAP_IOV_MAX	   1024u
 
 struct rrr_mrpool {
 	struct rrr_pd *pd;
@@ -71,12 +71,12 @@ struct rrr_mrpool {
 	uint32_t page_size;
 	uint32_t pages_per_mr;
 	uint32_t max_mrs;
-	uint32_t nalloc;        /* MRs in all[] */
-	uint32_t head, nfree;   /* FIFO of free MRs in ring[] */
-	struct rrr_mr **all;    /* every live MR of the pool (for destroy) */
-	struct rrr_mr **ring;   /* free MRs, oldest freed at head */
+	uint32_t nalloc;	/* MRs in all[] */
+	uint32_t head, nfree;	/* FIFO of free MRs in ring[] */
+	struct rrr_mr **all;	/* every live MR of the pool (for destroy) */
+	struct rrr_mr **ring;	/* free MRs, oldest freed at head */
 	struct rrr_sg *scratch; /* pages_per_mr trimmed entries (not VIRT_CONTIG) */
-	struct rrr_sg *iov_sg;  /* MAP_IOV_MAX entries for rrr_reg_map_iov */
+	struct rrr_sg *iov_sg;	/* MAP_IOV_MAX entries for rrr_reg_map_iov */
 	struct rrr_reg_stats st;
 };
 
@@ -107,8 +107,8 @@ int rrr_mrpool_create(struct rrr_pd *pd, const struct rrr_mrpool_opts *opts,
 		return rrr__set_error(-EINVAL, "MR pool of %u MRs exceeds %u", max_mrs,
 				      POOL_MAX_MRS);
 	if (pages == 0)
-		pages = attr.max_fr_pages < POOL_DEFAULT_PAGES ? attr.max_fr_pages
-							       : POOL_DEFAULT_PAGES;
+		pages =
+		    attr.max_fr_pages < POOL_DEFAULT_PAGES ? attr.max_fr_pages : POOL_DEFAULT_PAGES;
 	if (pages > attr.max_fr_pages)
 		return rrr__set_error(-EINVAL, "%u pages per MR exceeds the device's %u", pages,
 				      attr.max_fr_pages);
@@ -297,8 +297,8 @@ static inline void set_reg_wr(struct rrr_send_wr *wr, struct rrr_mr *mr, unsigne
 	wr->u.reg.access = access;
 }
 
-int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents,
-		unsigned access, struct rrr_reg_io *io)
+int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents, unsigned access,
+		struct rrr_reg_io *io)
 {
 	struct rrr__reg_plan_seg plan[RRR_REG_MAX_SEGS];
 	uint32_t holes = 0, depth = 0;
@@ -313,8 +313,10 @@ int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents
 	n = rrr__reg_plan(sg, nents, pool->model, pool->page_size, pool->pages_per_mr, plan,
 			  RRR_REG_MAX_SEGS);
 	if (n == -E2BIG)
-		return rrr__set_error(-E2BIG, "scatterlist of %u entries needs more than %d "
-				      "registrations", nents, RRR_REG_MAX_SEGS);
+		return rrr__set_error(-E2BIG,
+				      "scatterlist of %u entries needs more than %d "
+				      "registrations",
+				      nents, RRR_REG_MAX_SEGS);
 	if (n < 0)
 		return n;
 	if ((uint32_t)n > pool->nfree + (pool->max_mrs - pool->nalloc)) {
@@ -371,12 +373,11 @@ int rrr_reg_map_iov(struct rrr_mrpool *pool, const struct iovec *iov, unsigned n
 	if (!pool || !iov || niov == 0)
 		return -EINVAL;
 	if (niov > MAP_IOV_MAX)
-		return rrr__set_error(-E2BIG, "iovec of %u entries exceeds %u", niov,
-				      MAP_IOV_MAX);
+		return rrr__set_error(-E2BIG, "iovec of %u entries exceeds %u", niov, MAP_IOV_MAX);
 	for (i = 0; i < niov; i++) {
 		if (iov[i].iov_len > UINT32_MAX)
-			return rrr__set_error(-EINVAL, "iovec entry %u of %zu bytes is >= 4 GiB",
-					      i, iov[i].iov_len);
+			return rrr__set_error(-EINVAL, "iovec entry %u of %zu bytes is >= 4 GiB", i,
+					      iov[i].iov_len);
 		pool->iov_sg[i].page = iov[i].iov_base;
 		pool->iov_sg[i].offset = 0;
 		pool->iov_sg[i].length = (uint32_t)iov[i].iov_len;

@@ -144,7 +144,8 @@ plan(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model model, un
 					why = RRR__SPLIT_DEPTH;
 					break;
 				} else {
-					take = (uint32_t)(pbase + ((uint64_t)(max_pages - pages) << shift) -
+					take = (uint32_t)(pbase +
+							  ((uint64_t)(max_pages - pages) << shift) -
 							  s);
 					pages = max_pages;
 				}
@@ -183,9 +184,10 @@ plan(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model model, un
  * (a hole, too deep, an empty or bad entry). Gives exactly what plan()
  * gives whenever it returns 1 (tests/reg/plan.c checks both on random lists).
  */
-static inline __attribute__((always_inline)) int
-plan_fast(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model model,
-	  unsigned shift, uint32_t max_pages, struct rrr__reg_plan_seg *out)
+static inline __attribute__((always_inline)) int plan_fast(const struct rrr_sg *sg, unsigned nents,
+							   const enum rrr_map_model model,
+							   unsigned shift, uint32_t max_pages,
+							   struct rrr__reg_plan_seg *out)
 {
 	const uint64_t mask = (UINT64_C(1) << shift) - 1;
 	uint64_t a0 = ent_addr(&sg[0]), prev_end = a0, acc = 0, pages = 0, length = 0;
@@ -235,9 +237,8 @@ plan_fast(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model mode
 }
 
 static inline __attribute__((always_inline)) int
-plan_model(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model model,
-	   unsigned shift, uint32_t max_pages, struct rrr__reg_plan_seg *out, unsigned max_out,
-	   bool fast)
+plan_model(const struct rrr_sg *sg, unsigned nents, const enum rrr_map_model model, unsigned shift,
+	   uint32_t max_pages, struct rrr__reg_plan_seg *out, unsigned max_out, bool fast)
 {
 	if (fast && max_out && plan_fast(sg, nents, model, shift, max_pages, out))
 		return 1;

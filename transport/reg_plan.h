@@ -32,17 +32,17 @@ enum rrr__reg_split {
  * that same entry.
  */
 struct rrr__reg_plan_seg {
-	unsigned first;             /* index of the first (non-empty) entry */
-	unsigned nents;             /* entries spanned, first and last included */
-	uint32_t head_skip;         /* bytes of sg[first] left to the previous seg */
-	uint32_t tail_len;          /* bytes of the last entry taken (from its
-				     * start, or from head_skip when nents == 1) */
-	uint64_t addr;              /* virtual address of the first byte */
-	uint32_t fbo;               /* addr % page_size: first-byte offset */
-	uint32_t length;            /* bytes */
-	uint32_t npages;            /* page-list entries this registration uses */
-	bool has_empty;             /* interior zero-length entries present */
-	enum rrr__reg_split why;    /* why it ended */
+	unsigned first;		 /* index of the first (non-empty) entry */
+	unsigned nents;		 /* entries spanned, first and last included */
+	uint32_t head_skip;	 /* bytes of sg[first] left to the previous seg */
+	uint32_t tail_len;	 /* bytes of the last entry taken (from its
+				  * start, or from head_skip when nents == 1) */
+	uint64_t addr;		 /* virtual address of the first byte */
+	uint32_t fbo;		 /* addr % page_size: first-byte offset */
+	uint32_t length;	 /* bytes */
+	uint32_t npages;	 /* page-list entries this registration uses */
+	bool has_empty;		 /* interior zero-length entries present */
+	enum rrr__reg_split why; /* why it ended */
 };
 
 /*

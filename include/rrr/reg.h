@@ -76,8 +76,8 @@ struct rrr_reg_seg {
 };
 
 struct rrr_mrpool_opts {
-	uint32_t max_mrs;       /* pool size ceiling (credits * segs per call); 0: 128 */
-	uint32_t pages_per_mr;  /* 0: min(device max_fr_pages, 256) */
+	uint32_t max_mrs;      /* pool size ceiling (credits * segs per call); 0: 128 */
+	uint32_t pages_per_mr; /* 0: min(device max_fr_pages, 256) */
 };
 
 /* One I/O's registrations. Embed it in your request; it holds no memory of
@@ -90,8 +90,8 @@ struct rrr_reg_io {
 	uint32_t nsegs;
 	struct rrr_reg_seg segs[RRR_REG_MAX_SEGS];
 	struct rrr_mr *mrs[RRR_REG_MAX_SEGS];
-	bool valid[RRR_REG_MAX_SEGS];          /* still needs invalidation */
-	uint32_t holes;                        /* splits caused by holes */
+	bool valid[RRR_REG_MAX_SEGS]; /* still needs invalidation */
+	uint32_t holes;		      /* splits caused by holes */
 	struct rrr_send_wr reg_wr[RRR_REG_MAX_SEGS];
 	struct rrr_send_wr inv_wr[RRR_REG_MAX_SEGS];
 };
@@ -106,8 +106,8 @@ struct rrr_reg_stats {
 	uint64_t recoveries;
 	uint64_t mrs_allocated;
 	uint64_t pool_empty;
-	uint64_t map_errors;      /* provider refused or mapped other than planned */
-	uint64_t recover_errors;  /* rrr_mr_recover() failed: MR destroyed */
+	uint64_t map_errors;	 /* provider refused or mapped other than planned */
+	uint64_t recover_errors; /* rrr_mr_recover() failed: MR destroyed */
 };
 
 /*
@@ -149,8 +149,8 @@ void rrr_mrpool_stats(const struct rrr_mrpool *pool, struct rrr_reg_stats *st);
  * May block only while the pool grows (first max_mrs registrations) and on
  * error paths (recovery of what was already mapped).
  */
-int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents,
-		unsigned access, struct rrr_reg_io *io);
+int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents, unsigned access,
+		struct rrr_reg_io *io);
 /* Same from an iovec ({base, 0, len} entries). -E2BIG beyond 1024 entries;
  * -EINVAL for an entry of 4 GiB or more. */
 int rrr_reg_map_iov(struct rrr_mrpool *pool, const struct iovec *iov, unsigned niov,

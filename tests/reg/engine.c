@@ -14,9 +14,12 @@
 
 #include "helpers/fake_provider.h"
 
-#define PS 4096u
+#define PS   4096u
 #define BASE UINT64_C(0x20000000)
-#define E(off, len) {(void *)(uintptr_t)(BASE + (off)), 0, (len)}
+#define E(off, len)                                                                                \
+	{                                                                                          \
+		(void *)(uintptr_t)(BASE + (off)), 0, (len)                                        \
+	}
 
 static struct fake_dev fd;
 static struct rrr_mrpool *pool;
@@ -183,9 +186,9 @@ Test(engine, empty_entries_dropped)
 Test(engine, virt_contig_coalesces)
 {
 	const struct iovec iov[] = {
-		{(void *)(uintptr_t)(BASE + 10), 100},
-		{(void *)(uintptr_t)(BASE + 110), 5000},
-		{(void *)(uintptr_t)(BASE + 9 * PS), 10},
+	    {(void *)(uintptr_t)(BASE + 10), 100},
+	    {(void *)(uintptr_t)(BASE + 110), 5000},
+	    {(void *)(uintptr_t)(BASE + 9 * PS), 10},
 	};
 
 	setup_pool(RRR_MAP_VIRT_CONTIG, 1024, 8, 0);

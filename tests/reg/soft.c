@@ -19,18 +19,18 @@
 
 #include "helpers/loop.h"
 
-#define PS 4096u
+#define PS	   4096u
 #define CBUF_PAGES 16u
-#define PBUF_LEN (256u * 1024u)
-#define GUARD 0xEE
-#define TMO 5000
+#define PBUF_LEN   (256u * 1024u)
+#define GUARD	   0xEE
+#define TMO	   5000
 
 static struct loop L;
 static struct rrr_mrpool *pool;
-static uint8_t *cbuf, *pbuf;  /* client memory; peer source/sink */
-static struct rrr_mr *pmr;    /* peer's long-lived registration of pbuf */
-static uint8_t rbuf[256];     /* client receive buffer */
-static struct rrr_mr *rmr;    /* its registration */
+static uint8_t *cbuf, *pbuf; /* client memory; peer source/sink */
+static struct rrr_mr *pmr;   /* peer's long-lived registration of pbuf */
+static uint8_t rbuf[256];    /* client receive buffer */
+static struct rrr_mr *rmr;   /* its registration */
 static struct rrr_reg_io io, io2;
 static uint64_t next_id = 100;
 
@@ -52,7 +52,8 @@ static void setup(void)
 	memset(&io, 0, sizeof(io));
 	memset(&io2, 0, sizeof(io2));
 	cr_assert_eq(rrr_mr_reg(L.p.pd, pbuf, PBUF_LEN,
-				RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE, &pmr), 0);
+				RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE, &pmr),
+		     0);
 	cr_assert_eq(rrr_mr_reg(L.c.pd, rbuf, sizeof(rbuf), RRR_ACCESS_LOCAL_WRITE, &rmr), 0);
 	cr_assert_eq(rrr_mrpool_create(L.c.pd, &po, &pool), 0);
 }
@@ -132,8 +133,7 @@ static void post_client_recv(uint64_t id)
  * that when the client's RECV completes every write has been placed).
  * @inv_rkey: non-zero makes it a SEND_WITH_INV of that handle.
  */
-static void peer_write_then_send(const struct rrr_reg_seg *segs, uint32_t nsegs,
-				 uint32_t inv_rkey)
+static void peer_write_then_send(const struct rrr_reg_seg *segs, uint32_t nsegs, uint32_t inv_rkey)
 {
 	struct rrr_send_wr wr[RRR_REG_MAX_SEGS + 1], *bad;
 	struct rrr_sge sge[RRR_REG_MAX_SEGS + 1];
@@ -171,8 +171,7 @@ static void peer_send_inv(uint32_t inv_rkey)
 static void expect_recv_ok(uint64_t id, struct rrr_wc *wc)
 {
 	cr_assert_eq(loop_wait(&L, &L.c, id, wc, TMO), 0, "client RECV");
-	cr_assert_eq(wc->status, RRR_WC_SUCCESS, "client RECV: %s",
-		     rrr_wc_status_str(wc->status));
+	cr_assert_eq(wc->status, RRR_WC_SUCCESS, "client RECV: %s", rrr_wc_status_str(wc->status));
 }
 
 /* The peer learns of the refusal from the Terminate: its QP goes to error,
@@ -185,8 +184,11 @@ static void expect_peer_terminated(void)
 	int tries;
 
 	for (tries = 0; tries < 100; tries++) {
-		wr = (struct rrr_send_wr){.wr_id = 3, .opcode = RRR_WR_SEND,
-					  .flags = RRR_SEND_SIGNALED, .sg_list = &sge, .num_sge = 1};
+		wr = (struct rrr_send_wr){.wr_id = 3,
+					  .opcode = RRR_WR_SEND,
+					  .flags = RRR_SEND_SIGNALED,
+					  .sg_list = &sge,
+					  .num_sge = 1};
 		if (rrr_qp_post_send(L.p.qp, &wr, &bad) != 0)
 			return; /* refused at post: in error */
 		cr_assert_eq(loop_wait(&L, &L.p, 3, &wc, TMO), 0, "peer probe SEND");
@@ -248,10 +250,10 @@ TestSuite(soft, .init = setup, .fini = teardown, .timeout = 60);
 Test(soft, write_and_read_through_handles)
 {
 	struct rrr_sg sg[] = {
-		{cbuf, 100, 3000},
-		{cbuf + 2 * PS, 0, PS},
-		{cbuf + 4 * PS, 0, 0},
-		{cbuf + 4 * PS, 512, 1000},
+	    {cbuf, 100, 3000},
+	    {cbuf + 2 * PS, 0, PS},
+	    {cbuf + 4 * PS, 0, 0},
+	    {cbuf + 4 * PS, 512, 1000},
 	};
 	struct rrr_send_wr rd, *bad;
 	struct rrr_sge sge;
@@ -259,11 +261,11 @@ Test(soft, write_and_read_through_handles)
 	struct rrr_reg_stats st;
 	uint32_t total = 3000 + PS + 1000;
 
-	cr_assert_eq(rrr_reg_map(pool, sg, 4,
-				 RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ |
-					 RRR_ACCESS_LOCAL_WRITE,
-				 &io),
-		     0);
+	cr_assert_eq(
+	    rrr_reg_map(pool, sg, 4,
+			RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ | RRR_ACCESS_LOCAL_WRITE,
+			&io),
+	    0);
 	cr_assert_geq(io.nsegs, 1u);
 	if (L.attr.map_model == RRR_MAP_SG_GAPS)
 		cr_expect_eq(io.nsegs, 1u, "soft maps gaps in one registration");
@@ -277,8 +279,11 @@ Test(soft, write_and_read_through_handles)
 	/* READ it back into pbuf + 64 KiB. */
 	memset(pbuf + 65536, 0, total);
 	sge = (struct rrr_sge){(uintptr_t)pbuf + 65536, io.segs[0].length, rrr_mr_lkey(pmr)};
-	rd = (struct rrr_send_wr){.wr_id = 7, .opcode = RRR_WR_RDMA_READ, .flags =
-					  RRR_SEND_SIGNALED, .sg_list = &sge, .num_sge = 1};
+	rd = (struct rrr_send_wr){.wr_id = 7,
+				  .opcode = RRR_WR_RDMA_READ,
+				  .flags = RRR_SEND_SIGNALED,
+				  .sg_list = &sge,
+				  .num_sge = 1};
 	rd.u.rdma.remote_addr = io.segs[0].offset;
 	rd.u.rdma.rkey = io.segs[0].handle;
 	cr_assert_eq(rrr_qp_post_send(L.p.qp, &rd, &bad), 0);
@@ -299,9 +304,8 @@ Test(soft, write_after_local_inv_refused)
 	struct rrr_reg_seg old[RRR_REG_MAX_SEGS];
 	uint32_t n;
 
-	cr_assert_eq(rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE,
-				 &io),
-		     0);
+	cr_assert_eq(
+	    rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
 	post_reg(&io);
 	n = io.nsegs;
 	memcpy(old, io.segs, sizeof(old[0]) * n);
@@ -322,9 +326,8 @@ Test(soft, remote_invalidation)
 	struct rrr_reg_seg old;
 	struct rrr_wc wc;
 
-	cr_assert_eq(rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE,
-				 &io),
-		     0);
+	cr_assert_eq(
+	    rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
 	cr_assert_eq(io.nsegs, 1u);
 	post_reg(&io);
 	old = io.segs[0];
@@ -356,12 +359,10 @@ Test(soft, foreign_remote_invalidation)
 	struct rrr_reg_stats st;
 	struct rrr_wc wc;
 
-	cr_assert_eq(rrr_reg_map(pool, a, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE,
-				 &io),
+	cr_assert_eq(rrr_reg_map(pool, a, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io),
 		     0);
-	cr_assert_eq(rrr_reg_map(pool, b, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE,
-				 &io2),
-		     0);
+	cr_assert_eq(
+	    rrr_reg_map(pool, b, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io2), 0);
 	post_reg(&io);
 	post_reg(&io2);
 	old_a = io.segs[0];
@@ -408,17 +409,15 @@ Test(soft, key_rotation_old_handle_refused)
 	pool = NULL;
 	cr_assert_eq(rrr_mrpool_create(L.c.pd, &one, &pool), 0);
 
-	cr_assert_eq(rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE,
-				 &io),
-		     0);
+	cr_assert_eq(
+	    rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
 	post_reg(&io);
 	old = io.segs[0];
 	mr = io.mrs[0];
 	local_inv(&io);
 
-	cr_assert_eq(rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE,
-				 &io),
-		     0);
+	cr_assert_eq(
+	    rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
 	cr_assert_eq(io.mrs[0], mr, "pool of one reuses its MR");
 	cr_assert_neq(io.segs[0].handle, old.handle, "key rotated");
 	cr_expect_eq(io.segs[0].handle >> 8, old.handle >> 8, "same index");
@@ -476,9 +475,8 @@ Test(soft, recovery_after_flush)
 	uint32_t n, i;
 	int rc;
 
-	cr_assert_eq(rrr_reg_map(pool, sg, 3, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE,
-				 &io),
-		     0);
+	cr_assert_eq(
+	    rrr_reg_map(pool, sg, 3, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
 	post_reg(&io);
 	n = io.nsegs;
 	memcpy(old, io.segs, sizeof(old[0]) * n);

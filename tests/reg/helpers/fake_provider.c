@@ -57,7 +57,8 @@ static int fake_mr_map_sg(struct rrr_mr *mr, const struct rrr_sg *sg, int nents,
 	if ((int)fd->map_calls == fd->fail_map_call)
 		return -ENOMEM;
 	m->last_nents = nents;
-	memcpy(m->last, sg, sizeof(sg[0]) * (size_t)(nents < FAKE_REC_ENTS ? nents : FAKE_REC_ENTS));
+	memcpy(m->last, sg,
+	       sizeof(sg[0]) * (size_t)(nents < FAKE_REC_ENTS ? nents : FAKE_REC_ENTS));
 	for (i = 0; i < nents; i++) {
 		uint64_t a = (uint64_t)(uintptr_t)sg[i].page + sg[i].offset;
 		uint64_t e = a + sg[i].length, p;
@@ -118,11 +119,11 @@ static int fake_mr_recover(struct rrr_mr *mr)
 }
 
 static const struct rrr__provider_ops fake_ops = {
-	.name = "fake",
-	.mr_alloc = fake_mr_alloc,
-	.mr_dereg = fake_mr_dereg,
-	.mr_map_sg = fake_mr_map_sg,
-	.mr_recover = fake_mr_recover,
+    .name = "fake",
+    .mr_alloc = fake_mr_alloc,
+    .mr_dereg = fake_mr_dereg,
+    .mr_map_sg = fake_mr_map_sg,
+    .mr_recover = fake_mr_recover,
 };
 
 void fake_dev_init(struct fake_dev *fd, enum rrr_map_model model, uint32_t max_pages)

@@ -27,9 +27,9 @@ struct fake_mr {
 	struct rrr_mr mr;
 	unsigned index;
 	enum fake_mr_state state;
-	unsigned maps;               /* rrr_mr_map_sg() calls that succeeded */
+	unsigned maps; /* rrr_mr_map_sg() calls that succeeded */
 	unsigned recovers;
-	int last_nents;              /* what the last map was given */
+	int last_nents; /* what the last map was given */
 	struct rrr_sg last[FAKE_REC_ENTS];
 };
 
@@ -39,10 +39,10 @@ struct fake_dev {
 	unsigned mrs_alive;
 	unsigned next_index;
 	unsigned map_calls;
-	int fail_map_call;           /* 1-based map call that fails (-ENOMEM); 0 none */
-	int short_map_call;          /* 1-based map call that maps one entry fewer */
-	bool fail_recover;           /* rrr_mr_recover() fails */
-	bool fail_alloc;             /* rrr_mr_alloc() fails */
+	int fail_map_call;  /* 1-based map call that fails (-ENOMEM); 0 none */
+	int short_map_call; /* 1-based map call that maps one entry fewer */
+	bool fail_recover;  /* rrr_mr_recover() fails */
+	bool fail_alloc;    /* rrr_mr_alloc() fails */
 	unsigned deregs;
 	struct fake_mr *mrs[FAKE_MAX_MRS]; /* by index */
 };

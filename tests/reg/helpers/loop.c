@@ -39,14 +39,14 @@ int loop_open(struct loop *l, const char *provider, const char *opts)
 static int side_qp(struct loop_side *s, struct rrr_cm_id *id)
 {
 	struct rrr_qp_init_attr qa = {
-		.pd = s->pd,
-		.send_cq = s->cq,
-		.recv_cq = s->cq,
-		.max_send_wr = 256,
-		.max_recv_wr = 64,
-		.max_send_sge = 2,
-		.max_recv_sge = 1,
-		.max_rd_atomic = 8,
+	    .pd = s->pd,
+	    .send_cq = s->cq,
+	    .recv_cq = s->cq,
+	    .max_send_wr = 256,
+	    .max_recv_wr = 64,
+	    .max_send_sge = 2,
+	    .max_recv_sge = 1,
+	    .max_rd_atomic = 8,
 	};
 
 	return rrr_qp_create(id, &qa, &s->qp);

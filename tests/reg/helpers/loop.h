@@ -28,7 +28,7 @@ struct loop {
 	struct rrr_device *dev;
 	struct rrr_device_attr attr;
 	struct rrr_cm_id *listen_id;
-	struct loop_side c, p;     /* client (registers), peer (accesses) */
+	struct loop_side c, p; /* client (registers), peer (accesses) */
 };
 
 /* Open @provider with @opts and allocate both PDs. 0 or -errno. */
