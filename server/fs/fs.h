@@ -70,6 +70,9 @@ uint32_t fs_resolve(struct fs_export *ex, const struct rrr_nfs3_fh *fh, struct f
 /* Resolve @name in directory @dir (NFS3_OK or nfsstat3); handles "." and "..". */
 uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *name,
 		   struct fs_obj *o);
+/* Open a path relative to the export root (beneath it, never following a
+ * final symlink): NFS3_OK or nfsstat3. Used by MNT of a subdirectory. */
+uint32_t fs_resolve_path(struct fs_export *ex, const char *rel, struct fs_obj *o);
 /* Check a name for CREATE/REMOVE/...: NFS3_OK or an nfsstat3. */
 uint32_t fs_check_name(const char *name);
 /* Remember (or forget) where an inode lives. */

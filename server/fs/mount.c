@@ -3,8 +3,9 @@
  * server/fs/mount.c - MOUNT version 3 for rrr-server (RFC 1813 appendix I).
  *
  * Normal operation: MNT accepts the export's name (its real path, the
- * --export argument as given, or "/" as an alias for the only export),
- * answers with the root's file handle and AUTH_SYS/AUTH_NONE as accepted
+ * --name given, or "/" as an alias for the only export) or a directory
+ * beneath it (resolved beneath the export root like every path; ".." and
+ * symlinks cannot climb out), answers with that directory's file handle and AUTH_SYS/AUTH_NONE as accepted
  * flavors, and records (client address, path) for DUMP. UMNT/UMNTALL
  * forget the caller's entries. EXPORT lists the one export, open to every
  * host ("*"). The same program is served on every listener, so the kernel
@@ -42,15 +43,41 @@ static void peer_name(struct rrr_svc_req *req, char *out, size_t len)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, out, (socklen_t)len);
 }
 
-static bool export_matches(const struct fs_export *ex, const char *path)
+/*
+ * Which directory of the export does @path name? The export's real path,
+ * its --name, and "/" name the root; "<one of those>/a/b" names a/b beneath
+ * it (resolved with RESOLVE_BENEATH like every other path). *rel gets the
+ * relative part ("." for the root). false: not this export.
+ */
+static bool export_matches(const struct fs_export *ex, const char *path, char *rel, size_t len)
 {
+	const char *bases[] = {ex->root, ex->name};
 	size_t n = strlen(path);
 	while (n > 1 && path[n - 1] == '/')
 		n--;
-	if (n == 1 && path[0] == '/')
+	if (n == 1 && path[0] == '/') {
+		snprintf(rel, len, ".");
 		return true;
-	return (strlen(ex->root) == n && !strncmp(ex->root, path, n)) ||
-	       (strlen(ex->name) == n && !strncmp(ex->name, path, n));
+	}
+	for (int i = 0; i < 2; i++) {
+		size_t b = strlen(bases[i]);
+		while (b > 1 && bases[i][b - 1] == '/')
+			b--;
+		if (n < b || strncmp(bases[i], path, b))
+			continue;
+		if (n == b) {
+			snprintf(rel, len, ".");
+			return true;
+		}
+		if (path[b] == '/' && b > 1) {
+			const char *r = path + b;
+			while (*r == '/')
+				r++;
+			snprintf(rel, len, "%.*s", (int)(n - (size_t)(r - path)), r);
+			return true;
+		}
+	}
+	return false;
 }
 
 static int m_null(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
@@ -70,15 +97,22 @@ static int m_mnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *
 	struct rrr_mnt_res r = {0};
 	char host[RRR_NFS3_MAXNAMLEN + 1];
 	peer_name(req, host, sizeof(host));
-	if (!export_matches(ex, d.path)) {
+	char rel[PATH_MAX];
+	struct fs_obj o = {.fd = -1};
+	if (!export_matches(ex, d.path, rel, sizeof(rel))) {
 		r.status = RRR_MNT3ERR_NOENT;
 		fs_log("MNT of '%s' from %s refused: the export is '%s'", d.path, host, ex->name);
 	} else {
-		struct stat st;
-		if (fstat(ex->root_fd, &st) < 0) {
-			r.status = RRR_MNT3ERR_IO;
+		uint32_t st = fs_resolve_path(ex, rel, &o);
+		if (st == RRR_NFS3_OK && !S_ISDIR(o.st.st_mode))
+			st = RRR_NFS3ERR_NOTDIR;
+		if (st != RRR_NFS3_OK) {
+			r.status = st == RRR_NFS3ERR_NOENT || st == RRR_NFS3ERR_NOTDIR ||
+						   st == RRR_NFS3ERR_ACCES
+					   ? st
+					   : RRR_MNT3ERR_IO;
 		} else {
-			fs_fh_make(ex, st.st_ino, fs_gen(ex->root_fd), &r.fh);
+			fs_fh_make(ex, o.st.st_ino, o.gen, &r.fh);
 			r.nflavors = 2;
 			r.flavors[0] = RRR_AUTH_SYS;
 			r.flavors[1] = RRR_AUTH_NONE;
@@ -97,6 +131,7 @@ static int m_mnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *
 				       rrr_svc_req_transport(req));
 		}
 	}
+	fs_obj_close(&o);
 	return rrr_mnt_xdr_mnt_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
 }
 

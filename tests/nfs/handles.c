@@ -194,3 +194,46 @@ Test(nfs_handles, stable_across_restart_and_verifier_changes)
 	cr_assert_eq(rrr_nfs3_remove(nfs, &dir, "f"), 0);
 	cr_assert_eq(rrr_nfs3_getattr(nfs, &fh, NULL), RRR_NFS3ERR_STALE);
 }
+
+static int try_mount(const char *path)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%u", srv.mount_port);
+	struct rrr_nfs3_opts o;
+	rrr_nfs3_opts_init(&o);
+	o.transport = "tcp";
+	o.host = "127.0.0.1";
+	o.port = port;
+	o.mount_port = port;
+	o.export_path = path;
+	o.timeout_ms = 10000;
+	struct rrr_nfs3 *m = NULL;
+	int rc = rrr_nfs3_mount(&o, &m);
+	if (rc == 0) {
+		struct rrr_nfs3_fattr a;
+		rc = rrr_nfs3_getattr(m, rrr_nfs3_root(m), &a);
+		if (rc == 0 && a.type != RRR_NF3DIR)
+			rc = -1;
+		rrr_nfs3_umount(m);
+	}
+	return rc;
+}
+
+Test(nfs_handles, mount_paths_stay_beneath_the_export)
+{
+	char p[600];
+	cr_assert_eq(try_mount("/"), 0);
+	cr_assert_eq(try_mount(srv.export_dir), 0);
+	snprintf(p, sizeof(p), "%s/sub", srv.export_dir);
+	cr_assert_eq(try_mount(p), 0, "a subdirectory of the export can be mounted");
+	snprintf(p, sizeof(p), "%s/sub/..", srv.export_dir);
+	cr_assert_eq(try_mount(p), 0, "'..' inside the export is fine");
+	snprintf(p, sizeof(p), "%s/..", srv.export_dir);
+	cr_assert_gt(try_mount(p), 0, "'..' above the export is refused");
+	snprintf(p, sizeof(p), "%s/dir-out", srv.export_dir);
+	cr_assert_gt(try_mount(p), 0, "a symlink out of the export is refused");
+	snprintf(p, sizeof(p), "%s/file", srv.export_dir);
+	cr_assert_gt(try_mount(p), 0, "a file is not a mount point");
+	cr_assert_gt(try_mount("/etc"), 0);
+	cr_assert_gt(try_mount(srv.dir), 0, "the export's parent is refused");
+}
