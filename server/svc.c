@@ -458,6 +458,53 @@ enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr 
 	return reply_accepted_err(res, xid, RRR_RPC_SYSTEM_ERR, 0, 0);
 }
 
+/* A connection that never lives in epoll: for rrr__svc_dispatch_raw(). */
+static void raw_noop(struct rrr__svc_conn *c)
+{
+	(void)c;
+}
+
+static const struct rrr__svc_conn_ops raw_ops = {
+	.name = "raw",
+	.shutdown = raw_noop,
+	.destroy = raw_noop,
+};
+
+int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void *out,
+			  size_t cap, size_t *out_len)
+{
+	struct rrr__svc_conn c;
+	struct rrr_svc_req req;
+	struct rrr_xdr args, res;
+	enum rrr__svc_verdict v;
+	void *copy;
+
+	if (!svc || (!msg && len) || !out || !out_len)
+		return -EINVAL;
+	/* a private, 8-byte aligned copy: XDR streams want aligned words */
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return -ENOMEM;
+	if (len)
+		memcpy(copy, msg, len);
+	memset(&c, 0, sizeof(c));
+	c.ops = &raw_ops;
+	c.svc = svc;
+	c.w = &svc->workers[0];
+	c.fd = -1;
+	memset(&req, 0, sizeof(req));
+	req.svc = svc;
+	req.conn = &c;
+	req.max_payload = svc->opts.max_payload;
+	rrr_xdr_init(&args, copy, len, RRR_XDR_DECODE);
+	rrr_xdr_init(&res, out, cap, RRR_XDR_ENCODE);
+	v = rrr__svc_dispatch(&req, &args, &res);
+	*out_len = v == RRR__SVC_NO_REPLY ? 0 : rrr_xdr_pos(&res);
+	rrr__svc_req_end(&req);
+	free(copy);
+	return (int)v;
+}
+
 /* ------------------------------------------------------------------ workers */
 
 struct rrr_xprt_stats *rrr__svc_conn_stats(struct rrr__svc_conn *c)

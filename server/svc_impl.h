@@ -93,6 +93,12 @@ enum rrr__svc_verdict {
  */
 enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
 					struct rrr_xdr *res);
+/* Tests and fuzzing: dispatch one RPC message @msg/@len on @svc as if it
+ * came from a connection, encoding the reply into @out/@cap (*out_len: its
+ * length, 0 for no reply). Returns the verdict or -errno. Not thread-safe
+ * against a running server's counters of worker 0 (they are atomics). */
+int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void *out,
+			  size_t cap, size_t *out_len);
 /* Free the request's arena; call after the reply was sent or dropped. */
 void rrr__svc_req_end(struct rrr_svc_req *req);
 
