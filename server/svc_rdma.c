@@ -484,7 +484,7 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
 	int err;
 
 	RRR__STAT_ADD(st, recv_bytes, len);
-	if (rc->shutting || len > rc->recv_size) {
+	if (rc->shutting || rc->broken || len > rc->recv_size) {
 		repost(rc, idx, false);
 		return;
 	}
