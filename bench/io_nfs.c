@@ -58,7 +58,7 @@ struct io_nfs {
 	const char *host;
 	struct rrr_nfs3_fh fh;   /* the benchmark file */
 	struct rrr_clnt *clnt[NMODES_NFS];
-	uint8_t *bufs;           /* MAX_QD payload buffers of 1 MiB */
+	uint8_t *bufs;           /* file_size bytes: qd payload buffers of size */
 };
 
 static __thread char g_err[512];
@@ -533,10 +533,13 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 	    size * qd > n->cfg.file_size)
 		return -EINVAL;
 	if (!n->bufs) {
-		n->bufs = aligned_alloc(4096, (size_t)MAX_QD * RRR_NFS3_MAX_DATA);
+		/* one buffer per in-flight call: qd x size <= file_size */
+		size_t len = (n->cfg.file_size + 4095) / 4096 * 4096;
+
+		n->bufs = aligned_alloc(4096, len);
 		if (!n->bufs)
 			return -ENOMEM;
-		memset(n->bufs, 0x6b, (size_t)MAX_QD * RRR_NFS3_MAX_DATA);
+		memset(n->bufs, 0x6b, len);
 	}
 	if ((rc = get_clnt(n, mode, qd, &cl)))
 		return rc;
@@ -554,7 +557,7 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 	for (unsigned i = 0; i < qd; i++) {
 		r->slots[i].idx = i;
 		r->slots[i].run = r;
-		r->slots[i].iov.iov_base = n->bufs + (size_t)i * RRR_NFS3_MAX_DATA;
+		r->slots[i].iov.iov_base = n->bufs + (size_t)i * size;
 		r->slots[i].iov.iov_len = size;
 	}
 

@@ -49,7 +49,9 @@ else
 fi
 
 # 1. registration cost per strategy (soft provider), every layout.
-run reg reg --provider soft --sizes 4k,16k,64k,256k,1m --iters "$REG_ITERS" --batch 100
+# frwr-pt: the same device with a progress thread (CQ polls do no progress step).
+run reg reg --provider soft --strategy frwr --strategy frwr-pt:progress_thread=1 \
+	--strategy persistent --sizes 4k,16k,64k,256k,1m --iters "$REG_ITERS" --batch 100
 
 # 2. end-to-end NFSv3 READ/WRITE: per-I/O vs persistent vs bounce vs TCP.
 run io io --provider soft --sizes 4k,1m --qd 1,32 --seconds "$IO_SECS" \
