@@ -89,8 +89,11 @@ static void usage(FILE *f)
 		"  --provider NAME     soft (default) or verbs\n"
 		"  --provider-opts S   provider options (see rrr_device_open)\n"
 		"  --server PATH       rrr-server to spawn (default: next to rrr-bench)\n"
-		"  --host H --port P   use a running server instead (RDMA port; with\n"
-		"                      --tcp-port for nfs-tcp; export --export, default /)\n"
+		"  --host H            use a running server instead of spawning one:\n"
+		"  --port P            its NFS/RDMA port (default 20049)\n"
+		"  --tcp-port P        its NFS/TCP port (default: the mount port)\n"
+		"  --mount-port P      its MOUNT/TCP port (default 20048)\n"
+		"  --export PATH       the export to mount (default /)\n"
 		"  --json FILE         write the results as JSON\n"
 		"  --help\n"
 		"Modes:\n");
@@ -247,6 +250,7 @@ int rrr__bench_io_main(int argc, char **argv)
 		{"host", required_argument, NULL, 'H'},
 		{"port", required_argument, NULL, 'p'},
 		{"tcp-port", required_argument, NULL, 'T'},
+		{"mount-port", required_argument, NULL, 'M'},
 		{"export", required_argument, NULL, 'E'},
 		{"json", required_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
@@ -342,6 +346,9 @@ int rrr__bench_io_main(int argc, char **argv)
 			break;
 		case 'T':
 			cfg.tcp_port = optarg;
+			break;
+		case 'M':
+			cfg.mount_port = optarg;
 			break;
 		case 'E':
 			cfg.export_path = optarg;

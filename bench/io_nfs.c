@@ -57,6 +57,7 @@ struct io_nfs {
 	char log[PATH_MAX + 16];   /* server output */
 	const char *host;
 	struct rrr_nfs3_fh fh;   /* the benchmark file */
+	bool created;            /* ... exists on the server */
 	struct rrr_clnt *clnt[NMODES_NFS];
 	uint8_t *bufs;           /* file_size bytes: qd payload buffers of size */
 };
@@ -266,9 +267,10 @@ int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
 	if (cfg->host) {
 		n->host = cfg->host;
 		snprintf(n->port, sizeof(n->port), "%s", cfg->port ? cfg->port : "20049");
+		snprintf(n->mount_port, sizeof(n->mount_port), "%s",
+			 cfg->mount_port ? cfg->mount_port : "20048");
 		snprintf(n->tcp_port, sizeof(n->tcp_port), "%s",
-			 cfg->tcp_port ? cfg->tcp_port : "20048");
-		snprintf(n->mount_port, sizeof(n->mount_port), "%s", n->tcp_port);
+			 cfg->tcp_port ? cfg->tcp_port : n->mount_port);
 	} else {
 		snprintf(n->dir, sizeof(n->dir), "/tmp/rrr-bench-io.XXXXXX");
 		if (!mkdtemp(n->dir)) {
@@ -322,6 +324,7 @@ int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
 	}
 	rrr_nfs3_umount(m);
 	m = NULL;
+	n->created = true;
 	*out = n;
 	return 0;
 fail:
@@ -338,6 +341,25 @@ void rrr__bench_io_nfs_teardown(struct io_nfs *n)
 	for (int i = 0; i < NMODES_NFS; i++)
 		if (n->clnt[i])
 			rrr_clnt_destroy(n->clnt[i]);
+	if (n->created && !n->dir[0]) {
+		/* someone else's server: remove the benchmark file */
+		struct rrr_nfs3_opts mo;
+		struct rrr_nfs3 *m;
+
+		rrr_nfs3_opts_init(&mo);
+		mo.provider = n->cfg.provider;
+		mo.provider_opts = n->cfg.provider_opts;
+		mo.host = n->host;
+		mo.port = n->port;
+		mo.mount_port = n->mount_port;
+		mo.export_path = n->cfg.export_path;
+		mo.uid = getuid();
+		mo.gid = getgid();
+		if (!rrr_nfs3_mount(&mo, &m)) {
+			rrr_nfs3_remove(m, rrr_nfs3_root(m), BENCH_FILE);
+			rrr_nfs3_umount(m);
+		}
+	}
 	stop_server(n);
 	if (n->dir[0])
 		rm_tree(n->dir);

@@ -37,7 +37,8 @@ struct io_nfs_cfg {
 	const char *argv0;
 	const char *host;        /* NULL: spawn a server */
 	const char *port;        /* RDMA port of an existing server */
-	const char *tcp_port;    /* TCP port of an existing server */
+	const char *tcp_port;    /* NFS/TCP port of an existing server */
+	const char *mount_port;  /* MOUNT/TCP port of an existing server */
 	const char *export_path;
 	uint64_t file_size;      /* bytes the benchmark file needs */
 };
