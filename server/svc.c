@@ -50,9 +50,9 @@
 #include "server/svc_impl.h"
 #include "transport/provider_impl.h"
 
-#define SVC_MAX_PROGRAMS 32
+#define SVC_MAX_PROGRAMS  32
 #define SVC_MAX_LISTENERS 8
-#define SVC_MAX_THREADS 64
+#define SVC_MAX_THREADS	  64
 #define SVC_STOP_GRACE_MS 2000
 
 struct rrr__svc_arena {
@@ -82,7 +82,7 @@ struct rrr__svc_worker {
 	struct rrr__svc_conn *conns;   /* owned connections */
 	struct rrr__svc_conn *closing; /* to reap at the end of an iteration */
 	unsigned nconns;
-	struct rrr_xprt_stats st;      /* atomics; cumulative */
+	struct rrr_xprt_stats st; /* atomics; cumulative */
 };
 
 struct rrr_svc {
@@ -95,9 +95,9 @@ struct rrr_svc {
 	unsigned nrdma;
 	struct rrr__svc_worker *workers;
 	unsigned nworkers;
-	atomic_uint rr;        /* round-robin cursor */
-	int stopfd;            /* eventfd: rrr_svc_stop() */
-	int donefd;            /* eventfd: a worker exited */
+	atomic_uint rr; /* round-robin cursor */
+	int stopfd;	/* eventfd: rrr_svc_stop() */
+	int donefd;	/* eventfd: a worker exited */
 	atomic_bool stopping;
 	atomic_bool running;
 };
@@ -176,7 +176,7 @@ static void worker_fini(struct rrr__svc_worker *w)
 
 static int worker_init(struct rrr_svc *svc, struct rrr__svc_worker *w, unsigned idx)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 
 	memset(w, 0, sizeof(*w));
 	w->svc = svc;
@@ -370,8 +370,8 @@ static void res_reset(struct rrr_xdr *res)
 	rrr_xdr_init(res, res->buf, res->len, RRR_XDR_ENCODE);
 }
 
-static enum rrr__svc_verdict reply_accepted_err(struct rrr_xdr *res, uint32_t xid,
-						uint32_t stat, uint32_t low, uint32_t high)
+static enum rrr__svc_verdict reply_accepted_err(struct rrr_xdr *res, uint32_t xid, uint32_t stat,
+						uint32_t low, uint32_t high)
 {
 	res_reset(res);
 	if (rrr_rpc_encode_accepted(res, xid, stat, low, high))
@@ -465,13 +465,13 @@ static void raw_noop(struct rrr__svc_conn *c)
 }
 
 static const struct rrr__svc_conn_ops raw_ops = {
-	.name = "raw",
-	.shutdown = raw_noop,
-	.destroy = raw_noop,
+    .name = "raw",
+    .shutdown = raw_noop,
+    .destroy = raw_noop,
 };
 
-int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void *out,
-			  size_t cap, size_t *out_len)
+int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void *out, size_t cap,
+			  size_t *out_len)
 {
 	struct rrr__svc_conn c;
 	struct rrr_svc_req req;
@@ -514,7 +514,7 @@ struct rrr_xprt_stats *rrr__svc_conn_stats(struct rrr__svc_conn *c)
 
 int rrr__svc_conn_set_events(struct rrr__svc_conn *c, uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = c };
+	struct epoll_event ev = {.events = events, .data.ptr = c};
 
 	if (c->events == events)
 		return 0;
@@ -648,7 +648,7 @@ static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 
 		n = it->next;
 		if (it->adopt) {
-			struct epoll_event ev = { .events = c->events, .data.ptr = c };
+			struct epoll_event ev = {.events = c->events, .data.ptr = c};
 
 			if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
 				c->fd = -1; /* not in epoll: nothing to remove */
@@ -875,11 +875,11 @@ void rrr_svc_stats(struct rrr_svc *svc, struct rrr_xprt_stats *out)
 	for (i = 0; i < svc->nworkers; i++) {
 		const struct rrr_xprt_stats *s = &svc->workers[i].st;
 #define SUM(f) out->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
-#define MAX(f)                                                      \
-	do {                                                        \
-		uint32_t v_ = __atomic_load_n(&s->f, __ATOMIC_RELAXED); \
-		if (v_ > out->f)                                     \
-			out->f = v_;                                 \
+#define MAX(f)                                                                                     \
+	do {                                                                                       \
+		uint32_t v_ = __atomic_load_n(&s->f, __ATOMIC_RELAXED);                            \
+		if (v_ > out->f)                                                                   \
+			out->f = v_;                                                               \
 	} while (0)
 		SUM(calls);
 		SUM(replies);

@@ -53,11 +53,11 @@ struct rrr__svc_conn {
 	const struct rrr__svc_conn_ops *ops;
 	struct rrr_svc *svc;
 	struct rrr__svc_worker *w;
-	int fd;                       /* in the worker's epoll set */
-	uint32_t events;              /* current epoll interest */
+	int fd;		 /* in the worker's epoll set */
+	uint32_t events; /* current epoll interest */
 	struct sockaddr_storage peer;
-	bool closing;                 /* rrr__svc_conn_close() called */
-	int refs;                     /* atomic; freed by destroy at 0 */
+	bool closing; /* rrr__svc_conn_close() called */
+	int refs;     /* atomic; freed by destroy at 0 */
 	struct rrr__svc_conn *next, *prev;
 };
 
@@ -70,15 +70,15 @@ struct rrr_svc_req {
 	struct rrr_rpc_call call;
 	const struct rrr_svc_program *prog;
 	struct rrr__svc_arena *arena;
-	uint32_t max_payload;         /* set by the transport before dispatch */
+	uint32_t max_payload; /* set by the transport before dispatch */
 };
 
 /* Result of rrr__svc_dispatch(). */
 enum rrr__svc_verdict {
-	RRR__SVC_REPLY_OK = 0,   /* SUCCESS reply with results in @res */
-	RRR__SVC_REPLY_ERR = 1,  /* an error reply is in @res; @res was re-initialised
-				  * without the DDP hook: drop any DDP state */
-	RRR__SVC_NO_REPLY = 2,   /* send nothing */
+	RRR__SVC_REPLY_OK = 0,	/* SUCCESS reply with results in @res */
+	RRR__SVC_REPLY_ERR = 1, /* an error reply is in @res; @res was re-initialised
+				 * without the DDP hook: drop any DDP state */
+	RRR__SVC_NO_REPLY = 2,	/* send nothing */
 };
 
 /* Reserve in every reply buffer beyond max_payload (headers, attributes). */
@@ -97,8 +97,8 @@ enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr 
  * came from a connection, encoding the reply into @out/@cap (*out_len: its
  * length, 0 for no reply). Returns the verdict or -errno. Not thread-safe
  * against a running server's counters of worker 0 (they are atomics). */
-int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void *out,
-			  size_t cap, size_t *out_len);
+int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void *out, size_t cap,
+			  size_t *out_len);
 /* Free the request's arena; call after the reply was sent or dropped. */
 void rrr__svc_req_end(struct rrr_svc_req *req);
 

@@ -59,8 +59,8 @@
 #include "server/svc_rdma_impl.h"
 #include "transport/provider_impl.h"
 
-#define RECV_TAG (1ull << 63)
-#define RDMA_BATCH_MAX 16u
+#define RECV_TAG	(1ull << 63)
+#define RDMA_BATCH_MAX	16u
 #define RDMA_POLL_BATCH 32
 
 struct rrr__svc_rdma_listener {
@@ -150,8 +150,8 @@ static struct svc_rdma_ctx *ctx_get(struct svc_rdma_conn *rc)
 			}
 		}
 		ctx->rc = rc;
-		ctx->sendbuf = rc->send_region +
-			       (size_t)rc->nctx * (SVC_RDMA_HDR_AREA + rc->inline_send);
+		ctx->sendbuf =
+		    rc->send_region + (size_t)rc->nctx * (SVC_RDMA_HDR_AREA + rc->inline_send);
 		ctx->all_next = rc->ctx_all;
 		rc->ctx_all = ctx;
 		rc->nctx++;
@@ -192,7 +192,8 @@ static int post_recvs(struct svc_rdma_conn *rc, const uint32_t *idx, uint32_t n)
 		for (i = 0; i < k; i++) {
 			uint32_t b = idx[done + i];
 
-			sge[i].addr = (uint64_t)(uintptr_t)(rc->recv_region + (size_t)b * rc->recv_size);
+			sge[i].addr =
+			    (uint64_t)(uintptr_t)(rc->recv_region + (size_t)b * rc->recv_size);
 			sge[i].length = rc->recv_size;
 			sge[i].lkey = rrr_mr_lkey(rc->recv_mr);
 			wr[i].wr_id = RECV_TAG | b;
@@ -449,14 +450,14 @@ static void pick_inv(struct svc_rdma_ctx *ctx)
 	uint32_t handle = 0, i, k;
 	unsigned cnt = 0;
 
-#define SEEN(x)                                \
-	do {                                   \
-		if (cnt == 0) {                \
-			handle = (x);          \
-			cnt = 1;               \
-		} else if ((x) != handle) {    \
-			cnt = 2;               \
-		}                              \
+#define SEEN(x)                                                                                    \
+	do {                                                                                       \
+		if (cnt == 0) {                                                                    \
+			handle = (x);                                                              \
+			cnt = 1;                                                                   \
+		} else if ((x) != handle) {                                                        \
+			cnt = 2;                                                                   \
+		}                                                                                  \
 	} while (0)
 	for (i = 0; i < h->nread; i++)
 		SEEN(h->read[i].seg.handle);
@@ -591,7 +592,8 @@ void svc_rdma_fail(struct svc_rdma_conn *rc, const char *why)
 	struct svc_rdma_ctx *ctx;
 
 	if (why && getenv("RRR_SVC_DEBUG"))
-		fprintf(stderr, "svc_rdma: %s (%s)\n", why, rrr_last_error() ? rrr_last_error() : "");
+		fprintf(stderr, "svc_rdma: %s (%s)\n", why,
+			rrr_last_error() ? rrr_last_error() : "");
 	rc->broken = true;
 	/* chains that never got posted end here */
 	while ((ctx = rc->sq_wait_head)) {
@@ -798,11 +800,11 @@ static void rdma_destroy(struct rrr__svc_conn *c)
 }
 
 static const struct rrr__svc_conn_ops rdma_ops = {
-	.name = "rdma",
-	.on_event = rdma_on_event,
-	.on_msg = rdma_on_msg,
-	.shutdown = rdma_shutdown,
-	.destroy = rdma_destroy,
+    .name = "rdma",
+    .on_event = rdma_on_event,
+    .on_msg = rdma_on_msg,
+    .shutdown = rdma_shutdown,
+    .destroy = rdma_destroy,
 };
 
 /* ------------------------------------------------------------------ accept */
@@ -1034,8 +1036,8 @@ err_free:
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 	if (!rrr_last_error())
-		rrr__set_error(err, "cannot listen for RPC-over-RDMA on %s:%s",
-			       host ? host : "*", port);
+		rrr__set_error(err, "cannot listen for RPC-over-RDMA on %s:%s", host ? host : "*",
+			       port);
 	return err;
 }
 

@@ -19,12 +19,12 @@
 /* Write chunks accepted per call (RFC 8166 allows more; NFS uses one). */
 #define SVC_RDMA_MAX_WRITE_CHUNKS 4u
 /* Reply transport header area per request context. */
-#define SVC_RDMA_HDR_AREA                                                               \
-	(16u + 4u + 4u + SVC_RDMA_MAX_WRITE_CHUNKS * (8u + 16u * RRR_RDMA_MAX_CHUNK_SEGS) + \
-	 8u + 16u * RRR_RDMA_MAX_CHUNK_SEGS + 64u)
+#define SVC_RDMA_HDR_AREA                                                                          \
+	(16u + 4u + 4u + SVC_RDMA_MAX_WRITE_CHUNKS * (8u + 16u * RRR_RDMA_MAX_CHUNK_SEGS) + 8u +   \
+	 16u * RRR_RDMA_MAX_CHUNK_SEGS + 64u)
 /* Work requests one context may chain: REG_MRs + READs, or WRITEs + SEND. */
-#define SVC_RDMA_MAX_WRS                                                             \
-	(SVC_RDMA_MAX_WRITE_CHUNKS * RRR_RDMA_MAX_CHUNK_SEGS + RRR_RDMA_MAX_CHUNK_SEGS + \
+#define SVC_RDMA_MAX_WRS                                                                           \
+	(SVC_RDMA_MAX_WRITE_CHUNKS * RRR_RDMA_MAX_CHUNK_SEGS + RRR_RDMA_MAX_CHUNK_SEGS +           \
 	 RRR_REG_MAX_SEGS + RRR_RDMA_MAX_READ_SEGS + 4u)
 
 struct svc_rdma_conn;
@@ -52,17 +52,17 @@ struct svc_rdma_ctx {
 	struct rrr_rdma_hdr hdr;
 	bool busy;
 	enum svc_rdma_phase phase;
-	unsigned sq_need;              /* WRs of the chain waiting to be posted */
-	unsigned sq_held;              /* WRs of the chain in flight */
-	struct rrr_send_wr *chain;     /* chain waiting for send queue room */
+	unsigned sq_need;		/* WRs of the chain waiting to be posted */
+	unsigned sq_held;		/* WRs of the chain in flight */
+	struct rrr_send_wr *chain;	/* chain waiting for send queue room */
 	struct rrr_send_wr *read_chain; /* READs to post once PH_REG completes */
 	unsigned read_need;
 	/* send buffer (in the connection's send region) */
-	uint8_t *sendbuf;              /* SVC_RDMA_HDR_AREA header + body */
+	uint8_t *sendbuf; /* SVC_RDMA_HDR_AREA header + body */
 	/* lazily allocated big buffers */
-	struct svc_rdma_buf arg;       /* rebuilt call (read chunks) */
-	struct svc_rdma_buf res;       /* reply message when a reply chunk was offered */
-	struct svc_rdma_buf pay;       /* write chunk payload bounce */
+	struct svc_rdma_buf arg; /* rebuilt call (read chunks) */
+	struct svc_rdma_buf res; /* reply message when a reply chunk was offered */
+	struct svc_rdma_buf pay; /* write chunk payload bounce */
 	size_t arg_len;
 	/* per-I/O registration of the READ sink */
 	struct rrr_reg_io *sink;
@@ -73,7 +73,7 @@ struct svc_rdma_ctx {
 	uint32_t wchunk_len[SVC_RDMA_MAX_WRITE_CHUNKS];
 	uint32_t wchunk_off[SVC_RDMA_MAX_WRITE_CHUNKS];
 	uint32_t pay_used;
-	uint32_t inv_handle;           /* 0: none; else Send With Invalidate it */
+	uint32_t inv_handle; /* 0: none; else Send With Invalidate it */
 	bool has_inv;
 	/* work requests */
 	struct rrr_send_wr wrs[SVC_RDMA_MAX_WRS];
@@ -86,17 +86,17 @@ struct svc_rdma_conn {
 	struct rrr_cm_id *id;
 	struct rrr_cq *cq;
 	struct rrr_qp *qp;
-	struct rrr_mrpool *pool;       /* READ sinks, when the device needs it */
+	struct rrr_mrpool *pool; /* READ sinks, when the device needs it */
 	bool sink_remote_write;
 	struct rrr_mr *recv_mr, *send_mr;
 	uint8_t *recv_region, *send_region;
 	uint32_t nrecv;
-	uint32_t recv_size;            /* bytes per receive buffer */
-	uint32_t inline_send;          /* negotiated: min(local send, peer recv) */
+	uint32_t recv_size;   /* bytes per receive buffer */
+	uint32_t inline_send; /* negotiated: min(local send, peer recv) */
 	uint32_t max_requests;
 	uint32_t max_payload;
 	uint32_t max_record;
-	bool remote_inv;               /* may use Send With Invalidate */
+	bool remote_inv; /* may use Send With Invalidate */
 	struct rrr_rdma_limits lim;
 	/* receive reposting */
 	uint32_t *repost;
@@ -110,11 +110,11 @@ struct svc_rdma_conn {
 	uint32_t nctx, max_ctx, busy;
 	/* lifecycle */
 	bool established;
-	bool disconnecting;            /* rrr_cm_disconnect() issued */
-	bool disconnected;             /* DISCONNECTED event seen */
-	bool broken;                   /* QP in error: no more posts */
-	bool shutting;                 /* server stopping: no new requests */
-	bool detached;                 /* cm id ctx cleared */
+	bool disconnecting; /* rrr_cm_disconnect() issued */
+	bool disconnected;  /* DISCONNECTED event seen */
+	bool broken;	    /* QP in error: no more posts */
+	bool shutting;	    /* server stopping: no new requests */
+	bool detached;	    /* cm id ctx cleared */
 };
 
 /* svc_rdma.c */

@@ -156,8 +156,8 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 	if (rc->sink_remote_write) {
 		struct rrr_sg sg = {.page = ctx->arg.p, .offset = 0, .length = (uint32_t)full};
 
-		err = rrr_reg_map(rc->pool, &sg, 1, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
-				  ctx->sink);
+		err = rrr_reg_map(rc->pool, &sg, 1,
+				  RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE, ctx->sink);
 		if (err)
 			return err == -E2BIG ? -ENOMEM : err;
 		ctx->sink_mapped = true;
@@ -194,7 +194,8 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 				err = sink_at(ctx, addr, &lkey, &room);
 				if (err)
 					goto fail;
-				piece = (uint32_t)(s->length - done < room ? s->length - done : room);
+				piece =
+				    (uint32_t)(s->length - done < room ? s->length - done : room);
 				wr = &ctx->wrs[nwr];
 				memset(wr, 0, sizeof(*wr));
 				ctx->sges[nwr].addr = addr;
@@ -321,7 +322,7 @@ static int ddp_encode(struct rrr_xdr *xdr, void *arg, const struct iovec *iov, u
 		ctx->pay_used += len;
 		/* keep the next payload 4-byte aligned, within the buffer */
 		ctx->pay_used = ctx->pay_used > rc->max_payload - 3 ? rc->max_payload
-								   : RRR_XDR_PAD(ctx->pay_used);
+								    : RRR_XDR_PAD(ctx->pay_used);
 		return 0; /* only the length word stays inline; no pad */
 	}
 	/* inline: bytes and pad follow the length word */
@@ -439,7 +440,8 @@ int svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, str
 		out->segs[i].length = put;
 		if (!put)
 			continue;
-		err = add_write(ctx, n, (uint64_t)(uintptr_t)src, put, rrr_mr_lkey(mr), &in->segs[i]);
+		err =
+		    add_write(ctx, n, (uint64_t)(uintptr_t)src, put, rrr_mr_lkey(mr), &in->segs[i]);
 		if (err)
 			return err;
 		src += put;

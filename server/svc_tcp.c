@@ -54,13 +54,13 @@ struct tcp_conn {
 	/* input */
 	uint8_t mark[4];
 	unsigned mark_have;
-	bool in_frag;          /* reading fragment bytes */
+	bool in_frag; /* reading fragment bytes */
 	bool last_frag;
 	uint32_t frag_left;
 	uint8_t *rec;
 	size_t rec_len, rec_cap;
 	/* output */
-	uint8_t *reply;        /* 4-byte marker + reply message */
+	uint8_t *reply; /* 4-byte marker + reply message */
 	size_t reply_cap;
 	size_t out_len, out_off;
 	bool out_busy;
@@ -87,8 +87,8 @@ static int tcp_flush(struct tcp_conn *t)
 	struct rrr_xprt_stats *st = rrr__svc_conn_stats(&t->base);
 
 	while (t->out_off < t->out_len) {
-		ssize_t n = send(t->base.fd, t->reply + t->out_off, t->out_len - t->out_off,
-				 MSG_NOSIGNAL);
+		ssize_t n =
+		    send(t->base.fd, t->reply + t->out_off, t->out_len - t->out_off, MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -271,11 +271,11 @@ static void tcp_destroy(struct rrr__svc_conn *c)
 }
 
 static const struct rrr__svc_conn_ops tcp_ops = {
-	.name = "tcp",
-	.on_event = tcp_on_event,
-	.on_msg = NULL,
-	.shutdown = tcp_shutdown,
-	.destroy = tcp_destroy,
+    .name = "tcp",
+    .on_event = tcp_on_event,
+    .on_msg = NULL,
+    .shutdown = tcp_shutdown,
+    .destroy = tcp_destroy,
 };
 
 void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd)
@@ -323,8 +323,8 @@ int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
 	hints.ai_flags = AI_PASSIVE;
 	rc = getaddrinfo(host, port, &hints, &res);
 	if (rc)
-		return rrr__set_error(-EINVAL, "cannot resolve %s:%s: %s", host ? host : "*",
-				      port, gai_strerror(rc));
+		return rrr__set_error(-EINVAL, "cannot resolve %s:%s: %s", host ? host : "*", port,
+				      gai_strerror(rc));
 	rc = -EADDRNOTAVAIL;
 	/* prefer IPv6 dual-stack for the wildcard address */
 	for (int pass = 0; pass < 2 && fd < 0; pass++) {
@@ -348,8 +348,8 @@ int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		return rrr__set_error(rc, "cannot listen on TCP %s:%s: %s", host ? host : "*",
-				      port, strerror(-rc));
+		return rrr__set_error(rc, "cannot listen on TCP %s:%s: %s", host ? host : "*", port,
+				      strerror(-rc));
 	if (bound_port) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);

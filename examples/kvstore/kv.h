@@ -17,9 +17,9 @@
 
 #include <stdint.h>
 
-#define KV_PROG 0x20000200u
-#define KV_VERS 1u
-#define KV_MAX_KEY 255u
+#define KV_PROG	     0x20000200u
+#define KV_VERS	     1u
+#define KV_MAX_KEY   255u
 #define KV_MAX_VALUE (1u << 20)
 
 enum kv_proc { KV_NULL = 0, KV_PUT = 1, KV_GET = 2, KV_DEL = 3, KV_NPROCS = 4 };

@@ -201,9 +201,12 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"transport", required_argument, NULL, 'T'}, {"provider", required_argument, NULL, 'p'},
-		{"host", required_argument, NULL, 'H'},	     {"port", required_argument, NULL, 'P'},
-		{"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
+	    {"transport", required_argument, NULL, 'T'},
+	    {"provider", required_argument, NULL, 'p'},
+	    {"host", required_argument, NULL, 'H'},
+	    {"port", required_argument, NULL, 'P'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct rrr_clnt_opts o;
 	struct rrr_clnt *c;
@@ -214,12 +217,24 @@ int main(int argc, char **argv)
 	o.timeout_ms = 10000;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'T': o.transport = optarg; break;
-		case 'p': o.provider = optarg; break;
-		case 'H': o.host = optarg; break;
-		case 'P': o.port = optarg; break;
-		case 'h': usage(); return 0;
-		default: usage(); return 2;
+		case 'T':
+			o.transport = optarg;
+			break;
+		case 'p':
+			o.provider = optarg;
+			break;
+		case 'H':
+			o.host = optarg;
+			break;
+		case 'P':
+			o.port = optarg;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return 2;
 		}
 	}
 	if (!o.host || optind >= argc) {

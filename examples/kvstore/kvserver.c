@@ -172,10 +172,10 @@ static int kv_del(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 }
 
 static const struct rrr_svc_proc kv_procs[KV_NPROCS] = {
-	[KV_NULL] = {"null", kv_null},
-	[KV_PUT] = {"put", kv_put},
-	[KV_GET] = {"get", kv_get},
-	[KV_DEL] = {"del", kv_del},
+    [KV_NULL] = {"null", kv_null},
+    [KV_PUT] = {"put", kv_put},
+    [KV_GET] = {"get", kv_get},
+    [KV_DEL] = {"del", kv_del},
 };
 
 static void usage(void)
@@ -187,15 +187,19 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"host", required_argument, NULL, 'H'},	     {"rdma-port", required_argument, NULL, 'r'},
-		{"tcp-port", required_argument, NULL, 't'},  {"provider", required_argument, NULL, 'p'},
-		{"threads", required_argument, NULL, 'n'},   {"max-keys", required_argument, NULL, 'm'},
-		{"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0},
+	    {"host", required_argument, NULL, 'H'},	{"rdma-port", required_argument, NULL, 'r'},
+	    {"tcp-port", required_argument, NULL, 't'}, {"provider", required_argument, NULL, 'p'},
+	    {"threads", required_argument, NULL, 'n'},	{"max-keys", required_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0},
 	};
 	const char *host = NULL, *rport = "0", *tport = "0";
 	struct table table = {.lock = PTHREAD_MUTEX_INITIALIZER, .max = 100000};
 	struct rrr_svc_program prog = {
-		.prog = KV_PROG, .vers = KV_VERS, .procs = kv_procs, .nprocs = KV_NPROCS, .ctx = &table,
+	    .prog = KV_PROG,
+	    .vers = KV_VERS,
+	    .procs = kv_procs,
+	    .nprocs = KV_NPROCS,
+	    .ctx = &table,
 	};
 	struct rrr_svc_opts opts;
 	struct rrr_xprt_stats st;
@@ -207,14 +211,30 @@ int main(int argc, char **argv)
 	opts.max_payload = KV_MAX_VALUE;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'H': host = optarg; break;
-		case 'r': rport = optarg; break;
-		case 't': tport = optarg; break;
-		case 'p': opts.provider = optarg; break;
-		case 'n': opts.nthreads = (unsigned)atoi(optarg); break;
-		case 'm': table.max = (unsigned)atoi(optarg); break;
-		case 'h': usage(); return 0;
-		default: usage(); return 2;
+		case 'H':
+			host = optarg;
+			break;
+		case 'r':
+			rport = optarg;
+			break;
+		case 't':
+			tport = optarg;
+			break;
+		case 'p':
+			opts.provider = optarg;
+			break;
+		case 'n':
+			opts.nthreads = (unsigned)atoi(optarg);
+			break;
+		case 'm':
+			table.max = (unsigned)atoi(optarg);
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return 2;
 		}
 	}
 
@@ -227,8 +247,8 @@ int main(int argc, char **argv)
 	if (!rc && strcmp(tport, "-"))
 		rc = rrr_svc_listen_tcp(g_svc, host, tport, &tp);
 	if (rc) {
-		fprintf(stderr, "kvserver: %s (%s)\n", rrr_last_error() ? rrr_last_error() : "error",
-			strerror(-rc));
+		fprintf(stderr, "kvserver: %s (%s)\n",
+			rrr_last_error() ? rrr_last_error() : "error", strerror(-rc));
 		rrr_svc_destroy(g_svc);
 		return 1;
 	}

@@ -89,9 +89,8 @@ static void raw_connect(uint16_t port)
 	cr_assert_eq(rrr_qp_create(raw.id, &qa, &raw.qp), 0);
 	cr_assert_eq(posix_memalign(&p, 4096, (NRECV + 1) * BUFSZ), 0);
 	raw.mem = p;
-	cr_assert_eq(rrr_mr_reg(raw.pd, raw.mem, (NRECV + 1) * BUFSZ, RRR_ACCESS_LOCAL_WRITE,
-				&raw.mr),
-		     0);
+	cr_assert_eq(
+	    rrr_mr_reg(raw.pd, raw.mem, (NRECV + 1) * BUFSZ, RRR_ACCESS_LOCAL_WRITE, &raw.mr), 0);
 	for (i = 0; i < NRECV; i++)
 		post_recv(i);
 	memset(&cp, 0, sizeof(cp));
@@ -156,8 +155,11 @@ static long xchg(const uint32_t *w, unsigned nw, uint32_t *rep, unsigned maxw, i
 {
 	uint8_t *sb = raw.mem + NRECV * BUFSZ;
 	struct rrr_sge sge = {(uint64_t)(uintptr_t)sb, nw * 4, rrr_mr_lkey(raw.mr)};
-	struct rrr_send_wr wr = {.wr_id = 1000, .opcode = RRR_WR_SEND, .flags = RRR_SEND_SIGNALED,
-				 .sg_list = &sge, .num_sge = 1},
+	struct rrr_send_wr wr = {.wr_id = 1000,
+				 .opcode = RRR_WR_SEND,
+				 .flags = RRR_SEND_SIGNALED,
+				 .sg_list = &sge,
+				 .num_sge = 1},
 			   *bad;
 	long got = -1;
 	unsigned i;
@@ -221,8 +223,8 @@ static void expect_error(const uint32_t *w, unsigned nw, uint32_t err)
 /* A valid inline NULL call still works on this connection. */
 static void expect_alive(uint32_t xid)
 {
-	uint32_t w[] = {xid, 1, 32, RRR_RDMA_MSG, 0, 0, 0,
-			xid, RRR_RPC_CALL, 2, TPROG, 1, TP_NULL, 0, 0, 0, 0};
+	uint32_t w[] = {xid, 1,	    32, RRR_RDMA_MSG, 0, 0, 0, xid, RRR_RPC_CALL,
+			2,   TPROG, 1,	TP_NULL,      0, 0, 0, 0};
 	uint32_t rep[32];
 	long n = xchg(w, sizeof(w) / 4, rep, 32, 3000);
 
@@ -307,27 +309,54 @@ Test(svc_hostile, oversized_counts_rejected_before_rdma)
 
 	/* a read chunk far bigger than the record bound (2 x 2 GiB - 1) */
 	{
-		uint32_t big[] = {0x303, 1, 32, RRR_RDMA_MSG,
-				  1, 28, 0xbeef01, 0x7fffffff, 0, 0x1000,
-				  1, 28, 0xbeef02, 0x7fffffff, 0, 0x1000,
-				  0, 0, 0,
-				  0x303, RRR_RPC_CALL, 2, TPROG, 1, TP_SUM, 0, 0, 0, 0, 0x100};
+		uint32_t big[] = {0x303,
+				  1,
+				  32,
+				  RRR_RDMA_MSG,
+				  1,
+				  28,
+				  0xbeef01,
+				  0x7fffffff,
+				  0,
+				  0x1000,
+				  1,
+				  28,
+				  0xbeef02,
+				  0x7fffffff,
+				  0,
+				  0x1000,
+				  0,
+				  0,
+				  0,
+				  0x303,
+				  RRR_RPC_CALL,
+				  2,
+				  TPROG,
+				  1,
+				  TP_SUM,
+				  0,
+				  0,
+				  0,
+				  0,
+				  0x100};
 
 		expect_error(big, sizeof(big) / 4, RRR_ERR_CHUNK);
 	}
 	/* a read chunk positioned past the inline message */
 	{
-		uint32_t past[] = {0x304, 1, 32, RRR_RDMA_MSG,
-				   1, 4096, 0xbeef03, 16, 0, 0x1000, 0, 0, 0,
-				   0x304, RRR_RPC_CALL, 2, TPROG, 1, TP_SUM, 0, 0, 0, 0, 16};
+		uint32_t past[] = {
+		    0x304, 1, 32,    RRR_RDMA_MSG, 1, 4096,  0xbeef03, 16,     0, 0x1000, 0,
+		    0,	   0, 0x304, RRR_RPC_CALL, 2, TPROG, 1,	       TP_SUM, 0, 0,	  0,
+		    0,	   16};
 
 		expect_error(past, sizeof(past) / 4, RRR_ERR_CHUNK);
 	}
 	/* RDMA_MSG with a position-zero read chunk */
 	{
-		uint32_t pz[] = {0x305, 1, 32, RRR_RDMA_MSG,
-				 1, 0, 0xbeef04, 64, 0, 0x1000, 0, 0, 0,
-				 0x305, RRR_RPC_CALL, 2, TPROG, 1, TP_NULL, 0, 0, 0, 0};
+		uint32_t pz[] = {
+		    0x305, 1, 32,    RRR_RDMA_MSG, 1, 0,     0xbeef04, 64,	0, 0x1000, 0,
+		    0,	   0, 0x305, RRR_RPC_CALL, 2, TPROG, 1,	       TP_NULL, 0, 0,	   0,
+		    0};
 
 		expect_error(pz, sizeof(pz) / 4, RRR_ERR_CHUNK);
 	}
@@ -342,8 +371,8 @@ Test(svc_hostile, oversized_counts_rejected_before_rdma)
 Test(svc_hostile, bad_rpc_inside_good_header)
 {
 	/* RDMA header fine, RPC message garbage: rpcvers 9 -> RPC_MISMATCH */
-	uint32_t w[] = {0x401, 1, 32, RRR_RDMA_MSG, 0, 0, 0,
-			0x401, RRR_RPC_CALL, 9, TPROG, 1, TP_NULL, 0, 0, 0, 0};
+	uint32_t w[] = {0x401, 1,     32, RRR_RDMA_MSG, 0, 0, 0, 0x401, RRR_RPC_CALL,
+			9,     TPROG, 1,  TP_NULL,	0, 0, 0, 0};
 	uint32_t rep[32];
 	long n = xchg(w, sizeof(w) / 4, rep, 32, 3000);
 

@@ -247,8 +247,8 @@ Test(svc_tcp, echo_multi_fragment)
 		struct rrr_xdr rx;
 		const void *p;
 		uint32_t n;
-		size_t len = mkcall(call, cap, 100 + i, TPROG, 1, TP_ECHO, NULL, NULL, 0, pl,
-				    sizes[i]);
+		size_t len =
+		    mkcall(call, cap, 100 + i, TPROG, 1, TP_ECHO, NULL, NULL, 0, pl, sizes[i]);
 
 		/* odd fragment sizes split words and the marker boundaries */
 		roundtrip(fd, call, len, i % 2 ? 1000 : 7, rep, cap, &r, &rx);

@@ -86,8 +86,8 @@ static int tp_add(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 		return RRR_SVC_GARBAGE_ARGS;
 	rc = rrr_xdr_put_u32(res, a + b);
 	if (!rc)
-		rc = rrr_xdr_put_u32(res, call->cred.flavor == RRR_AUTH_SYS ? call->cred.sys.uid
-									 : ~0u);
+		rc = rrr_xdr_put_u32(res,
+				     call->cred.flavor == RRR_AUTH_SYS ? call->cred.sys.uid : ~0u);
 	if (!rc)
 		rc = rrr_xdr_put_u32(res, *(uint32_t *)rrr_svc_req_program_ctx(req));
 	return rc;
@@ -177,12 +177,17 @@ static int tp_hashop(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 }
 
 static const struct rrr_svc_proc tprocs[TP_NPROCS] = {
-	[TP_NULL] = {"null", tp_null},	       [TP_ECHO] = {"echo", tp_echo},
-	[TP_GARBAGE] = {"garbage", tp_garbage}, [TP_SYSERR] = {"syserr", tp_syserr},
-	[TP_DROP] = {"drop", tp_drop},	       [TP_HOLE] = {"hole", NULL},
-	[TP_ADD] = {"add", tp_add},	       [TP_FILL] = {"fill", tp_fill},
-	[TP_SUM] = {"sum", tp_sum},	       [TP_BIG] = {"big", tp_big},
-	[TP_HASHOP] = {"hashop", tp_hashop},
+    [TP_NULL] = {"null", tp_null},
+    [TP_ECHO] = {"echo", tp_echo},
+    [TP_GARBAGE] = {"garbage", tp_garbage},
+    [TP_SYSERR] = {"syserr", tp_syserr},
+    [TP_DROP] = {"drop", tp_drop},
+    [TP_HOLE] = {"hole", NULL},
+    [TP_ADD] = {"add", tp_add},
+    [TP_FILL] = {"fill", tp_fill},
+    [TP_SUM] = {"sum", tp_sum},
+    [TP_BIG] = {"big", tp_big},
+    [TP_HASHOP] = {"hashop", tp_hashop},
 };
 
 static uint32_t ctx_v1 = 1, ctx_v3 = 3;
@@ -190,7 +195,11 @@ static uint32_t ctx_v1 = 1, ctx_v3 = 3;
 int tprog_register(struct rrr_svc *svc)
 {
 	struct rrr_svc_program p = {
-		.prog = TPROG, .vers = TPROG_V1, .procs = tprocs, .nprocs = TP_NPROCS, .ctx = &ctx_v1,
+	    .prog = TPROG,
+	    .vers = TPROG_V1,
+	    .procs = tprocs,
+	    .nprocs = TP_NPROCS,
+	    .ctx = &ctx_v1,
 	};
 	int rc = rrr_svc_register(svc, &p);
 

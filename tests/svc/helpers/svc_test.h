@@ -13,21 +13,21 @@
 
 #include <rrr/server.h>
 
-#define TPROG 0x20000101u
+#define TPROG	 0x20000101u
 #define TPROG_V1 1u
 #define TPROG_V3 3u
 
 enum tproc {
 	TP_NULL = 0,
-	TP_ECHO = 1,    /* opaque payload (DDP-eligible) -> same payload back */
+	TP_ECHO = 1,	/* opaque payload (DDP-eligible) -> same payload back */
 	TP_GARBAGE = 2, /* handler says GARBAGE_ARGS */
-	TP_SYSERR = 3,  /* handler says SYSTEM_ERR */
-	TP_DROP = 4,    /* handler says DROP */
-	TP_HOLE = 5,    /* NULL handler: PROC_UNAVAIL */
-	TP_ADD = 6,     /* two u32 -> sum; also returns uid of AUTH_SYS (or ~0) */
-	TP_FILL = 7,    /* u32 len, u32 byte -> payload of len bytes of byte */
-	TP_SUM = 8,     /* DDP payload in -> u32 len, u32 fnv1a */
-	TP_BIG = 9,     /* u32 n, u32 seed -> plain opaque of n pattern bytes */
+	TP_SYSERR = 3,	/* handler says SYSTEM_ERR */
+	TP_DROP = 4,	/* handler says DROP */
+	TP_HOLE = 5,	/* NULL handler: PROC_UNAVAIL */
+	TP_ADD = 6,	/* two u32 -> sum; also returns uid of AUTH_SYS (or ~0) */
+	TP_FILL = 7,	/* u32 len, u32 byte -> payload of len bytes of byte */
+	TP_SUM = 8,	/* DDP payload in -> u32 len, u32 fnv1a */
+	TP_BIG = 9,	/* u32 n, u32 seed -> plain opaque of n pattern bytes */
 	TP_HASHOP = 10, /* plain opaque in -> u32 len, u32 fnv1a */
 	TP_NPROCS = 11,
 };
