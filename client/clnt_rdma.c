@@ -138,6 +138,12 @@ static struct rdma_xprt *X(const struct rrr_clnt *c)
 	return c->xprt;
 }
 
+/* Page-aligned allocation of at least @len bytes. */
+static void *alloc_pages(size_t len)
+{
+	return aligned_alloc(4096, (len + 4095u) & ~(size_t)4095u);
+}
+
 static uint64_t wr_id(unsigned kind, uint32_t idx, unsigned io)
 {
 	return (uint64_t)idx << 8 | (uint64_t)(io & 15u) << 4 | kind;
@@ -231,8 +237,8 @@ static int rdma_create(struct rrr_clnt *c)
 		goto fail;
 
 	x->slots = calloc(x->nslots, sizeof(*x->slots));
-	x->sslab = aligned_alloc(4096, (size_t)x->nslots * x->ssize);
-	x->rslab = aligned_alloc(4096, (size_t)x->nrecv * x->rsize);
+	x->sslab = alloc_pages((size_t)x->nslots * x->ssize);
+	x->rslab = alloc_pages((size_t)x->nrecv * x->rsize);
 	x->rwr = calloc(x->nrecv, sizeof(*x->rwr));
 	x->rsge = calloc(x->nrecv, sizeof(*x->rsge));
 	x->rfree = calloc(x->nrecv, sizeof(*x->rfree));
@@ -732,7 +738,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	}
 	if (plan.reply_chunk) {
 		if (s->rbuf_cap < plan.reply_len) {
-			uint8_t *nb = aligned_alloc(4096, RRR_XDR_PAD(plan.reply_len) + 4096u);
+			uint8_t *nb = alloc_pages(plan.reply_len);
 
 			if (!nb) {
 				rc = -EAGAIN;

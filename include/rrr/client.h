@@ -100,24 +100,43 @@ struct rrr_call {
 
 typedef void (*rrr_call_done_fn)(struct rrr_call *call, int status, void *arg);
 
-/* Connect; MAY BLOCK up to connect_timeout_ms. Errors carry a message in
- * rrr_last_error(): -ECONNREFUSED, -EHOSTUNREACH, -ETIMEDOUT, -ENODEV ... */
+/*
+ * rrr_clnt_create - connect to opts->host:opts->port and start the client's
+ * progress thread. MAY BLOCK up to connect_timeout_ms. Errors carry a
+ * message in rrr_last_error(): -EINVAL (no host, unknown transport),
+ * -ECONNREFUSED, -EHOSTUNREACH, -ETIMEDOUT, -ENODEV/-ENOENT (provider) ...
+ * Later connection losses are handled inside (reconnect with backoff).
+ */
 int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out);
-/* Fails outstanding calls with -ECANCELED (after invalidating their MRs),
- * disconnects and frees. MAY BLOCK. */
+/* Fails outstanding calls with -ECANCELED (after invalidating or recovering
+ * their MRs; their callbacks run before this returns), disconnects and
+ * frees. Must not be called from a completion callback. MAY BLOCK. */
 void rrr_clnt_destroy(struct rrr_clnt *clnt);
-/* Submit; never blocks for credits (queues instead). */
+/*
+ * rrr_clnt_call_async - encode @call (in the calling thread) and queue it.
+ * Never blocks for credits or for the connection (queues instead).
+ * @done runs once, on the progress thread, with the call status (see the
+ * top of this file); it may submit new calls. Returns 0, or -EINVAL (bad
+ * arguments, npayload > RRR_XDR_PAYLOAD_MAX_IOV), -ESHUTDOWN (client being
+ * destroyed), -ENOMEM, or the encode callback's error: then @done never
+ * runs. call->timeout_ms < 0 means no timeout. Retried calls (idempotent,
+ * after a reconnect) keep their xid.
+ */
 int rrr_clnt_call_async(struct rrr_clnt *clnt, struct rrr_call *call, rrr_call_done_fn done,
 			void *arg);
-/* Synchronous wrapper: returns the call status. MAY BLOCK. */
+/* Synchronous wrapper: returns the call status (or a submit error).
+ * -EDEADLK when called from a completion callback. MAY BLOCK. */
 int rrr_clnt_call(struct rrr_clnt *clnt, struct rrr_call *call);
-/* Cancel: returns once the call's MRs are invalid; its callback runs (or
- * the sync call returns) with -ECANCELED unless it already completed.
- * -ENOENT if the call is not outstanding. MAY BLOCK. */
+/* Cancel: returns once the call's MRs are invalid AND its callback has
+ * returned (with -ECANCELED unless it had already completed otherwise), so
+ * the caller may free the call afterwards. -ENOENT if the call is not
+ * outstanding; -EDEADLK from a completion callback. MAY BLOCK. */
 int rrr_clnt_cancel(struct rrr_clnt *clnt, struct rrr_call *call);
-/* Snapshot of the connection counters. Thread-safe. */
+/* Snapshot of the connection counters (registration engine included).
+ * Thread-safe. */
 void rrr_clnt_stats(struct rrr_clnt *clnt, struct rrr_xprt_stats *st);
-/* Negotiated parameters, for tools. */
+/* Largest DDP payload one call should carry (RDMA: what max_segs
+ * registrations can map, capped at 1 MiB; TCP: 1 MiB). */
 uint32_t rrr_clnt_max_payload(const struct rrr_clnt *clnt);
 
 #pragma GCC visibility pop
