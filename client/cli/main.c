@@ -108,9 +108,10 @@ static int parent_of(struct cli *c, const char *path, struct rrr_nfs3_fh *dir, c
 		tmp[--n] = '\0';
 	char *slash = strrchr(tmp, '/');
 	const char *base = slash ? slash + 1 : tmp;
-	if (!*base || strlen(base) > RRR_NFS3_MAXNAMLEN)
+	size_t blen = strlen(base);
+	if (!blen || blen > RRR_NFS3_MAXNAMLEN)
 		return RRR_NFS3ERR_INVAL;
-	snprintf(name, RRR_NFS3_MAXNAMLEN + 1, "%s", base);
+	memcpy(name, base, blen + 1);
 	if (slash)
 		*slash = '\0';
 	return rrr_nfs3_lookup_path(c->nfs, slash ? tmp : "", dir, NULL);
