@@ -344,18 +344,67 @@ Test(svc_rdma, nomsg_call)
 	free(buf);
 }
 
+static uint8_t src[70000];
+
 static void *conc_thread(void *arg)
 {
-	long ok = 0, i;
-
-	(void)arg;
-	for (i = 0; i < 100; i++) {
+	uint8_t *sink = malloc(70000);
+	long ok = 0, i, id = (long)arg;
+	for (i = 0; sink && i < 60; i++) {
 		struct u32x2 a = {(uint32_t)i, 7};
 		struct u32x3 r = {{0}};
 
-		if (call_simple(TP_ADD, &a, &r, dec_u32x3) == 0 && r.v[0] == (uint32_t)i + 7)
-			ok++;
+		switch ((i + id) % 3) {
+		case 0: /* inline */
+			if (call_simple(TP_ADD, &a, &r, dec_u32x3) == 0 &&
+			    r.v[0] == (uint32_t)i + 7)
+				ok++;
+			break;
+		case 1: { /* read chunk */
+			struct iovec iov = {src, 65000 + (size_t)i};
+			struct pay_args pa = {&iov, 1, 65000 + (uint32_t)i};
+			struct rrr_call c;
+
+			memset(&c, 0, sizeof(c));
+			c.prog = TPROG;
+			c.vers = 1;
+			c.proc = TP_SUM;
+			c.encode = enc_payload;
+			c.args = &pa;
+			c.decode = dec_u32x2;
+			c.res = &r;
+			c.ddp = RRR_DDP_TO_SERVER;
+			c.payload = &iov;
+			c.npayload = 1;
+			if (rrr_clnt_call(clnt, &c) == 0 && r.v[1] == tfnv(src, pa.len))
+				ok++;
+			break;
+		}
+		default: { /* write chunk */
+			struct iovec iov = {sink, 70000};
+			struct u32x2 fa = {60000 + (uint32_t)i, (uint32_t)id};
+			struct fill_res fr = {0};
+			struct rrr_call c;
+
+			memset(&c, 0, sizeof(c));
+			c.prog = TPROG;
+			c.vers = 1;
+			c.proc = TP_FILL;
+			c.encode = enc_u32x2;
+			c.args = &fa;
+			c.decode = dec_fill;
+			c.res = &fr;
+			c.ddp = RRR_DDP_FROM_SERVER;
+			c.payload = &iov;
+			c.npayload = 1;
+			if (rrr_clnt_call(clnt, &c) == 0 && fr.len == fa.a &&
+			    sink[fa.a - 1] == (uint8_t)id && sink[0] == (uint8_t)id)
+				ok++;
+			break;
+		}
+		}
 	}
+	free(sink);
 	return (void *)ok;
 }
 
@@ -365,11 +414,13 @@ Test(svc_rdma, concurrent_calls)
 	void *ok;
 	int i;
 
+	for (i = 0; i < (int)sizeof(src); i++)
+		src[i] = tpat(5, (size_t)i);
 	for (i = 0; i < 4; i++)
-		cr_assert_eq(pthread_create(&th[i], NULL, conc_thread, NULL), 0);
+		cr_assert_eq(pthread_create(&th[i], NULL, conc_thread, (void *)(long)(i + 1)), 0);
 	for (i = 0; i < 4; i++) {
 		pthread_join(th[i], &ok);
-		cr_assert_eq((long)ok, 100);
+		cr_assert_eq((long)ok, 60, "thread %d: %ld of 60 calls ok", i, (long)ok);
 	}
 }
 
@@ -530,5 +581,66 @@ Test(svc_rdma, client_vanishes_mid_call)
 	/* the server keeps serving the fixture's client */
 	cr_assert_eq(call_simple(TP_ADD, &a, &r, dec_u32x3), 0);
 	cr_assert_eq(r.v[0], 5);
+	free(buf);
+}
+
+/* A READ sink that needs several registrations (small page-list depth):
+ * the READs are cut at registration boundaries; CRC on, progress thread on. */
+Test(svc_rdma, sink_split_across_registrations)
+{
+	const uint32_t len = (1u << 20) - 3;
+	uint8_t *buf = malloc(len);
+	struct rrr_svc_opts o;
+	struct rrr_clnt_opts co;
+	struct rrr_clnt *c2;
+	struct tsvc s2;
+	struct rrr_xprt_stats st;
+	struct iovec iov;
+	struct pay_args pa;
+	struct u32x3 r = {{0}};
+	struct rrr_call c;
+	char p2[16];
+	uint32_t i;
+
+	cr_assert(buf);
+	for (i = 0; i < len; i++)
+		buf[i] = tpat(21, i);
+	rrr_svc_opts_init(&o);
+	o.nthreads = 1;
+	o.provider_opts = "max_fr_pages=16,crc=1,progress_thread=1";
+	cr_assert_eq(tsvc_start(&s2, &o, 1), 0, "%s", rrr_last_error());
+	snprintf(p2, sizeof(p2), "%u", s2.rdma_port);
+	rrr_clnt_opts_init(&co);
+	co.transport = "rdma";
+	co.provider_opts = "crc=1";
+	co.host = "127.0.0.1";
+	co.port = p2;
+	co.timeout_ms = 10000;
+	cr_assert_eq(rrr_clnt_create(&co, &c2), 0, "%s", rrr_last_error());
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	pa.iov = &iov;
+	pa.niov = 1;
+	pa.len = len;
+	memset(&c, 0, sizeof(c));
+	c.prog = TPROG;
+	c.vers = 1;
+	c.proc = TP_SUM;
+	c.encode = enc_payload;
+	c.args = &pa;
+	c.decode = dec_u32x2;
+	c.res = &r;
+	c.ddp = RRR_DDP_TO_SERVER;
+	c.payload = &iov;
+	c.npayload = 1;
+	cr_assert_eq(rrr_clnt_call(c2, &c), 0, "%s", rrr_last_error());
+	cr_assert_eq(r.v[0], len);
+	cr_assert_eq(r.v[1], tfnv(buf, len));
+	rrr_svc_stats(s2.svc, &st);
+	cr_assert_geq(st.registrations, 16, "the sink took many registrations (%llu)",
+		      (unsigned long long)st.registrations);
+	cr_assert_eq(st.local_inv, st.registrations, "every sink registration invalidated");
+	rrr_clnt_destroy(c2);
+	cr_assert_eq(tsvc_stop(&s2), 0);
 	free(buf);
 }
