@@ -15,7 +15,8 @@
  * source read announces itself in the MR's in-flight counter BEFORE it
  * checks the state, and withdraws after its readv/writev returns:
  *
- *   placer:      inflight++ ; if (state != VALID || key/pd/rights/bounds) {inflight--; fail}
+ *   placer:      if (state != VALID) fail ;   (filter: keeps failures off the counter)
+ *                inflight++ ; if (state != VALID || key/pd/rights/bounds) {inflight--; fail}
  *                readv(...) ; inflight--
  *   invalidator: CAS state VALID -> INVALIDATING ; while (inflight) yield ;
  *                state = INVALID ; report completion
@@ -129,6 +130,12 @@ uint32_t rrr__soft_mr_get(struct soft_dev *dev, uint32_t handle, struct rrr_pd *
 	urcu_memb_read_lock();
 	mr = atomic_load_explicit(&dev->stags[idx], memory_order_acquire);
 	if (!mr) {
+		rc = fail(rdmap_layer, SOFT_ECODE_INV_STAG);
+		goto out;
+	}
+	/* cheap filter first, so that failing lookups never hold the counter
+	 * up and an invalidation cannot be starved by them */
+	if (atomic_load(&mr->state) != SOFT_MR_VALID) {
 		rc = fail(rdmap_layer, SOFT_ECODE_INV_STAG);
 		goto out;
 	}

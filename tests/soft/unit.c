@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/soft/unit.c - unit tests of the soft provider's pieces: CRC32c
+ * (RFC 3720 B.4 vectors, hardware == table), MPA frames and FPDU helpers,
+ * DDP/RDMAP header codecs, Terminate codes, and the STag table: every
+ * check of rrr__soft_mr_get(), and concurrent lookups racing invalidation
+ * (run under TSan with BUILD=build-soft-tsan SANITIZE=thread).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "transport/soft/soft.h"
+
+/* ----------------------------------------------------------- CRC32c */
+static void le(uint32_t v, uint8_t *b)
+{
+	b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16), b[3] = (uint8_t)(v >> 24);
+}
+
+Test(soft_unit, crc32c_rfc3720_vectors)
+{
+	uint8_t buf[32], out[4];
+	static const uint8_t zeros[4] = { 0xaa, 0x36, 0x91, 0x8a };
+	static const uint8_t ones[4] = { 0x43, 0xab, 0xa8, 0x62 };
+	static const uint8_t inc[4] = { 0x4e, 0x79, 0xdd, 0x46 };
+	static const uint8_t dec[4] = { 0x5c, 0xdb, 0x3f, 0x11 };
+
+	memset(buf, 0, 32);
+	le(rrr__soft_crc32c(0, buf, 32), out);
+	cr_assert_arr_eq(out, zeros, 4);
+	le(rrr__soft_crc32c_sw(0, buf, 32), out);
+	cr_assert_arr_eq(out, zeros, 4);
+	memset(buf, 0xff, 32);
+	le(rrr__soft_crc32c(0, buf, 32), out);
+	cr_assert_arr_eq(out, ones, 4);
+	for (int i = 0; i < 32; i++)
+		buf[i] = (uint8_t)i;
+	le(rrr__soft_crc32c(0, buf, 32), out);
+	cr_assert_arr_eq(out, inc, 4);
+	for (int i = 0; i < 32; i++)
+		buf[i] = (uint8_t)(31 - i);
+	le(rrr__soft_crc32c(0, buf, 32), out);
+	cr_assert_arr_eq(out, dec, 4);
+	cr_assert_eq(rrr__soft_crc32c(0, "123456789", 9), 0xe3069283u);
+	cr_assert_eq(rrr__soft_crc32c_sw(0, "123456789", 9), 0xe3069283u);
+}
+
+Test(soft_unit, crc32c_chained_and_hw_equals_table)
+{
+	static uint8_t buf[10007];
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 7 + (i >> 5));
+	for (size_t off = 0; off < 16; off++) {
+		uint32_t whole = rrr__soft_crc32c(0, buf + off, sizeof(buf) - off);
+		uint32_t part = rrr__soft_crc32c(0, buf + off, 1000);
+
+		part = rrr__soft_crc32c(part, buf + off + 1000, 3);
+		part = rrr__soft_crc32c(part, buf + off + 1003, sizeof(buf) - off - 1003);
+		cr_assert_eq(whole, part);
+		cr_assert_eq(whole, rrr__soft_crc32c_sw(0, buf + off, sizeof(buf) - off));
+	}
+	cr_assert_eq(rrr__soft_crc32c(0, buf, 0), 0);
+}
+
+/* ----------------------------------------------------------- framing */
+Test(soft_unit, tagged_header_roundtrip)
+{
+	uint8_t b[SOFT_HDR_TAGGED];
+	struct soft_hdr h;
+
+	cr_assert_eq(rrr__soft_hdr_tagged(b, SOFT_OP_WRITE, true, 0x123456ab, 0x1122334455667788ull,
+					  1000), SOFT_HDR_TAGGED);
+	cr_assert_eq(soft_get16(b), 14 + 1000);
+	cr_assert_eq(b[2], 0xc1); /* T, L, DV=1 */
+	cr_assert_eq(b[3], 0x40); /* RV=1, opcode 0 */
+	cr_assert_eq(rrr__soft_hdr_len(b), SOFT_HDR_TAGGED);
+	cr_assert_eq(rrr__soft_hdr_decode(b, &h), 0);
+	cr_assert(h.tagged && h.last && h.ddp_ver == 1 && h.rdmap_ver == 1);
+	cr_assert_eq(h.opcode, SOFT_OP_WRITE);
+	cr_assert_eq(h.stag, 0x123456ab);
+	cr_assert_eq(h.to, 0x1122334455667788ull);
+	/* a ULPDU length shorter than the header is refused */
+	soft_put16(b, 13);
+	cr_assert_eq(rrr__soft_hdr_decode(b, &h), -EPROTO);
+}
+
+Test(soft_unit, untagged_header_roundtrip)
+{
+	uint8_t b[SOFT_HDR_UNTAGGED];
+	struct soft_hdr h;
+
+	rrr__soft_hdr_untagged(b, SOFT_OP_SEND_INV, false, 0xdeadbe01, 0, 7, 65536, 300);
+	cr_assert_eq(soft_get16(b), 18 + 300);
+	cr_assert_eq(b[2], 0x01);
+	cr_assert_eq(b[3], 0x44);
+	cr_assert_eq(rrr__soft_hdr_len(b), SOFT_HDR_UNTAGGED);
+	cr_assert_eq(rrr__soft_hdr_decode(b, &h), 0);
+	cr_assert(!h.tagged && !h.last);
+	cr_assert_eq(h.stag, 0xdeadbe01);
+	cr_assert_eq(h.qn, 0);
+	cr_assert_eq(h.msn, 7);
+	cr_assert_eq(h.mo, 65536);
+	soft_put16(b, 17);
+	cr_assert_eq(rrr__soft_hdr_decode(b, &h), -EPROTO);
+}
+
+Test(soft_unit, read_request_and_terminate_codec)
+{
+	struct soft_read_req a = { 0x101, 0x2020202020ull, 4096, 0x303, 0x4040404040ull }, b;
+	uint8_t buf[SOFT_READ_REQ_LEN], t[4];
+
+	rrr__soft_read_req_encode(buf, &a);
+	rrr__soft_read_req_decode(buf, &b);
+	cr_assert(a.sink_stag == b.sink_stag && a.sink_to == b.sink_to && a.size == b.size &&
+		  a.src_stag == b.src_stag && a.src_to == b.src_to);
+	cr_assert_eq(soft_get32(buf + 12), 4096);
+	rrr__soft_term_encode(t, SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_TAGGED, 0x01));
+	cr_assert_eq(t[0], 0x11);
+	cr_assert_eq(t[1], 0x01);
+	cr_assert_eq(rrr__soft_term_decode(t), SOFT_TERM(1, 1, 1));
+	cr_assert_eq(rrr__soft_term_wc_status(SOFT_TERM(0, 1, 2)), RRR_WC_REM_ACCESS_ERR);
+	cr_assert_eq(rrr__soft_term_wc_status(SOFT_TERM(1, 2, 2)), RRR_WC_REM_INV_REQ_ERR);
+	cr_assert_eq(rrr__soft_term_wc_status(SOFT_TERM(0, 2, 6)), RRR_WC_REM_OP_ERR);
+}
+
+Test(soft_unit, fpdu_pad)
+{
+	/* 2 + ULPDU + pad is a multiple of 4 */
+	for (uint32_t u = 14; u < 80; u++)
+		cr_assert_eq((2 + u + soft_mpa_pad(u)) % 4, 0);
+	cr_assert_eq(soft_mpa_pad(14), 0);
+	cr_assert_eq(soft_mpa_pad(15), 3);
+}
+
+Test(soft_unit, mpa_request_reply_roundtrip)
+{
+	struct soft_mpa_rr a, b;
+	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX];
+	size_t n, total;
+
+	memset(&a, 0, sizeof(a));
+	a.crc = true;
+	a.ird = 5;
+	a.ord = 9;
+	a.pd_len = 196;
+	memset(a.pd, 0x3c, 196);
+	n = rrr__soft_mpa_encode(&a, buf);
+	cr_assert_eq(n, 20 + 4 + 196);
+	cr_assert_eq(memcmp(buf, "MPA ID Req Frame", 16), 0);
+	cr_assert_eq(buf[16], SOFT_MPA_FLAG_C | SOFT_MPA_FLAG_H);
+	cr_assert_eq(buf[17], 2);
+	cr_assert_eq(soft_get16(buf + 18), 200);
+	cr_assert_eq(rrr__soft_mpa_parse_hdr(buf, false, &total), 0);
+	cr_assert_eq(total, n);
+	cr_assert_eq(rrr__soft_mpa_parse_hdr(buf, true, &total), -EPROTO); /* wrong key */
+	cr_assert_eq(rrr__soft_mpa_parse(buf, n, false, &b), 0);
+	cr_assert(b.crc && !b.reject && !b.markers && b.enhanced && b.rev == 2);
+	cr_assert_eq(b.ird, 5);
+	cr_assert_eq(b.ord, 9);
+	cr_assert(b.ird_flags & SOFT_MPA_IRD_P2P);
+	cr_assert(b.ord_flags & SOFT_MPA_ORD_RTR_WRITE);
+	cr_assert_eq(b.pd_len, 196);
+	cr_assert_eq(memcmp(b.pd, a.pd, 196), 0);
+	/* truncated frame, oversized PD_Length */
+	cr_assert_eq(rrr__soft_mpa_parse(buf, n - 1, false, &b), -EPROTO);
+	soft_put16(buf + 18, 513);
+	cr_assert_eq(rrr__soft_mpa_parse_hdr(buf, false, &total), -EMSGSIZE);
+	/* reject reply */
+	a.reply = true;
+	a.reject = true;
+	a.pd_len = 3;
+	memcpy(a.pd, "no!", 3);
+	n = rrr__soft_mpa_encode(&a, buf);
+	cr_assert_eq(rrr__soft_mpa_parse(buf, n, true, &b), 0);
+	cr_assert(b.reject);
+	cr_assert_eq(b.pd_len, 3);
+	cr_assert_eq(memcmp(b.pd, "no!", 3), 0);
+}
+
+Test(soft_unit, rtr_message)
+{
+	uint8_t b[SOFT_HDR_TAGGED + 4];
+
+	cr_assert_eq(rrr__soft_mpa_rtr(b, false), 16);
+	cr_assert(rrr__soft_mpa_is_rtr(b, false));
+	cr_assert_eq(rrr__soft_mpa_rtr(b, true), 20);
+	cr_assert(rrr__soft_mpa_is_rtr(b, true));
+	b[19] ^= 1;
+	cr_assert(!rrr__soft_mpa_is_rtr(b, true));
+}
+
+/* ----------------------------------------------------------- STag table */
+struct stag_env {
+	struct rrr_device *dev;
+	struct rrr_pd *pd, *pd2;
+	struct soft_dev *sd;
+};
+
+static void env_open(struct stag_env *e)
+{
+	cr_assert_eq(rrr_device_open("soft", "max_fr_pages=16", &e->dev), 0);
+	cr_assert_eq(rrr_pd_alloc(e->dev, &e->pd), 0);
+	cr_assert_eq(rrr_pd_alloc(e->dev, &e->pd2), 0);
+	e->sd = soft_dev(e->dev);
+}
+
+static void env_close(struct stag_env *e)
+{
+	cr_assert_eq(rrr_pd_free(e->pd), 0);
+	cr_assert_eq(rrr_pd_free(e->pd2), 0);
+	rrr_device_close(e->dev);
+}
+
+#define FAILCODE(l, t, c) (SOFT_GET_FAIL | SOFT_TERM(l, t, c))
+
+Test(soft_unit, stag_checks)
+{
+	struct stag_env e;
+	static uint8_t buf[3 * 4096];
+	struct rrr_sg sg[2] = { { buf, 10, 100 }, { buf + 8192, 0, 50 } };
+	struct rrr_mr *mr;
+	struct soft_mr *m, *got;
+	uint32_t h, old;
+	uint64_t va;
+
+	env_open(&e);
+	cr_assert_eq(rrr_mr_alloc(e.pd, 17, &mr), -EINVAL); /* over max_fr_pages */
+	cr_assert_eq(rrr_mr_alloc(e.pd, 4, &mr), 0);
+	m = container_of(mr, struct soft_mr, base);
+	old = rrr_mr_rkey(mr);
+	cr_assert_eq(rrr_mr_map_sg(mr, sg, 2, RRR_ACCESS_REMOTE_WRITE), 2);
+	h = rrr_mr_rkey(mr);
+	cr_assert_eq(h >> 8, old >> 8);
+	cr_assert_neq(h & 0xff, old & 0xff);
+	va = rrr_mr_iova(mr);
+	cr_assert_eq(va, (uintptr_t)buf + 10);
+	cr_assert_eq(rrr_mr_length(mr), 150);
+	/* MAPPED is not VALID yet */
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, va, 1, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_INV_STAG));
+	cr_assert_eq(rrr__soft_mr_validate(m, e.pd, RRR_ACCESS_REMOTE_WRITE), 0);
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, RRR_ACCESS_REMOTE_WRITE, va, 150, false, &got), 0);
+	cr_assert_eq(got, m);
+	{
+		struct iovec iov[4];
+		int n = rrr__soft_mr_iov(got, va + 95, 10, iov, 4);
+
+		cr_assert_eq(n, 2);
+		cr_assert_eq(iov[0].iov_base, buf + 105);
+		cr_assert_eq(iov[0].iov_len, 5);
+		cr_assert_eq(iov[1].iov_base, buf + 8192);
+		cr_assert_eq(iov[1].iov_len, 5);
+	}
+	rrr__soft_mr_put(got);
+	/* key, index, PD, rights, bounds, wrap */
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h ^ 1, e.pd, 0, va, 1, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_INV_STAG));
+	cr_assert_eq(rrr__soft_mr_get(e.sd, 0x00fff000, e.pd, 0, va, 1, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_INV_STAG));
+	cr_assert_eq(rrr__soft_mr_get(e.sd, 0xffffff00, e.pd, 0, va, 1, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_INV_STAG));
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd2, 0, va, 1, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_STAG_PD));
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, RRR_ACCESS_REMOTE_READ, va, 1, false, &got),
+		     FAILCODE(0, 1, SOFT_ECODE_ACCESS));
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, va, 151, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_BOUNDS));
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, va - 1, 1, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_BOUNDS));
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, va + 150, 1, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_BOUNDS));
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, UINT64_MAX - 2, 10, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_TO_WRAP));
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, va, 151, true, &got),
+		     FAILCODE(0, 1, SOFT_ECODE_BOUNDS));
+	/* invalidation: wrong key, wrong pd, then ok; the handle is dead */
+	cr_assert_eq(rrr_mr_dereg(mr), -EBUSY);
+	cr_assert_eq(rrr__soft_invalidate(e.sd, h ^ 1, e.pd, false), -ENOENT);
+	cr_assert_eq(rrr__soft_invalidate(e.sd, h, e.pd2, false), -EACCES);
+	cr_assert_eq(rrr__soft_inv_check(e.sd, h, e.pd), 0);
+	cr_assert_eq(rrr__soft_invalidate(e.sd, h, e.pd, false), 0);
+	cr_assert_eq(rrr__soft_inv_check(e.sd, h, e.pd), -ENOENT);
+	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, va, 1, false, &got),
+		     FAILCODE(1, 1, SOFT_ECODE_INV_STAG));
+	cr_assert_eq(rrr_mr_dereg(mr), 0);
+	/* long-lived MRs cannot be invalidated remotely */
+	cr_assert_eq(rrr_mr_reg(e.pd, buf, 100, RRR_ACCESS_REMOTE_READ, &mr), 0);
+	cr_assert_eq(rrr_mr_lkey(mr), rrr_mr_rkey(mr));
+	cr_assert_eq(rrr__soft_invalidate(e.sd, rrr_mr_rkey(mr), e.pd, false), -EPERM);
+	cr_assert_eq(rrr_mr_dereg(mr), 0);
+	env_close(&e);
+}
+
+Test(soft_unit, map_sg_limits)
+{
+	struct stag_env e;
+	static uint8_t buf[64];
+	struct rrr_sg sg[20];
+	struct rrr_mr *mr;
+
+	env_open(&e);
+	for (int i = 0; i < 20; i++)
+		sg[i] = (struct rrr_sg){ buf, (uint32_t)i, 1 };
+	cr_assert_eq(rrr_mr_alloc(e.pd, 16, &mr), 0);
+	cr_assert_eq(rrr_mr_map_sg(mr, sg, 20, 0), 16); /* max_pages entries */
+	cr_assert_eq(rrr_mr_length(mr), 16);
+	sg[0].length = 0;
+	cr_assert_eq(rrr_mr_map_sg(mr, sg, 20, 0), -EINVAL);
+	cr_assert_eq(rrr_mr_recover(mr), 0);
+	cr_assert_eq(rrr_mr_dereg(mr), 0);
+	env_close(&e);
+}
+
+/* Concurrent lookups against invalidate/re-register: a reader holding a
+ * reference must never see the window closed, and its "placement" writes
+ * must never race with the owner's reuse of the buffer (TSan checks the
+ * latter: the writer scribbles over the buffer after every invalidation). */
+struct race {
+	struct stag_env e;
+	struct rrr_mr *mr;
+	_Atomic uint32_t handle;
+	atomic_bool stop;
+	atomic_bool closed;
+	atomic_long hits, misses;
+	uint8_t buf[256];
+	atomic_int violations;
+};
+
+static void *reader(void *arg)
+{
+	struct race *r = arg;
+
+	while (!atomic_load(&r->stop)) {
+		struct soft_mr *m;
+		uint32_t h = atomic_load(&r->handle);
+
+		if (rrr__soft_mr_get(r->e.sd, h, r->e.pd, RRR_ACCESS_REMOTE_WRITE,
+				     (uintptr_t)r->buf, sizeof(r->buf), false, &m)) {
+			atomic_fetch_add(&r->misses, 1);
+			continue;
+		}
+		if (atomic_load(&r->closed))
+			atomic_fetch_add(&r->violations, 1);
+		for (size_t i = 0; i < 16; i++)
+			((volatile uint8_t *)r->buf)[i * 16] = (uint8_t)h; /* the "placement" */
+		if (atomic_load(&r->closed))
+			atomic_fetch_add(&r->violations, 1);
+		rrr__soft_mr_put(m);
+		atomic_fetch_add(&r->hits, 1);
+	}
+	return NULL;
+}
+
+Test(soft_unit, stag_concurrent_lookup_vs_invalidate, .timeout = 120)
+{
+	struct race *r = calloc(1, sizeof(*r));
+	struct rrr_sg sg;
+	pthread_t th[3];
+	struct soft_mr *m;
+
+	cr_assert(r);
+	env_open(&r->e);
+	sg = (struct rrr_sg){ r->buf, 0, sizeof(r->buf) };
+	cr_assert_eq(rrr_mr_alloc(r->e.pd, 1, &r->mr), 0);
+	m = container_of(r->mr, struct soft_mr, base);
+	cr_assert_eq(rrr_mr_map_sg(r->mr, &sg, 1, RRR_ACCESS_REMOTE_WRITE), 1);
+	cr_assert_eq(rrr__soft_mr_validate(m, r->e.pd, RRR_ACCESS_REMOTE_WRITE), 0);
+	atomic_store(&r->handle, rrr_mr_rkey(r->mr));
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, reader, r), 0);
+	for (int round = 0; round < 300; round++) {
+		uint32_t h = rrr_mr_rkey(r->mr);
+		long seen = atomic_load(&r->hits);
+
+		/* let the readers in while the window is open */
+		for (int y = 0; y < 20 && atomic_load(&r->hits) == seen; y++)
+			sched_yield();
+
+		cr_assert_eq(rrr__soft_invalidate(r->e.sd, h, r->e.pd, false), 0);
+		atomic_store(&r->closed, true);
+		memset(r->buf, 0xcc, sizeof(r->buf)); /* owner reuses the pages */
+		cr_assert_eq(rrr_mr_map_sg(r->mr, &sg, 1, RRR_ACCESS_REMOTE_WRITE), 1);
+		atomic_store(&r->closed, false);
+		cr_assert_eq(rrr__soft_mr_validate(m, r->e.pd, RRR_ACCESS_REMOTE_WRITE), 0);
+		if (round % 4)
+			atomic_store(&r->handle, rrr_mr_rkey(r->mr)); /* else a stale one */
+	}
+	atomic_store(&r->stop, true);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	cr_assert_eq(atomic_load(&r->violations), 0);
+	cr_assert_gt(atomic_load(&r->hits), 0);
+	cr_assert_gt(atomic_load(&r->misses), 0);
+	cr_assert_eq(rrr__soft_invalidate(r->e.sd, rrr_mr_rkey(r->mr), r->e.pd, false), 0);
+	cr_assert_eq(rrr_mr_dereg(r->mr), 0);
+	env_close(&r->e);
+	free(r);
+}
+
+/* The same race as a plain program under ThreadSanitizer (Criterion itself
+ * cannot start under TSan, Snaipe/Criterion#274): compile it with
+ * -fsanitize=thread from the sources and require a clean run. */
+Test(soft_unit, stag_race_is_tsan_clean, .timeout = 240)
+{
+	const char *b = getenv("RRR_BUILD");
+	char out[512], cmd[2048];
+	int rc;
+
+	if (access("transport/soft/stag.c", R_OK) || access("tests/soft/tsan/stag_race.c", R_OK))
+		cr_skip_test("run from the repository root (make test-unit) to find the sources");
+	snprintf(out, sizeof(out), "%s/soft-stag-race-tsan", b ? b : "/tmp");
+	snprintf(cmd, sizeof(cmd),
+		 "${CC:-cc} -std=c11 -O1 -g -fsanitize=thread -Iinclude -I. -D_GNU_SOURCE -pthread "
+		 "tests/soft/tsan/stag_race.c transport/soft/*.c transport/provider.c -o %s "
+		 "-lurcu-memb -lurcu-common >/dev/null 2>&1",
+		 out);
+	if (system(cmd) != 0)
+		cr_skip_test("cannot build with -fsanitize=thread here (compiler/runtime missing)");
+	snprintf(cmd, sizeof(cmd), "TSAN_OPTIONS='halt_on_error=1 exitcode=66' %s 200 >/dev/null", out);
+	rc = system(cmd);
+	cr_assert(WIFEXITED(rc), "race program died");
+	cr_assert_neq(WEXITSTATUS(rc), 66, "ThreadSanitizer reported a data race");
+	cr_assert_eq(WEXITSTATUS(rc), 0, "a placement saw its window closed (or setup failed)");
+}
