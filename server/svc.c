@@ -572,8 +572,9 @@ static void reap(struct rrr__svc_worker *w)
 
 	while ((c = w->closing)) {
 		list_del(&w->closing, c);
-		if (c->fd >= 0)
+		if (c->in_epoll)
 			epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		c->in_epoll = false;
 		w->nconns--;
 		RRR__STAT_ADD(&w->st, disconnects, 1);
 		rrr__svc_conn_put(c);
@@ -651,11 +652,11 @@ static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 			struct epoll_event ev = {.events = c->events, .data.ptr = c};
 
 			if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
-				c->fd = -1; /* not in epoll: nothing to remove */
 				list_add(&w->conns, c);
 				w->nconns++;
 				rrr__svc_conn_close(c);
 			} else {
+				c->in_epoll = true;
 				list_add(&w->conns, c);
 				w->nconns++;
 				RRR__STAT_ADD(&w->st, connects, 1);

@@ -56,8 +56,9 @@ struct rrr__svc_conn {
 	int fd;		 /* in the worker's epoll set */
 	uint32_t events; /* current epoll interest */
 	struct sockaddr_storage peer;
-	bool closing; /* rrr__svc_conn_close() called */
-	int refs;     /* atomic; freed by destroy at 0 */
+	bool closing;  /* rrr__svc_conn_close() called */
+	bool in_epoll; /* fd added to the worker's epoll set */
+	int refs;      /* atomic; freed by destroy at 0 */
 	struct rrr__svc_conn *next, *prev;
 };
 
