@@ -189,11 +189,18 @@ Test(soft_unit, rtr_message)
 {
 	uint8_t b[SOFT_HDR_TAGGED + 4];
 
-	cr_assert_eq(rrr__soft_mpa_rtr(b, false), 16);
+	/* the CRC field is always present; zero and unchecked without CRC */
+	cr_assert_eq(rrr__soft_mpa_rtr(b, false), 20);
+	cr_assert_eq(b[16] | b[17] | b[18] | b[19], 0);
+	cr_assert(rrr__soft_mpa_is_rtr(b, false));
+	b[19] = 0x55;
 	cr_assert(rrr__soft_mpa_is_rtr(b, false));
 	cr_assert_eq(rrr__soft_mpa_rtr(b, true), 20);
 	cr_assert(rrr__soft_mpa_is_rtr(b, true));
 	b[19] ^= 1;
+	cr_assert(!rrr__soft_mpa_is_rtr(b, true));
+	b[19] ^= 1;
+	b[4] = 1; /* a non-zero STag is no RTR */
 	cr_assert(!rrr__soft_mpa_is_rtr(b, true));
 }
 

@@ -763,7 +763,7 @@ int rrr__soft_cm_accept(struct rrr_cm_id *base, const struct rrr_conn_param *par
 	}
 	id->state = ID_REP_SENT;
 	id->have = 0;
-	id->need = SOFT_HDR_TAGGED + (id->crc ? 4 : 0);
+	id->need = SOFT_HDR_TAGGED + 4;
 	ep_set(id, EPOLLIN);
 out:
 	pthread_mutex_unlock(&cm->lock);

@@ -21,7 +21,9 @@
  * (M) are never offered; a peer that asks for them is refused with a reject
  * reply and a clear error. CRC (C) is used when either side asks for it.
  *
- * FPDU: | ULPDU length (16) | ULPDU ... | pad to 4 | CRC32c (4, if negotiated) |
+ * FPDU: | ULPDU length (16) | ULPDU ... | pad to 4 | CRC32c (4) |
+ * The CRC field is always present; without negotiated CRC it is sent as
+ * zero and not checked (as RFC 5044 and Linux siw do).
  * The RTR is the FPDU of a zero-length tagged RDMA Write to STag 0, TO 0.
  *
  * Recovery: parsers validate every length against the bytes present and
@@ -111,17 +113,13 @@ int rrr__soft_mpa_parse(const uint8_t *buf, size_t len, bool reply, struct soft_
 size_t rrr__soft_mpa_rtr(uint8_t *buf, bool crc)
 {
 	size_t n = rrr__soft_hdr_tagged(buf, SOFT_OP_WRITE, true, 0, 0, 0);
+	uint32_t c = crc ? rrr__soft_crc32c(0, buf, n) : 0;
 
-	if (crc) {
-		uint32_t c = rrr__soft_crc32c(0, buf, n);
-
-		buf[n] = (uint8_t)c;
-		buf[n + 1] = (uint8_t)(c >> 8);
-		buf[n + 2] = (uint8_t)(c >> 16);
-		buf[n + 3] = (uint8_t)(c >> 24);
-		n += 4;
-	}
-	return n;
+	buf[n] = (uint8_t)c;
+	buf[n + 1] = (uint8_t)(c >> 8);
+	buf[n + 2] = (uint8_t)(c >> 16);
+	buf[n + 3] = (uint8_t)(c >> 24);
+	return n + 4;
 }
 
 bool rrr__soft_mpa_is_rtr(const uint8_t *buf, bool crc)
@@ -129,5 +127,6 @@ bool rrr__soft_mpa_is_rtr(const uint8_t *buf, bool crc)
 	uint8_t ref[SOFT_HDR_TAGGED + 4];
 	size_t n = rrr__soft_mpa_rtr(ref, crc);
 
-	return memcmp(ref, buf, n) == 0;
+	/* without CRC the field is not checked */
+	return memcmp(ref, buf, crc ? n : n - 4) == 0;
 }

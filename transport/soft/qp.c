@@ -127,8 +127,17 @@ int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint
 {
 	int one = 1;
 
+	int mss = 0;
+	socklen_t ml = sizeof(mss);
+
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	pthread_mutex_lock(&qp->lock);
+	/* one FPDU fits one TCP segment (RFC 5044 alignment; Wireshark
+	 * decodes FPDUs only so): ULPDU <= MSS - length - pad - CRC */
+	qp->mulpdu = qp->dev->mulpdu;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &ml) == 0 && mss > 0 &&
+	    (uint32_t)mss - 9 < qp->mulpdu && mss >= (int)SOFT_MULPDU_MIN + 9)
+		qp->mulpdu = (uint32_t)mss - 9;
 	qp->fd = fd;
 	qp->crc = crc;
 	if (ord && ord < qp->ord)

@@ -91,7 +91,7 @@ static int hdr_process(struct soft_qp *qp)
 	hl = h->tagged ? SOFT_HDR_TAGGED : SOFT_HDR_UNTAGGED;
 	qp->rx.pay_len = h->ulpdu_len - (hl - 2);
 	qp->rx.pay_done = 0;
-	qp->rx.trl_len = soft_mpa_pad(h->ulpdu_len) + (qp->crc ? 4 : 0);
+	qp->rx.trl_len = soft_mpa_pad(h->ulpdu_len) + 4; /* CRC field always present */
 	qp->rx.trl_have = 0;
 	qp->rx.crc = qp->crc ? rrr__soft_crc32c(0, qp->rx.hb, hl) : 0;
 	qp->rx.kind = K_NONE;
@@ -466,7 +466,7 @@ void rrr__soft_rx(struct soft_qp *qp)
 		if (qp->rx.pay_done < qp->rx.pay_len || qp->rx.trl_have < qp->rx.trl_len)
 			continue;
 		/* FPDU complete: verify CRC, then act */
-		if (qp->crc) {
+		if (qp->crc) { /* without CRC the field is present but not checked */
 			unsigned pad = qp->rx.trl_len - 4;
 			uint32_t c = rrr__soft_crc32c(qp->rx.crc, qp->rx.trl, pad);
 			uint32_t got = (uint32_t)qp->rx.trl[pad] | (uint32_t)qp->rx.trl[pad + 1] << 8 |

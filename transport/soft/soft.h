@@ -87,7 +87,8 @@ static inline unsigned soft_mpa_pad(uint32_t ulpdu_len)
 {
 	return (4u - ((2u + ulpdu_len) & 3u)) & 3u;
 }
-/* Zero-length RDMA Write used as the RFC 6581 ready-to-receive message. */
+/* Zero-length RDMA Write used as the RFC 6581 ready-to-receive message
+ * (20 bytes: the CRC field is always present). */
 size_t rrr__soft_mpa_rtr(uint8_t *buf, bool crc);
 /* True if @buf (16 bytes, + 4 CRC bytes when @crc) is a valid RTR. */
 bool rrr__soft_mpa_is_rtr(const uint8_t *buf, bool crc);
@@ -365,6 +366,7 @@ struct soft_qp {
 	bool in_ep;
 	bool want_out;              /* EPOLLOUT armed */
 	uint32_t ord, ird;          /* outstanding READs allowed out / in */
+	uint32_t mulpdu;            /* largest ULPDU sent: device option, <= MSS */
 	uint32_t max_send_sge, max_recv_sge;
 
 	/* send queue ring */

@@ -79,8 +79,8 @@ static void fpdu_seal(struct soft_qp *qp, size_t hdrlen, int np, uint32_t paylen
 		qp->tx.trl[pad + 1] = (uint8_t)(c >> 8);
 		qp->tx.trl[pad + 2] = (uint8_t)(c >> 16);
 		qp->tx.trl[pad + 3] = (uint8_t)(c >> 24);
-		tl += 4;
 	}
+	tl += 4; /* the CRC field is always there; zero when CRC is off */
 	qp->tx.niov = 1 + np;
 	if (tl) {
 		qp->tx.iov[qp->tx.niov].iov_base = qp->tx.trl;
@@ -154,7 +154,7 @@ static void fpdu_done(struct soft_qp *qp)
 static bool build_read_resp(struct soft_qp *qp)
 {
 	struct soft_irq *q = &qp->irq[qp->irq_head];
-	uint32_t maxpay = qp->dev->mulpdu - (SOFT_HDR_TAGGED - 2);
+	uint32_t maxpay = qp->mulpdu - (SOFT_HDR_TAGGED - 2);
 	uint64_t left = q->rr.size - q->off;
 	uint32_t seg = left > maxpay ? maxpay : (uint32_t)left;
 	bool last = seg == left;
@@ -204,7 +204,7 @@ static bool build_sq(struct soft_qp *qp)
 		uint32_t slot = (qp->sq_head + qp->sq_tx) % qp->sq_size;
 		struct soft_swqe *w = &qp->sq[slot];
 		uint32_t hdr = (w->opcode == RRR_WR_RDMA_WRITE) ? SOFT_HDR_TAGGED : SOFT_HDR_UNTAGGED;
-		uint32_t maxpay = qp->dev->mulpdu - (hdr - 2);
+		uint32_t maxpay = qp->mulpdu - (hdr - 2);
 		int rc, np;
 
 		if (w->st == SOFT_WQE_DONE) {
