@@ -70,6 +70,7 @@
 #define RECV_BATCH 8u
 #define CLIENT_IRD 16u
 #define MAX_PAYLOAD_CAP (1u << 20)
+#define PCACHE_MAX 256u
 
 enum { IO_SRC = 0, IO_SINK, IO_REP, IO_N };
 
@@ -94,6 +95,12 @@ struct rslot {
 	uint32_t rbuf_cap;
 	uint8_t zpad[4];
 	struct rrr_reg_io io[IO_N];
+	/* long-lived segments (persistent_reg / bounce): never invalidated */
+	uint32_t nlseg[IO_N];
+	struct rrr_reg_seg lseg[IO_N][RRR_RDMA_MAX_CHUNK_SEGS];
+	uint8_t *bb[2];          /* bounce buffers: [0] source, [1] sink */
+	struct rrr_mr *bbmr[2];
+	bool bounce_sink;        /* the write chunk points at bb[1] */
 	struct rrr_send_wr send_wr;
 	struct rrr_sge send_sge;
 	struct rrr_sg sg[RRR_XDR_PAYLOAD_MAX_IOV + 3];
@@ -130,6 +137,13 @@ struct rdma_xprt {
 	uint32_t inflight;   /* sent, reply not received (ghosts included) */
 	uint32_t eff_send, eff_recv;
 	bool remote_inv;     /* we told the peer it may use Send With Invalidate */
+	/* persistent_reg: long-lived registrations of caller memory, by range */
+	uint32_t npc;
+	struct pcache {
+		uint8_t *base;
+		size_t len;
+		struct rrr_mr *mr;
+	} pc[PCACHE_MAX];
 	struct rrr_rdma_hdr hdr; /* scratch */
 };
 
@@ -258,9 +272,9 @@ static int rdma_create(struct rrr_clnt *c)
 		x->slots[i].sbuf = x->sslab + (size_t)i * x->ssize;
 		x->slots[i].recv_idx = -1;
 	}
-	if (c->opts.persistent_reg || c->opts.bounce)
-		fprintf(stderr, "rrr: client options persistent_reg/bounce are not implemented; "
-				"using safe per-I/O registration\n");
+	if (c->opts.persistent_reg)
+		fprintf(stderr, "rrr: WARNING: persistent_reg is UNSAFE (benchmarks only): caller "
+				"memory stays remotely accessible after calls complete\n");
 	return 0;
 fail:
 	if (rc != -ENOMEM && !rrr_last_error())
@@ -281,9 +295,18 @@ static void rdma_destroy(struct rrr_clnt *c)
 		rrr_mr_dereg(x->smr);
 	if (x->rmr)
 		rrr_mr_dereg(x->rmr);
-	if (x->slots)
-		for (uint32_t i = 0; i < x->nslots; i++)
+	if (x->slots) {
+		for (uint32_t i = 0; i < x->nslots; i++) {
 			free(x->slots[i].rbuf);
+			for (int b = 0; b < 2; b++) {
+				if (x->slots[i].bbmr[b])
+					rrr_mr_dereg(x->slots[i].bbmr[b]);
+				free(x->slots[i].bb[b]);
+			}
+		}
+	}
+	for (uint32_t i = 0; i < x->npc; i++)
+		rrr_mr_dereg(x->pc[i].mr);
 	if (x->pool)
 		rrr_mrpool_destroy(x->pool);
 	if (x->cm)
@@ -446,7 +469,8 @@ static int rdma_connect(struct rrr_clnt *c, int timeout_ms)
 	if (rc)
 		goto fail;
 
-	mine.remote_inv = !c->opts.no_remote_inv;
+	/* long-lived registrations must never be remotely invalidated */
+	mine.remote_inv = !c->opts.no_remote_inv && !c->opts.persistent_reg && !c->opts.bounce;
 	mine.send_size = x->ssize;
 	mine.recv_size = x->rsize;
 	memset(&cp, 0, sizeof(cp));
@@ -580,6 +604,112 @@ static int map_io(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, unsign
 	return 0;
 }
 
+static const struct rrr_reg_seg *segs_of(const struct rslot *s, int k, uint32_t *n)
+{
+	if (s->nlseg[k]) {
+		*n = s->nlseg[k];
+		return s->lseg[k];
+	}
+	*n = s->io[k].nsegs;
+	return s->io[k].segs;
+}
+
+/* persistent_reg: one long-lived registration per page range of caller
+ * memory, cached for the client's life. UNSAFE by design (benchmarks). */
+static int map_persistent(struct rrr_clnt *c, struct rslot *s, int k, unsigned n)
+{
+	struct rdma_xprt *x = X(c);
+	unsigned access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ |
+			  RRR_ACCESS_REMOTE_WRITE;
+
+	if (n > RRR_RDMA_MAX_CHUNK_SEGS)
+		return -EMSGSIZE;
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *p = (uint8_t *)s->sg[i].page + s->sg[i].offset;
+		struct pcache *e = NULL;
+
+		for (uint32_t j = 0; j < x->npc; j++) {
+			if (p >= x->pc[j].base && p + s->sg[i].length <= x->pc[j].base + x->pc[j].len) {
+				e = &x->pc[j];
+				break;
+			}
+		}
+		if (!e) {
+			uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095u;
+			uintptr_t hi = ((uintptr_t)p + s->sg[i].length + 4095u) & ~(uintptr_t)4095u;
+
+			if (x->npc == PCACHE_MAX)
+				return -ENOSPC;
+			e = &x->pc[x->npc];
+			if (rrr_mr_reg(x->pd, (void *)lo, hi - lo, access, &e->mr))
+				return -ENOSPC;
+			e->base = (uint8_t *)lo;
+			e->len = hi - lo;
+			x->npc++;
+		}
+		s->lseg[k][i].handle = rrr_mr_rkey(e->mr);
+		s->lseg[k][i].length = s->sg[i].length;
+		s->lseg[k][i].offset = rrr_mr_iova(e->mr) + (uint64_t)(p - e->base);
+	}
+	s->nlseg[k] = n;
+	return 0;
+}
+
+/* bounce: copy through a long-lived registered buffer of the slot. */
+static int map_bounce(struct rrr_clnt *c, struct rslot *s, int k, unsigned n)
+{
+	struct rdma_xprt *x = X(c);
+	int b = k == IO_SRC ? 0 : 1;
+	uint32_t cap = c->ops->max_payload(c) + 64u * 1024u;
+	uint64_t total = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		total += s->sg[i].length;
+	if (total > cap)
+		return -ENOSPC;
+	if (!s->bb[b]) {
+		s->bb[b] = alloc_pages(cap);
+		if (!s->bb[b])
+			return -ENOSPC;
+		if (rrr_mr_reg(x->pd, s->bb[b], cap,
+			       RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ |
+				       RRR_ACCESS_REMOTE_WRITE,
+			       &s->bbmr[b])) {
+			free(s->bb[b]);
+			s->bb[b] = NULL;
+			return -ENOSPC;
+		}
+	}
+	if (k == IO_SRC) {
+		uint8_t *d = s->bb[0];
+
+		for (unsigned i = 0; i < n; i++) {
+			memcpy(d, (uint8_t *)s->sg[i].page + s->sg[i].offset, s->sg[i].length);
+			d += s->sg[i].length;
+		}
+	} else {
+		s->bounce_sink = true;
+	}
+	s->lseg[k][0].handle = rrr_mr_rkey(s->bbmr[b]);
+	s->lseg[k][0].length = (uint32_t)total;
+	s->lseg[k][0].offset = rrr_mr_iova(s->bbmr[b]);
+	s->nlseg[k] = 1;
+	return 0;
+}
+
+/* Map a chunk for io @k: long-lived (options) or per-I/O (the default);
+ * the options fall back to per-I/O registration when they cannot. */
+static int map_chunk(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, unsigned access)
+{
+	if (k != IO_REP && c->opts.persistent_reg && map_persistent(c, s, k, n) == 0)
+		return 0;
+	if (k != IO_REP && !c->opts.persistent_reg && c->opts.bounce &&
+	    map_bounce(c, s, k, n) == 0)
+		return 0;
+	s->nlseg[k] = 0;
+	return map_io(c, s, k, n, access);
+}
+
 static unsigned sg_from_iov(struct rrr_sg *sg, unsigned n, const struct iovec *iov,
 			    unsigned niov, uint64_t limit)
 {
@@ -614,6 +744,35 @@ static void copy_iov(uint8_t *dst, const struct iovec *iov, unsigned n, uint32_t
 		memcpy(dst, iov[i].iov_base, l);
 		dst += l;
 		len -= (uint32_t)l;
+	}
+}
+
+static void fill_read(struct rrr_rdma_hdr *h, const struct rslot *s, uint32_t position)
+{
+	uint32_t n;
+	const struct rrr_reg_seg *g = segs_of(s, IO_SRC, &n);
+
+	for (uint32_t i = 0; i < n; i++) {
+		h->read[i].position = position;
+		h->read[i].seg.handle = g[i].handle;
+		h->read[i].seg.length = g[i].length;
+		h->read[i].seg.offset = g[i].offset;
+	}
+	h->nread = n;
+}
+
+static void fill_chunk(struct rrr_rdma_chunk *ch, const struct rslot *s, int k)
+{
+	uint32_t n;
+	const struct rrr_reg_seg *g = segs_of(s, k, &n);
+
+	ch->nsegs = n;
+	ch->total = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		ch->segs[i].handle = g[i].handle;
+		ch->segs[i].length = g[i].length;
+		ch->segs[i].offset = g[i].offset;
+		ch->total += g[i].length;
 	}
 }
 
@@ -671,8 +830,11 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	if (rc)
 		return rc;
 
-	for (int k = 0; k < IO_N; k++)
+	for (int k = 0; k < IO_N; k++) {
 		s->io[k].nsegs = 0;
+		s->nlseg[k] = 0;
+	}
+	s->bounce_sink = false;
 	memset(h, 0, offsetof(struct rrr_rdma_hdr, read));
 	h->nwrite = 0;
 	h->has_reply = false;
@@ -684,16 +846,10 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	/* sources */
 	if (plan.call == RRR__CALL_READ_CHUNK) {
 		n = sg_from_iov(s->sg, 0, req->payload_iov, req->payload_niov, req->payload_len);
-		rc = map_io(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
+		rc = map_chunk(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
 		if (rc)
 			goto unmap;
-		for (uint32_t i = 0; i < s->io[IO_SRC].nsegs; i++) {
-			h->read[i].position = pos;
-			h->read[i].seg.handle = s->io[IO_SRC].segs[i].handle;
-			h->read[i].seg.length = s->io[IO_SRC].segs[i].length;
-			h->read[i].seg.offset = s->io[IO_SRC].segs[i].offset;
-		}
-		h->nread = s->io[IO_SRC].nsegs;
+		fill_read(h, s, pos);
 	} else if (plan.call == RRR__CALL_NOMSG) {
 		n = 0;
 		if (pos) {
@@ -709,32 +865,19 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 				s->sg[n++] = (struct rrr_sg){ req->buf, pos,
 							      (uint32_t)req->len - pos };
 		}
-		rc = map_io(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
+		rc = map_chunk(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
 		if (rc)
 			goto unmap;
-		for (uint32_t i = 0; i < s->io[IO_SRC].nsegs; i++) {
-			h->read[i].position = 0;
-			h->read[i].seg.handle = s->io[IO_SRC].segs[i].handle;
-			h->read[i].seg.length = s->io[IO_SRC].segs[i].length;
-			h->read[i].seg.offset = s->io[IO_SRC].segs[i].offset;
-		}
-		h->nread = s->io[IO_SRC].nsegs;
+		fill_read(h, s, 0);
 	}
 	/* sinks */
 	if (plan.write_chunk) {
 		n = sg_from_iov(s->sg, 0, call->payload, call->npayload, sink);
-		rc = map_io(c, s, IO_SINK, n, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE);
+		rc = map_chunk(c, s, IO_SINK, n, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE);
 		if (rc)
 			goto unmap;
 		h->nwrite = 1;
-		h->write[0].nsegs = s->io[IO_SINK].nsegs;
-		h->write[0].total = 0;
-		for (uint32_t i = 0; i < s->io[IO_SINK].nsegs; i++) {
-			h->write[0].segs[i].handle = s->io[IO_SINK].segs[i].handle;
-			h->write[0].segs[i].length = s->io[IO_SINK].segs[i].length;
-			h->write[0].segs[i].offset = s->io[IO_SINK].segs[i].offset;
-			h->write[0].total += s->io[IO_SINK].segs[i].length;
-		}
+		fill_chunk(&h->write[0], s, IO_SINK);
 	}
 	if (plan.reply_chunk) {
 		if (s->rbuf_cap < plan.reply_len) {
@@ -753,14 +896,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 		if (rc)
 			goto unmap;
 		h->has_reply = true;
-		h->reply.nsegs = s->io[IO_REP].nsegs;
-		h->reply.total = 0;
-		for (uint32_t i = 0; i < s->io[IO_REP].nsegs; i++) {
-			h->reply.segs[i].handle = s->io[IO_REP].segs[i].handle;
-			h->reply.segs[i].length = s->io[IO_REP].segs[i].length;
-			h->reply.segs[i].offset = s->io[IO_REP].segs[i].offset;
-			h->reply.total += s->io[IO_REP].segs[i].length;
-		}
+		fill_chunk(&h->reply, s, IO_REP);
 	}
 
 	/* header + inline part into the send buffer */
@@ -854,6 +990,20 @@ static void finish_slot(struct rrr_clnt *c, struct rslot *s)
 	if (req) {
 		int st = s->abort_status ? s->abort_status : s->status;
 
+		if (!s->abort_status && st == 0 && s->bounce_sink && s->placed) {
+			const struct rrr_call *call = req->call;
+			uint32_t left = s->placed_len;
+			const uint8_t *p = s->bb[1];
+
+			for (unsigned i = 0; i < call->npayload && left; i++) {
+				size_t l = call->payload[i].iov_len < left ? call->payload[i].iov_len
+									   : left;
+
+				memcpy(call->payload[i].iov_base, p, l);
+				p += l;
+				left -= (uint32_t)l;
+			}
+		}
 		if (!s->abort_status && st == 0) {
 			req->placed = s->placed;
 			req->placed_len = s->placed_len;
@@ -960,10 +1110,8 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 		recycle_recv(x, (int)idx);
 		return 0;
 	}
-	off.nwrite = s->io[IO_SINK].nsegs;
-	off.write = s->io[IO_SINK].segs;
-	off.nreply = s->io[IO_REP].nsegs;
-	off.reply = s->io[IO_REP].segs;
+	off.write = segs_of(s, IO_SINK, &off.nwrite);
+	off.reply = segs_of(s, IO_REP, &off.nreply);
 	if (s->ghost) {
 		/* the engine may have reused these MRs: offer nothing */
 		off.nwrite = off.nreply = 0;

@@ -613,3 +613,78 @@ Test(rdma, foreign_invalidation_disconnects)
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_geq(st.disconnects, 1);
 }
+
+/* --- benchmark options: long-lived registrations ------------------------------ */
+
+static void tweak_persistent(struct rrr_clnt_opts *o)
+{
+	o->persistent_reg = true;
+}
+
+static void tweak_bounce(struct rrr_clnt_opts *o)
+{
+	o->bounce = true;
+}
+
+static void init_persistent(void)
+{
+	start(NULL, tweak_persistent);
+}
+
+static void init_bounce(void)
+{
+	start(NULL, tweak_bounce);
+}
+
+static void long_lived_shapes(void)
+{
+	uint32_t n = 100001, sum = 0, m = 200003;
+	uint8_t *src = malloc(n), *dst = malloc(m + 8);
+	struct iovec s = { src, n };
+	struct pay p = { &s, 1, n, 5 };
+	struct got g = { 0 };
+	struct rrr_xprt_stats st;
+	struct rsrv_stats ss;
+	struct rrr_call c;
+
+	for (uint32_t i = 0; i < n; i++) {
+		src[i] = (uint8_t)(i * 3 + 1);
+		sum += src[i];
+	}
+	for (int round = 0; round < 2; round++) {
+		init_call(&c, RS_SUM);
+		c.encode = enc_pay_tag;
+		c.args = &p;
+		c.decode = dec_3u32;
+		c.res = &g;
+		c.ddp = RRR_DDP_TO_SERVER;
+		c.payload = &s;
+		c.npayload = 1;
+		cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+		cr_assert_eq(g.w[0], n);
+		cr_assert_eq(g.w[1], sum);
+		cr_assert_eq(g.w[2], 5);
+		memset(dst, 0, m + 8);
+		cr_assert_eq(fill_into(dst, m, m + 8), 0);
+		for (uint32_t i = 0; i < m; i++)
+			cr_assert_eq(dst[i], (uint8_t)(i * 7 + 3));
+	}
+	rrr_clnt_stats(clnt, &st);
+	rsrv_stats(srv, &ss);
+	cr_assert_eq(st.registrations, 0, "no per-I/O registration for payloads");
+	cr_assert_eq(st.read_chunks, 2);
+	cr_assert_eq(st.write_chunks, 2);
+	cr_assert(!ss.client_remote_inv, "long-lived MRs: no Send With Invalidate offered");
+	free(src);
+	free(dst);
+}
+
+Test(rdma_opts, persistent_reg, .init = init_persistent, .fini = fini, .timeout = 30)
+{
+	long_lived_shapes();
+}
+
+Test(rdma_opts, bounce, .init = init_bounce, .fini = fini, .timeout = 30)
+{
+	long_lived_shapes();
+}
