@@ -545,7 +545,7 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 			  unsigned qd, double seconds, double warmup, struct io_result *out)
 {
 	struct rrr_xprt_stats st0, st1;
-	struct rrr_clnt *cl;
+	struct rrr_clnt *cl = NULL;
 	struct run *r;
 	uint64_t t0 = 0, t1, c0 = 0, c1;
 	int64_t s0 = -1, s1 = -1;
