@@ -54,13 +54,13 @@
 #include "client/clnt_impl.h"
 #include "transport/provider_impl.h"
 
-#define TAG_EVENTFD 0u
-#define BACKOFF_MIN_MS 100u
-#define BACKOFF_MAX_MS 5000u
-#define TICK_MS 200
-#define ENCODE_START 4096u
-#define ENCODE_MAX_RDMA (1u << 20)        /* args without the payload */
-#define ENCODE_MAX_TCP (64u << 20)
+#define TAG_EVENTFD	0u
+#define BACKOFF_MIN_MS	100u
+#define BACKOFF_MAX_MS	5000u
+#define TICK_MS		200
+#define ENCODE_START	4096u
+#define ENCODE_MAX_RDMA (1u << 20) /* args without the payload */
+#define ENCODE_MAX_TCP	(64u << 20)
 
 uint64_t rrr__clnt_now_ns(void)
 {
@@ -90,7 +90,7 @@ void rrr_clnt_opts_init(struct rrr_clnt_opts *opts)
 
 int rrr__clnt_watch(struct rrr_clnt *c, int fd, uint32_t events, uint32_t tag)
 {
-	struct epoll_event ev = { .events = events, .data.u32 = tag };
+	struct epoll_event ev = {.events = events, .data.u32 = tag};
 
 	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
 		return 0;
@@ -242,8 +242,8 @@ static void run_done(struct rrr_clnt *c)
 
 /* DDP encode hook for RDMA: record the first TO_SERVER payload (the
  * transport decides inline vs read chunk), copy any other inline. */
-static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov,
-			  unsigned niov, uint32_t len)
+static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov, unsigned niov,
+			  uint32_t len)
 {
 	struct rrr__clnt_req *req = ctx;
 	uint8_t *p;
@@ -279,7 +279,7 @@ static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	bool tcp = (c->ops == &rrr__clnt_tcp_ops);
 	size_t off = tcp ? 4 : 0;
 	size_t cap = ENCODE_START, max = tcp ? ENCODE_MAX_TCP : ENCODE_MAX_RDMA;
-	struct rrr_xdr_ddp hook = { .encode = record_payload, .ctx = req };
+	struct rrr_xdr_ddp hook = {.encode = record_payload, .ctx = req};
 	struct rrr_xdr x;
 	int rc;
 
@@ -380,8 +380,8 @@ static int decode_payload(struct rrr_xdr *xdr, void *ctx, uint32_t len, struct i
 			return -EBADMSG;
 		left = len;
 		for (unsigned i = 0; i < call->npayload && left; i++) {
-			size_t l = call->payload[i].iov_len < left ? call->payload[i].iov_len
-								   : left;
+			size_t l =
+			    call->payload[i].iov_len < left ? call->payload[i].iov_len : left;
 			memcpy(call->payload[i].iov_base, src, l);
 			src += l;
 			left -= (uint32_t)l;
@@ -398,10 +398,9 @@ static int decode_payload(struct rrr_xdr *xdr, void *ctx, uint32_t len, struct i
 	return rrr_xdr_skip(xdr, len);
 }
 
-int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *msg,
-			   size_t len)
+int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *msg, size_t len)
 {
-	struct rrr_xdr_ddp hook = { .decode = decode_payload, .ctx = req };
+	struct rrr_xdr_ddp hook = {.decode = decode_payload, .ctx = req};
 	struct rrr_call *call = req->call;
 	struct rrr_rpc_reply rp;
 	struct rrr_xdr x;
@@ -413,8 +412,8 @@ int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *
 	if (rc || rp.xid != req->xid)
 		return -EBADMSG;
 	if (rp.stat == RRR_RPC_MSG_DENIED) {
-		call->rpc_stat = RRR_RPC_STAT_DENIED | (rp.reject_stat & 0xffu) << 8 |
-				 (rp.auth_stat & 0xffu);
+		call->rpc_stat =
+		    RRR_RPC_STAT_DENIED | (rp.reject_stat & 0xffu) << 8 | (rp.auth_stat & 0xffu);
 		return -EPROTO;
 	}
 	if (rp.accept_stat != RRR_RPC_SUCCESS) {
@@ -793,8 +792,7 @@ void rrr_clnt_destroy(struct rrr_clnt *c)
 	clnt_free(c);
 }
 
-int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done_fn done,
-			void *arg)
+int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done_fn done, void *arg)
 {
 	struct rrr__clnt_req *req;
 	int timeout, rc;
@@ -873,7 +871,7 @@ static void sync_done(struct rrr_call *call, int status, void *arg)
 
 int rrr_clnt_call(struct rrr_clnt *c, struct rrr_call *call)
 {
-	struct sync_wait w = { .done = false };
+	struct sync_wait w = {.done = false};
 	int rc;
 
 	if (!c)

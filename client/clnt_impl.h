@@ -41,15 +41,15 @@ struct rrr__clnt_req;
 
 enum rrr__req_state {
 	RRR__REQ_QUEUED = 0, /* in the core's pending queue: nothing on the wire */
-	RRR__REQ_SENT,       /* owned by the transport, in the xid table */
-	RRR__REQ_DONE,       /* status known, MRs invalid: callback pending */
+	RRR__REQ_SENT,	     /* owned by the transport, in the xid table */
+	RRR__REQ_DONE,	     /* status known, MRs invalid: callback pending */
 };
 
 struct rrr__clnt_req {
 	struct rrr__clnt_req *lnext, *lprev; /* live list (core lock) */
-	struct rrr__clnt_req *qnext;         /* pending / done queue */
-	struct rrr__clnt_req *hnext;         /* xid hash chain (progress thread) */
-	struct rrr__clnt_req *anext;         /* cancel / expiry batch */
+	struct rrr__clnt_req *qnext;	     /* pending / done queue */
+	struct rrr__clnt_req *hnext;	     /* xid hash chain (progress thread) */
+	struct rrr__clnt_req *anext;	     /* cancel / expiry batch */
 	struct rrr_clnt *clnt;
 	struct rrr_call *call;
 	rrr_call_done_fn done;
@@ -57,14 +57,14 @@ struct rrr__clnt_req {
 	uint32_t xid;
 	enum rrr__req_state state;
 	int status;
-	uint64_t deadline_ns;                /* 0: none */
+	uint64_t deadline_ns; /* 0: none */
 	bool retried;
-	bool cancel_req;                     /* cancel asked (core lock) */
-	bool aborting;                       /* abort handed to the transport */
-	bool finished;                       /* callback returned (core lock) */
+	bool cancel_req; /* cancel asked (core lock) */
+	bool aborting;	 /* abort handed to the transport */
+	bool finished;	 /* callback returned (core lock) */
 	bool hashed;
-	bool stalled;                        /* counted as a credit stall */
-	unsigned waiters;                    /* cancellers waiting (core lock) */
+	bool stalled;	  /* counted as a credit stall */
+	unsigned waiters; /* cancellers waiting (core lock) */
 
 	/* The encoded call message (RPC header + args). For RDMA the TO_SERVER
 	 * DDP payload is NOT in buf: it was recorded by the encode hook and
@@ -85,7 +85,7 @@ struct rrr__clnt_req {
 	bool placed;
 	uint32_t placed_len;
 
-	void *xprt;                          /* transport's per-call state */
+	void *xprt; /* transport's per-call state */
 };
 
 struct rrr__clnt_xprt_ops {
@@ -122,32 +122,32 @@ struct rrr_clnt {
 	struct rrr_clnt_opts opts;
 	char *host, *port, *provider, *provider_opts;
 	const struct rrr__clnt_xprt_ops *ops;
-	void *xprt;                          /* transport state */
+	void *xprt; /* transport state */
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond;                 /* req finished */
+	pthread_cond_t cond; /* req finished */
 	pthread_t thread;
 	bool thread_started;
-	bool stopping;                       /* destroy asked */
+	bool stopping; /* destroy asked */
 	int epfd;
-	int evfd;                            /* wakes the progress thread */
+	int evfd; /* wakes the progress thread */
 
 	uint32_t next_xid;
 	/* core lock: */
-	struct rrr__clnt_req live;           /* sentinel of the live list */
+	struct rrr__clnt_req live;			 /* sentinel of the live list */
 	struct rrr__clnt_req *submit_head, *submit_tail; /* from callers */
-	unsigned ncancel;                    /* cancels asked, not yet seen */
+	unsigned ncancel;				 /* cancels asked, not yet seen */
 	/* progress thread only: */
 	struct rrr__clnt_req *pend_head, *pend_tail; /* waiting for the wire */
 	struct rrr__clnt_req *done_head, *done_tail; /* callbacks to run */
 	struct rrr__clnt_req *xid_hash[256];
 	bool connected;
-	bool broken;                         /* transport asks for a new connection */
+	bool broken; /* transport asks for a new connection */
 	unsigned backoff_ms;
 	uint64_t next_connect_ns;
 	int last_connect_err;
 
-	struct rrr_xprt_stats stats;         /* core lock */
+	struct rrr_xprt_stats stats; /* core lock */
 };
 
 /* Monotonic clock in ns. */
@@ -162,17 +162,16 @@ void rrr__clnt_hash_add(struct rrr_clnt *c, struct rrr__clnt_req *req);
 void rrr__clnt_hash_del(struct rrr_clnt *c, struct rrr__clnt_req *req);
 /* Decode a reply message (RPC reply header + results) for @req; returns
  * the call status. The reply must be complete and @req's MRs invalid. */
-int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *msg,
-			   size_t len);
+int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *msg, size_t len);
 /* The call is finished with @status and none of its MRs is valid: queue
  * its callback (removes it from the xid table). */
 void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
 /* Counter update under the core lock. */
-#define RRR__CLNT_STAT_ADD(c, field, n)                                                      \
-	do {                                                                                 \
-		pthread_mutex_lock(&(c)->lock);                                              \
-		(c)->stats.field += (n);                                                     \
-		pthread_mutex_unlock(&(c)->lock);                                            \
+#define RRR__CLNT_STAT_ADD(c, field, n)                                                            \
+	do {                                                                                       \
+		pthread_mutex_lock(&(c)->lock);                                                    \
+		(c)->stats.field += (n);                                                           \
+		pthread_mutex_unlock(&(c)->lock);                                                  \
 	} while (0)
 
 /* --- chunk planning (clnt_plan.c), pure functions for unit tests ---------- */
@@ -184,19 +183,19 @@ enum rrr__call_type {
 };
 
 struct rrr__plan_in {
-	uint32_t inline_send;  /* negotiated: what the peer can receive */
-	uint32_t inline_recv;  /* negotiated: what we can receive */
-	uint32_t max_segs;     /* segments per chunk we may use */
-	uint32_t msg_len;      /* RPC call length with the payload (+pad) inline */
-	uint32_t payload_len;  /* TO_SERVER DDP payload bytes (0: none) */
-	uint32_t sink_len;     /* FROM_SERVER sink capacity (0: none) */
-	uint32_t reply_hint;   /* expected reply size w/o payload (0: unknown, small) */
+	uint32_t inline_send; /* negotiated: what the peer can receive */
+	uint32_t inline_recv; /* negotiated: what we can receive */
+	uint32_t max_segs;    /* segments per chunk we may use */
+	uint32_t msg_len;     /* RPC call length with the payload (+pad) inline */
+	uint32_t payload_len; /* TO_SERVER DDP payload bytes (0: none) */
+	uint32_t sink_len;    /* FROM_SERVER sink capacity (0: none) */
+	uint32_t reply_hint;  /* expected reply size w/o payload (0: unknown, small) */
 };
 
 struct rrr__plan {
 	enum rrr__call_type call;
-	bool write_chunk;      /* register the sink as a write chunk */
-	bool reply_chunk;      /* offer a reply chunk of reply_len bytes */
+	bool write_chunk; /* register the sink as a write chunk */
+	bool reply_chunk; /* offer a reply chunk of reply_len bytes */
 	uint32_t reply_len;
 };
 
@@ -213,7 +212,7 @@ int rrr__clnt_check_chunk(const struct rrr_rdma_chunk *got, const struct rrr_reg
 
 enum rrr__reply_kind {
 	RRR__REPLY_BAD = 0, /* undecodable or breaks the chunk rules: garbage */
-	RRR__REPLY_MSG,     /* RPC reply inline after the header */
+	RRR__REPLY_MSG,	    /* RPC reply inline after the header */
 	RRR__REPLY_NOMSG,   /* RPC reply in the reply chunk */
 	RRR__REPLY_ERROR,   /* RDMA_ERROR (ERR_VERS / ERR_CHUNK) */
 };
@@ -228,13 +227,13 @@ struct rrr__offer {
 
 struct rrr__reply_view {
 	enum rrr__reply_kind kind;
-	int status;          /* 0, -EREMOTEIO (ERROR), -EBADMSG (BAD) */
-	uint32_t credits;    /* raw grant (valid unless BAD) */
-	size_t msg_off;      /* MSG: the RPC reply is buf[msg_off .. +msg_len) */
+	int status;	  /* 0, -EREMOTEIO (ERROR), -EBADMSG (BAD) */
+	uint32_t credits; /* raw grant (valid unless BAD) */
+	size_t msg_off;	  /* MSG: the RPC reply is buf[msg_off .. +msg_len) */
 	size_t msg_len;
-	bool placed;         /* the write chunk carried placed_len bytes */
+	bool placed; /* the write chunk carried placed_len bytes */
 	uint32_t placed_len;
-	uint32_t reply_len;  /* NOMSG: bytes of RPC reply in the reply chunk */
+	uint32_t reply_len; /* NOMSG: bytes of RPC reply in the reply chunk */
 };
 
 /* Decode and classify a received reply (whose xid matched a call with

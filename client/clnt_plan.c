@@ -161,9 +161,9 @@ int rrr__clnt_parse_reply(const void *buf, size_t len, const struct rrr__offer *
 		v->placed_len = total;
 	}
 	if (hdr->proc == RRR_RDMA_MSG) {
-		if (hdr->has_reply && (!offer->nreply ||
-				       rrr__clnt_check_chunk(&hdr->reply, offer->reply,
-							     offer->nreply, &total)))
+		if (hdr->has_reply &&
+		    (!offer->nreply ||
+		     rrr__clnt_check_chunk(&hdr->reply, offer->reply, offer->nreply, &total)))
 			return v->kind;
 		v->msg_off = hdr->hdr_len;
 		v->msg_len = len - hdr->hdr_len;

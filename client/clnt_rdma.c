@@ -62,45 +62,45 @@
 #include "client/clnt_impl.h"
 #include "transport/provider_impl.h"
 
-#define TAG_CQ 1u
-#define TAG_CM 2u
-#define WR_RECV 0u
-#define WR_SEND 1u
-#define WR_INV 2u
-#define RECV_BATCH 8u
-#define CLIENT_IRD 16u
+#define TAG_CQ		1u
+#define TAG_CM		2u
+#define WR_RECV		0u
+#define WR_SEND		1u
+#define WR_INV		2u
+#define RECV_BATCH	8u
+#define CLIENT_IRD	16u
 #define MAX_PAYLOAD_CAP (1u << 20)
-#define PCACHE_MAX 256u
+#define PCACHE_MAX	256u
 
 enum { IO_SRC = 0, IO_SINK, IO_REP, IO_N };
 
 struct rslot {
 	bool busy;
 	bool sent;
-	bool ghost;          /* the caller was answered; waiting for the late reply */
-	bool send_pending;   /* SEND WR not completed */
+	bool ghost;	   /* the caller was answered; waiting for the late reply */
+	bool send_pending; /* SEND WR not completed */
 	bool replied;
 	unsigned inv_pending;
 	struct rrr__clnt_req *req;
 	uint32_t xid;
-	int status;          /* reply status */
-	int abort_status;    /* != 0: complete with this (timeout / cancel) */
-	int recv_idx;        /* receive buffer held until decode, or -1 */
+	int status;	  /* reply status */
+	int abort_status; /* != 0: complete with this (timeout / cancel) */
+	int recv_idx;	  /* receive buffer held until decode, or -1 */
 	uint8_t *msg;
 	size_t msg_len;
 	bool placed;
 	uint32_t placed_len;
 	uint8_t *sbuf;
-	uint8_t *rbuf;       /* reply chunk buffer */
+	uint8_t *rbuf; /* reply chunk buffer */
 	uint32_t rbuf_cap;
 	uint8_t zpad[4];
 	struct rrr_reg_io io[IO_N];
 	/* long-lived segments (persistent_reg / bounce): never invalidated */
 	uint32_t nlseg[IO_N];
 	struct rrr_reg_seg lseg[IO_N][RRR_RDMA_MAX_CHUNK_SEGS];
-	uint8_t *bb[2];          /* bounce buffers: [0] source, [1] sink */
+	uint8_t *bb[2]; /* bounce buffers: [0] source, [1] sink */
 	struct rrr_mr *bbmr[2];
-	bool bounce_sink;        /* the write chunk points at bb[1] */
+	bool bounce_sink; /* the write chunk points at bb[1] */
 	struct rrr_send_wr send_wr;
 	struct rrr_sge send_sge;
 	struct rrr_sg sg[RRR_XDR_PAYLOAD_MAX_IOV + 3];
@@ -129,14 +129,14 @@ struct rdma_xprt {
 	uint32_t rsize;
 	struct rrr_recv_wr *rwr;
 	struct rrr_sge *rsge;
-	uint32_t *rfree;     /* receive buffers waiting to be reposted */
+	uint32_t *rfree; /* receive buffers waiting to be reposted */
 	uint32_t nrfree;
 	uint32_t posted;
 
 	uint32_t credits;
-	uint32_t inflight;   /* sent, reply not received (ghosts included) */
+	uint32_t inflight; /* sent, reply not received (ghosts included) */
 	uint32_t eff_send, eff_recv;
-	bool remote_inv;     /* we told the peer it may use Send With Invalidate */
+	bool remote_inv; /* we told the peer it may use Send With Invalidate */
 	/* persistent_reg: long-lived registrations of caller memory, by range */
 	uint32_t npc;
 	struct pcache {
@@ -197,7 +197,7 @@ static void rdma_destroy(struct rrr_clnt *c);
 static int rdma_create(struct rrr_clnt *c)
 {
 	struct rdma_xprt *x;
-	struct rrr_mrpool_opts po = { 0 };
+	struct rrr_mrpool_opts po = {0};
 	uint32_t per_call;
 	int rc;
 
@@ -502,11 +502,12 @@ static int rdma_connect(struct rrr_clnt *c, int timeout_ms)
 fail:
 	drop_conn(c);
 	if (rc == -ECONNREFUSED)
-		return rrr__set_error(rc, "%s:%s refused the RPC-over-RDMA connection (is the "
-					  "server listening with provider '%s'?)",
+		return rrr__set_error(rc,
+				      "%s:%s refused the RPC-over-RDMA connection (is the "
+				      "server listening with provider '%s'?)",
 				      c->host, c->port, c->provider);
-	return rrr__set_error(rc, "cannot connect to %s:%s over RDMA (%s): %s", c->host,
-			      c->port, c->provider, strerror(-rc));
+	return rrr__set_error(rc, "cannot connect to %s:%s over RDMA (%s): %s", c->host, c->port,
+			      c->provider, strerror(-rc));
 }
 
 static void slot_release(struct rdma_xprt *x, struct rslot *s)
@@ -619,8 +620,7 @@ static const struct rrr_reg_seg *segs_of(const struct rslot *s, int k, uint32_t 
 static int map_persistent(struct rrr_clnt *c, struct rslot *s, int k, unsigned n)
 {
 	struct rdma_xprt *x = X(c);
-	unsigned access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ |
-			  RRR_ACCESS_REMOTE_WRITE;
+	unsigned access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ | RRR_ACCESS_REMOTE_WRITE;
 
 	if (n > RRR_RDMA_MAX_CHUNK_SEGS)
 		return -EMSGSIZE;
@@ -629,7 +629,8 @@ static int map_persistent(struct rrr_clnt *c, struct rslot *s, int k, unsigned n
 		struct pcache *e = NULL;
 
 		for (uint32_t j = 0; j < x->npc; j++) {
-			if (p >= x->pc[j].base && p + s->sg[i].length <= x->pc[j].base + x->pc[j].len) {
+			if (p >= x->pc[j].base &&
+			    p + s->sg[i].length <= x->pc[j].base + x->pc[j].len) {
 				e = &x->pc[j];
 				break;
 			}
@@ -673,7 +674,7 @@ static int map_bounce(struct rrr_clnt *c, struct rslot *s, int k, unsigned n)
 			return -ENOSPC;
 		if (rrr_mr_reg(x->pd, s->bb[b], cap,
 			       RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ |
-				       RRR_ACCESS_REMOTE_WRITE,
+				   RRR_ACCESS_REMOTE_WRITE,
 			       &s->bbmr[b])) {
 			free(s->bb[b]);
 			s->bb[b] = NULL;
@@ -703,15 +704,14 @@ static int map_chunk(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, uns
 {
 	if (k != IO_REP && c->opts.persistent_reg && map_persistent(c, s, k, n) == 0)
 		return 0;
-	if (k != IO_REP && !c->opts.persistent_reg && c->opts.bounce &&
-	    map_bounce(c, s, k, n) == 0)
+	if (k != IO_REP && !c->opts.persistent_reg && c->opts.bounce && map_bounce(c, s, k, n) == 0)
 		return 0;
 	s->nlseg[k] = 0;
 	return map_io(c, s, k, n, access);
 }
 
-static unsigned sg_from_iov(struct rrr_sg *sg, unsigned n, const struct iovec *iov,
-			    unsigned niov, uint64_t limit)
+static unsigned sg_from_iov(struct rrr_sg *sg, unsigned n, const struct iovec *iov, unsigned niov,
+			    uint64_t limit)
 {
 	for (unsigned i = 0; i < niov && limit; i++) {
 		uint64_t l = iov[i].iov_len < limit ? iov[i].iov_len : limit;
@@ -853,17 +853,17 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	} else if (plan.call == RRR__CALL_NOMSG) {
 		n = 0;
 		if (pos) {
-			s->sg[n++] = (struct rrr_sg){ req->buf, 0, pos };
+			s->sg[n++] = (struct rrr_sg){req->buf, 0, pos};
 		}
 		if (req->has_payload) {
 			n = sg_from_iov(s->sg, n, req->payload_iov, req->payload_niov,
 					req->payload_len);
 			memset(s->zpad, 0, sizeof(s->zpad));
 			if (ppad > req->payload_len)
-				s->sg[n++] = (struct rrr_sg){ s->zpad, 0, ppad - req->payload_len };
+				s->sg[n++] = (struct rrr_sg){s->zpad, 0, ppad - req->payload_len};
 			if (req->len > pos)
-				s->sg[n++] = (struct rrr_sg){ req->buf, pos,
-							      (uint32_t)req->len - pos };
+				s->sg[n++] =
+				    (struct rrr_sg){req->buf, pos, (uint32_t)req->len - pos};
 		}
 		rc = map_chunk(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
 		if (rc)
@@ -891,7 +891,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 			s->rbuf = nb;
 			s->rbuf_cap = plan.reply_len;
 		}
-		s->sg[0] = (struct rrr_sg){ s->rbuf, 0, plan.reply_len };
+		s->sg[0] = (struct rrr_sg){s->rbuf, 0, plan.reply_len};
 		rc = map_io(c, s, IO_REP, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE);
 		if (rc)
 			goto unmap;
@@ -996,8 +996,9 @@ static void finish_slot(struct rrr_clnt *c, struct rslot *s)
 			const uint8_t *p = s->bb[1];
 
 			for (unsigned i = 0; i < call->npayload && left; i++) {
-				size_t l = call->payload[i].iov_len < left ? call->payload[i].iov_len
-									   : left;
+				size_t l = call->payload[i].iov_len < left
+					       ? call->payload[i].iov_len
+					       : left;
 
 				memcpy(call->payload[i].iov_base, p, l);
 				p += l;
@@ -1099,8 +1100,9 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 	if (wc->wc_flags & RRR_WC_WITH_INV) {
 		if (!s || (!s->ghost && !owns_handle(x, s, wc->invalidated_rkey))) {
 			recycle_recv(x, (int)idx);
-			rrr__set_error(-EPROTO, "server %s:%s invalidated handle 0x%08x that the "
-						"call does not own: disconnecting",
+			rrr__set_error(-EPROTO,
+				       "server %s:%s invalidated handle 0x%08x that the "
+				       "call does not own: disconnecting",
 				       c->host, c->port, wc->invalidated_rkey);
 			return -ENOTCONN;
 		}
@@ -1274,14 +1276,14 @@ static uint32_t rdma_max_payload(const struct rrr_clnt *c)
 }
 
 const struct rrr__clnt_xprt_ops rrr__clnt_rdma_ops = {
-	.name = "rdma",
-	.create = rdma_create,
-	.connect = rdma_connect,
-	.close = rdma_close,
-	.can_send = rdma_can_send,
-	.send = rdma_send,
-	.progress = rdma_progress,
-	.abort = rdma_abort,
-	.destroy = rdma_destroy,
-	.max_payload = rdma_max_payload,
+    .name = "rdma",
+    .create = rdma_create,
+    .connect = rdma_connect,
+    .close = rdma_close,
+    .can_send = rdma_can_send,
+    .send = rdma_send,
+    .progress = rdma_progress,
+    .abort = rdma_abort,
+    .destroy = rdma_destroy,
+    .max_payload = rdma_max_payload,
 };

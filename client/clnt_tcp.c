@@ -47,14 +47,14 @@
 #include "client/clnt_impl.h"
 #include "transport/provider_impl.h"
 
-#define TAG_SOCK 1u
+#define TAG_SOCK    1u
 #define MAX_PAYLOAD (1u << 20)
-#define MAX_RECORD (MAX_PAYLOAD + (256u << 10))
+#define MAX_RECORD  (MAX_PAYLOAD + (256u << 10))
 
 struct out_ent {
 	struct out_ent *next;
 	struct rrr__clnt_req *req; /* NULL once orphaned */
-	uint8_t *buf;              /* req->buf, or owned when orphaned */
+	uint8_t *buf;		   /* req->buf, or owned when orphaned */
 	size_t len, off;
 };
 
@@ -65,7 +65,7 @@ struct tcp_xprt {
 	/* receive */
 	uint8_t hdr[4];
 	uint32_t hdr_have;
-	uint32_t frag_left;  /* bytes still to read of the current fragment */
+	uint32_t frag_left; /* bytes still to read of the current fragment */
 	bool in_frag;
 	bool last_frag;
 	uint8_t *msg;
@@ -415,14 +415,14 @@ static uint32_t tcp_max_payload(const struct rrr_clnt *c)
 }
 
 const struct rrr__clnt_xprt_ops rrr__clnt_tcp_ops = {
-	.name = "tcp",
-	.create = tcp_create,
-	.connect = tcp_connect,
-	.close = tcp_close,
-	.can_send = tcp_can_send,
-	.send = tcp_send,
-	.progress = tcp_progress,
-	.abort = tcp_abort,
-	.destroy = tcp_destroy,
-	.max_payload = tcp_max_payload,
+    .name = "tcp",
+    .create = tcp_create,
+    .connect = tcp_connect,
+    .close = tcp_close,
+    .can_send = tcp_can_send,
+    .send = tcp_send,
+    .progress = tcp_progress,
+    .abort = tcp_abort,
+    .destroy = tcp_destroy,
+    .max_payload = tcp_max_payload,
 };

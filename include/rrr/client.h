@@ -45,21 +45,21 @@ extern "C" {
 struct rrr_clnt;
 
 struct rrr_clnt_opts {
-	const char *transport;     /* "rdma" (default) or "tcp" */
-	const char *provider;      /* "soft" (default) or "verbs" */
+	const char *transport;	   /* "rdma" (default) or "tcp" */
+	const char *provider;	   /* "soft" (default) or "verbs" */
 	const char *provider_opts; /* see rrr_device_open() */
-	const char *host;          /* server address (required) */
-	const char *port;          /* default "20049" */
-	uint32_t max_requests;     /* local credit ceiling, default 32 */
-	uint32_t inline_send;      /* default 4096 (RFC 8797 max 256 KiB) */
-	uint32_t inline_recv;      /* default 4096 */
-	uint32_t max_segs;         /* registrations per chunk, default 16 */
-	int timeout_ms;            /* default call timeout, default 30000 */
-	int connect_timeout_ms;    /* default 10000 */
-	bool no_remote_inv;        /* do not offer Send With Invalidate */
-	bool persistent_reg;       /* UNSAFE, benchmarks only: one long-lived
+	const char *host;	   /* server address (required) */
+	const char *port;	   /* default "20049" */
+	uint32_t max_requests;	   /* local credit ceiling, default 32 */
+	uint32_t inline_send;	   /* default 4096 (RFC 8797 max 256 KiB) */
+	uint32_t inline_recv;	   /* default 4096 */
+	uint32_t max_segs;	   /* registrations per chunk, default 16 */
+	int timeout_ms;		   /* default call timeout, default 30000 */
+	int connect_timeout_ms;	   /* default 10000 */
+	bool no_remote_inv;	   /* do not offer Send With Invalidate */
+	bool persistent_reg;	   /* UNSAFE, benchmarks only: one long-lived
 				    * registration, never invalidated */
-	bool bounce;               /* benchmarks: copy through pre-registered buffers */
+	bool bounce;		   /* benchmarks: copy through pre-registered buffers */
 };
 
 /* Fill defaults. */
@@ -76,21 +76,21 @@ typedef int (*rrr_xdr_decode_fn)(struct rrr_xdr *xdr, void *res);
 
 struct rrr_call {
 	uint32_t prog, vers, proc;
-	const struct rrr_rpc_cred *cred;   /* NULL: AUTH_NONE */
-	rrr_xdr_encode_fn encode;          /* uses rrr_xdr_encode_payload() for the payload */
+	const struct rrr_rpc_cred *cred; /* NULL: AUTH_NONE */
+	rrr_xdr_encode_fn encode;	 /* uses rrr_xdr_encode_payload() for the payload */
 	const void *args;
-	rrr_xdr_decode_fn decode;          /* uses rrr_xdr_decode_payload() for the payload */
+	rrr_xdr_decode_fn decode; /* uses rrr_xdr_decode_payload() for the payload */
 	void *res;
 	enum rrr_ddp_dir ddp;
-	const struct iovec *payload;       /* source or sink */
+	const struct iovec *payload; /* source or sink */
 	unsigned npayload;
-	uint32_t reply_hint;               /* expected max reply size w/o payload; 0 = unknown */
-	int timeout_ms;                    /* 0: the client's default */
-	bool idempotent;                   /* may be retried once on a new connection */
+	uint32_t reply_hint; /* expected max reply size w/o payload; 0 = unknown */
+	int timeout_ms;	     /* 0: the client's default */
+	bool idempotent;     /* may be retried once on a new connection */
 	/* results, set when the call completes */
-	uint32_t rpc_stat;                 /* accept_stat, or RRR_RPC_STAT_DENIED |
-					    * reject_stat << 8 | auth_stat, when -EPROTO */
-	uint32_t payload_len;              /* bytes of payload received (FROM_SERVER) */
+	uint32_t rpc_stat;    /* accept_stat, or RRR_RPC_STAT_DENIED |
+			       * reject_stat << 8 | auth_stat, when -EPROTO */
+	uint32_t payload_len; /* bytes of payload received (FROM_SERVER) */
 	/* private to the library */
 	void *priv;
 };

@@ -19,9 +19,9 @@
 static struct rrr__plan_in base(void)
 {
 	struct rrr__plan_in in = {
-		.inline_send = 4096,
-		.inline_recv = 4096,
-		.max_segs = 16,
+	    .inline_send = 4096,
+	    .inline_recv = 4096,
+	    .max_segs = 16,
 	};
 	return in;
 }
@@ -188,11 +188,11 @@ static size_t build(uint32_t proc, bool rpc_body)
 }
 
 static const struct rrr_reg_seg wsegs[2] = {
-	{ .handle = 0x100, .length = 8192, .offset = 0x10000 },
-	{ .handle = 0x201, .length = 4096, .offset = 0x40000 },
+    {.handle = 0x100, .length = 8192, .offset = 0x10000},
+    {.handle = 0x201, .length = 4096, .offset = 0x40000},
 };
 static const struct rrr_reg_seg rsegs[1] = {
-	{ .handle = 0x302, .length = 8192, .offset = 0x80000 },
+    {.handle = 0x302, .length = 8192, .offset = 0x80000},
 };
 
 static void init_reply(void)
@@ -204,7 +204,7 @@ TestSuite(reply, .init = init_reply);
 
 Test(reply, msg_inline)
 {
-	struct rrr__offer off = { 0 };
+	struct rrr__offer off = {0};
 	struct rrr__reply_view v;
 	size_t len = build(RRR_RDMA_MSG, true);
 
@@ -218,14 +218,14 @@ Test(reply, msg_inline)
 
 Test(reply, msg_with_write_chunk)
 {
-	struct rrr__offer off = { .nwrite = 2, .write = wsegs };
+	struct rrr__offer off = {.nwrite = 2, .write = wsegs};
 	struct rrr__reply_view v;
 	size_t len;
 
 	hh.nwrite = 1;
 	hh.write[0].nsegs = 2;
-	hh.write[0].segs[0] = (struct rrr_rdma_seg){ 0x100, 8192, 0x10000 };
-	hh.write[0].segs[1] = (struct rrr_rdma_seg){ 0x201, 1000, 0x40000 };
+	hh.write[0].segs[0] = (struct rrr_rdma_seg){0x100, 8192, 0x10000};
+	hh.write[0].segs[1] = (struct rrr_rdma_seg){0x201, 1000, 0x40000};
 	len = build(RRR_RDMA_MSG, true);
 	cr_assert_eq(rrr__clnt_parse_reply(rbuf, len, &off, &scratch, &v), RRR__REPLY_MSG);
 	cr_assert(v.placed);
@@ -241,7 +241,7 @@ Test(reply, msg_with_write_chunk)
 	len = build(RRR_RDMA_MSG, true);
 	cr_assert_eq(rrr__clnt_parse_reply(rbuf, len, &off, &scratch, &v), RRR__REPLY_BAD);
 	/* longer than offered */
-	hh.write[0].segs[1] = (struct rrr_rdma_seg){ 0x201, 4097, 0x40000 };
+	hh.write[0].segs[1] = (struct rrr_rdma_seg){0x201, 4097, 0x40000};
 	len = build(RRR_RDMA_MSG, true);
 	cr_assert_eq(rrr__clnt_parse_reply(rbuf, len, &off, &scratch, &v), RRR__REPLY_BAD);
 	/* a hole: first segment short, second used */
@@ -259,13 +259,13 @@ Test(reply, msg_with_write_chunk)
 
 Test(reply, nomsg_reply_chunk)
 {
-	struct rrr__offer off = { .nreply = 1, .reply = rsegs };
+	struct rrr__offer off = {.nreply = 1, .reply = rsegs};
 	struct rrr__reply_view v;
 	size_t len;
 
 	hh.has_reply = true;
 	hh.reply.nsegs = 1;
-	hh.reply.segs[0] = (struct rrr_rdma_seg){ 0x302, 6000, 0x80000 };
+	hh.reply.segs[0] = (struct rrr_rdma_seg){0x302, 6000, 0x80000};
 	len = build(RRR_RDMA_NOMSG, false);
 	cr_assert_eq(rrr__clnt_parse_reply(rbuf, len, &off, &scratch, &v), RRR__REPLY_NOMSG);
 	cr_assert_eq(v.reply_len, 6000);
@@ -286,7 +286,7 @@ Test(reply, nomsg_reply_chunk)
 
 Test(reply, rdma_error)
 {
-	struct rrr__offer off = { 0 };
+	struct rrr__offer off = {0};
 	struct rrr__reply_view v;
 	struct rrr_xdr x;
 
@@ -305,7 +305,7 @@ Test(reply, rdma_error)
 
 Test(reply, garbage)
 {
-	struct rrr__offer off = { 0 };
+	struct rrr__offer off = {0};
 	struct rrr__reply_view v;
 	size_t len = build(RRR_RDMA_MSG, true);
 
@@ -344,10 +344,12 @@ static int dec_payload_then_u32(struct rrr_xdr *x, void *r)
 Test(reply, placed_payload_decode)
 {
 	static uint8_t sink[10000];
-	struct iovec siov[2] = { { sink, 3000 }, { sink + 3000, 7000 } };
-	struct rrr_call call = { .decode = dec_payload_then_u32, .ddp = RRR_DDP_FROM_SERVER,
-				 .payload = siov, .npayload = 2 };
-	struct rrr__clnt_req req = { .call = &call, .xid = 0x55 };
+	struct iovec siov[2] = {{sink, 3000}, {sink + 3000, 7000}};
+	struct rrr_call call = {.decode = dec_payload_then_u32,
+				.ddp = RRR_DDP_FROM_SERVER,
+				.payload = siov,
+				.npayload = 2};
+	struct rrr__clnt_req req = {.call = &call, .xid = 0x55};
 	struct pres res;
 	uint8_t msg[256];
 	struct rrr_xdr x;
@@ -381,16 +383,16 @@ Test(reply, placed_payload_decode)
 
 Test(reply, denied_and_unavail)
 {
-	struct rrr_call call = { 0 };
-	struct rrr__clnt_req req = { .call = &call, .xid = 9 };
+	struct rrr_call call = {0};
+	struct rrr__clnt_req req = {.call = &call, .xid = 9};
 	uint8_t msg[128];
 	struct rrr_xdr x;
 
 	rrr_xdr_init(&x, msg, sizeof(msg), RRR_XDR_ENCODE);
 	rrr_rpc_encode_denied(&x, 9, RRR_RPC_AUTH_ERROR, RRR_AUTH_TOOWEAK);
 	cr_assert_eq(rrr__clnt_decode_reply(NULL, &req, msg, rrr_xdr_pos(&x)), -EPROTO);
-	cr_assert_eq(call.rpc_stat, RRR_RPC_STAT_DENIED | RRR_RPC_AUTH_ERROR << 8 |
-					    RRR_AUTH_TOOWEAK);
+	cr_assert_eq(call.rpc_stat,
+		     RRR_RPC_STAT_DENIED | RRR_RPC_AUTH_ERROR << 8 | RRR_AUTH_TOOWEAK);
 	rrr_xdr_init(&x, msg, sizeof(msg), RRR_XDR_ENCODE);
 	rrr_rpc_encode_accepted(&x, 9, RRR_RPC_PROG_UNAVAIL, 0, 0);
 	cr_assert_eq(rrr__clnt_decode_reply(NULL, &req, msg, rrr_xdr_pos(&x)), -EPROTO);

@@ -133,8 +133,8 @@ static int dec_3u32(struct rrr_xdr *x, void *r)
 
 static int fill_into(uint8_t *dst, uint32_t n, uint32_t cap)
 {
-	struct iovec d[2] = { { dst, cap / 3 }, { dst + cap / 3, cap - cap / 3 } };
-	struct got g = { 0 };
+	struct iovec d[2] = {{dst, cap / 3}, {dst + cap / 3, cap - cap / 3}};
+	struct got g = {0};
 	struct rrr_call c;
 	int rc;
 
@@ -180,9 +180,9 @@ Test(rdma, negotiation_and_null)
 Test(rdma, inline_echo)
 {
 	uint8_t src[1001], dst[1001];
-	struct iovec s = { src, sizeof(src) };
-	struct pay p = { &s, 1, sizeof(src), 0 };
-	struct got g = { .copy = dst };
+	struct iovec s = {src, sizeof(src)};
+	struct pay p = {&s, 1, sizeof(src), 0};
+	struct got g = {.copy = dst};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
 
@@ -209,9 +209,9 @@ Test(rdma, read_chunk_odd_length)
 {
 	uint32_t n = 100001, sum = 0;
 	uint8_t *src = malloc(n);
-	struct iovec s[2] = { { src, 50000 }, { src + 50000, n - 50000 } };
-	struct pay p = { s, 2, n, 0xfeed };
-	struct got g = { 0 };
+	struct iovec s[2] = {{src, 50000}, {src + 50000, n - 50000}};
+	struct pay p = {s, 2, n, 0xfeed};
+	struct got g = {0};
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
 	struct rrr_call c;
@@ -265,7 +265,7 @@ Test(rdma, reply_chunk)
 {
 	uint32_t n = 50001;
 	uint8_t *dst = malloc(n + 3);
-	struct got g = { .copy = dst };
+	struct got g = {.copy = dst};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
 
@@ -288,9 +288,9 @@ Test(rdma, nomsg_call_and_reply)
 {
 	uint32_t n = 20003;
 	uint8_t *src = malloc(n), *dst = malloc(n + 3);
-	struct iovec s = { src, n };
-	struct pay p = { &s, 1, n, 0 };
-	struct got g = { .copy = dst };
+	struct iovec s = {src, n};
+	struct pay p = {&s, 1, n, 0};
+	struct got g = {.copy = dst};
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
 	struct rrr_call c;
@@ -315,7 +315,7 @@ Test(rdma, nomsg_call_and_reply)
 	free(dst);
 }
 
-#define NT 4
+#define NT  4
 #define PER 16
 
 struct ccall {
@@ -355,7 +355,7 @@ static void *c_thread(void *arg)
 		k->n = 5000 + (uint32_t)i * 97;
 		if (i & 1) {
 			init_call(&k->c, RS_FILL);
-			k->iov = (struct iovec){ k->buf, sizeof(k->buf) };
+			k->iov = (struct iovec){k->buf, sizeof(k->buf)};
 			k->c.encode = enc_u32;
 			k->c.args = &k->n;
 			k->c.decode = dec_pay;
@@ -367,8 +367,8 @@ static void *c_thread(void *arg)
 				k->buf[j] = (uint8_t)(j + (uintptr_t)k);
 				k->sum += k->buf[j];
 			}
-			k->iov = (struct iovec){ k->buf, k->n };
-			k->p = (struct pay){ &k->iov, 1, k->n, 77 };
+			k->iov = (struct iovec){k->buf, k->n};
+			k->p = (struct pay){&k->iov, 1, k->n, 77};
 			init_call(&k->c, RS_SUM);
 			k->c.encode = enc_pay_tag;
 			k->c.args = &k->p;
@@ -422,7 +422,7 @@ Test(rdma, concurrent_64)
 
 static void init_credits4(void)
 {
-	struct rsrv_opts o = { .credits = 4, .credits_set = true, .batch_ms = 15 };
+	struct rsrv_opts o = {.credits = 4, .credits_set = true, .batch_ms = 15};
 
 	start(&o, NULL);
 }
@@ -443,7 +443,7 @@ Test(rdma_credits, never_exceeded, .init = init_credits4, .fini = fini, .timeout
 
 static void init_credits0(void)
 {
-	struct rsrv_opts o = { .credits = 0, .credits_set = true, .batch_ms = 5 };
+	struct rsrv_opts o = {.credits = 0, .credits_set = true, .batch_ms = 5};
 
 	start(&o, NULL);
 }
@@ -462,7 +462,7 @@ Test(rdma_credits, zero_grant_is_one, .init = init_credits0, .fini = fini, .time
 
 static void init_nopd(void)
 {
-	struct rsrv_opts o = { .no_pdata = true };
+	struct rsrv_opts o = {.no_pdata = true};
 
 	start(&o, NULL);
 }
@@ -497,7 +497,7 @@ Test(rdma, rdma_error_and_garbage)
 Test(rdma, disconnect_mid_call)
 {
 	uint8_t dst[8192];
-	struct iovec d = { dst, sizeof(dst) };
+	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
 
@@ -518,7 +518,7 @@ Test(rdma, disconnect_mid_call)
 Test(rdma, timeout_invalidates)
 {
 	uint8_t dst[8192];
-	struct iovec d = { dst, sizeof(dst) };
+	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
 
@@ -549,9 +549,9 @@ static void once_done(struct rrr_call *call, int status, void *arg)
 Test(rdma, cancel_invalidates)
 {
 	uint8_t dst[8192];
-	struct iovec d = { dst, sizeof(dst) };
+	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
-	struct once o = { 0 };
+	struct once o = {0};
 	struct rrr_call c;
 
 	init_call(&c, RS_SILENT);
@@ -590,9 +590,9 @@ Test(rdma, stale_handle_places_nothing)
 Test(rdma, foreign_invalidation_disconnects)
 {
 	uint8_t dst[8192];
-	struct iovec d = { dst, sizeof(dst) };
+	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
-	struct once o = { 0 };
+	struct once o = {0};
 	struct rrr_call hold, c;
 
 	/* the first reply raises the grant from 1, so two calls can be out */
@@ -640,9 +640,9 @@ static void long_lived_shapes(void)
 {
 	uint32_t n = 100001, sum = 0, m = 200003;
 	uint8_t *src = malloc(n), *dst = malloc(m + 8);
-	struct iovec s = { src, n };
-	struct pay p = { &s, 1, n, 5 };
-	struct got g = { 0 };
+	struct iovec s = {src, n};
+	struct pay p = {&s, 1, n, 5};
+	struct got g = {0};
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
 	struct rrr_call c;

@@ -52,7 +52,7 @@ static int h_echo(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
 		off += (uint32_t)iov[i].iov_len;
 	}
-	out = (struct iovec){ buf, len };
+	out = (struct iovec){buf, len};
 	return rrr_xdr_encode_payload(s, &out, 1, len) ? RRR_SVC_SYSTEM_ERR : 0;
 }
 
@@ -69,7 +69,7 @@ static int h_fill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s, b
 		return RRR_SVC_SYSTEM_ERR;
 	for (uint32_t i = 0; i < n; i++)
 		buf[i] = ddp ? (uint8_t)(i * 7 + 3) : (uint8_t)(i * 5 + 1);
-	out = (struct iovec){ buf, n };
+	out = (struct iovec){buf, n};
 	if (ddp)
 		return rrr_xdr_encode_payload(s, &out, 1, n) ? RRR_SVC_SYSTEM_ERR : 0;
 	return rrr_xdr_put_opaque(s, buf, n) ? RRR_SVC_SYSTEM_ERR : 0;
@@ -112,9 +112,8 @@ static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 }
 
 static const struct rrr_svc_proc procs[] = {
-	[CS_NULL] = { "null", h_null },	  [CS_ECHO] = { "echo", h_echo },
-	[CS_FILL] = { "fill", h_filld },  [CS_BIG] = { "big", h_big },
-	[CS_SUM] = { "sum", h_sum },	  [CS_SLEEP] = { "sleep", h_sleep },
+    [CS_NULL] = {"null", h_null}, [CS_ECHO] = {"echo", h_echo}, [CS_FILL] = {"fill", h_filld},
+    [CS_BIG] = {"big", h_big},	  [CS_SUM] = {"sum", h_sum},	[CS_SLEEP] = {"sleep", h_sleep},
 };
 
 static void on_term(int sig)
@@ -126,9 +125,9 @@ static void on_term(int sig)
 
 static void child_main(int wfd, uint32_t credits)
 {
-	struct rrr_svc_program prog = { CS_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL };
+	struct rrr_svc_program prog = {CS_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
 	struct rrr_svc_opts o;
-	uint16_t ports[2] = { 0, 0 };
+	uint16_t ports[2] = {0, 0};
 
 	rrr_svc_opts_init(&o);
 	o.nthreads = 2;
@@ -307,9 +306,9 @@ static int dec_3(struct rrr_xdr *x, void *r)
 static void do_inline(void)
 {
 	uint8_t src[777], dst[777];
-	struct iovec s = { src, sizeof(src) };
-	struct pay p = { &s, 1, sizeof(src), 0 };
-	struct got g = { .copy = dst };
+	struct iovec s = {src, sizeof(src)};
+	struct pay p = {&s, 1, sizeof(src), 0};
+	struct got g = {.copy = dst};
 	struct rrr_call c;
 
 	for (unsigned i = 0; i < sizeof(src); i++)
@@ -330,9 +329,9 @@ static void do_inline(void)
 static void do_read_chunk(uint32_t n)
 {
 	uint8_t *src = malloc(n);
-	struct iovec s[3] = { { src, n / 4 }, { src + n / 4, n / 2 }, { src + n / 4 + n / 2, 0 } };
-	struct pay p = { s, 3, n, 0xabcdef };
-	struct got g = { 0 };
+	struct iovec s[3] = {{src, n / 4}, {src + n / 4, n / 2}, {src + n / 4 + n / 2, 0}};
+	struct pay p = {s, 3, n, 0xabcdef};
+	struct got g = {0};
 	struct rrr_call c;
 	uint32_t sum = 0;
 
@@ -359,8 +358,8 @@ static void do_read_chunk(uint32_t n)
 static void do_write_chunk(uint32_t n)
 {
 	uint8_t *dst = malloc(n + 16);
-	struct iovec d = { dst, n + 16 };
-	struct got g = { 0 };
+	struct iovec d = {dst, n + 16};
+	struct got g = {0};
 	struct rrr_call c;
 
 	memset(dst, 0xee, n + 16);
@@ -383,7 +382,7 @@ static void do_write_chunk(uint32_t n)
 static void do_reply_chunk(uint32_t n)
 {
 	uint8_t *dst = malloc(n + 4);
-	struct got g = { .copy = dst };
+	struct got g = {.copy = dst};
 	struct rrr_call c;
 
 	call_init(&c, CS_BIG);
@@ -402,9 +401,9 @@ static void do_reply_chunk(uint32_t n)
 static void do_nomsg(uint32_t n)
 {
 	uint8_t *src = malloc(n), *dst = malloc(n);
-	struct iovec s = { src, n };
-	struct pay p = { &s, 1, n, 0 };
-	struct got g = { .copy = dst };
+	struct iovec s = {src, n};
+	struct pay p = {&s, 1, n, 0};
+	struct got g = {.copy = dst};
 	struct rrr_call c;
 
 	for (uint32_t i = 0; i < n; i++)
@@ -454,7 +453,7 @@ Test(svc, tcp_all_shapes, .init = init_tcp)
 	do_nomsg(30001);
 }
 
-#define NT 4
+#define NT  4
 #define PER 16
 
 struct cc {
@@ -489,7 +488,7 @@ static void *cc_thread(void *arg)
 	for (int i = 0; i < PER; i++, k++) {
 		k->n = 1000 + (uint32_t)i * 1111;
 		call_init(&k->c, (i & 1) ? CS_FILL : CS_SUM);
-		k->iov = (struct iovec){ k->buf, (i & 1) ? sizeof(k->buf) : k->n };
+		k->iov = (struct iovec){k->buf, (i & 1) ? sizeof(k->buf) : k->n};
 		k->c.payload = &k->iov;
 		k->c.npayload = 1;
 		k->c.res = &k->g;
@@ -504,7 +503,7 @@ static void *cc_thread(void *arg)
 				k->buf[j] = (uint8_t)(j * 3 + i);
 				k->sum += k->buf[j];
 			}
-			k->p = (struct pay){ &k->iov, 1, k->n, 1 };
+			k->p = (struct pay){&k->iov, 1, k->n, 1};
 			k->c.encode = enc_pay_tag;
 			k->c.args = &k->p;
 			k->c.decode = dec_3;
@@ -548,7 +547,7 @@ Test(svc, rdma_64_concurrent_small_grant, .init = init_rdma_credits4)
 Test(svc, rdma_server_dies_mid_call, .init = init_rdma)
 {
 	uint8_t dst[65536];
-	struct iovec d = { dst, sizeof(dst) };
+	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
 	int s;

@@ -113,12 +113,12 @@ static void echo_roundtrip(uint32_t len)
 	for (uint32_t i = 0; i < len; i++)
 		src[i] = (uint8_t)(i * 13 + len);
 	memset(dst, 0xee, len + 8);
-	siov[0] = (struct iovec){ src, a };
-	siov[1] = (struct iovec){ src + a, b - a };
-	siov[2] = (struct iovec){ src + b, len - b };
-	diov[0] = (struct iovec){ dst, len / 2 };
-	diov[1] = (struct iovec){ dst + len / 2, len - len / 2 + 8 };
-	ea = (struct echo_args){ siov, 3, len };
+	siov[0] = (struct iovec){src, a};
+	siov[1] = (struct iovec){src + a, b - a};
+	siov[2] = (struct iovec){src + b, len - b};
+	diov[0] = (struct iovec){dst, len / 2};
+	diov[1] = (struct iovec){dst + len / 2, len - len / 2 + 8};
+	ea = (struct echo_args){siov, 3, len};
 	init_call(&c, TSRV_ECHO);
 	c.encode = enc_echo;
 	c.args = &ea;
@@ -127,7 +127,10 @@ static void echo_roundtrip(uint32_t len)
 	c.ddp = RRR_DDP_FROM_SERVER; /* the reply's payload lands in diov */
 	c.payload = diov;
 	c.npayload = 2;
-	{ int rc_ = rrr_clnt_call(clnt, &c); cr_assert_eq(rc_, 0, "len %u rc %d", len, rc_); }
+	{
+		int rc_ = rrr_clnt_call(clnt, &c);
+		cr_assert_eq(rc_, 0, "len %u rc %d", len, rc_);
+	}
 	cr_assert_eq(er.len, len);
 	cr_assert_eq(c.payload_len, len);
 	cr_assert_eq(memcmp(src, dst, len), 0, "len %u", len);
@@ -138,7 +141,7 @@ static void echo_roundtrip(uint32_t len)
 
 Test(tcp, echo_payload_sizes)
 {
-	static const uint32_t sizes[] = { 0, 1, 3, 4, 5, 4095, 4097, 65537, 1000001 };
+	static const uint32_t sizes[] = {0, 1, 3, 4, 5, 4095, 4097, 65537, 1000001};
 
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		echo_roundtrip(sizes[i]);
@@ -148,7 +151,7 @@ Test(tcp, fill_into_sink)
 {
 	uint32_t n = 300001;
 	uint8_t *dst = calloc(1, n);
-	struct iovec d = { dst, n };
+	struct iovec d = {dst, n};
 	struct echo_res er;
 	struct rrr_call c;
 
@@ -170,7 +173,7 @@ Test(tcp, fill_into_sink)
 	free(dst);
 }
 
-#define NTHREADS 4
+#define NTHREADS   4
 #define PER_THREAD 16
 
 struct conc {
@@ -209,9 +212,9 @@ static void *conc_thread(void *arg)
 	for (int i = 0; i < PER_THREAD; i++, k++) {
 		for (unsigned j = 0; j < sizeof(k->src); j++)
 			k->src[j] = (uint8_t)(j ^ (uintptr_t)k);
-		k->s = (struct iovec){ k->src, sizeof(k->src) };
-		k->d = (struct iovec){ k->dst, sizeof(k->dst) };
-		k->ea = (struct echo_args){ &k->s, 1, sizeof(k->src) };
+		k->s = (struct iovec){k->src, sizeof(k->src)};
+		k->d = (struct iovec){k->dst, sizeof(k->dst)};
+		k->ea = (struct echo_args){&k->s, 1, sizeof(k->src)};
 		init_call(&k->c, TSRV_ECHO);
 		k->c.encode = enc_echo;
 		k->c.args = &k->ea;
@@ -229,7 +232,7 @@ static void *conc_thread(void *arg)
 Test(tcp, concurrent_64_calls)
 {
 	static struct conc_call calls[NTHREADS * PER_THREAD];
-	struct conc cc = { 0 };
+	struct conc cc = {0};
 	pthread_t th[NTHREADS];
 
 	pthread_mutex_init(&cc.m, NULL);
@@ -283,7 +286,7 @@ static void once_done(struct rrr_call *call, int status, void *arg)
 Test(tcp, cancel)
 {
 	struct rrr_call c;
-	struct once o = { 0 };
+	struct once o = {0};
 
 	init_call(&c, TSRV_SILENT);
 	cr_assert_eq(rrr_clnt_call_async(clnt, &c, once_done, &o), 0);
@@ -346,7 +349,7 @@ static int enc_fail(struct rrr_xdr *x, const void *a)
 Test(tcp, encode_failure_never_calls_back)
 {
 	struct rrr_call c;
-	struct once o = { 0 };
+	struct once o = {0};
 
 	init_call(&c, TSRV_NULL);
 	c.encode = enc_fail;

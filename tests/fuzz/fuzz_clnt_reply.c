@@ -24,9 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct rrr_rdma_hdr hdr;
 static const struct rrr_reg_seg wsegs[3] = {
-	{ 0x100, 4096, 0x10000 }, { 0x201, 4096, 0x20000 }, { 0x302, 100, 0x30000 }
-};
-static const struct rrr_reg_seg rsegs[1] = { { 0x403, 8192, 0x40000 } };
+    {0x100, 4096, 0x10000}, {0x201, 4096, 0x20000}, {0x302, 100, 0x30000}};
+static const struct rrr_reg_seg rsegs[1] = {{0x403, 8192, 0x40000}};
 
 static void check(int cond)
 {
@@ -50,12 +49,12 @@ static int dec(struct rrr_xdr *x, void *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t sink[5000 + 16];
-	struct iovec siov[2] = { { sink, 1000 }, { sink + 1000, 4000 } };
-	struct rrr_call call = { .decode = dec, .ddp = RRR_DDP_FROM_SERVER, .payload = siov,
-				 .npayload = 2 };
-	struct rrr__clnt_req req = { .call = &call };
+	struct iovec siov[2] = {{sink, 1000}, {sink + 1000, 4000}};
+	struct rrr_call call = {
+	    .decode = dec, .ddp = RRR_DDP_FROM_SERVER, .payload = siov, .npayload = 2};
+	struct rrr__clnt_req req = {.call = &call};
 	struct rrr__reply_view v;
-	struct rrr__offer off = { 0 };
+	struct rrr__offer off = {0};
 	struct res res;
 	uint8_t *copy;
 	uint8_t sel;
@@ -95,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	copy = malloc(v.msg_len ? v.msg_len : 1);
 	memcpy(copy, data + v.msg_off, v.msg_len);
 	req.xid = v.msg_len >= 4 ? (uint32_t)copy[0] << 24 | (uint32_t)copy[1] << 16 |
-					   (uint32_t)copy[2] << 8 | copy[3]
+				       (uint32_t)copy[2] << 8 | copy[3]
 				 : 0;
 	req.placed = v.placed || (sel & 8u);
 	req.placed_len = v.placed ? v.placed_len : 3000;

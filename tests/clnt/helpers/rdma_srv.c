@@ -27,9 +27,9 @@
 
 #include "rdma_srv.h"
 
-#define NRX 64u
-#define RXSZ (256u << 10)
-#define BIG (8u << 20)
+#define NRX   64u
+#define RXSZ  (256u << 10)
+#define BIG   (8u << 20)
 #define WR_OP (1ull << 40)
 
 struct ddp_rec {
@@ -94,9 +94,9 @@ static void teardown(struct rsrv *s)
 
 static int post_recv(struct rsrv *s, uint32_t i)
 {
-	struct rrr_sge sge = { (uint64_t)(uintptr_t)(s->rx + (size_t)i * RXSZ), RXSZ,
-			       rrr_mr_lkey(s->mr) };
-	struct rrr_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 };
+	struct rrr_sge sge = {(uint64_t)(uintptr_t)(s->rx + (size_t)i * RXSZ), RXSZ,
+			      rrr_mr_lkey(s->mr)};
+	struct rrr_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1};
 
 	return rrr_qp_post_recv(s->qp, &wr, NULL);
 }
@@ -152,7 +152,7 @@ static int poll_until(struct rsrv *s, uint64_t want)
 static int op(struct rsrv *s, enum rrr_wr_opcode opc, void *local, uint32_t len, uint64_t raddr,
 	      uint32_t rkey, uint32_t inv)
 {
-	struct rrr_sge sge = { (uint64_t)(uintptr_t)local, len, rrr_mr_lkey(s->mr) };
+	struct rrr_sge sge = {(uint64_t)(uintptr_t)local, len, rrr_mr_lkey(s->mr)};
 	struct rrr_send_wr wr;
 
 	memset(&wr, 0, sizeof(wr));
@@ -189,8 +189,7 @@ static int push_chunk(struct rsrv *s, struct rrr_rdma_chunk *c, uint8_t *src, ui
 	for (uint32_t i = 0; i < c->nsegs; i++) {
 		uint32_t n = c->segs[i].length < left ? c->segs[i].length : left;
 
-		if (n && op(s, RRR_WR_RDMA_WRITE, src, n, c->segs[i].offset, c->segs[i].handle,
-			    0))
+		if (n && op(s, RRR_WR_RDMA_WRITE, src, n, c->segs[i].offset, c->segs[i].handle, 0))
 			return -EIO;
 		c->segs[i].length = n;
 		src += n;
@@ -224,8 +223,8 @@ static int send_hdr_msg(struct rsrv *s, struct rrr_rdma_hdr *hr, const uint8_t *
 		return -EIO;
 	hl = rrr_xdr_pos(&x);
 	memcpy(s->tx + hl, m, mlen);
-	return op(s, with_inv ? RRR_WR_SEND_WITH_INV : RRR_WR_SEND, s->tx, (uint32_t)(hl + mlen),
-		  0, 0, inv);
+	return op(s, with_inv ? RRR_WR_SEND_WITH_INV : RRR_WR_SEND, s->tx, (uint32_t)(hl + mlen), 0,
+		  0, inv);
 }
 
 static uint32_t grant(struct rsrv *s)
@@ -267,8 +266,8 @@ static void process(struct rsrv *s, uint32_t idx, uint32_t len)
 	uint8_t *buf = s->rx + (size_t)idx * RXSZ;
 	struct rrr_rdma_hdr *h = &s->h;
 	struct rrr_rdma_limits lim;
-	struct ddp_rec rec = { 0 };
-	struct rrr_xdr_ddp hook = { .encode = rec_encode, .ctx = &rec };
+	struct ddp_rec rec = {0};
+	struct rrr_xdr_ddp hook = {.encode = rec_encode, .ctx = &rec};
 	struct rrr_rpc_call call;
 	struct rrr_xdr a, r;
 	size_t mlen = 0, inl_len;
@@ -330,8 +329,8 @@ static void process(struct rsrv *s, uint32_t idx, uint32_t len)
 	if (rrr_rpc_decode_call(&a, &call))
 		return;
 	if (getenv("RSRV_DEBUG"))
-		fprintf(stderr, "srv: xid %x proc %u nread %u nwrite %u reply %d\n", call.xid, call.proc,
-			h->nread, h->nwrite, h->has_reply);
+		fprintf(stderr, "srv: xid %x proc %u nread %u nwrite %u reply %d\n", call.xid,
+			call.proc, h->nread, h->nwrite, h->has_reply);
 	rrr_xdr_init(&r, s->rep, BIG, RRR_XDR_ENCODE);
 	if (h->nwrite)
 		rrr_xdr_set_ddp(&r, &hook);
@@ -357,7 +356,8 @@ static void process(struct rsrv *s, uint32_t idx, uint32_t len)
 		if (rrr_xdr_get_u32(&a, &n) || n > BIG / 2)
 			return;
 		for (uint32_t i = 0; i < n; i++)
-			s->data[i] = call.proc == RS_FILL ? (uint8_t)(i * 7 + 3) : (uint8_t)(i * 5 + 1);
+			s->data[i] =
+			    call.proc == RS_FILL ? (uint8_t)(i * 7 + 3) : (uint8_t)(i * 5 + 1);
 		one.iov_base = s->data;
 		one.iov_len = n;
 		if (call.proc == RS_FILL) {
@@ -421,9 +421,9 @@ static void process(struct rsrv *s, uint32_t idx, uint32_t len)
 		return;
 	case RS_POKE:
 		memset(s->data, 0xAA, 64);
-		rc = s->have_mem ? op(s, RRR_WR_RDMA_WRITE, s->data, 64, s->mem.offset,
-				      s->mem.handle, 0)
-				 : -EIO;
+		rc = s->have_mem
+			 ? op(s, RRR_WR_RDMA_WRITE, s->data, 64, s->mem.offset, s->mem.handle, 0)
+			 : -EIO;
 		pthread_mutex_lock(&s->m);
 		if (rc)
 			s->st.poke_failed++;
@@ -452,8 +452,8 @@ static void on_connect(struct rsrv *s, struct rrr_cm_event *ev)
 {
 	struct rrr_rdma_cm_pd cpd, mine;
 	uint8_t pd[RRR_RDMA_PD_LEN];
-	struct rrr_qp_init_attr qa = { 0 };
-	struct rrr_conn_param cp = { 0 };
+	struct rrr_qp_init_attr qa = {0};
+	struct rrr_conn_param cp = {0};
 	struct rrr_cm_event e2;
 
 	if (s->id) {
@@ -548,8 +548,8 @@ static void *srv_main(void *arg)
 			teardown(s);
 			continue;
 		}
-		if (s->npend && (s->o.batch_ms <= 0 ||
-				 now_ns() - s->first_pend_ns >= (uint64_t)s->o.batch_ms * 1000000ull)) {
+		if (s->npend && (s->o.batch_ms <= 0 || now_ns() - s->first_pend_ns >=
+							   (uint64_t)s->o.batch_ms * 1000000ull)) {
 			uint32_t n = s->npend, ids[NRX], lens[NRX];
 
 			memcpy(ids, s->pend, n * sizeof(ids[0]));
@@ -569,7 +569,7 @@ static void *srv_main(void *arg)
 int rsrv_start(const struct rsrv_opts *o, struct rsrv **out, uint16_t *port)
 {
 	struct rsrv *s = calloc(1, sizeof(*s));
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin = {.sin_family = AF_INET};
 	struct sockaddr_storage ss;
 	size_t slab = (size_t)NRX * RXSZ + RXSZ + 3u * BIG;
 	int rc;

@@ -28,15 +28,27 @@
 #include <stdint.h>
 
 #define RSRV_PROG 0x20000098u
-enum { RS_NULL, RS_ECHO, RS_FILL, RS_BIG, RS_SUM, RS_HANGUP, RS_SILENT, RS_ERRCHUNK,
-       RS_GARBAGE, RS_HOLD, RS_FOREIGN, RS_POKE };
+enum {
+	RS_NULL,
+	RS_ECHO,
+	RS_FILL,
+	RS_BIG,
+	RS_SUM,
+	RS_HANGUP,
+	RS_SILENT,
+	RS_ERRCHUNK,
+	RS_GARBAGE,
+	RS_HOLD,
+	RS_FOREIGN,
+	RS_POKE
+};
 
 struct rsrv_opts {
-	uint32_t credits;     /* grant in every reply (default 8; 0 is sent as 0) */
+	uint32_t credits; /* grant in every reply (default 8; 0 is sent as 0) */
 	bool credits_set;
 	uint32_t inline_size; /* advertised send/recv (default 4096) */
-	bool no_pdata;        /* accept without RFC 8797 private data */
-	int batch_ms;         /* hold received calls this long before answering */
+	bool no_pdata;	      /* accept without RFC 8797 private data */
+	int batch_ms;	      /* hold received calls this long before answering */
 };
 
 struct rsrv_stats {
@@ -44,7 +56,7 @@ struct rsrv_stats {
 	unsigned calls;
 	unsigned max_outstanding; /* most calls received and not yet answered */
 	unsigned read_chunk_calls, nomsg_calls, write_chunk_calls, reply_chunk_calls;
-	unsigned poke_failed;     /* POKE's RDMA WRITE did not complete successfully */
+	unsigned poke_failed; /* POKE's RDMA WRITE did not complete successfully */
 	unsigned poke_ok;
 	uint32_t client_inline_send, client_inline_recv;
 	bool client_remote_inv;

@@ -68,8 +68,7 @@ static int send_record(int fd, uint8_t *buf, size_t len)
 }
 
 /* Serve one call; -1 closes the connection. */
-static int serve_one(struct tsrv *s, int fd, uint8_t *in, size_t inlen, uint8_t *out,
-		     size_t outcap)
+static int serve_one(struct tsrv *s, int fd, uint8_t *in, size_t inlen, uint8_t *out, size_t outcap)
 {
 	struct rrr_xdr a, r;
 	struct rrr_rpc_call call;
@@ -132,11 +131,11 @@ static void serve_conn(struct tsrv *s, int fd)
 {
 	size_t outcap = 9u << 20;
 	uint8_t *out = malloc(outcap), *in = NULL;
-	struct timeval tv = { .tv_sec = 5 };
+	struct timeval tv = {.tv_sec = 5};
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	while (!atomic_load(&s->stop)) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		uint32_t rm, len;
 
 		if (poll(&p, 1, 50) <= 0)
@@ -163,7 +162,7 @@ static void *srv_main(void *arg)
 	struct tsrv *s = arg;
 
 	while (!atomic_load(&s->stop)) {
-		struct pollfd p = { .fd = s->lfd, .events = POLLIN };
+		struct pollfd p = {.fd = s->lfd, .events = POLLIN};
 		int fd;
 
 		if (poll(&p, 1, 50) <= 0)
@@ -180,7 +179,7 @@ static void *srv_main(void *arg)
 int tsrv_start(struct tsrv **out, uint16_t *port)
 {
 	struct tsrv *s = calloc(1, sizeof(*s));
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin = {.sin_family = AF_INET};
 	socklen_t sl = sizeof(sin);
 	int one = 1;
 

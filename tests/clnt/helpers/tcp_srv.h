@@ -18,8 +18,7 @@
 #include <stdint.h>
 
 #define TSRV_PROG 0x20000099u
-enum { TSRV_NULL, TSRV_ECHO, TSRV_SILENT, TSRV_HANGUP, TSRV_UNAVAIL, TSRV_GARBAGE,
-       TSRV_FILL };
+enum { TSRV_NULL, TSRV_ECHO, TSRV_SILENT, TSRV_HANGUP, TSRV_UNAVAIL, TSRV_GARBAGE, TSRV_FILL };
 
 struct tsrv;
 /* Start on 127.0.0.1, ephemeral port (written to *port). */
