@@ -214,6 +214,12 @@ int th_oob_recv(int fd, void *buf, size_t len, int timeout_ms)
 
 int th_run_pair(const char *opts, th_fn server, th_fn client, void *arg)
 {
+	return th_run_pair_hook(opts, NULL, server, client, arg);
+}
+
+int th_run_pair_hook(const char *opts, int (*after_listen)(uint16_t port, void *arg),
+		     th_fn server, th_fn client, void *arg)
+{
 	struct th_ep e;
 	uint16_t port = 0;
 	int sv[2], rc, status = -1;
@@ -228,6 +234,13 @@ int th_run_pair(const char *opts, th_fn server, th_fn client, void *arg)
 	if (rc) {
 		fprintf(stderr, "server setup failed: %d %s\n", rc, rrr_last_error());
 		return rc;
+	}
+	if (after_listen) {
+		rc = after_listen(port, arg);
+		if (rc) {
+			th_close(&e);
+			return rc;
+		}
 	}
 	pid = fork();
 	if (pid < 0)

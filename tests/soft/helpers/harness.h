@@ -62,6 +62,10 @@ int th_oob_recv(int fd, void *buf, size_t len, int timeout_ms);
  */
 typedef int (*th_fn)(struct th_ep *e, void *arg);
 int th_run_pair(const char *opts, th_fn server, th_fn client, void *arg);
+/* The same; @after_listen(port, arg) runs before the client starts (a
+ * capture, say); a nonzero return aborts with that value. */
+int th_run_pair_hook(const char *opts, int (*after_listen)(uint16_t port, void *arg),
+		     th_fn server, th_fn client, void *arg);
 
 /* Fill/verify a deterministic pattern. */
 void th_fill(void *buf, size_t len, uint32_t seed);
