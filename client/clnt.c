@@ -54,13 +54,14 @@
 #include "client/clnt_impl.h"
 #include "transport/provider_impl.h"
 
-#define TAG_EVENTFD	0u
-#define BACKOFF_MIN_MS	100u
-#define BACKOFF_MAX_MS	5000u
-#define TICK_MS		200
-#define ENCODE_START	4096u
-#define ENCODE_MAX_RDMA (1u << 20) /* args without the payload */
-#define ENCODE_MAX_TCP	(64u << 20)
+#define TAG_EVENTFD	 0u
+#define BACKOFF_MIN_MS	 100u
+#define BACKOFF_MAX_MS	 5000u
+#define TICK_MS		 200
+#define RECONNECT_MAX_MS 2000
+#define ENCODE_START	 4096u
+#define ENCODE_MAX_RDMA	 (1u << 20) /* args without the payload */
+#define ENCODE_MAX_TCP	 (64u << 20)
 
 uint64_t rrr__clnt_now_ns(void)
 {
@@ -501,7 +502,10 @@ static void try_connect(struct rrr_clnt *c)
 
 	if (c->connected || !c->pend_head || now < c->next_connect_ns)
 		return;
-	rc = c->ops->connect(c, c->opts.connect_timeout_ms);
+	/* bounded so timeouts and cancels are served while the server is away */
+	rc = c->ops->connect(c, c->opts.connect_timeout_ms < RECONNECT_MAX_MS
+				    ? c->opts.connect_timeout_ms
+				    : RECONNECT_MAX_MS);
 	if (rc == 0) {
 		c->connected = true;
 		c->backoff_ms = 0;

@@ -531,6 +531,13 @@ Test(rdma, timeout_invalidates)
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.timeouts, 1);
 	cr_assert_geq(st.local_inv, 1);
+	/* the silent call still holds the only credit: the client replaces
+	 * the connection to get it back, and the next call goes through */
+	init_call(&c, RS_NULL);
+	c.timeout_ms = 5000;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_eq(st.connects, 2);
 }
 
 struct once {
