@@ -84,8 +84,13 @@ struct rrr_call {
 	enum rrr_ddp_dir ddp;
 	const struct iovec *payload; /* source or sink */
 	unsigned npayload;
-	uint32_t reply_hint; /* expected max reply size w/o payload; 0 = unknown */
-	int timeout_ms;	     /* 0: the client's default */
+	uint32_t reply_hint; /* expected max reply size w/o payload; 0 = small.
+			      * RDMA: a hint above the inline receive size
+			      * gets a reply chunk (else the server can only
+			      * answer RDMA_ERROR); a FROM_SERVER sink gets a
+			      * write chunk unless the hint says the whole
+			      * reply fits inline */
+	int timeout_ms;	     /* 0: the client's default; < 0: none */
 	bool idempotent;     /* may be retried once on a new connection */
 	/* results, set when the call completes */
 	uint32_t rpc_stat;    /* accept_stat, or RRR_RPC_STAT_DENIED |
