@@ -101,6 +101,7 @@ struct run_cfg {
 
 static uint8_t *g_buf;
 static size_t g_buf_len;
+static const char *g_addr = "127.0.0.1"; /* where the loopback pair connects */
 
 /* --- set-up ---------------------------------------------------------------- */
 
@@ -144,7 +145,7 @@ static int connect_loopback(struct strat *s)
 	if ((rc = rrr_cm_id_create(s->cm, NULL, &s->lid)) ||
 	    (rc = rrr_cm_id_create(s->cm, NULL, &s->cid)))
 		return fail(s, rc, "rrr_cm_id_create");
-	if ((rc = rrr_addr_parse("127.0.0.1", "0", &ss, &sl)))
+	if ((rc = rrr_addr_parse(g_addr, "0", &ss, &sl)))
 		return fail(s, rc, "rrr_addr_parse");
 	if ((rc = rrr_cm_listen(s->lid, (struct sockaddr *)&ss, sl, 4)))
 		return fail(s, rc, "rrr_cm_listen");
@@ -470,6 +471,8 @@ static void usage(FILE *f)
 		"  --hole-every K        pages per entry in the holes layout (default 4)\n"
 		"  --iters N             measured I/Os per strategy per cell (default 20000)\n"
 		"  --batch N             I/Os per round-robin turn (default 100)\n"
+		"  --addr IP             local address of the device for the loopback QP pair\n"
+		"                        (default 127.0.0.1; verbs: the RDMA netdev's IP)\n"
 		"  --json FILE           write the results as JSON\n"
 		"  --help\n");
 }
@@ -504,6 +507,7 @@ int rrr__bench_reg_main(int argc, char **argv)
 		{"iters", required_argument, NULL, 'n'},
 		{"batch", required_argument, NULL, 'b'},
 		{"json", required_argument, NULL, 'j'},
+		{"addr", required_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -589,6 +593,9 @@ int rrr__bench_reg_main(int argc, char **argv)
 			break;
 		case 'j':
 			json = optarg;
+			break;
+		case 'a':
+			g_addr = optarg;
 			break;
 		case 'h':
 			usage(stdout);

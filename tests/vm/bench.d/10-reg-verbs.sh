@@ -8,7 +8,7 @@ B="$RRR_BUILD/rrr-bench"
 [ -x "$B" ] || { echo "missing $B (make all)"; exit 1; }
 D=${RRR_VERBS_DEV:-rxe0}
 OUT=${RRR_VM_RESULTS:-/tmp}
-"$B" reg --provider verbs \
+"$B" reg --provider verbs --addr "${RRR_VM_ADDR:-10.0.2.15}" \
 	--strategy "mw:dev=$D,strategy=mw" \
 	--strategy "regmr:dev=$D,strategy=regmr" \
 	--strategy "umr:dev=$D,strategy=umr" \
