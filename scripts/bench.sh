@@ -167,6 +167,60 @@ plot_io() {
 	EOF
 }
 
+# ---------------------------------------------------------------- goals
+# The issue's goals, computed from the JSON just written (targets, not
+# assertions): docs/bench/goals.txt.
+goals() {
+	local reg=$OUT/reg.json io=$OUT/io.json
+	{
+		echo "# goals of the standard run ($(date -u +%Y-%m-%dT%H:%M:%SZ)); computed from reg.json and io.json"
+		[[ -s $reg ]] && flatten "$reg" | awk '
+		{
+			delete f
+			for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
+			if (f["strategy"] != "persistent" && f["size"] == 65536 && f["layout"] == "contig" && f["cpu_median_ns"] != "")
+				printf "reg+inv 64 KiB (soft %s) CPU median: %.0f ns; target <= 100 ns: %s\n",
+					f["strategy"], f["cpu_median_ns"], (f["cpu_median_ns"] <= 100 ? "met" : "missed")
+		}'
+		[[ -s $io ]] && flatten "$io" | awk '
+		{
+			delete f
+			for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
+			if (f["error"] != "") next
+			k = f["op"] "/" f["size"] "/" f["qd"] "/" f["mode"]
+			iops[k] = f["iops"]; mbs[k] = f["mb_per_s"]; lat[k] = f["lat_median_us"]
+			regs[k] = f["ops"] > 0 ? f["client_registrations"] / f["ops"] : 0
+		}
+		function ratio(a, b) { return (b > 0) ? a / b : -1 }
+		END {
+			for (op = 0; op < 2; op++) {
+				o = op ? "write" : "read"
+				r = o "/4096/32/rdma"; p = o "/4096/32/persistent"
+				if ((r in iops) && (p in iops)) {
+					x = ratio(iops[r], iops[p])
+					printf "per-I/O vs persistent IOPS, %s 4 KiB QD32: %.2f; target >= 0.95: %s", o, x, (x >= 0.95 ? "met" : "missed")
+					if (regs[p] > 0.5) printf " (NOT VALID: persistent mode registered %.2f times per I/O)", regs[p]
+					printf "\n"
+				}
+			}
+			for (qd = 1; qd <= 32; qd += 31) {
+				r = "read/1048576/" qd "/rdma"; t = "read/1048576/" qd "/tcp"
+				if ((r in mbs) && (t in mbs)) {
+					x = ratio(mbs[r], mbs[t])
+					printf "1 MiB READ QD%d over soft vs TCP: %.0f / %.0f MB/s = %.0f %%; target >= 90 %%: %s\n", qd, mbs[r], mbs[t], 100 * x, (x >= 0.9 ? "met" : "missed")
+				}
+			}
+			r = "read/4096/1/rdma"; t = "read/4096/1/tcp"
+			if ((r in lat) && (t in lat)) {
+				x = ratio(lat[r], lat[t])
+				printf "4 KiB QD1 READ latency over soft vs TCP round trip: %.1f / %.1f us = %.2fx; target <= 1.3x: %s\n", lat[r], lat[t], x, (x <= 1.3 ? "met" : "missed")
+			}
+		}'
+	} >"$OUT/goals.txt"
+	cat "$OUT/goals.txt"
+}
+goals || fail=1
+
 if command -v gnuplot >/dev/null; then
 	plot_reg || fail=1
 	plot_io || fail=1
