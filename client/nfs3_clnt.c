@@ -228,6 +228,7 @@ int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out)
 	co.host = opts->host;
 	co.port = opts->port ? opts->port : "20049";
 	co.timeout_ms = n->timeout_ms;
+	co.no_remote_inv = opts->no_remote_inv;
 	rc = rrr_clnt_create(&co, &n->clnt);
 	if (rc < 0)
 		goto fail;

@@ -79,6 +79,7 @@ static void usage(FILE *f)
 		"  --no-progress              never draw the progress bar\n"
 		"  --stats                    print the connection counters at the end\n"
 		"  --timeout MS               per-call timeout (default 30000)\n"
+		"  --no-remote-inv            do not offer Send With Invalidate to the server\n"
 		"  --help                     this text\n"
 		"\n"
 		"exit status: 0 ok, 1 the server returned an NFS error, 2 usage error,\n"
@@ -496,7 +497,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_TRANSPORT = 256, OPT_PROVIDER, OPT_POPTS, OPT_SERVER, OPT_PORT, OPT_MPORT, OPT_EXPORT, OPT_QD,
 	       OPT_RSIZE, OPT_WSIZE, OPT_SPLIT, OPT_SYNC, OPT_VERIFY, OPT_PROGRESS, OPT_NOPROGRESS, OPT_STATS,
-	       OPT_TIMEOUT, OPT_QUIET, OPT_HELP };
+	       OPT_TIMEOUT, OPT_QUIET, OPT_NOREMINV, OPT_HELP };
 	static const struct option lopts[] = {
 		{"transport", required_argument, NULL, OPT_TRANSPORT},
 		{"provider", required_argument, NULL, OPT_PROVIDER},
@@ -516,6 +517,7 @@ int main(int argc, char **argv)
 		{"stats", no_argument, NULL, OPT_STATS},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"no-remote-inv", no_argument, NULL, OPT_NOREMINV},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -585,6 +587,7 @@ int main(int argc, char **argv)
 			o.timeout_ms = (int)v;
 			break;
 		case OPT_QUIET: c.quiet = true; break;
+		case OPT_NOREMINV: o.no_remote_inv = true; break;
 		case 'h':
 		case OPT_HELP: usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;

@@ -478,6 +478,7 @@ struct rrr_nfs3_opts {
 	int timeout_ms;            /* default 30000 */
 	uint32_t uid, gid;         /* AUTH_SYS credentials */
 	bool auth_none;            /* send AUTH_NONE instead of AUTH_SYS */
+	bool no_remote_inv;        /* do not offer Send With Invalidate (RFC 8797) */
 };
 
 void rrr_nfs3_opts_init(struct rrr_nfs3_opts *opts);

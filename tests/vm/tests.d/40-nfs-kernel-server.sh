@@ -11,18 +11,22 @@ done
 ADDR=${RRR_VM_ADDR:-10.0.2.15}
 EXP=/srv/rrr-kexp
 mkdir -p "$EXP" /var/lib/nfs /run/rpcbind /proc/fs/nfsd
-mount -t tmpfs -o size=256m tmpfs "$EXP"
+mountpoint -q "$EXP" || mount -t tmpfs -o size=256m tmpfs "$EXP"
 mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
 echo "$EXP *(rw,no_root_squash,insecure,no_subtree_check,fsid=77)" > /etc/exports
 rpcbind -w 2>/dev/null || rpcbind
 exportfs -ra || { echo "exportfs failed"; exit 1; }
-rpc.mountd -p 20048 -N 2 -N 4 || { echo "rpc.mountd failed"; exit 1; }
+pgrep -x rpc.mountd >/dev/null || rpc.mountd -p 20048 -N 2 -N 4 || { echo "rpc.mountd failed"; exit 1; }
 rpc.nfsd -N 4 2 || { echo "rpc.nfsd failed"; exit 1; }
-echo 'rdma 20049' > /proc/fs/nfsd/portlist || { echo "cannot add the rdma port to nfsd"; exit 1; }
+grep -q rdma /proc/fs/nfsd/portlist || echo 'rdma 20049' > /proc/fs/nfsd/portlist ||
+	{ echo "cannot add the rdma port to nfsd"; exit 1; }
 cat /proc/fs/nfsd/portlist
 
-CL=("$C" --transport rdma --provider verbs --provider-opts "dev=${RRR_VERBS_DEV:-rxe0}"
-    --server "$ADDR" --port 20049 --mount-port 20048 --export "$EXP" --no-progress)
+# RRR_NFS_CLIENT_OPTS: extra rrr-client options (e.g. --no-remote-inv)
+CL=("$C" --transport rdma --provider verbs
+    --provider-opts "dev=${RRR_VERBS_DEV:-rxe0}${RRR_NFS_PROVIDER_OPTS:+,$RRR_NFS_PROVIDER_OPTS}"
+    --server "$ADDR" --port 20049 --mount-port 20048 --export "$EXP" --no-progress
+    ${RRR_NFS_CLIENT_OPTS:-})
 fail() { echo "FAIL: $*"; rpc.nfsd 0; exit 1; }
 head -c 5000003 /dev/urandom > /tmp/k-src.bin
 "${CL[@]}" --verify --qd 8 put /tmp/k-src.bin k.bin || fail put
