@@ -47,7 +47,8 @@
  * disconnect was issued or seen, the worker closes the connection: QP and
  * CM id are destroyed under the listener's CM lock, then everything else.
  * On server shutdown new calls are ignored, in-flight replies finish, then
- * the connection is disconnected.
+ * the connection is disconnected. RRR_SVC_DEBUG=1 in the environment prints
+ * why a connection was dropped (the counters say how often).
  */
 #include <errno.h>
 #include <netinet/in.h>

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -409,4 +410,29 @@ Test(svc_tcp, api_errors)
 	rrr_svc_stop(s);
 	cr_assert_eq(rrr_svc_run(s), 0);
 	rrr_svc_destroy(s);
+}
+
+Test(svc_stats, print_format)
+{
+	struct rrr_xprt_stats st;
+	char buf[4096];
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+	unsigned lines = 0;
+	char *p;
+
+	cr_assert(f);
+	memset(&st, 0, sizeof(st));
+	st.calls = 12345678901ull;
+	st.credits = 32;
+	st.rdma_errors_sent = 7;
+	rrr_xprt_stats_print(f, "x: ", &st);
+	rrr_xprt_stats_print(f, NULL, NULL); /* prints nothing */
+	fclose(f);
+	cr_assert(strstr(buf, "x: calls 12345678901\n"));
+	cr_assert(strstr(buf, "x: credits 32\n"));
+	cr_assert(strstr(buf, "x: rdma_errors_sent 7\n"));
+	cr_assert(strstr(buf, "x: remote_inv 0\n"));
+	for (p = buf; *p; p++)
+		lines += *p == '\n';
+	cr_assert_eq(lines, 27, "one line per counter");
 }
