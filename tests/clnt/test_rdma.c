@@ -695,3 +695,50 @@ Test(rdma_opts, bounce, .init = init_bounce, .fini = fini, .timeout = 30)
 {
 	long_lived_shapes();
 }
+
+/* --- many segments per chunk: a device with a shallow page list ------------- */
+
+static void tweak_shallow(struct rrr_clnt_opts *o)
+{
+	o->provider_opts = "max_fr_pages=4";
+}
+
+static void init_shallow(void)
+{
+	start(NULL, tweak_shallow);
+}
+
+Test(rdma_segs, multi_segment_chunks, .init = init_shallow, .fini = fini, .timeout = 30)
+{
+	uint32_t n = 100001, sum = 0;
+	uint8_t *src = malloc(n), *dst = malloc(n + 5);
+	struct iovec s[2] = {{src, 777}, {src + 777, n - 777}};
+	struct pay p = {s, 2, n, 9};
+	struct got g = {0};
+	struct rrr_xprt_stats st;
+	struct rrr_call c;
+
+	cr_assert_eq(rrr_clnt_max_payload(clnt), 16u * 4u * 4096u);
+	for (uint32_t i = 0; i < n; i++) {
+		src[i] = (uint8_t)(i * 17);
+		sum += src[i];
+	}
+	init_call(&c, RS_SUM);
+	c.encode = enc_pay_tag;
+	c.args = &p;
+	c.decode = dec_3u32;
+	c.res = &g;
+	c.ddp = RRR_DDP_TO_SERVER;
+	c.payload = s;
+	c.npayload = 2;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	cr_assert_eq(g.w[1], sum);
+	cr_assert_eq(fill_into(dst, n, n + 5), 0);
+	for (uint32_t i = 0; i < n; i++)
+		cr_assert_eq(dst[i], (uint8_t)(i * 7 + 3));
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_geq(st.registrations, 14, "one registration per 4 pages");
+	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv);
+	free(src);
+	free(dst);
+}
