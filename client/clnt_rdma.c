@@ -1104,6 +1104,8 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 				       "server %s:%s invalidated handle 0x%08x that the "
 				       "call does not own: disconnecting",
 				       c->host, c->port, wc->invalidated_rkey);
+			/* an operator must hear of a misbehaving server */
+			fprintf(stderr, "rrr client: %s\n", rrr_last_error());
 			return -ENOTCONN;
 		}
 	}
