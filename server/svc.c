@@ -308,6 +308,11 @@ void *rrr_svc_req_alloc(struct rrr_svc_req *req, size_t len)
 
 	if (!req || len > (size_t)1 << 31)
 		return NULL;
+	if (req->alloc) {
+		p = req->alloc(req, len);
+		if (p)
+			return p;
+	}
 	if (posix_memalign(&p, 64, ARENA_HDR + (len ? len : 1)))
 		return NULL;
 	a = p;

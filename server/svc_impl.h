@@ -72,6 +72,10 @@ struct rrr_svc_req {
 	const struct rrr_svc_program *prog;
 	struct rrr__svc_arena *arena;
 	uint32_t max_payload; /* set by the transport before dispatch */
+	/* transport allocator for rrr_svc_req_alloc() (NULL: malloc); memory
+	 * it returns lives until the request ends */
+	void *(*alloc)(struct rrr_svc_req *req, size_t len);
+	void *alloc_ctx;
 };
 
 /* Result of rrr__svc_dispatch(). */

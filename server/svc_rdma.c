@@ -433,6 +433,10 @@ void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
 	ctx->req.svc = rc->base.svc;
 	ctx->req.conn = &rc->base;
 	ctx->req.max_payload = req_max_payload(ctx);
+	if (ctx->hdr.nwrite) {
+		ctx->req.alloc = svc_rdma_req_alloc;
+		ctx->req.alloc_ctx = ctx;
+	}
 	rrr_xdr_init(&args, buf, len, RRR_XDR_DECODE);
 	if (ctx->hdr.has_reply && !svc_rdma_buf_get(rc, &ctx->res, rc->max_record))
 		rrr_xdr_init(&res, ctx->res.p, rc->max_record, RRR_XDR_ENCODE);

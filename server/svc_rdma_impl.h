@@ -144,6 +144,8 @@ void svc_rdma_sink_inv_done(struct svc_rdma_ctx *ctx);
 void svc_rdma_sink_recover(struct svc_rdma_ctx *ctx);
 /* Install the DDP hook on @res for the call's write list. */
 void svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res);
+/* rrr_svc_req_alloc() for calls with a write list: registered memory. */
+void *svc_rdma_req_alloc(struct rrr_svc_req *req, size_t len);
 /* Drop DDP state (error replies). */
 void svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx);
 /* Append RDMA WRITE WRs for the write chunk payloads at ctx->wrs[*n] and

@@ -30,13 +30,16 @@
  * handler looks at the bytes. Other devices read into the buffer's local
  * long-lived registration. READ WRs are cut where a sink registration ends.
  *
- * Write chunks and the reply chunk. The DDP hook copies each DDP-eligible
- * result payload into the request's bounce buffer and leaves only the
- * length word inline, when the call offered an unused write chunk large
- * enough; otherwise the payload goes inline with its pad. When the reply is
- * built, each used chunk's segments are filled in order, never writing more
- * than a segment's length, and the reply header echoes the write list with
- * the byte counts written (0 for unused chunks, no pad written).
+ * Write chunks and the reply chunk. A DDP-eligible result payload goes by
+ * write chunk when the call offered an unused one large enough; otherwise
+ * it goes inline with its pad. When the call has a write list,
+ * rrr_svc_req_alloc() hands out memory from the request's registered
+ * payload buffer, so a payload the handler built there is written with no
+ * copy; any other payload is copied into that buffer. Only the length word
+ * stays inline. When the reply is built, each used chunk's segments are
+ * filled in order, never writing more than a segment's length, and the
+ * reply header echoes the write list with the byte counts written (0 for
+ * unused chunks, no pad written).
  *
  * Recovery: nothing here posts; callers post the chains built here. A sink
  * registration whose READ chain failed is recovered (rrr_reg_recover), never
@@ -306,6 +309,17 @@ static int ddp_encode(struct rrr_xdr *xdr, void *arg, const struct iovec *iov, u
 	int err;
 
 	if (k < ctx->hdr.nwrite && k < SVC_RDMA_MAX_WRITE_CHUNKS &&
+	    len <= ctx->hdr.write[k].total && niov == 1 && ctx->pay.p &&
+	    (const uint8_t *)iov[0].iov_base >= ctx->pay.p &&
+	    (size_t)((const uint8_t *)iov[0].iov_base - ctx->pay.p) <= ctx->pay.len - len) {
+		/* the handler built it in request memory, which is registered:
+		 * RDMA WRITE straight from there, no copy */
+		ctx->wchunk_off[k] = (uint32_t)((const uint8_t *)iov[0].iov_base - ctx->pay.p);
+		ctx->wchunk_len[k] = len;
+		ctx->wchunk_next = k + 1;
+		return 0;
+	}
+	if (k < ctx->hdr.nwrite && k < SVC_RDMA_MAX_WRITE_CHUNKS &&
 	    len <= ctx->hdr.write[k].total && len <= rc->max_payload - ctx->pay_used) {
 		err = svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload);
 		if (err)
@@ -337,6 +351,21 @@ static int ddp_encode(struct rrr_xdr *xdr, void *arg, const struct iovec *iov, u
 		dst += iov[i].iov_len;
 	}
 	return 0;
+}
+
+void *svc_rdma_req_alloc(struct rrr_svc_req *req, size_t len)
+{
+	struct svc_rdma_ctx *ctx = req->alloc_ctx;
+	struct svc_rdma_conn *rc = ctx->rc;
+	uint32_t at;
+
+	if (len > rc->max_payload || svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload))
+		return NULL;
+	at = (ctx->pay_used + 63u) & ~63u;
+	if (at < ctx->pay_used || at > rc->max_payload || len > rc->max_payload - at)
+		return NULL;
+	ctx->pay_used = at + (uint32_t)len;
+	return ctx->pay.p + at;
 }
 
 void svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx)

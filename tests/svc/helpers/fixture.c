@@ -112,6 +112,16 @@ static int tp_fill(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 	return rrr_xdr_encode_payload(res, &iov, 1, len);
 }
 
+static uint8_t static_pat[1u << 20];
+
+static void fill_static(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(static_pat); i++)
+		static_pat[i] = tpat(99, i);
+}
+
 uint32_t tfnv(const void *p, size_t len)
 {
 	const uint8_t *b = p;
@@ -176,6 +186,22 @@ static int tp_hashop(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 	return 0;
 }
 
+/* Payload from memory the library did not hand out (not registered). */
+static int tp_static(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct iovec iov;
+	uint32_t len;
+
+	(void)req;
+	pthread_once(&once, fill_static);
+	if (rrr_xdr_get_u32(args, &len) || len > sizeof(static_pat))
+		return RRR_SVC_GARBAGE_ARGS;
+	iov.iov_base = static_pat;
+	iov.iov_len = len;
+	return rrr_xdr_encode_payload(res, &iov, 1, len);
+}
+
 static const struct rrr_svc_proc tprocs[TP_NPROCS] = {
     [TP_NULL] = {"null", tp_null},
     [TP_ECHO] = {"echo", tp_echo},
@@ -188,6 +214,7 @@ static const struct rrr_svc_proc tprocs[TP_NPROCS] = {
     [TP_SUM] = {"sum", tp_sum},
     [TP_BIG] = {"big", tp_big},
     [TP_HASHOP] = {"hashop", tp_hashop},
+    [TP_STATIC] = {"static", tp_static},
 };
 
 static uint32_t ctx_v1 = 1, ctx_v3 = 3;

@@ -29,7 +29,8 @@ enum tproc {
 	TP_SUM = 8,	/* DDP payload in -> u32 len, u32 fnv1a */
 	TP_BIG = 9,	/* u32 n, u32 seed -> plain opaque of n pattern bytes */
 	TP_HASHOP = 10, /* plain opaque in -> u32 len, u32 fnv1a */
-	TP_NPROCS = 11,
+	TP_STATIC = 11, /* u32 len -> payload of len bytes of tpat(99) from static memory */
+	TP_NPROCS = 12,
 };
 
 struct tsvc {
