@@ -53,7 +53,9 @@ mkdir -p "$tmp/bin"
 "$make" -s -C "$top/examples/kvstore" OUT="$tmp/bin" >"$tmp/build.log" 2>&1 ||
 	{ cat "$tmp/build.log" >&2; fail "building examples/kvstore with pkg-config failed"; }
 export LD_LIBRARY_PATH=$dest$prefix/lib
-ldd "$tmp/bin/kvclient" | grep -q "$dest$prefix/lib/librrr.so" ||
+# (no pipe into grep -q: with pipefail, ldd's SIGPIPE would fail the check)
+ldd "$tmp/bin/kvclient" >"$tmp/ldd.out" 2>&1 || true
+grep -q "$dest$prefix/lib/librrr.so" "$tmp/ldd.out" ||
 	fail "kvclient is not linked against the installed librrr.so"
 
 # 3. run
