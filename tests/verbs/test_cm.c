@@ -133,7 +133,6 @@ Test(verbs_cm, resolve_non_rdma_address_fails_clearly, .timeout = 60)
 	} else {
 		cr_assert_lt(rc, 0);
 	}
-	cr_assert(strstr(rrr_last_error(), "rdma_cm could not resolve"), "%s",
-		  rrr_last_error());
+	cr_assert(strstr(rrr_last_error(), "rdma_cm could not resolve"), "%s", rrr_last_error());
 	vp_close(&p);
 }

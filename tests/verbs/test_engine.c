@@ -81,8 +81,9 @@ static void engine_roundtrip(const char *strategy, bool remote_inv)
 	cr_assert_eq(wc.wr_id, 5u);
 
 	for (i = 0; i < io.nsegs; i++)
-		cr_assert_eq(peer_write(&p, io.segs[i].offset, io.segs[i].handle,
-					io.segs[i].length, (uint8_t)(i * 40)), RRR_WC_SUCCESS);
+		cr_assert_eq(peer_write(&p, io.segs[i].offset, io.segs[i].handle, io.segs[i].length,
+					(uint8_t)(i * 40)),
+			     RRR_WC_SUCCESS);
 	for (i = 0; i < 4996; i++)
 		cr_assert_eq(p.sbuf[8192 + 100 + i], (uint8_t)i, "byte %u of seg 0", i);
 	for (i = 0; i < 500; i++)

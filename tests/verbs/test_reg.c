@@ -303,8 +303,10 @@ Test(verbs_reg, qp_destroy_with_bound_window_is_prompt, .timeout = 120)
 	cr_assert_eq(rrr_qp_destroy(p.sqp), 0);
 	p.sqp = NULL;
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	cr_assert_lt(b.tv_sec - a.tv_sec, 10, "QP destroy with a bound window took %lds "
-		     "(rxe quirk 4 not handled)", (long)(b.tv_sec - a.tv_sec));
+	cr_assert_lt(b.tv_sec - a.tv_sec, 10,
+		     "QP destroy with a bound window took %lds "
+		     "(rxe quirk 4 not handled)",
+		     (long)(b.tv_sec - a.tv_sec));
 	cr_assert_eq(rrr_mr_dereg(mr), 0);
 	vp_close(&p);
 }

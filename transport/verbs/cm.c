@@ -48,7 +48,7 @@ int rrr__verbs_cm_create(struct rrr_device *dev, struct rrr_cm **out)
 
 		free(c);
 		return rrr__set_error(rc, "verbs: rdma_create_event_channel failed (is "
-				      "rdma_ucm loaded?)");
+					  "rdma_ucm loaded?)");
 	}
 	fl = fcntl(c->ch->fd, F_GETFL);
 	if (fl < 0 || fcntl(c->ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
@@ -149,8 +149,8 @@ int rrr__verbs_cm_local_addr(const struct rrr_cm_id *id, struct sockaddr_storage
 static void addr_str(const struct sockaddr *sa, char *buf, size_t len)
 {
 	const void *a = sa->sa_family == AF_INET6
-				? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
-				: (const void *)&((const struct sockaddr_in *)sa)->sin_addr;
+			    ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
+			    : (const void *)&((const struct sockaddr_in *)sa)->sin_addr;
 
 	if (!inet_ntop(sa->sa_family, a, buf, (socklen_t)len))
 		snprintf(buf, len, "?");
@@ -167,8 +167,10 @@ int rrr__verbs_cm_listen(struct rrr_cm_id *id, const struct sockaddr *addr, sock
 		int rc = rrr__verbs_err(-1);
 
 		addr_str(addr, a, sizeof(a));
-		return rrr__set_error(rc, "verbs: rdma_bind_addr %s: %s (an address of an "
-				      "RDMA-capable netdev is needed)", a, strerror(-rc));
+		return rrr__set_error(rc,
+				      "verbs: rdma_bind_addr %s: %s (an address of an "
+				      "RDMA-capable netdev is needed)",
+				      a, strerror(-rc));
 	}
 	if (rdma_listen(v->id, backlog > 0 ? backlog : 16))
 		return rrr__set_error(rrr__verbs_err(-1), "verbs: rdma_listen failed");
@@ -231,9 +233,10 @@ int rrr__verbs_cm_connect(struct rrr_cm_id *id, const struct rrr_conn_param *par
 	if (!id->qp)
 		return rrr__set_error(-EINVAL, "verbs: connect needs the QP created first");
 	if (param && param->private_data_len > VERBS_CONNECT_PDATA)
-		return rrr__set_error(-EINVAL, "verbs: connect private data of %u bytes "
-				      "exceeds %u (IB CM REQ)", param->private_data_len,
-				      VERBS_CONNECT_PDATA);
+		return rrr__set_error(-EINVAL,
+				      "verbs: connect private data of %u bytes "
+				      "exceeds %u (IB CM REQ)",
+				      param->private_data_len, VERBS_CONNECT_PDATA);
 	conn_param(&cp, param, v);
 	if (rdma_connect(v->id, &cp))
 		return rrr__set_error(rrr__verbs_err(-1), "verbs: rdma_connect failed");
@@ -256,8 +259,10 @@ int rrr__verbs_cm_accept(struct rrr_cm_id *id, const struct rrr_conn_param *para
 int rrr__verbs_cm_reject(struct rrr_cm_id *id, const void *pdata, uint32_t len)
 {
 	if (len > VERBS_REJECT_PDATA)
-		return rrr__set_error(-EINVAL, "verbs: reject private data of %u bytes exceeds "
-				      "%u (IB CM REJ)", len, VERBS_REJECT_PDATA);
+		return rrr__set_error(-EINVAL,
+				      "verbs: reject private data of %u bytes exceeds "
+				      "%u (IB CM REJ)",
+				      len, VERBS_REJECT_PDATA);
 	if (rdma_reject(VID(id)->id, pdata, (uint8_t)len))
 		return rrr__set_error(rrr__verbs_err(-1), "verbs: rdma_reject failed");
 	return 0;
@@ -326,9 +331,11 @@ static int translate(struct vcm *c, struct rdma_cm_event *e, struct rrr_cm_event
 			addr_str(rdma_get_peer_addr(v->id), a, sizeof(a));
 		else
 			snprintf(a, sizeof(a), "the address");
-		rrr__set_error(ev->status, "rdma_cm could not resolve %s: %s (is it the "
+		rrr__set_error(ev->status,
+			       "rdma_cm could not resolve %s: %s (is it the "
 			       "address of an RDMA-capable netdev? loopback 127.0.0.1 is "
-			       "not)", a, strerror(-ev->status));
+			       "not)",
+			       a, strerror(-ev->status));
 		return 1;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
@@ -337,8 +344,7 @@ static int translate(struct vcm *c, struct rdma_cm_event *e, struct rrr_cm_event
 		ev->type = RRR_CM_EVENT_UNREACHABLE;
 		ev->id = &v->pub;
 		ev->status = unreachable_status(e->status, -ETIMEDOUT);
-		rrr__set_error(ev->status, "rdma_cm connection failed: %s",
-			       strerror(-ev->status));
+		rrr__set_error(ev->status, "rdma_cm connection failed: %s", strerror(-ev->status));
 		return 1;
 	case RDMA_CM_EVENT_CONNECT_REQUEST: {
 		struct vcm_id *l = e->listen_id ? e->listen_id->context : NULL;

@@ -35,25 +35,29 @@
 
 #include "verbs_impl.h"
 
-#define RXE_VENDOR_ID 0xFFFFFFu
-#define BROADCOM_VENDOR_ID 0x14E4u
+#define RXE_VENDOR_ID	       0xFFFFFFu
+#define BROADCOM_VENDOR_ID     0x14E4u
 #define VERBS_MAX_PRIVATE_DATA VERBS_CONNECT_PDATA
-#define VERBS_MAX_FR_PAGES 65536u
+#define VERBS_MAX_FR_PAGES     65536u
 
 const char *rrr__verbs_strategy_name(enum vstrategy s)
 {
 	switch (s) {
-	case VSTRAT_MW: return "mw";
-	case VSTRAT_REGMR: return "regmr";
-	case VSTRAT_UMR: return "umr";
-	case VSTRAT_PERSISTENT: return "persistent";
+	case VSTRAT_MW:
+		return "mw";
+	case VSTRAT_REGMR:
+		return "regmr";
+	case VSTRAT_UMR:
+		return "umr";
+	case VSTRAT_PERSISTENT:
+		return "persistent";
 	}
 	return "?";
 }
 
 struct vopts {
 	char dev[64];
-	int strategy; /* -1 auto */
+	int strategy;	/* -1 auto */
 	int remote_inv; /* -1 default */
 };
 
@@ -82,7 +86,8 @@ static int parse_opt(void *arg, const char *key, const char *val)
 			fprintf(stderr, "rrr verbs: unknown strategy '%s'\n", val);
 			return rrr__set_error(-EINVAL,
 					      "verbs: strategy=%s: use auto, mw, regmr, umr or "
-					      "persistent", val);
+					      "persistent",
+					      val);
 		}
 		return 0;
 	}
@@ -130,7 +135,8 @@ static int choose_strategy(struct vdev *d, const struct vopts *o, const char *na
 			d->strategy = VSTRAT_REGMR;
 			snprintf(d->auto_reason, sizeof(d->auto_reason),
 				 "%s does not enforce window bounds (known quirk, "
-				 "rrr-devcheck): regmr", name);
+				 "rrr-devcheck): regmr",
+				 name);
 		} else {
 			d->strategy = VSTRAT_MW;
 			snprintf(d->auto_reason, sizeof(d->auto_reason),
@@ -146,18 +152,22 @@ static int choose_strategy(struct vdev *d, const struct vopts *o, const char *na
 		if (!has_mw2(d))
 			return rrr__set_error(-EOPNOTSUPP,
 					      "verbs: device %s lacks memory windows (type 2): "
-					      "use strategy=regmr or auto", name);
+					      "use strategy=regmr or auto",
+					      name);
 		if (d->quirks.mw_bounds_unchecked)
-			fprintf(stderr, "rrr verbs: WARNING: %s does not enforce memory window "
+			fprintf(stderr,
+				"rrr verbs: WARNING: %s does not enforce memory window "
 				"bounds; strategy=mw does not protect memory here "
-				"(see rrr-devcheck)\n", name);
+				"(see rrr-devcheck)\n",
+				name);
 		return 0;
 	case VSTRAT_UMR:
 		return rrr__set_error(-EOPNOTSUPP,
 				      "verbs: strategy=umr (mlx5dv UMR lists) is not built in "
 				      "this version: use auto, mw or regmr");
 	case VSTRAT_PERSISTENT:
-		fprintf(stderr, "rrr verbs: WARNING: strategy=persistent leaves memory "
+		fprintf(stderr,
+			"rrr verbs: WARNING: strategy=persistent leaves memory "
 			"remotely accessible after each I/O; for benchmarks only, UNSAFE\n");
 		return 0;
 	case VSTRAT_REGMR:
@@ -174,8 +184,7 @@ static void fill_attr(struct vdev *d, const char *name)
 	memset(at, 0, sizeof(*at));
 	snprintf(at->provider, sizeof(at->provider), "verbs");
 	snprintf(at->name, sizeof(at->name), "%s", name);
-	snprintf(at->strategy, sizeof(at->strategy), "%s",
-		 rrr__verbs_strategy_name(d->strategy));
+	snprintf(at->strategy, sizeof(at->strategy), "%s", rrr__verbs_strategy_name(d->strategy));
 	at->page_size = 4096;
 	at->max_fr_pages = VERBS_MAX_FR_PAGES;
 	at->max_sge = a->max_sge > 0 ? (uint32_t)a->max_sge : 1;
@@ -310,38 +319,38 @@ int rrr__verbs_pd_free(struct rrr_pd *pd)
 }
 
 const struct rrr__provider_ops rrr__verbs_ops = {
-	.name = "verbs",
-	.device_open = rrr__verbs_device_open,
-	.device_close = rrr__verbs_device_close,
-	.pd_alloc = rrr__verbs_pd_alloc,
-	.pd_free = rrr__verbs_pd_free,
-	.cq_create = rrr__verbs_cq_create,
-	.cq_destroy = rrr__verbs_cq_destroy,
-	.cq_poll = rrr__verbs_cq_poll,
-	.cq_fd = rrr__verbs_cq_fd,
-	.cq_ack_event = rrr__verbs_cq_ack_event,
-	.cq_arm = rrr__verbs_cq_arm,
-	.mr_reg = rrr__verbs_mr_reg,
-	.mr_alloc = rrr__verbs_mr_alloc,
-	.mr_dereg = rrr__verbs_mr_dereg,
-	.mr_map_sg = rrr__verbs_mr_map_sg,
-	.mr_recover = rrr__verbs_mr_recover,
-	.qp_create = rrr__verbs_qp_create,
-	.qp_destroy = rrr__verbs_qp_destroy,
-	.post_send = rrr__verbs_post_send,
-	.post_recv = rrr__verbs_post_recv,
-	.cm_create = rrr__verbs_cm_create,
-	.cm_destroy = rrr__verbs_cm_destroy,
-	.cm_fd = rrr__verbs_cm_fd,
-	.cm_get_event = rrr__verbs_cm_get_event,
-	.cm_id_create = rrr__verbs_cm_id_create,
-	.cm_id_destroy = rrr__verbs_cm_id_destroy,
-	.cm_peer_addr = rrr__verbs_cm_peer_addr,
-	.cm_local_addr = rrr__verbs_cm_local_addr,
-	.cm_listen = rrr__verbs_cm_listen,
-	.cm_resolve = rrr__verbs_cm_resolve,
-	.cm_connect = rrr__verbs_cm_connect,
-	.cm_accept = rrr__verbs_cm_accept,
-	.cm_reject = rrr__verbs_cm_reject,
-	.cm_disconnect = rrr__verbs_cm_disconnect,
+    .name = "verbs",
+    .device_open = rrr__verbs_device_open,
+    .device_close = rrr__verbs_device_close,
+    .pd_alloc = rrr__verbs_pd_alloc,
+    .pd_free = rrr__verbs_pd_free,
+    .cq_create = rrr__verbs_cq_create,
+    .cq_destroy = rrr__verbs_cq_destroy,
+    .cq_poll = rrr__verbs_cq_poll,
+    .cq_fd = rrr__verbs_cq_fd,
+    .cq_ack_event = rrr__verbs_cq_ack_event,
+    .cq_arm = rrr__verbs_cq_arm,
+    .mr_reg = rrr__verbs_mr_reg,
+    .mr_alloc = rrr__verbs_mr_alloc,
+    .mr_dereg = rrr__verbs_mr_dereg,
+    .mr_map_sg = rrr__verbs_mr_map_sg,
+    .mr_recover = rrr__verbs_mr_recover,
+    .qp_create = rrr__verbs_qp_create,
+    .qp_destroy = rrr__verbs_qp_destroy,
+    .post_send = rrr__verbs_post_send,
+    .post_recv = rrr__verbs_post_recv,
+    .cm_create = rrr__verbs_cm_create,
+    .cm_destroy = rrr__verbs_cm_destroy,
+    .cm_fd = rrr__verbs_cm_fd,
+    .cm_get_event = rrr__verbs_cm_get_event,
+    .cm_id_create = rrr__verbs_cm_id_create,
+    .cm_id_destroy = rrr__verbs_cm_id_destroy,
+    .cm_peer_addr = rrr__verbs_cm_peer_addr,
+    .cm_local_addr = rrr__verbs_cm_local_addr,
+    .cm_listen = rrr__verbs_cm_listen,
+    .cm_resolve = rrr__verbs_cm_resolve,
+    .cm_connect = rrr__verbs_cm_connect,
+    .cm_accept = rrr__verbs_cm_accept,
+    .cm_reject = rrr__verbs_cm_reject,
+    .cm_disconnect = rrr__verbs_cm_disconnect,
 };

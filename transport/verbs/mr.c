@@ -130,8 +130,10 @@ int rrr__verbs_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access
 		int rc = rrr__verbs_err(-1);
 
 		free(m);
-		return rrr__set_error(rc, "verbs: ibv_reg_mr of %zu bytes failed: %s (memlock "
-				      "limit? ulimit -l)", len, strerror(-rc));
+		return rrr__set_error(rc,
+				      "verbs: ibv_reg_mr of %zu bytes failed: %s (memlock "
+				      "limit? ulimit -l)",
+				      len, strerror(-rc));
 	}
 	m->pub.dev = pd->dev;
 	m->pub.pd = pd;
@@ -165,7 +167,8 @@ int rrr__verbs_mr_alloc(struct rrr_pd *pd, uint32_t max_pages, struct rrr_mr **o
 			int rc = rrr__verbs_err(-1);
 
 			free(m);
-			return rrr__set_error(rc, "verbs: ibv_alloc_mw failed: %s (device lacks "
+			return rrr__set_error(rc,
+					      "verbs: ibv_alloc_mw failed: %s (device lacks "
 					      "memory windows? use strategy=regmr)",
 					      strerror(-rc));
 		}
@@ -230,8 +233,8 @@ int rrr__verbs_mr_dereg(struct rrr_mr *mr)
 }
 
 /* The longest prefix that is one virtual range within @max_pages pages. */
-static int contig_prefix(const struct rrr_sg *sg, int nents, uint32_t max_pages,
-			 uint64_t *start, uint64_t *end)
+static int contig_prefix(const struct rrr_sg *sg, int nents, uint32_t max_pages, uint64_t *start,
+			 uint64_t *end)
 {
 	uint64_t s, e;
 	int i;
@@ -311,9 +314,9 @@ int rrr__verbs_mr_map_sg(struct rrr_mr *mr, const struct rrr_sg *sg, int nents, 
 
 		if (!b) {
 			if (!covers(m->backing, s, e)) {
-				struct ibv_mr *nb = ibv_reg_mr(p->pd, (void *)(uintptr_t)s, e - s,
-							       IBV_ACCESS_LOCAL_WRITE |
-								       IBV_ACCESS_MW_BIND);
+				struct ibv_mr *nb =
+				    ibv_reg_mr(p->pd, (void *)(uintptr_t)s, e - s,
+					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 				if (!nb) {
 					rc = rrr__verbs_err(-1);
 					goto out;
@@ -339,8 +342,8 @@ int rrr__verbs_mr_map_sg(struct rrr_mr *mr, const struct rrr_sg *sg, int nents, 
 		__attribute__((fallthrough));
 	case VSTRAT_REGMR:
 	default: {
-		struct ibv_mr *nm = ibv_reg_mr(p->pd, (void *)(uintptr_t)s, e - s,
-					       ibv_access(access));
+		struct ibv_mr *nm =
+		    ibv_reg_mr(p->pd, (void *)(uintptr_t)s, e - s, ibv_access(access));
 
 		if (!nm) {
 			rc = rrr__verbs_err(-1);
@@ -369,8 +372,8 @@ out:
 	return rc;
 }
 
-int rrr__verbs_mr_prepare_wr(struct vqp *qp, const struct rrr_send_wr *wr,
-			     struct ibv_send_wr *out, bool *real)
+int rrr__verbs_mr_prepare_wr(struct vqp *qp, const struct rrr_send_wr *wr, struct ibv_send_wr *out,
+			     bool *real)
 {
 	struct vdev *d = VDEV(qp->pub.dev);
 	int rc = 0;
@@ -406,8 +409,10 @@ int rrr__verbs_mr_prepare_wr(struct vqp *qp, const struct rrr_send_wr *wr,
 			out->invalidate_rkey = wr->u.inv.rkey;
 			*real = true;
 		} else if (!hash_find(d, wr->u.inv.rkey)) {
-			rc = rrr__set_error(-EINVAL, "verbs: LOCAL_INV of rkey 0x%x that is not "
-					    "registered", wr->u.inv.rkey);
+			rc = rrr__set_error(-EINVAL,
+					    "verbs: LOCAL_INV of rkey 0x%x that is not "
+					    "registered",
+					    wr->u.inv.rkey);
 		}
 	}
 out:
@@ -512,7 +517,7 @@ void rrr__verbs_mr_qp_gone(struct vqp *qp)
 			next = m->next;
 			if (m->bound_qp == qp && renew_window(d, m) != 0)
 				fprintf(stderr, "rrr verbs: cannot replace a window bound to a "
-					"destroyed QP\n");
+						"destroyed QP\n");
 		}
 	}
 	pthread_mutex_unlock(&d->lock);

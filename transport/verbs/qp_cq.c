@@ -39,7 +39,7 @@
 #include "verbs_impl.h"
 
 #define VQP_MAX_SGE 32
-#define VQP_BATCH 16
+#define VQP_BATCH   16
 
 struct vsynth {
 	struct vsynth *next;
@@ -218,18 +218,29 @@ static int emit_synth(struct vcq *c, struct rrr_wc *wc, int room)
 static enum rrr_wc_status map_status(enum ibv_wc_status st)
 {
 	switch (st) {
-	case IBV_WC_SUCCESS: return RRR_WC_SUCCESS;
-	case IBV_WC_LOC_LEN_ERR: return RRR_WC_LOC_LEN_ERR;
-	case IBV_WC_LOC_PROT_ERR: return RRR_WC_LOC_PROT_ERR;
-	case IBV_WC_WR_FLUSH_ERR: return RRR_WC_WR_FLUSH_ERR;
-	case IBV_WC_MW_BIND_ERR: return RRR_WC_MW_BIND_ERR;
-	case IBV_WC_REM_INV_REQ_ERR: return RRR_WC_REM_INV_REQ_ERR;
-	case IBV_WC_REM_ACCESS_ERR: return RRR_WC_REM_ACCESS_ERR;
-	case IBV_WC_REM_OP_ERR: return RRR_WC_REM_OP_ERR;
+	case IBV_WC_SUCCESS:
+		return RRR_WC_SUCCESS;
+	case IBV_WC_LOC_LEN_ERR:
+		return RRR_WC_LOC_LEN_ERR;
+	case IBV_WC_LOC_PROT_ERR:
+		return RRR_WC_LOC_PROT_ERR;
+	case IBV_WC_WR_FLUSH_ERR:
+		return RRR_WC_WR_FLUSH_ERR;
+	case IBV_WC_MW_BIND_ERR:
+		return RRR_WC_MW_BIND_ERR;
+	case IBV_WC_REM_INV_REQ_ERR:
+		return RRR_WC_REM_INV_REQ_ERR;
+	case IBV_WC_REM_ACCESS_ERR:
+		return RRR_WC_REM_ACCESS_ERR;
+	case IBV_WC_REM_OP_ERR:
+		return RRR_WC_REM_OP_ERR;
 	case IBV_WC_RETRY_EXC_ERR:
-	case IBV_WC_RNR_RETRY_EXC_ERR: return RRR_WC_RETRY_EXC_ERR;
-	case IBV_WC_FATAL_ERR: return RRR_WC_FATAL_ERR;
-	default: return RRR_WC_GENERAL_ERR;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return RRR_WC_RETRY_EXC_ERR;
+	case IBV_WC_FATAL_ERR:
+		return RRR_WC_FATAL_ERR;
+	default:
+		return RRR_WC_GENERAL_ERR;
 	}
 }
 
@@ -267,11 +278,21 @@ static void translate(struct vcq *c, const struct ibv_wc *iw, struct rrr_wc *w)
 		is_send = on_sq;
 	if (is_send) {
 		switch (iw->opcode) {
-		case IBV_WC_RDMA_WRITE: w->opcode = RRR_WC_RDMA_WRITE; break;
-		case IBV_WC_RDMA_READ: w->opcode = RRR_WC_RDMA_READ; break;
-		case IBV_WC_BIND_MW: w->opcode = RRR_WC_REG_MR; break;
-		case IBV_WC_LOCAL_INV: w->opcode = RRR_WC_LOCAL_INV; break;
-		default: w->opcode = RRR_WC_SEND; break;
+		case IBV_WC_RDMA_WRITE:
+			w->opcode = RRR_WC_RDMA_WRITE;
+			break;
+		case IBV_WC_RDMA_READ:
+			w->opcode = RRR_WC_RDMA_READ;
+			break;
+		case IBV_WC_BIND_MW:
+			w->opcode = RRR_WC_REG_MR;
+			break;
+		case IBV_WC_LOCAL_INV:
+			w->opcode = RRR_WC_LOCAL_INV;
+			break;
+		default:
+			w->opcode = RRR_WC_SEND;
+			break;
 		}
 		if (q)
 			q->sig_done++;
@@ -336,9 +357,10 @@ int rrr__verbs_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *at
 		return -EEXIST;
 	if (!v->id->verbs)
 		return rrr__set_error(-EINVAL, "verbs: create the QP after RESOLVED or "
-				      "CONNECT_REQUEST");
+					       "CONNECT_REQUEST");
 	if (v->id->verbs != p->pd->context)
-		return rrr__set_error(-EINVAL, "verbs: the connection is on device %s, not "
+		return rrr__set_error(-EINVAL,
+				      "verbs: the connection is on device %s, not "
 				      "on the PD's device %s",
 				      ibv_get_device_name(v->id->verbs->device),
 				      attr->pd->dev->attr.name);
@@ -525,8 +547,10 @@ int rrr__verbs_post_send(struct rrr_qp *qp, struct rrr_send_wr *wr, struct rrr_s
 			break;
 		case RRR_WR_SEND_WITH_INV:
 			if (!d->remote_inv) {
-				rc = rrr__set_error(-EOPNOTSUPP, "verbs: remote invalidation is "
-						    "off on %s (remote_inv=0)", d->pub.attr.name);
+				rc = rrr__set_error(-EOPNOTSUPP,
+						    "verbs: remote invalidation is "
+						    "off on %s (remote_inv=0)",
+						    d->pub.attr.name);
 				break;
 			}
 			w->opcode = IBV_WR_SEND_WITH_INV;
@@ -534,8 +558,8 @@ int rrr__verbs_post_send(struct rrr_qp *qp, struct rrr_send_wr *wr, struct rrr_s
 			break;
 		case RRR_WR_RDMA_WRITE:
 		case RRR_WR_RDMA_READ:
-			w->opcode = wr->opcode == RRR_WR_RDMA_WRITE ? IBV_WR_RDMA_WRITE
-								    : IBV_WR_RDMA_READ;
+			w->opcode =
+			    wr->opcode == RRR_WR_RDMA_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 			w->wr.rdma.remote_addr = wr->u.rdma.remote_addr;
 			w->wr.rdma.rkey = wr->u.rdma.rkey;
 			break;

@@ -29,24 +29,24 @@
 #include "transport/provider_impl.h"
 
 enum vstrategy {
-	VSTRAT_MW = 0,     /* type-2 memory windows over long-lived MRs */
-	VSTRAT_REGMR,      /* ibv_reg_mr / ibv_dereg_mr per I/O */
-	VSTRAT_UMR,        /* mlx5dv UMR lists: not built (see docs/verbs.md) */
+	VSTRAT_MW = 0,	   /* type-2 memory windows over long-lived MRs */
+	VSTRAT_REGMR,	   /* ibv_reg_mr / ibv_dereg_mr per I/O */
+	VSTRAT_UMR,	   /* mlx5dv UMR lists: not built (see docs/verbs.md) */
 	VSTRAT_PERSISTENT, /* one long-lived registration per buffer: UNSAFE */
 };
 
 /* Known deviations of a device from the verbs specification. */
 struct vquirks {
 	bool mw_bounds_unchecked; /* rxe: only the MR range is checked */
-	bool wc_inv_as_csum;      /* rxe: WITH_INV arrives as IBV_WC_IP_CSUM_OK */
-	bool remote_inv_broken;   /* advertise but fail (bnxt_re, SPDK #3926) */
+	bool wc_inv_as_csum;	  /* rxe: WITH_INV arrives as IBV_WC_IP_CSUM_OK */
+	bool remote_inv_broken;	  /* advertise but fail (bnxt_re, SPDK #3926) */
 };
 
 #define VMR_HASH 1024u
 
 /* rdma_cm private data limits over IB CM (RoCE): REQ 92-36, REJ 148. */
 #define VERBS_CONNECT_PDATA 56u
-#define VERBS_REJECT_PDATA 148u
+#define VERBS_REJECT_PDATA  148u
 
 struct vmr;
 
@@ -75,16 +75,16 @@ enum vmr_state { VMR_INVALID = 0, VMR_MAPPED, VMR_VALID };
 
 struct vmr {
 	struct rrr_mr pub;
-	struct ibv_mr *mr;      /* long-lived, per-I/O (regmr/persistent) */
+	struct ibv_mr *mr;	/* long-lived, per-I/O (regmr/persistent) */
 	struct ibv_mr *backing; /* mw: private backing MR if no long-lived covers */
-	struct ibv_mw *mw;      /* mw strategy */
+	struct ibv_mw *mw;	/* mw strategy */
 	struct ibv_mr *bind_mr; /* mw: the MR the window is (to be) bound over */
-	struct vqp *bound_qp;   /* mw: QP the window was bound through */
+	struct vqp *bound_qp;	/* mw: QP the window was bound through */
 	enum vmr_state state;
 	unsigned map_access;
 	bool fast;
 	bool hashed;
-	struct vmr *next;       /* vpd.long_mrs (long) or vdev.by_rkey (fast) */
+	struct vmr *next; /* vpd.long_mrs (long) or vdev.by_rkey (fast) */
 };
 
 struct vsynth; /* a completion made up by the provider (regmr strategy) */
@@ -109,8 +109,8 @@ struct vqp {
 	struct rrr_qp pub;
 	struct ibv_qp *qp;
 	uint32_t max_send_sge, max_recv_sge;
-	uint64_t sig_posted; /* real signaled send WRs posted */
-	uint64_t sig_done;   /* send completions polled */
+	uint64_t sig_posted;		   /* real signaled send WRs posted */
+	uint64_t sig_done;		   /* send completions polled */
 	struct vqp *next_send, *next_recv; /* vcq.qps chains */
 };
 
@@ -127,12 +127,12 @@ struct vcm_id {
 };
 
 #define VDEV(p) container_of((p), struct vdev, pub)
-#define VPD(p) container_of((p), struct vpd, pub)
-#define VCQ(p) container_of((p), struct vcq, pub)
-#define VQP(p) container_of((p), struct vqp, pub)
-#define VMR(p) container_of((p), struct vmr, pub)
-#define VCM(p) container_of((p), struct vcm, pub)
-#define VID(p) container_of((p), struct vcm_id, pub)
+#define VPD(p)	container_of((p), struct vpd, pub)
+#define VCQ(p)	container_of((p), struct vcq, pub)
+#define VQP(p)	container_of((p), struct vqp, pub)
+#define VMR(p)	container_of((p), struct vmr, pub)
+#define VCM(p)	container_of((p), struct vcm, pub)
+#define VID(p)	container_of((p), struct vcm_id, pub)
 
 /* Positive errno (ibverbs return value) or -1 with errno -> -errno. */
 static inline int rrr__verbs_err(int rc)
@@ -172,14 +172,13 @@ int rrr__verbs_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access
 		      struct rrr_mr **out);
 int rrr__verbs_mr_alloc(struct rrr_pd *pd, uint32_t max_pages, struct rrr_mr **out);
 int rrr__verbs_mr_dereg(struct rrr_mr *mr);
-int rrr__verbs_mr_map_sg(struct rrr_mr *mr, const struct rrr_sg *sg, int nents,
-			 unsigned access);
+int rrr__verbs_mr_map_sg(struct rrr_mr *mr, const struct rrr_sg *sg, int nents, unsigned access);
 int rrr__verbs_mr_recover(struct rrr_mr *mr);
 /* Translate one REG_MR / LOCAL_INV WR for @qp. Sets *real to true and fills
  * @out when a real ibverbs WR must be posted; otherwise the provider made the
  * completion itself (rrr__verbs_synth_queue). Called before posting. */
-int rrr__verbs_mr_prepare_wr(struct vqp *qp, const struct rrr_send_wr *wr,
-			     struct ibv_send_wr *out, bool *real);
+int rrr__verbs_mr_prepare_wr(struct vqp *qp, const struct rrr_send_wr *wr, struct ibv_send_wr *out,
+			     bool *real);
 /* After a REG_MR / LOCAL_INV was posted (real) successfully. */
 void rrr__verbs_mr_posted(struct vqp *qp, const struct rrr_send_wr *wr);
 /* A receive completed with remote invalidation of @rkey. */

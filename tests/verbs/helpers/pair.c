@@ -56,10 +56,16 @@ void vp_open(struct vp *p, const char *opts)
 	cr_assert(p->cbuf && p->sbuf);
 	memset(p->cbuf, 0, VP_BUF);
 	memset(p->sbuf, 0, VP_BUF);
-	cr_assert_eq(rrr_mr_reg(p->pd, p->cbuf, VP_BUF, RRR_ACCESS_LOCAL_WRITE |
-				RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ, &p->cmr), 0);
-	cr_assert_eq(rrr_mr_reg(p->pd, p->sbuf, VP_BUF, RRR_ACCESS_LOCAL_WRITE |
-				RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ, &p->smr), 0);
+	cr_assert_eq(
+	    rrr_mr_reg(p->pd, p->cbuf, VP_BUF,
+		       RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ,
+		       &p->cmr),
+	    0);
+	cr_assert_eq(
+	    rrr_mr_reg(p->pd, p->sbuf, VP_BUF,
+		       RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ,
+		       &p->smr),
+	    0);
 	cr_assert_eq(rrr_addr_parse(ip, "0", &p->addr, &p->addrlen), 0);
 	cr_assert_eq(rrr_cm_id_create(p->scm, NULL, &p->listen), 0);
 	rc = rrr_cm_listen(p->listen, (struct sockaddr *)&p->addr, p->addrlen, 8);
@@ -74,17 +80,22 @@ void vp_expect_event(struct rrr_cm *cm, enum rrr_cm_event_type type, struct rrr_
 
 	cr_assert_eq(rc, 0, "waiting for %s: %d %s", rrr_cm_event_str(type), rc,
 		     rrr_last_error() ? rrr_last_error() : "");
-	cr_assert_eq(ev->type, type, "expected %s, got %s (status %d: %s)",
-		     rrr_cm_event_str(type), rrr_cm_event_str(ev->type), ev->status,
+	cr_assert_eq(ev->type, type, "expected %s, got %s (status %d: %s)", rrr_cm_event_str(type),
+		     rrr_cm_event_str(ev->type), ev->status,
 		     rrr_last_error() ? rrr_last_error() : "");
 }
 
 static void make_qp(struct vp *p, struct rrr_cm_id *id, struct rrr_cq *cq, struct rrr_qp **qp)
 {
 	struct rrr_qp_init_attr a = {
-		.pd = p->pd, .send_cq = cq, .recv_cq = cq,
-		.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4,
-		.max_rd_atomic = 4,
+	    .pd = p->pd,
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .max_send_wr = 64,
+	    .max_recv_wr = 64,
+	    .max_send_sge = 4,
+	    .max_recv_sge = 4,
+	    .max_rd_atomic = 4,
 	};
 	int rc = rrr_qp_create(id, &a, qp);
 
@@ -93,10 +104,10 @@ static void make_qp(struct vp *p, struct rrr_cm_id *id, struct rrr_cq *cq, struc
 
 void vp_connect(struct vp *p, const void *cpd, uint32_t clen, const void *apd, uint32_t alen)
 {
-	struct rrr_conn_param cp = {.private_data = cpd, .private_data_len = clen,
-				    .ird = 4, .ord = 4};
-	struct rrr_conn_param ap = {.private_data = apd, .private_data_len = alen,
-				    .ird = 4, .ord = 4};
+	struct rrr_conn_param cp = {
+	    .private_data = cpd, .private_data_len = clen, .ird = 4, .ord = 4};
+	struct rrr_conn_param ap = {
+	    .private_data = apd, .private_data_len = alen, .ird = 4, .ord = 4};
 	struct rrr_cm_event ev;
 	int rc;
 
@@ -137,8 +148,9 @@ struct rrr_wc vp_wait_wc(struct rrr_cq *cq)
 void vp_post_recv(struct vp *p, int server, uint64_t wr_id, uint32_t off, uint32_t len)
 {
 	struct rrr_sge sge = {
-		.addr = (uintptr_t)(server ? p->sbuf : p->cbuf) + off, .length = len,
-		.lkey = rrr_mr_lkey(server ? p->smr : p->cmr),
+	    .addr = (uintptr_t)(server ? p->sbuf : p->cbuf) + off,
+	    .length = len,
+	    .lkey = rrr_mr_lkey(server ? p->smr : p->cmr),
 	};
 	struct rrr_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1};
 
@@ -148,11 +160,15 @@ void vp_post_recv(struct vp *p, int server, uint64_t wr_id, uint32_t off, uint32
 void vp_post_send(struct vp *p, int server, uint64_t wr_id, uint32_t off, uint32_t len)
 {
 	struct rrr_sge sge = {
-		.addr = (uintptr_t)(server ? p->sbuf : p->cbuf) + off, .length = len,
-		.lkey = rrr_mr_lkey(server ? p->smr : p->cmr),
+	    .addr = (uintptr_t)(server ? p->sbuf : p->cbuf) + off,
+	    .length = len,
+	    .lkey = rrr_mr_lkey(server ? p->smr : p->cmr),
 	};
-	struct rrr_send_wr wr = {.wr_id = wr_id, .opcode = RRR_WR_SEND,
-				 .flags = RRR_SEND_SIGNALED, .sg_list = &sge, .num_sge = 1};
+	struct rrr_send_wr wr = {.wr_id = wr_id,
+				 .opcode = RRR_WR_SEND,
+				 .flags = RRR_SEND_SIGNALED,
+				 .sg_list = &sge,
+				 .num_sge = 1};
 
 	cr_assert_eq(rrr_qp_post_send(server ? p->sqp : p->cqp, &wr, NULL), 0);
 }

@@ -16,7 +16,7 @@
 #include <rrr/provider.h>
 
 #define VP_TIMEOUT_MS 20000
-#define VP_BUF 65536
+#define VP_BUF	      65536
 
 struct vp {
 	struct rrr_device *dev;
@@ -31,8 +31,8 @@ struct vp {
 	/* long-lived buffers, registered with local write + remote read/write */
 	uint8_t *cbuf, *sbuf;
 	struct rrr_mr *cmr, *smr;
-	struct rrr_cm_event last_req;  /* the server's CONNECT_REQUEST */
-	struct rrr_cm_event last_est;  /* the client's ESTABLISHED */
+	struct rrr_cm_event last_req; /* the server's CONNECT_REQUEST */
+	struct rrr_cm_event last_est; /* the client's ESTABLISHED */
 };
 
 /* Open the device with @opts (NULL: auto) and everything but the QPs and

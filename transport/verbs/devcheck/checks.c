@@ -39,8 +39,8 @@ struct ctx {
 	uint64_t iova;
 };
 
-static enum dc_verdict setup(struct ctx *c, const char *dev, const char *strategy,
-			     const char *addr, unsigned access, char *d, size_t dl)
+static enum dc_verdict setup(struct ctx *c, const char *dev, const char *strategy, const char *addr,
+			     unsigned access, char *d, size_t dl)
 {
 	struct rrr_sg sg;
 	struct rrr_send_wr wr;
@@ -135,8 +135,7 @@ static enum dc_verdict local_inv(struct ctx *c, uint32_t key)
 
 #define RW (RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ)
 
-static enum dc_verdict chk_bounds(const char *dev, const char *s, const char *a, char *d,
-				  size_t dl)
+static enum dc_verdict chk_bounds(const char *dev, const char *s, const char *a, char *d, size_t dl)
 {
 	struct ctx c;
 	enum dc_verdict v = setup(&c, dev, s, a, RW, d, dl);
@@ -150,8 +149,7 @@ static enum dc_verdict chk_bounds(const char *dev, const char *s, const char *a,
 	return v;
 }
 
-static enum dc_verdict chk_rights(const char *dev, const char *s, const char *a, char *d,
-				  size_t dl)
+static enum dc_verdict chk_rights(const char *dev, const char *s, const char *a, char *d, size_t dl)
 {
 	struct ctx c;
 	enum dc_verdict v = setup(&c, dev, s, a, RRR_ACCESS_REMOTE_READ, d, dl);
@@ -291,11 +289,9 @@ struct check {
 };
 
 static const struct check checks[] = {
-	{"bounds", chk_bounds, false},
-	{"rights", chk_rights, false},
-	{"local_inv", chk_local_inv, false},
-	{"key_rotation", chk_rotation, false},
-	{"remote_inv", chk_remote_inv, true},
+    {"bounds", chk_bounds, false},	  {"rights", chk_rights, false},
+    {"local_inv", chk_local_inv, false},  {"key_rotation", chk_rotation, false},
+    {"remote_inv", chk_remote_inv, true},
 };
 
 int dc_run_checks(const char *dev, const char *addr, struct dc_result *res, int max)
@@ -317,8 +313,8 @@ int dc_run_checks(const char *dev, const char *addr, struct dc_result *res, int 
 				r->verdict = DC_NA;
 				continue;
 			}
-			r->verdict = checks[k].fn(dev, strategies[s], addr, r->detail,
-						  sizeof(r->detail));
+			r->verdict =
+			    checks[k].fn(dev, strategies[s], addr, r->detail, sizeof(r->detail));
 		}
 	}
 	return n;

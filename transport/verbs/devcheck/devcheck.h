@@ -12,7 +12,7 @@
 
 #include <rrr/provider.h>
 
-#define DC_BUF (256 * 1024)
+#define DC_BUF	      (256 * 1024)
 #define DC_TIMEOUT_MS 15000
 
 /* Two QPs on one device connected through rdma_cm on @addr. */

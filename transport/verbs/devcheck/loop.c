@@ -23,7 +23,7 @@
 #include "devcheck.h"
 
 static int fail(char *err, size_t len, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t len, int rc, const char *fmt, ...)
 {
 	va_list ap;
@@ -46,12 +46,17 @@ static int expect(struct rrr_cm *cm, enum rrr_cm_event_type t, struct rrr_cm_eve
 	return ev->type == t ? 0 : -EPROTO;
 }
 
-static int make_qp(struct dc_loop *l, struct rrr_cm_id *id, struct rrr_cq *cq,
-		   struct rrr_qp **qp)
+static int make_qp(struct dc_loop *l, struct rrr_cm_id *id, struct rrr_cq *cq, struct rrr_qp **qp)
 {
 	struct rrr_qp_init_attr a = {
-		.pd = l->pd, .send_cq = cq, .recv_cq = cq, .max_send_wr = 32,
-		.max_recv_wr = 32, .max_send_sge = 1, .max_recv_sge = 1, .max_rd_atomic = 4,
+	    .pd = l->pd,
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .max_send_wr = 32,
+	    .max_recv_wr = 32,
+	    .max_send_sge = 1,
+	    .max_recv_sge = 1,
+	    .max_rd_atomic = 4,
 	};
 
 	return rrr_qp_create(id, &a, qp);
@@ -74,8 +79,7 @@ int dc_loop_open(struct dc_loop *l, const char *dev, const char *strategy, const
 		return fail(err, errlen, rc, "open %s", opts);
 	rrr_device_query(l->dev, &l->attr);
 	if ((rc = rrr_pd_alloc(l->dev, &l->pd)) || (rc = rrr_cm_create(l->dev, &l->ccm)) ||
-	    (rc = rrr_cm_create(l->dev, &l->scm)) ||
-	    (rc = rrr_cq_create(l->dev, 64, &l->ccq)) ||
+	    (rc = rrr_cm_create(l->dev, &l->scm)) || (rc = rrr_cq_create(l->dev, 64, &l->ccq)) ||
 	    (rc = rrr_cq_create(l->dev, 64, &l->scq)))
 		return fail(err, errlen, rc, "device objects");
 	l->cbuf = aligned_alloc(4096, DC_BUF);

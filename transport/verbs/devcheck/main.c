@@ -29,17 +29,16 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: rrr-devcheck [-d DEVICE] [-a IPV4] [-h]\n"
-		"Verifies by loopback on one RDMA device that registrations are enforced:\n"
-		"MR/window bounds, access rights, LOCAL_INV, remote invalidation, key\n"
-		"rotation; prints which rrr registration strategies are SAFE there.\n"
-		"  -d, --device DEV   verbs device (default: the first one)\n"
-		"  -a, --addr IPV4    address of the device's netdev (default: found via\n"
-		"                     /sys/class/infiniband/DEV/ports/1/gid_attrs/ndevs/0)\n"
-		"  -h, --help         this text\n"
-		"exit status: 0 strategy=auto is safe here, 1 it is not (use strategy=regmr),\n"
-		"             2 the checks could not run\n");
+	fprintf(f, "usage: rrr-devcheck [-d DEVICE] [-a IPV4] [-h]\n"
+		   "Verifies by loopback on one RDMA device that registrations are enforced:\n"
+		   "MR/window bounds, access rights, LOCAL_INV, remote invalidation, key\n"
+		   "rotation; prints which rrr registration strategies are SAFE there.\n"
+		   "  -d, --device DEV   verbs device (default: the first one)\n"
+		   "  -a, --addr IPV4    address of the device's netdev (default: found via\n"
+		   "                     /sys/class/infiniband/DEV/ports/1/gid_attrs/ndevs/0)\n"
+		   "  -h, --help         this text\n"
+		   "exit status: 0 strategy=auto is safe here, 1 it is not (use strategy=regmr),\n"
+		   "             2 the checks could not run\n");
 }
 
 static int find_addr(const char *dev, char *out, size_t len)
@@ -75,10 +74,14 @@ static int find_addr(const char *dev, char *out, size_t len)
 static const char *vstr(enum dc_verdict v)
 {
 	switch (v) {
-	case DC_PASS: return "PASS";
-	case DC_FAIL: return "FAIL";
-	case DC_NA: return "n/a";
-	case DC_ERROR: return "ERROR";
+	case DC_PASS:
+		return "PASS";
+	case DC_FAIL:
+		return "FAIL";
+	case DC_NA:
+		return "n/a";
+	case DC_ERROR:
+		return "ERROR";
 	}
 	return "?";
 }
@@ -113,10 +116,10 @@ static const char *strategy_verdict(const struct dc_result *r, int n, const char
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"device", required_argument, NULL, 'd'},
-		{"addr", required_argument, NULL, 'a'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"device", required_argument, NULL, 'd'},
+	    {"addr", required_argument, NULL, 'a'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	static const char *const strategies[] = {"regmr", "mw", "persistent"};
 	struct dc_result res[DC_MAX_RESULTS];
@@ -128,10 +131,18 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "d:a:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'd': snprintf(devname, sizeof(devname), "%s", optarg); break;
-		case 'a': snprintf(addr, sizeof(addr), "%s", optarg); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'd':
+			snprintf(devname, sizeof(devname), "%s", optarg);
+			break;
+		case 'a':
+			snprintf(addr, sizeof(addr), "%s", optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc) {
@@ -141,16 +152,18 @@ int main(int argc, char **argv)
 	snprintf(opts, sizeof(opts), "%s%s", devname[0] ? "dev=" : "", devname);
 	rc = rrr_device_open("verbs", opts, &dev);
 	if (rc) {
-		fprintf(stderr, "rrr-devcheck: %s\n", rrr_last_error() ? rrr_last_error()
-								       : strerror(-rc));
+		fprintf(stderr, "rrr-devcheck: %s\n",
+			rrr_last_error() ? rrr_last_error() : strerror(-rc));
 		return 2;
 	}
 	rrr_device_query(dev, &at);
 	rrr_device_close(dev);
 	snprintf(devname, sizeof(devname), "%s", at.name);
 	if (!addr[0] && find_addr(devname, addr, sizeof(addr))) {
-		fprintf(stderr, "rrr-devcheck: no IPv4 address found for %s's netdev: give one "
-			"with -a\n", devname);
+		fprintf(stderr,
+			"rrr-devcheck: no IPv4 address found for %s's netdev: give one "
+			"with -a\n",
+			devname);
 		return 2;
 	}
 	printf("rrr-devcheck: device %s, loopback through %s\n", devname, addr);
@@ -159,8 +172,8 @@ int main(int argc, char **argv)
 
 	printf("\n%-12s %-13s %-7s %s\n", "strategy", "check", "verdict", "detail");
 	for (i = 0; i < n; i++)
-		printf("%-12s %-13s %-7s %s\n", res[i].strategy, res[i].check,
-		       vstr(res[i].verdict), res[i].detail);
+		printf("%-12s %-13s %-7s %s\n", res[i].strategy, res[i].check, vstr(res[i].verdict),
+		       res[i].detail);
 	printf("\nstrategies on %s:\n", devname);
 	for (i = 0; i < (int)(sizeof(strategies) / sizeof(strategies[0])); i++) {
 		const char *v = strategy_verdict(res, n, strategies[i], &why);
