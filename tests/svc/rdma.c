@@ -298,6 +298,35 @@ Test(svc_rdma, reply_chunk)
 	cr_assert_geq(st.reply_chunks, 1);
 }
 
+/* A reply too large for the inline size, with neither a reply chunk nor a
+ * write chunk to carry it: the server answers SYSTEM_ERR, inline. */
+Test(svc_rdma, reply_too_big_without_chunk)
+{
+	struct u32x2 a = {20000, 1};
+	struct big_res r = {1, 20000, 0};
+	struct rrr_call c;
+	struct u32x3 ok;
+
+	memset(&c, 0, sizeof(c));
+	c.prog = TPROG;
+	c.vers = 1;
+	c.proc = TP_BIG;
+	c.encode = enc_u32x2;
+	c.args = &a;
+	c.decode = dec_big;
+	c.res = &r;
+	c.reply_hint = 0; /* "small": the client offers no reply chunk */
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
+	cr_assert_eq(c.rpc_stat, RRR_RPC_SYSTEM_ERR);
+	/* and a reply chunk too small for the results: same answer */
+	c.reply_hint = 8192;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
+	cr_assert_eq(c.rpc_stat, RRR_RPC_SYSTEM_ERR);
+	a.a = 1;
+	a.b = 2;
+	cr_assert_eq(call_simple(TP_ADD, &a, &ok, dec_u32x3), 0);
+}
+
 struct op_args {
 	const uint8_t *p;
 	uint32_t n;
