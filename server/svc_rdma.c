@@ -80,6 +80,7 @@ struct cm_msg {
 };
 
 static void conn_poll(struct svc_rdma_conn *rc);
+static void set_gauges(struct svc_rdma_conn *rc);
 static void ctx_put(struct svc_rdma_ctx *ctx);
 
 struct rrr_xprt_stats *svc_rdma_stats(struct svc_rdma_conn *rc)
@@ -490,6 +491,7 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
 	int err;
 
 	RRR__STAT_ADD(st, recv_bytes, len);
+	set_gauges(rc); /* the ESTABLISHED event may still be on its way */
 	if (rc->shutting || rc->broken || len > rc->recv_size) {
 		repost(rc, idx, false);
 		return;
@@ -730,19 +732,28 @@ static void rdma_on_event(struct rrr__svc_conn *c, uint32_t events)
 	conn_poll(rc);
 }
 
+static void set_gauges(struct svc_rdma_conn *rc)
+{
+	struct rrr_xprt_stats *st = svc_rdma_stats(rc);
+
+	if (rc->gauges_set)
+		return;
+	rc->gauges_set = true;
+	RRR__STAT_SET(st, credits, rc->max_requests);
+	RRR__STAT_SET(st, max_credits, rc->max_requests);
+	RRR__STAT_SET(st, inline_send, rc->inline_send);
+	RRR__STAT_SET(st, inline_recv, rc->recv_size);
+}
+
 static void rdma_on_msg(struct rrr__svc_conn *c, const void *msg)
 {
 	struct svc_rdma_conn *rc = container_of(c, struct svc_rdma_conn, base);
 	const struct cm_msg *m = msg;
-	struct rrr_xprt_stats *st = svc_rdma_stats(rc);
 
 	switch (m->type) {
 	case RRR_CM_EVENT_ESTABLISHED:
 		rc->established = true;
-		RRR__STAT_SET(st, credits, rc->max_requests);
-		RRR__STAT_SET(st, max_credits, rc->max_requests);
-		RRR__STAT_SET(st, inline_send, rc->inline_send);
-		RRR__STAT_SET(st, inline_recv, rc->recv_size);
+		set_gauges(rc);
 		break;
 	case RRR_CM_EVENT_DISCONNECTED:
 	case RRR_CM_EVENT_DEVICE_REMOVAL:

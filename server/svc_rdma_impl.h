@@ -110,6 +110,7 @@ struct svc_rdma_conn {
 	uint32_t nctx, max_ctx, busy;
 	/* lifecycle */
 	bool established;
+	bool gauges_set;    /* credits/inline sizes published in the stats */
 	bool disconnecting; /* rrr_cm_disconnect() issued */
 	bool disconnected;  /* DISCONNECTED event seen */
 	bool broken;	    /* QP in error: no more posts */
