@@ -310,3 +310,32 @@ Test(verbs_reg, qp_destroy_with_bound_window_is_prompt, .timeout = 120)
 	cr_assert_eq(rrr_mr_dereg(mr), 0);
 	vp_close(&p);
 }
+
+Test(verbs_reg, regmr_synthetic_completion_flushes_on_dead_qp, .timeout = 120)
+{
+	struct rrr_send_wr wr;
+	struct rrr_mr *mr;
+	struct rrr_sg sg;
+	struct rrr_wc wc;
+	struct vp p;
+
+	vp_open(&p, vp_opts("regmr"));
+	vp_connect(&p, NULL, 0, NULL, 0);
+	/* a WRITE with a key that does not exist kills the client QP */
+	cr_assert_eq(client_write(&p, (uintptr_t)p.sbuf, 0x00abcd00, 16, 1), RRR_WC_REM_ACCESS_ERR);
+	cr_assert_eq(rrr_mr_alloc(p.pd, 4, &mr), 0);
+	sg = (struct rrr_sg){p.cbuf + 4096, 0, 4096};
+	cr_assert_eq(rrr_mr_map_sg(mr, &sg, 1, RRR_ACCESS_REMOTE_WRITE), 1);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x61;
+	wr.opcode = RRR_WR_REG_MR;
+	wr.flags = RRR_SEND_SIGNALED;
+	wr.u.reg.mr = mr;
+	cr_assert_eq(rrr_qp_post_send(p.cqp, &wr, NULL), 0);
+	wc = vp_wait_wc(p.ccq);
+	cr_assert_eq(wc.wr_id, 0x61u);
+	cr_assert_eq(wc.status, RRR_WC_WR_FLUSH_ERR, "got %s", rrr_wc_status_str(wc.status));
+	cr_assert_eq(rrr_mr_recover(mr), 0);
+	cr_assert_eq(rrr_mr_dereg(mr), 0);
+	vp_close(&p);
+}

@@ -11,8 +11,10 @@
  * deregisters at post time, see mr.c). Synthetic completions keep RC
  * ordering: each remembers how many signaled hardware send WRs its QP had
  * posted before it, and is delivered only after that many send completions
- * of the QP were polled. While synthetic completions are pending, hardware
- * completions are polled one at a time so they interleave correctly.
+ * of the QP were polled; once a completion of the QP failed (the QP is in
+ * error) its synthetic completions are delivered as RRR_WC_WR_FLUSH_ERR.
+ * While synthetic completions are pending, hardware completions are polled
+ * one at a time so they interleave correctly.
  *
  * Posting translates a chain of rrr WRs into batches of ibv WRs (bounded:
  * num_sge <= the QP's max and <= VQP_MAX_SGE); REG_MR and LOCAL_INV go through
@@ -202,6 +204,8 @@ static int emit_synth(struct vcq *c, struct rrr_wc *wc, int room)
 
 	while ((s = *pp) && k < room) {
 		if (s->qp->sig_done >= s->threshold) {
+			if (s->qp->errored)
+				s->wc.status = RRR_WC_WR_FLUSH_ERR;
 			wc[k++] = s->wc;
 			*pp = s->next;
 			free(s);
@@ -272,6 +276,8 @@ static void translate(struct vcq *c, const struct ibv_wc *iw, struct rrr_wc *w)
 	w->status = map_status(iw->status);
 	w->vendor_err = iw->vendor_err;
 	w->qp = q ? &q->pub : NULL;
+	if (q && iw->status != IBV_WC_SUCCESS)
+		q->errored = true;
 	if (iw->status == IBV_WC_SUCCESS || !q || q->pub.send_cq == q->pub.recv_cq)
 		is_send = !(iw->opcode & IBV_WC_RECV);
 	else

@@ -111,6 +111,7 @@ struct vqp {
 	uint32_t max_send_sge, max_recv_sge;
 	uint64_t sig_posted;		   /* real signaled send WRs posted */
 	uint64_t sig_done;		   /* send completions polled */
+	bool errored;			   /* a completion failed: the QP is in error */
 	struct vqp *next_send, *next_recv; /* vcq.qps chains */
 };
 
