@@ -30,7 +30,9 @@
  * unknown or wrong; the server then walks the export breadth-first (bounded
  * by FS_SCAN_MAX entries, never crossing into other file systems or
  * following symlinks) looking for the inode, and caches what it finds.
- * Not found: NFS3ERR_STALE. Names in requests are single components:
+ * Not found: NFS3ERR_STALE, remembered for a couple of seconds so that a
+ * client replaying handles of deleted files cannot make the server walk the
+ * export over and over. Names in requests are single components:
  * '/' , "" and NUL are refused before any system call sees them.
  */
 #include <dirent.h>
@@ -43,6 +45,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server/fs/fs.h"
@@ -402,6 +405,35 @@ static int scan_for(struct fs_export *ex, uint64_t ino, char *out)
 	return rc;
 }
 
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Did a scan for @ino fail within FS_MISSED_SECS? (Then answer STALE at once.) */
+static bool recently_missed(struct fs_export *ex, uint64_t ino)
+{
+	double now = mono_now();
+	bool hit = false;
+	pthread_mutex_lock(&ex->lock);
+	for (uint32_t i = 0; i < FS_MISSED; i++)
+		if (ex->missed[i].ino == ino && now - ex->missed[i].when < FS_MISSED_SECS)
+			hit = true;
+	pthread_mutex_unlock(&ex->lock);
+	return hit;
+}
+
+static void note_missed(struct fs_export *ex, uint64_t ino)
+{
+	pthread_mutex_lock(&ex->lock);
+	ex->missed[ex->missed_next].ino = ino;
+	ex->missed[ex->missed_next].when = mono_now();
+	ex->missed_next = (ex->missed_next + 1) % FS_MISSED;
+	pthread_mutex_unlock(&ex->lock);
+}
+
 uint32_t fs_resolve(struct fs_export *ex, const struct rrr_nfs3_fh *fh, struct fs_obj *o)
 {
 	o->fd = -1;
@@ -419,8 +451,10 @@ uint32_t fs_resolve(struct fs_export *ex, const struct rrr_nfs3_fh *fh, struct f
 		path[0] = '\0';
 	if (path[0] && open_check(ex, path, ino, gen, true, o) == 0)
 		return RRR_NFS3_OK;
-	if (ino == ex->root_ino || scan_for(ex, ino, path) < 0 ||
+	if (ino == ex->root_ino || recently_missed(ex, ino) || scan_for(ex, ino, path) < 0 ||
 	    open_check(ex, path, ino, gen, true, o) < 0) {
+		if (ino != ex->root_ino)
+			note_missed(ex, ino);
 		atomic_fetch_add(&ex->stale, 1);
 		return RRR_NFS3ERR_STALE;
 	}

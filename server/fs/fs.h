@@ -22,6 +22,8 @@
 #define FS_CACHE_BUCKETS 4096u
 #define FS_CACHE_MAX 65536u
 #define FS_SCAN_MAX 1000000u /* directory entries visited to find a handle */
+#define FS_MISSED 64u        /* remembered failed scans */
+#define FS_MISSED_SECS 2.0   /* ... for this long */
 
 struct fs_cache_ent {
 	struct fs_cache_ent *next;
@@ -44,6 +46,10 @@ struct fs_export {
 	pthread_mutex_t lock;        /* cache and mount list */
 	struct fs_cache_ent *cache[FS_CACHE_BUCKETS];
 	uint32_t cache_n;
+	/* Inodes a scan did not find recently (see fh.c): bounds the cost of a
+	 * client replaying handles of deleted files. */
+	struct { uint64_t ino; double when; } missed[FS_MISSED];
+	uint32_t missed_next;
 	struct rrr_mnt_entry mounts[FS_MAX_MOUNTS];
 	uint32_t nmounts;
 
