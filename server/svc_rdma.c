@@ -17,17 +17,17 @@
  * reply grants max_requests credits.
  *
  * Receive path (worker thread). A receive is first checked as a whole by
- * rrr_rdma_hdr_decode() against this server's limits (segments per chunk,
- * read segments, write chunks) and then by the read-chunk plan
- * (svc_rdma_rw.c); only a header that passes both leads to any allocation
- * or RDMA operation. Failures answer RDMA_ERROR: ERR_VERS for a version
- * other than 1, ERR_CHUNK for anything else malformed; a message too short
- * to carry a header is dropped. An inline call (RDMA_MSG, no read list) is
- * dispatched straight from the receive buffer; a call with read chunks is
- * rebuilt in a request buffer while its chunks are pulled with RDMA READ
- * (svc_rdma_rw.c), then dispatched. The receive buffer goes back to the
- * repost list as soon as its bytes are no longer needed, and receives are
- * reposted in batches.
+ * rrr_rdma_hdr_decode() into the connection's scratch header, against this
+ * server's limits (segments per chunk, read segments, write chunks); only
+ * then is a request context (from a pool bounded by the credits) taken,
+ * the header swapped into it, and the read-chunk plan checked
+ * (svc_rdma_rw.c) before any buffer is allocated or RDMA operation posted. Failures answer
+ * RDMA_ERROR: ERR_VERS for a version other than 1, ERR_CHUNK for anything else malformed; a message
+ * too short to carry a header is dropped. An inline call (RDMA_MSG, no read list) is dispatched
+ * straight from the receive buffer; a call with read chunks is rebuilt in a request buffer while
+ * its chunks are pulled with RDMA READ (svc_rdma_rw.c), then dispatched. The receive buffer goes
+ * back to the repost list as soon as its bytes are no longer needed, and receives are reposted in
+ * batches.
  *
  * Reply path. The handler's results are encoded into the send buffer (or,
  * when the client offered a reply chunk, into a larger request buffer);
@@ -144,9 +144,15 @@ static struct svc_rdma_ctx *ctx_get(struct svc_rdma_conn *rc)
 		ctx = calloc(1, sizeof(*ctx));
 		if (!ctx)
 			return NULL;
+		ctx->hdr = calloc(1, sizeof(*ctx->hdr));
+		if (!ctx->hdr) {
+			free(ctx);
+			return NULL;
+		}
 		if (rc->sink_remote_write) {
 			ctx->sink = calloc(1, sizeof(*ctx->sink));
 			if (!ctx->sink) {
+				free(ctx->hdr);
 				free(ctx);
 				return NULL;
 			}
@@ -176,6 +182,7 @@ static void ctx_free(struct svc_rdma_ctx *ctx)
 	buf_free(&ctx->res);
 	buf_free(&ctx->pay);
 	free(ctx->sink);
+	free(ctx->hdr);
 	free(ctx);
 }
 
@@ -313,7 +320,7 @@ static void send_rdma_error(struct svc_rdma_ctx *ctx, uint32_t xid, uint32_t err
 static void reply_syserr(struct svc_rdma_ctx *ctx, struct rrr_xdr *res)
 {
 	rrr_xdr_init(res, res->buf, res->len, RRR_XDR_ENCODE);
-	rrr_rpc_encode_accepted(res, ctx->hdr.xid, RRR_RPC_SYSTEM_ERR, 0, 0);
+	rrr_rpc_encode_accepted(res, ctx->hdr->xid, RRR_RPC_SYSTEM_ERR, 0, 0);
 	svc_rdma_ddp_reset(ctx);
 }
 
@@ -339,7 +346,7 @@ void svc_rdma_reply(struct svc_rdma_ctx *ctx, struct rrr_xdr *res, enum rrr__svc
 	body_mr = res->buf == ctx->sendbuf + SVC_RDMA_HDR_AREA ? rc->send_mr : ctx->res.mr;
 again:
 	memset(&rhdr, 0, sizeof(rhdr));
-	rhdr.xid = ctx->hdr.xid;
+	rhdr.xid = ctx->hdr->xid;
 	rhdr.vers = RRR_RPCRDMA_VERSION;
 	rhdr.credits = rc->max_requests;
 	rhdr.proc = RRR_RDMA_MSG;
@@ -353,7 +360,7 @@ again:
 	hlen = rrr_xdr_pos(&hx);
 	inline_ok = hlen + mlen <= rc->inline_send;
 	if (!inline_ok) {
-		if (!ctx->hdr.has_reply || mlen > ctx->hdr.reply.total)
+		if (!ctx->hdr->has_reply || mlen > ctx->hdr->reply.total)
 			goto syserr;
 		if (svc_rdma_write_reply_chunk(ctx, res->buf, body_mr, (uint32_t)mlen, &rhdr, &n))
 			goto syserr;
@@ -416,10 +423,10 @@ static uint32_t req_max_payload(struct svc_rdma_ctx *ctx)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
 
-	if (ctx->hdr.nwrite)
-		return min_u32(ctx->hdr.write[0].total, rc->max_payload);
-	if (ctx->hdr.has_reply)
-		return min_u32(ctx->hdr.reply.total, rc->max_payload);
+	if (ctx->hdr->nwrite)
+		return min_u32(ctx->hdr->write[0].total, rc->max_payload);
+	if (ctx->hdr->has_reply)
+		return min_u32(ctx->hdr->reply.total, rc->max_payload);
 	/* the whole reply must go inline: leave room for headers */
 	return rc->inline_send > 1024 ? rc->inline_send - 1024 : 0;
 }
@@ -434,12 +441,12 @@ void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
 	ctx->req.svc = rc->base.svc;
 	ctx->req.conn = &rc->base;
 	ctx->req.max_payload = req_max_payload(ctx);
-	if (ctx->hdr.nwrite) {
+	if (ctx->hdr->nwrite) {
 		ctx->req.alloc = svc_rdma_req_alloc;
 		ctx->req.alloc_ctx = ctx;
 	}
 	rrr_xdr_init(&args, buf, len, RRR_XDR_DECODE);
-	if (ctx->hdr.has_reply && !svc_rdma_buf_get(rc, &ctx->res, rc->max_record))
+	if (ctx->hdr->has_reply && !svc_rdma_buf_get(rc, &ctx->res, rc->max_record))
 		rrr_xdr_init(&res, ctx->res.p, rc->max_record, RRR_XDR_ENCODE);
 	else
 		rrr_xdr_init(&res, ctx->sendbuf + SVC_RDMA_HDR_AREA, rc->inline_send,
@@ -452,7 +459,7 @@ void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
 /* Exactly one distinct handle in the whole call: the one to invalidate. */
 static void pick_inv(struct svc_rdma_ctx *ctx)
 {
-	const struct rrr_rdma_hdr *h = &ctx->hdr;
+	const struct rrr_rdma_hdr *h = ctx->hdr;
 	uint32_t handle = 0, i, k;
 	unsigned cnt = 0;
 
@@ -501,55 +508,63 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
 		repost(rc, idx, false);
 		return;
 	}
+	/* validate the whole header before anything is taken or posted */
+	err = rrr_rdma_hdr_decode(buf, len, &rc->lim, rc->scratch);
+	if (err) {
+		uint32_t xid = be32(buf), proc = be32(buf + 12);
+
+		RRR__STAT_ADD(st, bad_replies, 1);
+		repost(rc, idx, false);
+		if (err == -EOPNOTSUPP && proc == RRR_RDMA_DONE)
+			return;
+		ctx = ctx_get(rc);
+		if (!ctx) {
+			svc_rdma_fail(rc, "client sent more calls than it was granted");
+			return;
+		}
+		send_rdma_error(ctx, xid, err == -EPROTONOSUPPORT ? RRR_ERR_VERS : RRR_ERR_CHUNK);
+		return;
+	}
+	if (rc->scratch->proc != RRR_RDMA_MSG && rc->scratch->proc != RRR_RDMA_NOMSG) {
+		/* a client has no business sending RDMA_ERROR: drop it */
+		RRR__STAT_ADD(st, bad_replies, 1);
+		repost(rc, idx, false);
+		return;
+	}
 	ctx = ctx_get(rc);
 	if (!ctx) {
 		repost(rc, idx, false);
 		svc_rdma_fail(rc, "client sent more calls than it was granted");
 		return;
 	}
-	err = rrr_rdma_hdr_decode(buf, len, &rc->lim, &ctx->hdr);
-	if (err) {
-		uint32_t xid = be32(buf), proc = be32(buf + 12);
+	{
+		struct rrr_rdma_hdr *h = ctx->hdr;
 
-		RRR__STAT_ADD(st, bad_replies, 1);
-		repost(rc, idx, false);
-		if (err == -EPROTONOSUPPORT)
-			send_rdma_error(ctx, xid, RRR_ERR_VERS);
-		else if (err == -EOPNOTSUPP && proc == RRR_RDMA_DONE)
-			ctx_put(ctx);
-		else
-			send_rdma_error(ctx, xid, RRR_ERR_CHUNK);
-		return;
-	}
-	if (ctx->hdr.proc != RRR_RDMA_MSG && ctx->hdr.proc != RRR_RDMA_NOMSG) {
-		/* a client has no business sending RDMA_ERROR: drop it */
-		RRR__STAT_ADD(st, bad_replies, 1);
-		repost(rc, idx, false);
-		ctx_put(ctx);
-		return;
+		ctx->hdr = rc->scratch;
+		rc->scratch = h;
 	}
 	pick_inv(ctx);
-	if (ctx->hdr.nread == 0) {
-		if (ctx->hdr.proc == RRR_RDMA_NOMSG) {
+	if (ctx->hdr->nread == 0) {
+		if (ctx->hdr->proc == RRR_RDMA_NOMSG) {
 			/* RDMA_NOMSG call without its position-zero chunk */
 			RRR__STAT_ADD(st, bad_replies, 1);
 			repost(rc, idx, false);
-			send_rdma_error(ctx, ctx->hdr.xid, RRR_ERR_CHUNK);
+			send_rdma_error(ctx, ctx->hdr->xid, RRR_ERR_CHUNK);
 			return;
 		}
 		RRR__STAT_ADD(st, inline_calls, 1);
-		svc_rdma_dispatch(ctx, buf + ctx->hdr.hdr_len, len - ctx->hdr.hdr_len);
+		svc_rdma_dispatch(ctx, buf + ctx->hdr->hdr_len, len - ctx->hdr->hdr_len);
 		/* results were copied out: the receive buffer is free */
 		repost(rc, idx, false);
 		return;
 	}
-	if (ctx->hdr.proc == RRR_RDMA_NOMSG)
+	if (ctx->hdr->proc == RRR_RDMA_NOMSG)
 		RRR__STAT_ADD(st, nomsg_calls, 1);
-	err = svc_rdma_read_prepare(ctx, buf + ctx->hdr.hdr_len, len - ctx->hdr.hdr_len);
+	err = svc_rdma_read_prepare(ctx, buf + ctx->hdr->hdr_len, len - ctx->hdr->hdr_len);
 	repost(rc, idx, false); /* inline pieces were copied (or refused) */
 	if (err == -EINVAL || err == -E2BIG || err == -EOVERFLOW) {
 		RRR__STAT_ADD(st, bad_replies, 1);
-		send_rdma_error(ctx, ctx->hdr.xid, RRR_ERR_CHUNK);
+		send_rdma_error(ctx, ctx->hdr->xid, RRR_ERR_CHUNK);
 		return;
 	}
 	if (err) {
@@ -795,6 +810,7 @@ static void conn_free(struct svc_rdma_conn *rc)
 	free(rc->recv_region);
 	free(rc->send_region);
 	free(rc->repost);
+	free(rc->scratch);
 	free(rc);
 }
 
@@ -877,8 +893,9 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	rc->lim.allow_zero_len = false;
 
 	rc->repost = calloc(rc->nrecv, sizeof(*rc->repost));
+	rc->scratch = calloc(1, sizeof(*rc->scratch));
 	sz = (size_t)rc->nrecv * rc->recv_size;
-	if (!rc->repost || posix_memalign(&p, 4096, sz))
+	if (!rc->repost || !rc->scratch || posix_memalign(&p, 4096, sz))
 		goto err_free;
 	rc->recv_region = p;
 	sz = (size_t)rc->max_ctx * (SVC_RDMA_HDR_AREA + rc->inline_send);

@@ -49,7 +49,7 @@ struct svc_rdma_ctx {
 	struct svc_rdma_ctx *next;     /* free list / SQ wait list */
 	struct svc_rdma_ctx *all_next; /* every context of the connection */
 	struct rrr_svc_req req;
-	struct rrr_rdma_hdr hdr;
+	struct rrr_rdma_hdr *hdr; /* swapped in from the connection's scratch */
 	bool busy;
 	enum svc_rdma_phase phase;
 	unsigned sq_need;		/* WRs of the chain waiting to be posted */
@@ -98,6 +98,7 @@ struct svc_rdma_conn {
 	uint32_t max_record;
 	bool remote_inv; /* may use Send With Invalidate */
 	struct rrr_rdma_limits lim;
+	struct rrr_rdma_hdr *scratch; /* receives are validated here first */
 	/* receive reposting */
 	uint32_t *repost;
 	uint32_t nrepost;

@@ -115,7 +115,7 @@ static int sink_at(struct svc_rdma_ctx *ctx, uint64_t addr, uint32_t *lkey, uint
 int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
-	struct rrr_rdma_hdr *hdr = &ctx->hdr;
+	struct rrr_rdma_hdr *hdr = ctx->hdr;
 	struct read_chunk ch[RRR_RDMA_MAX_READ_SEGS];
 	unsigned nch, c, i, nwr = 0, nreg = 0;
 	uint64_t full = 0, in = 0;
@@ -308,8 +308,8 @@ static int ddp_encode(struct rrr_xdr *xdr, void *arg, const struct iovec *iov, u
 	size_t at;
 	int err;
 
-	if (k < ctx->hdr.nwrite && k < SVC_RDMA_MAX_WRITE_CHUNKS &&
-	    len <= ctx->hdr.write[k].total && niov == 1 && ctx->pay.p &&
+	if (k < ctx->hdr->nwrite && k < SVC_RDMA_MAX_WRITE_CHUNKS &&
+	    len <= ctx->hdr->write[k].total && niov == 1 && ctx->pay.p &&
 	    (const uint8_t *)iov[0].iov_base >= ctx->pay.p &&
 	    (size_t)((const uint8_t *)iov[0].iov_base - ctx->pay.p) <= ctx->pay.len - len) {
 		/* the handler built it in request memory, which is registered:
@@ -319,8 +319,8 @@ static int ddp_encode(struct rrr_xdr *xdr, void *arg, const struct iovec *iov, u
 		ctx->wchunk_next = k + 1;
 		return 0;
 	}
-	if (k < ctx->hdr.nwrite && k < SVC_RDMA_MAX_WRITE_CHUNKS &&
-	    len <= ctx->hdr.write[k].total && len <= rc->max_payload - ctx->pay_used) {
+	if (k < ctx->hdr->nwrite && k < SVC_RDMA_MAX_WRITE_CHUNKS &&
+	    len <= ctx->hdr->write[k].total && len <= rc->max_payload - ctx->pay_used) {
 		err = svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload);
 		if (err)
 			return err;
@@ -378,7 +378,7 @@ void svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx)
 void svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res)
 {
 	svc_rdma_ddp_reset(ctx);
-	if (ctx->hdr.nwrite == 0)
+	if (ctx->hdr->nwrite == 0)
 		return;
 	ctx->ddp.encode = ddp_encode;
 	ctx->ddp.decode = NULL;
@@ -417,9 +417,9 @@ int svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, u
 	unsigned k, i;
 	int err;
 
-	rhdr->nwrite = ctx->hdr.nwrite;
-	for (k = 0; k < ctx->hdr.nwrite; k++) {
-		const struct rrr_rdma_chunk *in = &ctx->hdr.write[k];
+	rhdr->nwrite = ctx->hdr->nwrite;
+	for (k = 0; k < ctx->hdr->nwrite; k++) {
+		const struct rrr_rdma_chunk *in = &ctx->hdr->write[k];
 		struct rrr_rdma_chunk *out = &rhdr->write[k];
 		uint32_t left = k < SVC_RDMA_MAX_WRITE_CHUNKS ? ctx->wchunk_len[k] : 0;
 		uint64_t src = left ? (uint64_t)(uintptr_t)ctx->pay.p + ctx->wchunk_off[k] : 0;
@@ -452,12 +452,12 @@ int svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, u
 int svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, struct rrr_mr *mr,
 			       uint32_t len, struct rrr_rdma_hdr *rhdr, unsigned *n)
 {
-	const struct rrr_rdma_chunk *in = &ctx->hdr.reply;
+	const struct rrr_rdma_chunk *in = &ctx->hdr->reply;
 	struct rrr_rdma_chunk *out = &rhdr->reply;
 	uint32_t left = len, i;
 	int err;
 
-	if (!ctx->hdr.has_reply || len > in->total)
+	if (!ctx->hdr->has_reply || len > in->total)
 		return -EMSGSIZE;
 	rhdr->has_reply = true;
 	out->nsegs = in->nsegs;
