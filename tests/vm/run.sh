@@ -17,7 +17,8 @@
 #      tests/vm/tests.d/*.sh (or tests/vm/bench.d/*.sh with --bench) in name order,
 #      each under its own timeout, and writes its exit status.
 #
-# Recovery: every step is bounded (RRR_VM_TIMEOUT for the whole VM, default 900 s;
+# Recovery: every step is bounded (RRR_VM_TIMEOUT for the whole VM, default 600 s,
+# 1800 s with --bench;
 # RRR_VM_TEST_TIMEOUT per script, default 300 s). On any failure the console log
 # and the failing scripts' logs are printed and the exit status is non-zero.
 #
@@ -42,7 +43,7 @@ BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 CACHE=${RRR_VM_CACHE:-$ROOT/build/vm-cache}
 VMDIR="$BUILD/vm"
-VM_TIMEOUT=${RRR_VM_TIMEOUT:-900}
+if [ "$MODE" = bench ]; then VM_TIMEOUT=${RRR_VM_TIMEOUT:-1800}; else VM_TIMEOUT=${RRR_VM_TIMEOUT:-600}; fi
 TEST_TIMEOUT=${RRR_VM_TEST_TIMEOUT:-300}
 
 die() { echo "test-vm: $*" >&2; exit 1; }
@@ -63,12 +64,20 @@ KROOT="$CACHE/kernel"
 if ! ls "$KROOT"/boot/vmlinuz-* >/dev/null 2>&1; then
 	deb=$(ls "$CACHE"/linux-image-6.1.0-*-amd64_*.deb 2>/dev/null | sort -V | tail -n 1)
 	if [ -z "$deb" ]; then
-		pkg=$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' |
-			awk '{print $1}' | sort -V | tail -n 1)
-		[ -n "$pkg" ] || die "no linux-image-6.1.0-*-amd64 in apt (apt-get update?)"
+		find_pkg() {
+			apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64$' |
+				awk '{print $1}' | sort -V | tail -n 1
+		}
+		pkg=$(find_pkg)
+		if [ -z "$pkg" ] && [ "$(id -u)" -eq 0 ]; then
+			log "no kernel package in the apt lists: apt-get update"
+			timeout 300 apt-get update -qq || true
+			pkg=$(find_pkg)
+		fi
+		[ -n "$pkg" ] || die "no linux-image-6.1.0-*-amd64 in apt (run apt-get update)"
 		log "downloading $pkg into $CACHE"
-		(cd "$CACHE" && timeout 600 apt-get download "$pkg" 2>&1 | grep -v '^W:') ||
-			die "apt-get download $pkg failed"
+		(cd "$CACHE" && timeout 600 apt-get download "$pkg" > "$CACHE/download.log" 2>&1) ||
+			{ cat "$CACHE/download.log"; die "apt-get download $pkg failed"; }
 		deb=$(ls "$CACHE"/linux-image-6.1.0-*-amd64_*.deb | sort -V | tail -n 1)
 	fi
 	rm -rf "$KROOT.tmp"
