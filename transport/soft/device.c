@@ -14,9 +14,12 @@
  * Invalidate supported, RDMA READ sinks need REMOTE_WRITE (iWARP).
  *
  * The progress thread sleeps in epoll_wait() on the device's epoll set
- * (all QP sockets) and drives ready QPs under dev->prog_lock; QP destroy
- * takes the same lock to remove its socket, so the thread never sees a
- * freed QP. It wakes at least every 20 ms to notice a stop request.
+ * (all QP sockets plus a wake-up eventfd) and drives ready QPs, taking
+ * only each QP's lock. It counts finished passes (dev->epoch); a QP being
+ * destroyed leaves the set and then waits for two more passes
+ * (rrr__soft_dev_quiesce), so the thread never touches a freed QP, and no
+ * lock is held across epoll_wait() (a mutex held there starved
+ * destroyers). It wakes at least every 20 ms to notice a stop request.
  *
  * Recovery: closing the device stops the thread; objects still alive are
  * a caller bug, reported on stderr (an operator can act on the leak).
@@ -75,25 +78,49 @@ static void *progress_main(void *arg)
 
 	rrr__soft_rcu_thread();
 	while (!atomic_load(&d->thr_stop)) {
-		int n;
+		int n = epoll_wait(d->ep, evs, 32, 20);
 
-		pthread_mutex_lock(&d->prog_lock);
-		n = epoll_wait(d->ep, evs, 32, 20);
 		for (int i = 0; i < n; i++) {
-			if (evs[i].data.ptr)
+			if (evs[i].data.ptr) {
 				rrr__soft_qp_progress(evs[i].data.ptr, evs[i].events);
+			} else {
+				uint64_t v;
+
+				if (read(d->wake_fd, &v, sizeof(v)) < 0) {
+					/* already drained */
+				}
+			}
 		}
-		pthread_mutex_unlock(&d->prog_lock);
-		if (n <= 0)
-			sched_yield();
+		/* one full pass done: events collected before a QP left the
+		 * set are all handled (rrr__soft_dev_quiesce waits for this) */
+		atomic_fetch_add(&d->epoch, 1);
 	}
 	return NULL;
+}
+
+void rrr__soft_dev_quiesce(struct soft_dev *d)
+{
+	uint64_t e, one = 1;
+
+	if (!d->thr_running || pthread_equal(pthread_self(), d->thr))
+		return;
+	e = atomic_load(&d->epoch);
+	/* two increments: the pass running now ends, then a pass that began
+	 * after the caller removed its socket */
+	while (atomic_load(&d->epoch) < e + 2) {
+		if (write(d->wake_fd, &one, sizeof(one)) < 0) {
+			/* counter saturated: the thread is awake anyway */
+		}
+		usleep(200);
+	}
 }
 
 static void dev_free(struct soft_dev *d)
 {
 	if (d->ep >= 0)
 		close(d->ep);
+	if (d->wake_fd >= 0)
+		close(d->wake_fd);
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->prog_lock);
 	free(d->stags);
@@ -110,6 +137,7 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 	if (!d)
 		return -ENOMEM;
 	d->ep = -1;
+	d->wake_fd = -1;
 	d->crc = true;
 	d->mulpdu = SOFT_MULPDU_DEF;
 	d->max_fr_pages = SOFT_MAX_FR_PAGES_DEF;
@@ -129,8 +157,12 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 	d->next_idx = 1;
 	atomic_init(&d->seed, (unsigned)getpid());
 	if (d->progress_thread) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
 		d->ep = epoll_create1(EPOLL_CLOEXEC);
-		if (d->ep < 0) {
+		d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (d->ep < 0 || d->wake_fd < 0 ||
+		    epoll_ctl(d->ep, EPOLL_CTL_ADD, d->wake_fd, &ev) < 0) {
 			rc = -errno;
 			dev_free(d);
 			return rc;

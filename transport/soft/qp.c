@@ -167,12 +167,18 @@ static void ep_del_locked(struct soft_qp *qp)
 
 void rrr__soft_qp_detach(struct soft_qp *qp)
 {
-	/* Taking every prog lock guarantees no poller still holds a pointer
-	 * to this QP from an epoll event after we return. */
+	/* Caller-driven: taking every prog lock guarantees no poller still
+	 * holds a pointer to this QP from an epoll event after we return.
+	 * Progress thread: leave the set, then let the thread finish a pass. */
 	struct soft_cq *a = qp->scq, *b = qp->rcq;
 
-	if (qp->dev->progress_thread)
-		pthread_mutex_lock(&qp->dev->prog_lock);
+	if (qp->dev->progress_thread) {
+		pthread_mutex_lock(&qp->lock);
+		ep_del_locked(qp);
+		pthread_mutex_unlock(&qp->lock);
+		rrr__soft_dev_quiesce(qp->dev);
+		return;
+	}
 	if (a > b) {
 		struct soft_cq *t = a;
 
@@ -188,8 +194,6 @@ void rrr__soft_qp_detach(struct soft_qp *qp)
 	if (b != a)
 		pthread_mutex_unlock(&b->prog_lock);
 	pthread_mutex_unlock(&a->prog_lock);
-	if (qp->dev->progress_thread)
-		pthread_mutex_unlock(&qp->dev->prog_lock);
 }
 
 void rrr__soft_sq_complete(struct soft_qp *qp)

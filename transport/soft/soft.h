@@ -210,7 +210,8 @@ struct soft_dev {
 	pthread_t thr;
 	bool thr_running;
 	atomic_bool thr_stop;
-	pthread_mutex_t prog_lock;
+	atomic_uint_fast64_t epoch;      /* finished progress-thread passes */
+	pthread_mutex_t prog_lock;       /* unused with the thread; kept for order docs */
 };
 
 struct soft_pd {
@@ -223,6 +224,10 @@ static inline struct soft_dev *soft_dev(struct rrr_device *d)
 	return container_of(d, struct soft_dev, base);
 }
 
+/* Progress thread mode: return once the thread can no longer hold an
+ * epoll event for a socket the caller removed from the set. MAY BLOCK
+ * (~a pass of the thread). No-op without the thread. */
+void rrr__soft_dev_quiesce(struct soft_dev *d);
 /* Make the calling thread an RCU reader (idempotent, cheap). */
 void rrr__soft_rcu_thread(void);
 
