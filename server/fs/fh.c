@@ -302,16 +302,95 @@ static bool cache_get(struct fs_export *ex, uint64_t ino, char *out)
 }
 
 /* ------------------------------------------------------------ resolution */
+/*
+ * Fallback for kernels without openat2() (before 5.6, or where a sandbox
+ * such as valgrind does not know it): normalise the path lexically, refusing
+ * any ".." that would climb above the root, then open it one component at a
+ * time with O_NOFOLLOW from the root descriptor. Intermediate components
+ * must be directories on the export's device (so a symlink or a mount point
+ * in the middle stops the walk), which is stricter than RESOLVE_BENEATH and
+ * equally unable to leave the export.
+ */
+static int open_walk(const struct fs_export *ex, const char *path, int flags)
+{
+	char norm[PATH_MAX];
+	const char *comps[PATH_MAX / 2];
+	size_t ncomp = 0;
+	if (strlen(path) >= sizeof(norm))
+		return -ENAMETOOLONG;
+	snprintf(norm, sizeof(norm), "%s", path);
+	if (norm[0] == '/')
+		return -EXDEV;
+	for (char *save = NULL, *c = strtok_r(norm, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			if (ncomp == 0)
+				return -EXDEV;
+			ncomp--;
+			continue;
+		}
+		comps[ncomp++] = c;
+	}
+	int dfd = dup(ex->root_fd);
+	if (dfd < 0)
+		return -errno;
+	if (ncomp == 0) {
+		int fd = openat(dfd, ".", flags | O_CLOEXEC);
+		int err = errno;
+		close(dfd);
+		return fd < 0 ? -err : fd;
+	}
+	for (size_t i = 0; i + 1 < ncomp; i++) {
+		int nfd = openat(dfd, comps[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int err = errno;
+		close(dfd);
+		if (nfd < 0)
+			return err == ENOTDIR || err == ELOOP ? -EXDEV : -err;
+		struct stat st;
+		if (fstat(nfd, &st) < 0 || st.st_dev != ex->dev) {
+			close(nfd);
+			return -EXDEV;
+		}
+		dfd = nfd;
+	}
+	int fd = openat(dfd, comps[ncomp - 1], flags | O_NOFOLLOW | O_CLOEXEC);
+	int err = errno;
+	close(dfd);
+	if (fd < 0)
+		return -err;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_dev != ex->dev) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
 static int open_beneath(const struct fs_export *ex, const char *path, int flags)
 {
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, ex->root_fd, path, &how, sizeof(how));
-	if (fd < 0)
-		return -errno;
-	return (int)fd;
+	static atomic_bool no_openat2;
+	static atomic_bool checked_env;
+	if (!atomic_load(&checked_env)) {
+		/* RRR_FS_NO_OPENAT2=1 forces the fallback (the tests use it). */
+		const char *e = getenv("RRR_FS_NO_OPENAT2");
+		if (e && *e == '1')
+			atomic_store(&no_openat2, true);
+		atomic_store(&checked_env, true);
+	}
+	if (!atomic_load(&no_openat2)) {
+		struct open_how how = {
+			.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS,
+		};
+		long fd = syscall(SYS_openat2, ex->root_fd, path, &how, sizeof(how));
+		if (fd >= 0)
+			return (int)fd;
+		if (errno != ENOSYS)
+			return -errno;
+		atomic_store(&no_openat2, true);
+	}
+	return open_walk(ex, path, flags);
 }
 
 /* Open @path and check it is (ino, gen). 0, -ESTALE (other object) or -errno. */

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,9 +75,24 @@ static void teardown(void)
 	th_cleanup(&srv);
 }
 
-TestSuite(nfs_handles, .init = setup, .fini = teardown, .timeout = 60);
+/* The same attacks against the openat2() resolver and against the
+ * component-by-component fallback used where openat2() is missing. */
+static void setup_walk(void)
+{
+	setenv("RRR_FS_NO_OPENAT2", "1", 1);
+	setup();
+}
 
-Test(nfs_handles, dotdot_of_root_is_root)
+static void teardown_walk(void)
+{
+	teardown();
+	unsetenv("RRR_FS_NO_OPENAT2");
+}
+
+TestSuite(nfs_handles, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(nfs_handles_walk, .init = setup_walk, .fini = teardown_walk, .timeout = 60);
+
+static void t_dotdot_of_root_is_root(void)
 {
 	struct rrr_nfs3_fattr root, up;
 	cr_assert_eq(rrr_nfs3_getattr(nfs, rrr_nfs3_root(nfs), &root), 0);
@@ -92,7 +108,7 @@ Test(nfs_handles, dotdot_of_root_is_root)
 		     "a name with '/' is refused");
 }
 
-Test(nfs_handles, symlinks_out_are_not_followed)
+static void t_symlinks_out_are_not_followed(void)
 {
 	struct rrr_nfs3_fh fh, fh2;
 	struct rrr_nfs3_fattr a;
@@ -121,7 +137,7 @@ Test(nfs_handles, symlinks_out_are_not_followed)
 	cr_assert_eq(st.st_size, 11, "the file outside is untouched");
 }
 
-Test(nfs_handles, forged_and_tampered_handles)
+static void t_forged_and_tampered_handles(void)
 {
 	struct rrr_nfs3_fh fh;
 	struct rrr_nfs3_fattr a;
@@ -162,7 +178,7 @@ Test(nfs_handles, forged_and_tampered_handles)
 		     RRR_NFS3ERR_ACCES);
 }
 
-Test(nfs_handles, stable_across_restart_and_verifier_changes)
+static void t_stable_across_restart_and_verifier_changes(void)
 {
 	struct rrr_nfs3_fh dir, fh;
 	cr_assert_eq(rrr_nfs3_mkdir(nfs, rrr_nfs3_root(nfs), "d", 0755, &dir), 0);
@@ -219,7 +235,7 @@ static int try_mount(const char *path)
 	return rc;
 }
 
-Test(nfs_handles, mount_paths_stay_beneath_the_export)
+static void t_mount_paths_stay_beneath_the_export(void)
 {
 	char p[600];
 	cr_assert_eq(try_mount("/"), 0);
@@ -236,4 +252,54 @@ Test(nfs_handles, mount_paths_stay_beneath_the_export)
 	cr_assert_gt(try_mount(p), 0, "a file is not a mount point");
 	cr_assert_gt(try_mount("/etc"), 0);
 	cr_assert_gt(try_mount(srv.dir), 0, "the export's parent is refused");
+}
+
+Test(nfs_handles, dotdot_of_root_is_root)
+{
+	t_dotdot_of_root_is_root();
+}
+
+Test(nfs_handles_walk, dotdot_of_root_is_root)
+{
+	t_dotdot_of_root_is_root();
+}
+
+Test(nfs_handles, symlinks_out_are_not_followed)
+{
+	t_symlinks_out_are_not_followed();
+}
+
+Test(nfs_handles_walk, symlinks_out_are_not_followed)
+{
+	t_symlinks_out_are_not_followed();
+}
+
+Test(nfs_handles, forged_and_tampered_handles)
+{
+	t_forged_and_tampered_handles();
+}
+
+Test(nfs_handles_walk, forged_and_tampered_handles)
+{
+	t_forged_and_tampered_handles();
+}
+
+Test(nfs_handles, stable_across_restart_and_verifier_changes)
+{
+	t_stable_across_restart_and_verifier_changes();
+}
+
+Test(nfs_handles_walk, stable_across_restart_and_verifier_changes)
+{
+	t_stable_across_restart_and_verifier_changes();
+}
+
+Test(nfs_handles, mount_paths_stay_beneath_the_export)
+{
+	t_mount_paths_stay_beneath_the_export();
+}
+
+Test(nfs_handles_walk, mount_paths_stay_beneath_the_export)
+{
+	t_mount_paths_stay_beneath_the_export();
 }
