@@ -24,7 +24,9 @@
  * resolution that would leave the export (through "..", an absolute
  * symlink, or a symlink that climbs out), and the final component is never
  * followed. The opened object's inode and generation must equal the
- * handle's, so a stale path can never hand out a different file.
+ * handle's, so a stale path can never hand out a different file. Without
+ * openat2() (old kernels, valgrind) open_walk() does the same job one
+ * component at a time.
  *
  * Recovery: after a restart, a rename, or cache eviction the path may be
  * unknown or wrong; the server then walks the export breadth-first (bounded
