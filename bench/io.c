@@ -94,6 +94,7 @@ static void usage(FILE *f)
 		"  --tcp-port P        its NFS/TCP port (default: the mount port)\n"
 		"  --mount-port P      its MOUNT/TCP port (default 20048)\n"
 		"  --export PATH       the export to mount (default /)\n"
+		"  --no-remote-inv     do not offer Send With Invalidate to the server\n"
 		"  --json FILE         write the results as JSON\n"
 		"  --help\n"
 		"Modes:\n");
@@ -251,6 +252,7 @@ int rrr__bench_io_main(int argc, char **argv)
 		{"port", required_argument, NULL, 'p'},
 		{"tcp-port", required_argument, NULL, 'T'},
 		{"mount-port", required_argument, NULL, 'M'},
+		{"no-remote-inv", no_argument, NULL, 'N'},
 		{"export", required_argument, NULL, 'E'},
 		{"json", required_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
@@ -349,6 +351,9 @@ int rrr__bench_io_main(int argc, char **argv)
 			break;
 		case 'M':
 			cfg.mount_port = optarg;
+			break;
+		case 'N':
+			cfg.no_remote_inv = true;
 			break;
 		case 'E':
 			cfg.export_path = optarg;

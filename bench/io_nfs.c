@@ -295,6 +295,7 @@ int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
 	mo.export_path = cfg->host ? cfg->export_path : "/";
 	mo.uid = getuid();
 	mo.gid = getgid();
+	mo.no_remote_inv = cfg->no_remote_inv;
 	if ((rc = rrr_nfs3_mount(&mo, &m))) {
 		set_err(rc < 0 ? rc : -EIO, "mount", mo.export_path);
 		rc = rc < 0 ? rc : -EIO;
@@ -355,6 +356,7 @@ void rrr__bench_io_nfs_teardown(struct io_nfs *n)
 		mo.export_path = n->cfg.export_path;
 		mo.uid = getuid();
 		mo.gid = getgid();
+		mo.no_remote_inv = n->cfg.no_remote_inv;
 		if (!rrr_nfs3_mount(&mo, &m)) {
 			rrr_nfs3_remove(m, rrr_nfs3_root(m), BENCH_FILE);
 			rrr_nfs3_umount(m);
@@ -526,6 +528,7 @@ static int get_clnt(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rrr
 	o.provider = n->cfg.provider;
 	o.provider_opts = n->cfg.provider_opts;
 	o.max_requests = qd > 32 ? qd : 32;
+	o.no_remote_inv = n->cfg.no_remote_inv;
 	if (mode == IO_MODE_NFS_TCP) {
 		o.transport = "tcp";
 		o.port = n->tcp_port;
