@@ -17,22 +17,30 @@ done
 ADDR=${RRR_VM_ADDR:-10.0.2.15}
 D=${RRR_VERBS_DEV:-rxe0}
 OUT=${RRR_VM_RESULTS:-/tmp}
+RES="$OUT/vm-nfs-servers.txt"
+: > "$RES"
 # TCG emulation moves a few MB/s: keep the volumes small.
 MB=${RRR_VM_BENCH_MB:-16}     # MiB per 1 MiB-block run
 MB4K=${RRR_VM_BENCH_MB_4K:-2} # MiB per 4 KiB-block run
 MNT=/tmp/bench-mnt
 mkdir -p "$MNT" /tmp/bench-state
+# the side-by-side table as JSON (also when a step failed: what was measured)
+write_json() {
+	[ -f "$RES" ] || return 0
+	awk -v mb="$MB" -v mb4k="$MB4K" 'BEGIN { printf "{\n  \"benchmark\": \"vm-nfs-servers\",\n  \"mib_1m_runs\": %d,\n  \"mib_4k_runs\": %d,\n  \"results\": [", mb, mb4k; sep = "" }
+		{ printf "%s\n    {\"server\": \"%s\", \"op\": \"%s\", \"bs\": \"%s\", \"mb_per_s\": %s}", sep, $1, $2, $3, $4; sep = "," }
+		END { printf "\n  ]\n}\n" }' "$RES" > "$OUT/vm-nfs-servers.json"
+}
 SPID=
 cleanup() {
+	write_json
 	umount -f "$MNT" 2>/dev/null
 	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null
-	rpc.nfsd 0 2>/dev/null
+	timeout 20 rpc.nfsd 0 2>/dev/null
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 now() { date +%s%N; }
-RES="$OUT/vm-nfs-servers.txt"
-: > "$RES"
 
 # dd_bench SERVER: write then read with O_DIRECT, $MB MiB at 1 MiB, $MB4K at 4 KiB
 dd_bench() {
@@ -68,7 +76,7 @@ mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolo
 	"$ADDR:$EXP" "$MNT" || fail "mount rrr-server"
 dd_bench rrr-server
 umount "$MNT" || fail "umount rrr-server"
-"$B" io --provider verbs --provider-opts "dev=$D" --host "$ADDR" --port 20049 \
+timeout 200 "$B" io --provider verbs --provider-opts "dev=$D" --host "$ADDR" --port 20049 \
 	--mount-port 20048 --export "$EXP" --modes rdma,nfs-tcp --sizes 4k,1m --qd 1,8 \
 	--seconds 2 --rounds 1 --warmup 0.5 --json "$OUT/vm-io-rrr.json" | tee "$OUT/vm-io-rrr.txt"
 kill -TERM "$SPID"; wait "$SPID"; SPID=
@@ -93,15 +101,11 @@ umount "$MNT" || fail "umount knfsd"
 # invalidation of a regmr registration puts the rxe QP in error
 # ("rxe_invalidate_mr: mr->type (3) is wrong type" in dmesg) and every call
 # fails with a connection reset (the known issue of tests.d/40).
-"$B" io --provider verbs --provider-opts "dev=$D" --no-remote-inv --host "$ADDR" --port 20049 \
+timeout 200 "$B" io --provider verbs --provider-opts "dev=$D" --no-remote-inv --host "$ADDR" --port 20049 \
 	--mount-port 20048 --tcp-port 2049 --export "$KEXP" --modes rdma,nfs-tcp \
 	--sizes 4k,1m --qd 1,8 --seconds 2 --rounds 1 --warmup 0.5 --json "$OUT/vm-io-knfsd.json" |
 	tee "$OUT/vm-io-knfsd.txt"
-rpc.nfsd 0
+timeout 20 rpc.nfsd 0
 
-# the side-by-side table as JSON
-awk -v mb="$MB" -v mb4k="$MB4K" 'BEGIN { printf "{\n  \"benchmark\": \"vm-nfs-servers\",\n  \"mib_1m_runs\": %d,\n  \"mib_4k_runs\": %d,\n  \"results\": [", mb, mb4k; sep = "" }
-	{ printf "%s\n    {\"server\": \"%s\", \"op\": \"%s\", \"bs\": \"%s\", \"mb_per_s\": %s}", sep, $1, $2, $3, $4; sep = "," }
-	END { printf "\n  ]\n}\n" }' "$RES" > "$OUT/vm-nfs-servers.json"
 echo "== kernel client, O_DIRECT, MB/s"
 cat "$RES"
