@@ -50,6 +50,14 @@ struct vsynth {
 	struct rrr_wc wc;
 };
 
+/* post_send scratch: one batch of ibv WRs and their SGEs (one per QP). */
+struct sbatch {
+	struct ibv_send_wr wr[VQP_BATCH];
+	struct ibv_sge sge[VQP_BATCH][VQP_MAX_SGE];
+	struct rrr_send_wr *src[VQP_BATCH];
+	int n;
+};
+
 int rrr__verbs_cq_create(struct rrr_device *dev, uint32_t depth, struct rrr_cq **out)
 {
 	struct vdev *d = VDEV(dev);
@@ -373,6 +381,11 @@ int rrr__verbs_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *at
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
+	q->batch = malloc(sizeof(*q->batch));
+	if (!q->batch) {
+		free(q);
+		return -ENOMEM;
+	}
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = sc->cq;
 	ia.recv_cq = rc_->cq;
@@ -382,12 +395,14 @@ int rrr__verbs_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *at
 	ia.cap.max_send_sge = attr->max_send_sge ? attr->max_send_sge : 1;
 	ia.cap.max_recv_sge = attr->max_recv_sge ? attr->max_recv_sge : 1;
 	if (ia.cap.max_send_sge > VQP_MAX_SGE || ia.cap.max_recv_sge > VQP_MAX_SGE) {
+		free(q->batch);
 		free(q);
 		return rrr__set_error(-EINVAL, "verbs: at most %d SGEs per WR", VQP_MAX_SGE);
 	}
 	if (rdma_create_qp(v->id, p->pd, &ia)) {
 		int rc = rrr__verbs_err(-1);
 
+		free(q->batch);
 		free(q);
 		return rrr__set_error(rc, "verbs: rdma_create_qp failed: %s", strerror(-rc));
 	}
@@ -460,6 +475,7 @@ int rrr__verbs_qp_destroy(struct rrr_qp *qp)
 	pthread_mutex_lock(&p->lock);
 	p->nqp--;
 	pthread_mutex_unlock(&p->lock);
+	free(q->batch);
 	free(q);
 	return 0;
 }
@@ -476,13 +492,6 @@ static unsigned map_flags(unsigned f)
 		o |= IBV_SEND_SOLICITED;
 	return o;
 }
-
-struct sbatch {
-	struct ibv_send_wr wr[VQP_BATCH];
-	struct ibv_sge sge[VQP_BATCH][VQP_MAX_SGE];
-	struct rrr_send_wr *src[VQP_BATCH];
-	int n;
-};
 
 static void copy_sges(struct ibv_sge *dst, const struct rrr_sge *src, uint32_t n)
 {
@@ -526,11 +535,9 @@ int rrr__verbs_post_send(struct rrr_qp *qp, struct rrr_send_wr *wr, struct rrr_s
 {
 	struct vqp *q = VQP(qp);
 	struct vdev *d = VDEV(qp->dev);
-	struct sbatch *b = malloc(sizeof(*b));
+	struct sbatch *b = q->batch;
 	int rc = 0;
 
-	if (!b)
-		return -ENOMEM;
 	b->n = 0;
 	for (; wr; wr = wr->next) {
 		struct ibv_send_wr *w = &b->wr[b->n];
@@ -618,7 +625,6 @@ int rrr__verbs_post_send(struct rrr_qp *qp, struct rrr_send_wr *wr, struct rrr_s
 		else
 			*bad = stop;
 	}
-	free(b);
 	return rc;
 }
 

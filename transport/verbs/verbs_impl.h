@@ -87,6 +87,7 @@ struct vmr {
 	struct vmr *next; /* vpd.long_mrs (long) or vdev.by_rkey (fast) */
 };
 
+struct sbatch;
 struct vsynth; /* a completion made up by the provider (regmr strategy) */
 
 struct vqp;
@@ -112,6 +113,7 @@ struct vqp {
 	uint64_t sig_posted;		   /* real signaled send WRs posted */
 	uint64_t sig_done;		   /* send completions polled */
 	bool errored;			   /* a completion failed: the QP is in error */
+	struct sbatch *batch;		   /* post_send scratch (posts are serialised per QP) */
 	struct vqp *next_send, *next_recv; /* vcq.qps chains */
 };
 
