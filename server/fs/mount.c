@@ -39,8 +39,13 @@ static void peer_name(struct rrr_svc_req *req, char *out, size_t len)
 		return;
 	if (ss.ss_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out, (socklen_t)len);
-	else if (ss.ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, out, (socklen_t)len);
+	else if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a)) /* dual-stack listener: show the IPv4 address */
+			inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)len);
+		else
+			inet_ntop(AF_INET6, a, out, (socklen_t)len);
+	}
 }
 
 /*

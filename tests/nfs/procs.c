@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/nfs/procs.c - NFSv3 procedure semantics of rrr-server (RFC 1813)
+ * over TCP against a real server process: SETATTR, ACCESS, SYMLINK and
+ * READLINK, LINK, MKNOD (NOTSUPP), GUARDED CREATE, RMDIR of a non-empty
+ * directory, plain READDIR paging with cookies, FSSTAT, PATHCONF, COMMIT,
+ * MOUNT EXPORT/DUMP, and --read-only.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rrr/client.h>
+#include <rrr/nfs3.h>
+#include <rrr/provider.h>
+
+#include "tests/nfs/helpers/nfs_helpers.h"
+
+static struct th_server srv;
+static struct rrr_nfs3 *nfs;
+static struct rrr_clnt *raw; /* for procedures the library does not wrap */
+
+static void connect_all(void)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%u", srv.mount_port);
+	struct rrr_nfs3_opts o;
+	rrr_nfs3_opts_init(&o);
+	o.transport = "tcp";
+	o.host = "127.0.0.1";
+	o.port = port;
+	o.mount_port = port;
+	o.export_path = srv.export_dir;
+	o.timeout_ms = 10000;
+	cr_assert_eq(rrr_nfs3_mount(&o, &nfs), 0, "mount: %s", rrr_last_error());
+	struct rrr_clnt_opts co;
+	rrr_clnt_opts_init(&co);
+	co.transport = "tcp";
+	co.host = "127.0.0.1";
+	co.port = port;
+	co.timeout_ms = 10000;
+	cr_assert_eq(rrr_clnt_create(&co, &raw), 0);
+}
+
+static void setup(void)
+{
+	char p[512];
+	if (!th_prog("rrr-server", p, sizeof(p)))
+		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	cr_assert_eq(th_server_start(&srv, false), 0);
+	connect_all();
+}
+
+static void teardown(void)
+{
+	if (raw)
+		rrr_clnt_destroy(raw);
+	raw = NULL;
+	if (nfs)
+		rrr_nfs3_umount(nfs);
+	nfs = NULL;
+	th_cleanup(&srv);
+}
+
+TestSuite(nfs_procs, .init = setup, .fini = teardown, .timeout = 60);
+
+/* One raw NFS call with the codecs of rrr/nfs3.h. */
+typedef int (*xfn)(struct rrr_xdr *, void *);
+struct raw_args {
+	xfn fn;
+	void *obj;
+};
+
+static int raw_enc(struct rrr_xdr *x, const void *a)
+{
+	const struct raw_args *r = a;
+	return r->fn ? r->fn(x, r->obj) : 0;
+}
+
+static int raw_dec(struct rrr_xdr *x, void *a)
+{
+	struct raw_args *r = a;
+	return r->fn ? r->fn(x, r->obj) : 0;
+}
+
+#define XF(f) ((xfn)(void (*)(void))(f))
+
+static int raw_call(uint32_t prog, uint32_t proc, xfn enc, void *args, xfn dec, void *res)
+{
+	struct raw_args a = {enc, args}, r = {dec, res};
+	struct rrr_call k;
+	memset(&k, 0, sizeof(k));
+	k.prog = prog;
+	k.vers = 3;
+	k.proc = proc;
+	k.encode = raw_enc;
+	k.args = &a;
+	k.decode = raw_dec;
+	k.res = &r;
+	return rrr_clnt_call(raw, &k);
+}
+
+Test(nfs_procs, setattr_truncate_and_mode)
+{
+	struct rrr_nfs3_fh fh;
+	cr_assert_eq(rrr_nfs3_create(nfs, rrr_nfs3_root(nfs), "f", 0644, false, &fh), 0);
+	struct iovec iov = {.iov_base = "0123456789", .iov_len = 10};
+	uint32_t count;
+	cr_assert_eq(rrr_nfs3_write(nfs, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count), 0);
+	cr_assert_eq(count, 10);
+	struct rrr_nfs3_sattr s = {.set_size = true, .size = 4, .set_mode = true, .mode = 0600};
+	cr_assert_eq(rrr_nfs3_setattr(nfs, &fh, &s), 0);
+	struct rrr_nfs3_fattr a;
+	cr_assert_eq(rrr_nfs3_getattr(nfs, &fh, &a), 0);
+	cr_assert_eq(a.size, 4);
+	cr_assert_eq(a.mode, 0600);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/f", srv.export_dir);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 4);
+	/* GUARDED create of an existing name */
+	cr_assert_eq(rrr_nfs3_create(nfs, rrr_nfs3_root(nfs), "f", 0644, true, &fh),
+		     RRR_NFS3ERR_EXIST);
+}
+
+Test(nfs_procs, symlink_readlink_link_access)
+{
+	struct rrr_nfs3_fh l, f;
+	cr_assert_eq(rrr_nfs3_create(nfs, rrr_nfs3_root(nfs), "target", 0644, false, &f), 0);
+	cr_assert_eq(rrr_nfs3_symlink(nfs, rrr_nfs3_root(nfs), "lnk", "some/where/../x", &l), 0);
+	char buf[RRR_NFS3_MAXPATHLEN + 1];
+	cr_assert_eq(rrr_nfs3_readlink(nfs, &l, buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "some/where/../x");
+	cr_assert_eq(rrr_nfs3_readlink(nfs, &f, buf, sizeof(buf)), RRR_NFS3ERR_INVAL);
+
+	struct rrr_nfs3_link_args la = {.file = f, .link = {.dir = *rrr_nfs3_root(nfs)}};
+	strcpy(la.link.name, "hard");
+	static struct rrr_nfs3_link_res lr;
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_LINK, XF(rrr_nfs3_xdr_link_args), &la,
+			      XF(rrr_nfs3_xdr_link_res), &lr), 0);
+	cr_assert_eq(lr.status, 0);
+	cr_assert(lr.attr.present);
+	cr_assert_eq(lr.attr.attr.nlink, 2);
+
+	struct rrr_nfs3_access_args aa = {.fh = f, .access = 0x3f};
+	static struct rrr_nfs3_access_res ar;
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_ACCESS, XF(rrr_nfs3_xdr_access_args), &aa,
+			      XF(rrr_nfs3_xdr_access_res), &ar), 0);
+	cr_assert_eq(ar.status, 0);
+	cr_assert(ar.access & RRR_NFS3_ACCESS_READ);
+	cr_assert_eq(ar.access & RRR_NFS3_ACCESS_LOOKUP, 0, "LOOKUP is for directories");
+}
+
+Test(nfs_procs, mknod_notsupp_rmdir_notempty_remove_noent)
+{
+	struct rrr_nfs3_mknod_args ma = {.where = {.dir = *rrr_nfs3_root(nfs)}, .type = RRR_NF3FIFO};
+	strcpy(ma.where.name, "fifo");
+	static struct rrr_nfs3_create_res cr;
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_MKNOD, XF(rrr_nfs3_xdr_mknod_args), &ma,
+			      XF(rrr_nfs3_xdr_create_res), &cr), 0);
+	cr_assert_eq(cr.status, RRR_NFS3ERR_NOTSUPP);
+
+	struct rrr_nfs3_fh d;
+	cr_assert_eq(rrr_nfs3_mkdir(nfs, rrr_nfs3_root(nfs), "d", 0755, &d), 0);
+	cr_assert_eq(rrr_nfs3_create(nfs, &d, "x", 0644, false, NULL), 0);
+	cr_assert_eq(rrr_nfs3_rmdir(nfs, rrr_nfs3_root(nfs), "d"), RRR_NFS3ERR_NOTEMPTY);
+	cr_assert_eq(rrr_nfs3_remove(nfs, rrr_nfs3_root(nfs), "nope"), RRR_NFS3ERR_NOENT);
+	cr_assert_eq(rrr_nfs3_rename(nfs, &d, "x", rrr_nfs3_root(nfs), "moved"), 0);
+	cr_assert_eq(rrr_nfs3_rmdir(nfs, rrr_nfs3_root(nfs), "d"), 0);
+	cr_assert_eq(rrr_nfs3_remove(nfs, rrr_nfs3_root(nfs), "moved"), 0);
+}
+
+Test(nfs_procs, readdir_pages_with_cookies)
+{
+	char path[400];
+	for (int i = 0; i < 300; i++) {
+		snprintf(path, sizeof(path), "%s/entry-%03d", srv.export_dir, i);
+		FILE *f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fclose(f);
+	}
+	static struct rrr_nfs3_dirent ents[512];
+	static bool seen[300];
+	struct rrr_nfs3_readdir_args a = {.dir = *rrr_nfs3_root(nfs), .dircount = 1024};
+	int pages = 0, total = 0;
+	for (;;) {
+		static struct rrr_nfs3_readdir_res r;
+		memset(&r, 0, sizeof(r));
+		r.entries = ents;
+		r.cap = 512;
+		cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_READDIR,
+				      XF(rrr_nfs3_xdr_readdir_args), &a, XF(rrr_nfs3_xdr_readdir_res),
+				      &r), 0);
+		cr_assert_eq(r.status, 0);
+		pages++;
+		for (uint32_t i = 0; i < r.n; i++) {
+			int k;
+			cr_assert_eq(sscanf(r.entries[i].name, "entry-%d", &k), 1);
+			cr_assert_not(seen[k], "entry %d listed twice", k);
+			seen[k] = true;
+			total++;
+		}
+		if (r.eof)
+			break;
+		cr_assert_gt(r.n, 0);
+		a.cookie = r.entries[r.n - 1].cookie;
+		cr_assert_lt(pages, 100);
+	}
+	cr_assert_eq(total, 300);
+	cr_assert_gt(pages, 3, "1 KiB count forces several pages (%d)", pages);
+	/* Too small to hold one entry */
+	a.cookie = 0;
+	a.dircount = 64;
+	static struct rrr_nfs3_readdir_res small;
+	small.entries = ents;
+	small.cap = 512;
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_READDIR, XF(rrr_nfs3_xdr_readdir_args), &a,
+			      XF(rrr_nfs3_xdr_readdir_res), &small), 0);
+	cr_assert_eq(small.status, RRR_NFS3ERR_TOOSMALL);
+}
+
+Test(nfs_procs, fsstat_pathconf_commit_mount_lists)
+{
+	struct rrr_nfs3_fsstat_res fs;
+	cr_assert_eq(rrr_nfs3_fsstat(nfs, rrr_nfs3_root(nfs), &fs), 0);
+	cr_assert_gt(fs.tbytes, 0);
+	cr_assert_geq(fs.tbytes, fs.fbytes);
+
+	struct rrr_nfs3_fh_args pa = {.fh = *rrr_nfs3_root(nfs)};
+	static struct rrr_nfs3_pathconf_res pr;
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_PATHCONF, XF(rrr_nfs3_xdr_fh_args), &pa,
+			      XF(rrr_nfs3_xdr_pathconf_res), &pr), 0);
+	cr_assert_eq(pr.status, 0);
+	cr_assert_eq(pr.name_max, 255);
+	cr_assert(pr.case_preserving);
+
+	struct rrr_nfs3_fh fh;
+	uint8_t v1[8], v2[8];
+	cr_assert_eq(rrr_nfs3_create(nfs, rrr_nfs3_root(nfs), "c", 0644, false, &fh), 0);
+	cr_assert_eq(rrr_nfs3_commit(nfs, &fh, v1), 0);
+	cr_assert_eq(rrr_nfs3_commit(nfs, &fh, v2), 0);
+	cr_assert_eq(memcmp(v1, v2, 8), 0, "verifier stable while the server runs");
+	cr_assert_eq(rrr_nfs3_commit(nfs, rrr_nfs3_root(nfs), v2), RRR_NFS3ERR_INVAL);
+
+	static struct rrr_mnt_export exps[4];
+	static struct rrr_mnt_export_res er = {.entries = exps, .cap = 4};
+	cr_assert_eq(raw_call(RRR_MNT_PROGRAM, RRR_MNT_EXPORT, NULL, NULL,
+			      XF(rrr_mnt_xdr_export_res), &er), 0);
+	cr_assert_eq(er.n, 1);
+	cr_assert_str_eq(exps[0].groups, "*");
+	static struct rrr_mnt_entry ml[8];
+	static struct rrr_mnt_dump_res dr = {.entries = ml, .cap = 8};
+	cr_assert_eq(raw_call(RRR_MNT_PROGRAM, RRR_MNT_DUMP, NULL, NULL, XF(rrr_mnt_xdr_dump_res),
+			      &dr), 0);
+	cr_assert_geq(dr.n, 1, "our mount is listed");
+	cr_assert_str_eq(ml[0].host, "127.0.0.1");
+}
+
+Test(nfs_procs, read_only_export)
+{
+	rrr_clnt_destroy(raw);
+	raw = NULL;
+	rrr_nfs3_umount(nfs);
+	nfs = NULL;
+	cr_assert_eq(th_server_stop(&srv), 0);
+	/* restart read-only: th_server_start has no flag, so run it by hand */
+	char prog[512], ports[400];
+	th_prog("rrr-server", prog, sizeof(prog));
+	snprintf(ports, sizeof(ports), "%s/ports", srv.dir);
+	unlink(ports);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(prog, prog, "--export", srv.export_dir, "--state-dir", srv.state_dir,
+		      "--no-rdma", "--mount-port", "0", "--port-file", ports, "--read-only",
+		      (char *)NULL);
+		_exit(127);
+	}
+	srv.pid = pid;
+	for (int i = 0; i < 500 && access(ports, F_OK) != 0; i++)
+		usleep(20000);
+	FILE *f = fopen(ports, "r");
+	cr_assert_not_null(f);
+	unsigned r, m, t;
+	cr_assert_eq(fscanf(f, "rdma=%u mount=%u tcp=%u", &r, &m, &t), 3);
+	fclose(f);
+	srv.mount_port = m;
+	connect_all();
+	cr_assert_eq(rrr_nfs3_mkdir(nfs, rrr_nfs3_root(nfs), "d", 0755, NULL), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(rrr_nfs3_create(nfs, rrr_nfs3_root(nfs), "f", 0644, false, NULL),
+		     RRR_NFS3ERR_ROFS);
+	cr_assert_eq(rrr_nfs3_getattr(nfs, rrr_nfs3_root(nfs), NULL), 0);
+}
