@@ -33,11 +33,14 @@
  * tells every worker to stop; each worker asks its connections to shut
  * down (no new requests, in-flight replies finish), gives them two seconds,
  * then closes whatever is left. rrr_svc_run() returns when every worker has
- * exited. Counters live per worker (relaxed atomics), so rrr_svc_stats()
- * can sum them from any thread at any time, closed connections included.
+ * exited. Workers run with SIGPIPE blocked, so a peer that vanishes while
+ * a provider writes to its socket costs that connection, not the process. Counters live per worker
+ * (relaxed atomics), so rrr_svc_stats() can sum them from any thread at any time, closed
+ * connections included.
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -758,6 +761,7 @@ int rrr_svc_run(struct rrr_svc *svc)
 {
 	struct epoll_event ev, evs[16];
 	unsigned i, started = 0, done = 0;
+	sigset_t block, oldmask;
 	bool expect = false;
 	int epfd, rc = 0;
 
@@ -784,6 +788,12 @@ int rrr_svc_run(struct rrr_svc *svc)
 		epoll_ctl(epfd, EPOLL_CTL_ADD, rrr__svc_rdma_listener_fd(svc->rdma[i]), &ev);
 	}
 	atomic_store(&svc->stopping, false);
+	/* Workers inherit a mask with SIGPIPE blocked: a provider writing to
+	 * a socket whose peer vanished gets EPIPE instead of the signal
+	 * killing the whole process. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &block, &oldmask);
 	for (i = 0; i < svc->nworkers; i++) {
 		rc = -pthread_create(&svc->workers[i].thread, NULL, worker_main, &svc->workers[i]);
 		if (rc)
@@ -791,6 +801,7 @@ int rrr_svc_run(struct rrr_svc *svc)
 		svc->workers[i].started = true;
 		started++;
 	}
+	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
 	if (rc) {
 		rrr__set_error(rc, "cannot start server worker threads");
 		wake(svc->stopfd);
