@@ -116,6 +116,21 @@ static void detect_quirks(struct vdev *d, const char *name)
 		d->quirks.remote_inv_broken = true;
 }
 
+const char *rrr__verbs_quirks_str(struct rrr_device *dev, char *buf, size_t len)
+{
+	const struct vquirks *q = &VDEV(dev)->quirks;
+	size_t n;
+
+	snprintf(buf, len, "%s%s%s",
+		 q->mw_bounds_unchecked ? "window bounds unchecked (auto avoids mw); " : "",
+		 q->wc_inv_as_csum ? "WITH_INV reported as IP_CSUM_OK (read as WITH_INV); " : "",
+		 q->remote_inv_broken ? "Send With Invalidate broken (remote_inv=0); " : "");
+	n = strlen(buf);
+	if (n >= 2 && buf[n - 2] == ';')
+		buf[n - 2] = '\0';
+	return buf;
+}
+
 static bool has_mw2(const struct vdev *d)
 {
 	uint64_t f = d->dattr.orig_attr.device_cap_flags;

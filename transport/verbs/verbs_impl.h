@@ -150,6 +150,9 @@ static inline int rrr__verbs_err(int rc)
 const char *rrr__verbs_strategy_name(enum vstrategy s);
 
 /* device.c */
+/* The quirks the provider works around on @dev (a verbs device), as text:
+ * "" when none. For rrr-devcheck's report. */
+const char *rrr__verbs_quirks_str(struct rrr_device *dev, char *buf, size_t len);
 int rrr__verbs_device_open(const char *opts, struct rrr_device **out);
 void rrr__verbs_device_close(struct rrr_device *dev);
 int rrr__verbs_pd_alloc(struct rrr_device *dev, struct rrr_pd **out);

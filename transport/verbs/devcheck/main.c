@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "devcheck.h"
+#include "transport/verbs/verbs_impl.h"
 
 static void usage(FILE *f)
 {
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
 	struct dc_result res[DC_MAX_RESULTS];
 	struct rrr_device_attr at;
 	struct rrr_device *dev;
-	char devname[64] = "", addr[64] = "", opts[96];
+	char devname[64] = "", addr[64] = "", opts[96], quirks[256];
 	const char *why, *auto_v;
 	int c, n, i, rc;
 
@@ -157,6 +158,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rrr_device_query(dev, &at);
+	rrr__verbs_quirks_str(dev, quirks, sizeof(quirks));
 	rrr_device_close(dev);
 	snprintf(devname, sizeof(devname), "%s", at.name);
 	if (!addr[0] && find_addr(devname, addr, sizeof(addr))) {
@@ -186,6 +188,8 @@ int main(int argc, char **argv)
 		printf("  -> memory windows do NOT protect on this device: do not use "
 		       "strategy=mw here\n");
 	auto_v = strategy_verdict(res, n, at.strategy, &why);
+	if (quirks[0])
+		printf("known quirks of %s, handled by the provider: %s\n", devname, quirks);
 	printf("strategy=auto picks %s on %s: %s\n", at.strategy, devname, auto_v);
 	if (strcmp(auto_v, "SAFE") == 0)
 		return 0;
