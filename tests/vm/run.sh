@@ -61,6 +61,9 @@ PATH=$PATH:/sbin:/usr/sbin
 # ---------------------------------------------------------------- 1. kernel
 mkdir -p "$CACHE" "$VMDIR" || die "cannot create $CACHE / $VMDIR"
 KROOT="$CACHE/kernel"
+# one download/extraction at a time when several builds share the cache
+exec 9>"$CACHE/.lock"
+flock -w 900 9 || die "cannot lock $CACHE/.lock"
 if ! ls "$KROOT"/boot/vmlinuz-* >/dev/null 2>&1; then
 	deb=$(ls "$CACHE"/linux-image-6.1.0-*-amd64_*.deb 2>/dev/null | sort -V | tail -n 1)
 	if [ -z "$deb" ]; then
@@ -86,6 +89,7 @@ if ! ls "$KROOT"/boot/vmlinuz-* >/dev/null 2>&1; then
 	depmod -b "$KROOT.tmp" "$kv" || die "depmod failed"
 	mv "$KROOT.tmp" "$KROOT"
 fi
+flock -u 9
 KVER=$(ls "$KROOT/lib/modules" | head -n 1)
 VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
 [ -f "$VMLINUZ" ] || die "no $VMLINUZ"
