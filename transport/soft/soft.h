@@ -45,6 +45,7 @@
 #define SOFT_MULPDU_MAX 65535u
 #define SOFT_MPA_PD_MAX 512u            /* MPA private data incl. IRD/ORD */
 #define SOFT_PAY_IOV 64                 /* payload iovecs per readv/writev */
+#define SOFT_TX_BATCH 8                 /* FPDUs per writev */
 
 /* ------------------------------------------------------------ crc32c.c */
 /* CRC32c of @len bytes continuing @crc (start with 0). */
@@ -387,24 +388,26 @@ struct soft_qp {
 	struct soft_irq *irq;
 	uint32_t irq_size, irq_head, irq_count;
 
-	/* transmit FPDU in progress */
+	/* transmit: a batch of up to SOFT_TX_BATCH FPDUs handed to one writev */
 	struct {
 		bool active;
 		enum soft_tx_kind kind;     /* message in progress */
-		uint8_t hdr[SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN];
-		uint8_t trl[8];
-		struct iovec iov[SOFT_PAY_IOV + 2];
+		uint8_t hdr[SOFT_TX_BATCH][SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN];
+		uint8_t trl[SOFT_TX_BATCH][8];
+		struct iovec iov[SOFT_TX_BATCH * (SOFT_PAY_IOV + 2)];
 		int niov, idx;
+		int nf, fdone;              /* FPDUs in the batch, fully written */
+		struct {
+			int end;            /* iov index after this FPDU */
+			enum soft_tx_kind kind;
+			bool last;
+			uint32_t slot;      /* SQ ring index */
+		} f[SOFT_TX_BATCH];
 		uint32_t src_handle;        /* read response source, re-checked per writev */
 		uint64_t src_to, src_len;
 		bool src_guard;
 		bool term_pending, term_sent;
 		uint32_t term;
-		struct {
-			enum soft_tx_kind kind;
-			bool last;
-			uint32_t slot;       /* SQ ring index */
-		} done;                      /* what the FPDU on the wire finishes */
 	} tx;
 
 	/* receive engine */

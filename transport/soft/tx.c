@@ -59,37 +59,55 @@ static int sge_iov(const struct rrr_sge *sg, uint32_t n, uint64_t off, uint64_t 
 	return k;
 }
 
-/* Fill iov[0] (header), iov[1..np] (payload, already there), trailer. */
-static void fpdu_seal(struct soft_qp *qp, size_t hdrlen, int np, uint32_t paylen)
+/* Where the next FPDU of the batch goes: its header buffer and first iov. */
+static inline uint8_t *fhdr(struct soft_qp *qp)
+{
+	return qp->tx.hdr[qp->tx.nf];
+}
+
+static inline struct iovec *fiov(struct soft_qp *qp)
+{
+	return qp->tx.iov + qp->tx.niov;
+}
+
+/* Seal the FPDU being added: fiov()[0] = header, [1..np] = payload (already
+ * there), then pad + CRC; record what its completion means. */
+static void fpdu_seal(struct soft_qp *qp, size_t hdrlen, int np, uint32_t paylen,
+		      enum soft_tx_kind kind, bool last, uint32_t slot)
 {
 	uint32_t ulpdu = (uint32_t)hdrlen - 2 + paylen;
 	unsigned pad = soft_mpa_pad(ulpdu);
-	size_t tl = pad;
+	struct iovec *v = fiov(qp);
+	uint8_t *hdr = fhdr(qp), *trl = qp->tx.trl[qp->tx.nf];
+	int n = qp->tx.nf;
 
-	qp->tx.iov[0].iov_base = qp->tx.hdr;
-	qp->tx.iov[0].iov_len = hdrlen;
-	memset(qp->tx.trl, 0, sizeof(qp->tx.trl));
+	v[0].iov_base = hdr;
+	v[0].iov_len = hdrlen;
+	memset(trl, 0, 8);
 	if (qp->crc) {
-		uint32_t c = rrr__soft_crc32c(0, qp->tx.hdr, hdrlen);
+		uint32_t c = rrr__soft_crc32c(0, hdr, hdrlen);
 
 		for (int i = 1; i <= np; i++)
-			c = rrr__soft_crc32c(c, qp->tx.iov[i].iov_base, qp->tx.iov[i].iov_len);
+			c = rrr__soft_crc32c(c, v[i].iov_base, v[i].iov_len);
 		c = rrr__soft_crc32c(c, zeros, pad);
-		qp->tx.trl[pad] = (uint8_t)c;
-		qp->tx.trl[pad + 1] = (uint8_t)(c >> 8);
-		qp->tx.trl[pad + 2] = (uint8_t)(c >> 16);
-		qp->tx.trl[pad + 3] = (uint8_t)(c >> 24);
+		trl[pad] = (uint8_t)c;
+		trl[pad + 1] = (uint8_t)(c >> 8);
+		trl[pad + 2] = (uint8_t)(c >> 16);
+		trl[pad + 3] = (uint8_t)(c >> 24);
 	}
-	tl += 4; /* the CRC field is always there; zero when CRC is off */
-	qp->tx.niov = 1 + np;
-	if (tl) {
-		qp->tx.iov[qp->tx.niov].iov_base = qp->tx.trl;
-		qp->tx.iov[qp->tx.niov].iov_len = tl;
-		qp->tx.niov++;
-	}
-	qp->tx.idx = 0;
+	/* the CRC field is always there; zero when CRC is off */
+	v[1 + np].iov_base = trl;
+	v[1 + np].iov_len = pad + 4;
+	qp->tx.niov += np + 2;
+	qp->tx.f[n].end = qp->tx.niov;
+	qp->tx.f[n].kind = kind;
+	qp->tx.f[n].last = last;
+	qp->tx.f[n].slot = slot;
+	qp->tx.nf++;
 	qp->tx.active = true;
 }
+
+static void fpdu_done(struct soft_qp *qp, int n);
 
 static int tx_write(struct soft_qp *qp)
 {
@@ -121,18 +139,20 @@ static int tx_write(struct soft_qp *qp)
 				n = 0;
 			}
 		}
+		/* completions of fully written FPDUs go out now, not at the
+		 * end of the batch */
+		while (qp->tx.fdone < qp->tx.nf && qp->tx.idx >= qp->tx.f[qp->tx.fdone].end)
+			fpdu_done(qp, qp->tx.fdone++);
 	}
 	return 0;
 }
 
-static void fpdu_done(struct soft_qp *qp)
+static void fpdu_done(struct soft_qp *qp, int n)
 {
-	qp->tx.src_guard = false;
-	if (qp->tx.done.kind == SOFT_TXK_SQ) {
-		struct soft_swqe *w = &qp->sq[qp->tx.done.slot];
+	if (qp->tx.f[n].kind == SOFT_TXK_SQ) {
+		struct soft_swqe *w = &qp->sq[qp->tx.f[n].slot];
 
-		if (qp->tx.done.last) {
-			qp->tx.kind = SOFT_TXK_NONE;
+		if (qp->tx.f[n].last) {
 			if (w->opcode == RRR_WR_RDMA_READ) {
 				w->st = SOFT_WQE_WAIT_RESP;
 			} else {
@@ -140,14 +160,26 @@ static void fpdu_done(struct soft_qp *qp)
 				rrr__soft_sq_complete(qp);
 			}
 		}
-	} else if (qp->tx.done.kind == SOFT_TXK_IRQ) {
-		if (qp->tx.done.last) {
+	} else if (qp->tx.f[n].kind == SOFT_TXK_IRQ) {
+		qp->tx.src_guard = false;
+		if (qp->tx.f[n].last) {
 			qp->tx.kind = SOFT_TXK_NONE;
 			qp->irq_head = (qp->irq_head + 1) % qp->irq_size;
 			qp->irq_count--;
 		}
 	}
-	qp->tx.done.kind = SOFT_TXK_NONE;
+}
+
+/* Report the FPDUs the last writev finished; reset when the batch is out. */
+static void batch_progress(struct soft_qp *qp)
+{
+	while (qp->tx.fdone < qp->tx.nf && qp->tx.idx >= qp->tx.f[qp->tx.fdone].end)
+		fpdu_done(qp, qp->tx.fdone++);
+	if (qp->tx.fdone == qp->tx.nf) {
+		qp->tx.active = false;
+		qp->tx.nf = qp->tx.fdone = 0;
+		qp->tx.niov = qp->tx.idx = 0;
+	}
 }
 
 /* Next Read Response segment; false if the source check failed (QP dead). */
@@ -169,20 +201,20 @@ static bool build_read_resp(struct soft_qp *qp)
 			rrr__soft_qp_fatal(qp, rc & ~SOFT_GET_FAIL, true);
 			return false;
 		}
-		np = rrr__soft_mr_iov(mr, q->rr.src_to + q->off, seg, qp->tx.iov + 1, SOFT_PAY_IOV);
+		np = rrr__soft_mr_iov(mr, q->rr.src_to + q->off, seg, fiov(qp) + 1, SOFT_PAY_IOV);
 		/* more pieces than iovecs: shorten the segment */
 		uint64_t got = 0;
 
 		for (int i = 0; i < np; i++)
-			got += qp->tx.iov[1 + i].iov_len;
+			got += fiov(qp)[1 + i].iov_len;
 		if (got < seg) {
 			seg = (uint32_t)got;
 			last = false;
 		}
 	}
-	rrr__soft_hdr_tagged(qp->tx.hdr, SOFT_OP_READ_RESP, last, q->rr.sink_stag,
+	rrr__soft_hdr_tagged(fhdr(qp), SOFT_OP_READ_RESP, last, q->rr.sink_stag,
 			     q->rr.sink_to + q->off, seg);
-	fpdu_seal(qp, SOFT_HDR_TAGGED, np, seg);
+	fpdu_seal(qp, SOFT_HDR_TAGGED, np, seg, SOFT_TXK_IRQ, last, 0);
 	rrr__soft_mr_put(mr);
 	if (seg) {
 		qp->tx.src_guard = true;
@@ -192,8 +224,6 @@ static bool build_read_resp(struct soft_qp *qp)
 	}
 	q->off += seg;
 	qp->tx.kind = SOFT_TXK_IRQ;
-	qp->tx.done.kind = SOFT_TXK_IRQ;
-	qp->tx.done.last = last;
 	return true;
 }
 
@@ -238,17 +268,15 @@ static bool build_sq(struct soft_qp *qp)
 			};
 			if (qp->reads_out >= qp->ord)
 				return false;
-			rrr__soft_hdr_untagged(qp->tx.hdr, SOFT_OP_READ_REQ, true, 0, SOFT_QN_READ,
+			rrr__soft_hdr_untagged(fhdr(qp), SOFT_OP_READ_REQ, true, 0, SOFT_QN_READ,
 					       qp->tx_msn_read++, 0, SOFT_READ_REQ_LEN);
-			rrr__soft_read_req_encode(qp->tx.hdr + SOFT_HDR_UNTAGGED, &rr);
-			fpdu_seal(qp, SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN, 0, 0);
+			rrr__soft_read_req_encode(fhdr(qp) + SOFT_HDR_UNTAGGED, &rr);
+			fpdu_seal(qp, SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN, 0, 0, SOFT_TXK_SQ, true,
+				  slot);
 			qp->reads_out++;
 			w->st = SOFT_WQE_ACTIVE;
 			qp->sq_tx++;
-			qp->tx.kind = SOFT_TXK_SQ;
-			qp->tx.done.kind = SOFT_TXK_SQ;
-			qp->tx.done.last = true;
-			qp->tx.done.slot = slot;
+			qp->tx.kind = SOFT_TXK_NONE;
 			return true;
 		}
 		default:
@@ -259,9 +287,9 @@ static bool build_sq(struct soft_qp *qp)
 		uint32_t seg = left > maxpay ? maxpay : (uint32_t)left;
 		uint64_t got = 0;
 
-		np = sge_iov(w->sge, w->num_sge, w->done_bytes, seg, qp->tx.iov + 1, SOFT_PAY_IOV);
+		np = sge_iov(w->sge, w->num_sge, w->done_bytes, seg, fiov(qp) + 1, SOFT_PAY_IOV);
 		for (int i = 0; i < np; i++)
-			got += qp->tx.iov[1 + i].iov_len;
+			got += fiov(qp)[1 + i].iov_len;
 		seg = (uint32_t)got;
 		bool last = seg == left;
 
@@ -271,7 +299,7 @@ static bool build_sq(struct soft_qp *qp)
 				w->msn = qp->tx_msn_send++;
 		}
 		if (w->opcode == RRR_WR_RDMA_WRITE) {
-			rrr__soft_hdr_tagged(qp->tx.hdr, SOFT_OP_WRITE, last, w->rkey,
+			rrr__soft_hdr_tagged(fhdr(qp), SOFT_OP_WRITE, last, w->rkey,
 					     w->remote_addr + w->done_bytes, seg);
 		} else {
 			uint8_t op;
@@ -281,21 +309,28 @@ static bool build_sq(struct soft_qp *qp)
 								     : SOFT_OP_SEND_INV;
 			else
 				op = (w->flags & RRR_SEND_SOLICITED) ? SOFT_OP_SEND_SE : SOFT_OP_SEND;
-			rrr__soft_hdr_untagged(qp->tx.hdr, op, last,
+			rrr__soft_hdr_untagged(fhdr(qp), op, last,
 					       w->opcode == RRR_WR_SEND_WITH_INV ? w->rkey : 0,
 					       SOFT_QN_SEND, w->msn, (uint32_t)w->done_bytes, seg);
 		}
-		fpdu_seal(qp, hdr, np, seg);
+		fpdu_seal(qp, hdr, np, seg, SOFT_TXK_SQ, last, slot);
 		w->done_bytes += seg;
 		if (last)
 			qp->sq_tx++;
 		qp->tx.kind = last ? SOFT_TXK_NONE : SOFT_TXK_SQ;
-		qp->tx.done.kind = SOFT_TXK_SQ;
-		qp->tx.done.last = last;
-		qp->tx.done.slot = slot;
 		return true;
 	}
 	return false;
+}
+
+/* Room for one more FPDU in the batch? Read responses and Terminates go
+ * alone (the source guard covers one FPDU; the Terminate is last). */
+static bool batch_room(const struct soft_qp *qp)
+{
+	if (!qp->tx.nf)
+		return true;
+	return qp->tx.nf < SOFT_TX_BATCH && !qp->tx.src_guard &&
+	       qp->tx.niov + SOFT_PAY_IOV + 2 <= (int)(sizeof(qp->tx.iov) / sizeof(qp->tx.iov[0]));
 }
 
 void rrr__soft_tx(struct soft_qp *qp)
@@ -303,42 +338,49 @@ void rrr__soft_tx(struct soft_qp *qp)
 	if (qp->fd < 0)
 		return;
 	for (;;) {
-		if (qp->tx.active) {
-			int rc = tx_write(qp);
-
-			if (rc == -EAGAIN) {
-				rrr__soft_qp_want_out(qp, true);
-				return;
-			}
-			if (rc < 0) {
-				qp->tx.active = false;
+		/* fill the batch */
+		while (!qp->tx.active || (qp->tx.idx == 0 && batch_room(qp))) {
+			if (qp->tx.term_pending) {
+				if (qp->tx.active)
+					break; /* after what is on the wire */
+				rrr__soft_hdr_untagged(fhdr(qp), SOFT_OP_TERMINATE, true, 0,
+						       SOFT_QN_TERM, qp->tx_msn_term++, 0, 4);
+				rrr__soft_term_encode(fhdr(qp) + SOFT_HDR_UNTAGGED, qp->tx.term);
+				fpdu_seal(qp, SOFT_HDR_UNTAGGED + 4, 0, 0, SOFT_TXK_NONE, true, 0);
 				qp->tx.term_pending = false;
-				rrr__soft_qp_fatal(qp, 0, false);
-				return;
+				qp->tx.term_sent = true;
+				break;
 			}
+			if (qp->state != SOFT_QP_RTS)
+				break;
+			if (qp->tx.kind == SOFT_TXK_IRQ ||
+			    (qp->tx.kind == SOFT_TXK_NONE && qp->irq_count)) {
+				if (qp->tx.active)
+					break; /* a read response goes alone */
+				if (!build_read_resp(qp))
+					return;
+				break;
+			}
+			if (!build_sq(qp))
+				break;
+		}
+		if (!qp->tx.active)
+			break;
+		int rc = tx_write(qp);
+
+		if (rc == -EAGAIN) {
+			rrr__soft_qp_want_out(qp, true);
+			return;
+		}
+		if (rc < 0) {
 			qp->tx.active = false;
-			fpdu_done(qp);
-			continue;
-		}
-		if (qp->tx.term_pending) {
-			rrr__soft_hdr_untagged(qp->tx.hdr, SOFT_OP_TERMINATE, true, 0, SOFT_QN_TERM,
-					       qp->tx_msn_term++, 0, 4);
-			rrr__soft_term_encode(qp->tx.hdr + SOFT_HDR_UNTAGGED, qp->tx.term);
-			fpdu_seal(qp, SOFT_HDR_UNTAGGED + 4, 0, 0);
+			qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
+			qp->tx.src_guard = false;
 			qp->tx.term_pending = false;
-			qp->tx.term_sent = true;
-			qp->tx.done.kind = SOFT_TXK_NONE;
-			continue;
+			rrr__soft_qp_fatal(qp, 0, false);
+			return;
 		}
-		if (qp->state != SOFT_QP_RTS)
-			break;
-		if (qp->tx.kind == SOFT_TXK_IRQ || (qp->tx.kind == SOFT_TXK_NONE && qp->irq_count)) {
-			if (!build_read_resp(qp))
-				return;
-			continue;
-		}
-		if (!build_sq(qp))
-			break;
+		batch_progress(qp);
 	}
 	rrr__soft_qp_want_out(qp, false);
 }
