@@ -275,6 +275,7 @@ Test(nfs_procs, read_only_export)
 	unlink(ports);
 	pid_t pid = fork();
 	if (pid == 0) {
+		closefrom(3);
 		execl(prog, prog, "--export", srv.export_dir, "--state-dir", srv.state_dir,
 		      "--no-rdma", "--mount-port", "0", "--port-file", ports, "--read-only",
 		      (char *)NULL);

@@ -5,7 +5,9 @@
  * The server is started with --port 0 --mount-port 0 --port-file, so tests
  * run in parallel without port clashes; the port file appears (atomically,
  * by rename) once the listeners are up. Children are always reaped: a
- * child that outlives its timeout gets SIGKILL.
+ * child that outlives its timeout gets SIGKILL. Children close every
+ * inherited descriptor above stderr before exec, so no server or client
+ * holds the test runner's pipes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +70,7 @@ int th_server_start(struct th_server *s, bool rdma)
 			dup2(fd, 2);
 			close(fd);
 		}
+		closefrom(3); /* never hand Criterion's pipes to the server */
 		const char *argv[] = {prog, "--export", s->export_dir, "--state-dir", s->state_dir,
 				      "--port", "0", "--mount-port", "0", "--port-file", ports,
 				      "--threads", "2", rdma ? "--provider" : "--no-rdma",
@@ -153,6 +156,7 @@ int th_run(char *const argv[], const char *out_path, int timeout_s)
 				close(fd);
 			}
 		}
+		closefrom(3);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
