@@ -45,8 +45,9 @@ extern "C" {
 #pragma GCC visibility push(default)
 
 #define RRR_XDR_UNIT 4u
-/* Round n up to a multiple of 4 (n must be < UINT32_MAX - 3: callers bound it). */
-#define RRR_XDR_PAD(n) (((n) + 3u) & ~3u)
+/* Round n up to a multiple of 4, in the type of n (32- or 64-bit); callers
+ * bound n first so the addition cannot wrap. */
+#define RRR_XDR_PAD(n) (((n) + 3u) & ~(__typeof__((n) + 3u))3u)
 
 enum rrr_xdr_op { RRR_XDR_ENCODE = 1, RRR_XDR_DECODE = 2 };
 
