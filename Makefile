@@ -147,7 +147,10 @@ test-install: all
 test-unit: all tests
 	@set -e; for t in $(TEST_BINS); do \
 		echo "== $$t"; \
-		RRR_BUILD=$(abspath $(BUILD)) $$t $(CRITERION_OPTS); \
+		RRR_BUILD=$(abspath $(BUILD)) \
+		LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp):print_suppressions=0 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$$t $(CRITERION_OPTS); \
 	done
 
 # The embedding example, built only against an installed librrr.

@@ -191,7 +191,8 @@ static int cmd_ls(struct cli *c, const char *path)
 		free(l.e);
 		return rc == -ENOMEM ? EXIT_LOCAL : fail_rc(rc, path);
 	}
-	qsort(l.e, l.n, sizeof(*l.e), by_name);
+	if (l.n)
+		qsort(l.e, l.n, sizeof(*l.e), by_name);
 	for (size_t i = 0; i < l.n; i++) {
 		if (l.e[i].attr.present)
 			print_line(&l.e[i].attr.attr, l.e[i].name);

@@ -222,7 +222,8 @@ static int send_hdr_msg(struct rsrv *s, struct rrr_rdma_hdr *hr, const uint8_t *
 	if (rrr_rdma_hdr_encode(&x, hr))
 		return -EIO;
 	hl = rrr_xdr_pos(&x);
-	memcpy(s->tx + hl, m, mlen);
+	if (mlen)
+		memcpy(s->tx + hl, m, mlen);
 	return op(s, with_inv ? RRR_WR_SEND_WITH_INV : RRR_WR_SEND, s->tx, (uint32_t)(hl + mlen), 0,
 		  0, inv);
 }
