@@ -71,6 +71,7 @@ struct cell {
 	unsigned qd;
 	struct io_result res[NMODES];
 	int err[NMODES];
+	char msg[NMODES][160]; /* detail of err, if any */
 };
 
 static void usage(FILE *f)
@@ -171,7 +172,7 @@ static void print_row(const struct cell *c, size_t m, const struct io_result *r,
 	printf("%-5s %5s %3u  %-10s ", c->write ? "write" : "read",
 	       rrr__bench_fmt_size(c->size, sz, sizeof(sz)), c->qd, modes[m].name);
 	if (err) {
-		printf(" FAILED: %s\n", strerror(-err));
+		printf(" FAILED: %s%s%s\n", strerror(-err), c->msg[m][0] ? ": " : "", c->msg[m]);
 		return;
 	}
 	iops = r->wall_s > 0 ? (double)r->ops / r->wall_s : 0;
@@ -213,6 +214,8 @@ static void json_cell(struct rrr__bench_json *j, const struct cell *c, bool *on)
 		rrr__bench_json_str(j, "mode", modes[m].name);
 		if (c->err[m]) {
 			rrr__bench_json_str(j, "error", strerror(-c->err[m]));
+			if (c->msg[m][0])
+				rrr__bench_json_str(j, "error_detail", c->msg[m]);
 			rrr__bench_json_obj_end(j);
 			continue;
 		}
@@ -444,6 +447,10 @@ int rrr__bench_io_main(int argc, char **argv)
 								  r ? 0 : warmup, &c->res[m]);
 				if (rc) {
 					c->err[m] = rc;
+					if (modes[m].mode != IO_MODE_TCP &&
+					    rrr__bench_io_nfs_error())
+						snprintf(c->msg[m], sizeof(c->msg[m]), "%s",
+							 rrr__bench_io_nfs_error());
 					status = 1;
 				}
 			}

@@ -400,6 +400,7 @@ struct run {
 	unsigned inflight;
 	bool stop, measuring;
 	int err;
+	char msg[160]; /* what the first failed call said */
 	uint64_t ops, next_off;
 	struct rrr__bench_samples lat;
 	struct slot slots[MAX_QD];
@@ -485,7 +486,6 @@ static void done_cb(struct rrr_call *call, int status, void *arg)
 	uint32_t nfsst = r->write ? s->res.w.status : s->res.r.status;
 	int rc;
 
-	(void)call;
 	pthread_mutex_lock(&r->lock);
 	r->inflight--;
 	if (!status && nfsst)
@@ -494,10 +494,18 @@ static void done_cb(struct rrr_call *call, int status, void *arg)
 		status = -EIO; /* short read: the file was set up for this size */
 	if (status) {
 		if (!r->err) {
+			/* recorded here (progress thread), reported by the runner */
 			r->err = status;
 			if (status == -EIO && nfsst)
-				snprintf(g_err, sizeof(g_err), "NFS error %s",
+				snprintf(r->msg, sizeof(r->msg), "NFS error %s",
 					 rrr_nfs3_strstat(nfsst));
+			else if (status == -EIO)
+				snprintf(r->msg, sizeof(r->msg),
+					 "short READ: %u of %u bytes at offset %llu", s->res.r.count,
+					 r->size, (unsigned long long)s->args.r.offset);
+			else if (status == -EPROTO)
+				snprintf(r->msg, sizeof(r->msg), "RPC error, stat 0x%x",
+					 call->rpc_stat);
 		}
 		r->stop = true;
 	} else if (r->measuring) {
@@ -627,6 +635,9 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 	pthread_mutex_unlock(&r->lock);
 
 	rc = r->err;
+	g_err[0] = '\0';
+	if (rc && r->msg[0])
+		snprintf(g_err, sizeof(g_err), "%s", r->msg);
 	if (!rc) {
 		out->ops += r->ops;
 		out->wall_s += (double)(t1 - t0) / 1e9;
