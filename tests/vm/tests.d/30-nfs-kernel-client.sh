@@ -2,7 +2,8 @@
 # provider (rxe0) and runs a file workload: create, write and read back with
 # checksums, 64 MiB sequential with O_DIRECT at 4 KiB and 1 MiB, readdir of a
 # large directory, rename, remove, symlink. Then unmount and stop the server
-# cleanly (SIGTERM, exit status 0).
+# cleanly (SIGTERM, exit status 0). A short TCP leg mounts the same server
+# with proto=tcp.
 set -u
 S="$RRR_BUILD/rrr-server"
 [ -x "$S" ] || { echo "missing $S (make all)"; exit 1; }
@@ -69,6 +70,17 @@ rm -r "$MNT/many" "$MNT/link" || fail "rm -r"
 [ -z "$(ls -A "$EXP")" ] || fail "export not empty after rm: $(ls -A "$EXP")"
 
 umount "$MNT" || fail umount
+
+# The same server over plain TCP (NFS and MOUNT share the mount port).
+mount -t nfs -o vers=3,proto=tcp,port=20048,mountproto=tcp,mountport=20048,nolock \
+	"$ADDR:$EXP" "$MNT" || fail "mount over tcp"
+cp /tmp/src.bin "$MNT/tcp.bin" || fail "cp over tcp"
+echo 3 > /proc/sys/vm/drop_caches
+cmp /tmp/src.bin "$MNT/tcp.bin" || fail "read back over tcp differs"
+ls -l "$MNT" | grep -q tcp.bin || fail "ls over tcp"
+rm "$MNT/tcp.bin" || fail "rm over tcp"
+umount "$MNT" || fail "umount tcp"
+
 kill -TERM "$SPID"
 wait "$SPID"; rc=$?
 tail -n 40 /tmp/rrr-server.log
