@@ -21,6 +21,12 @@
  * lock is held across epoll_wait() (a mutex held there starved
  * destroyers). It wakes at least every 20 ms to notice a stop request.
  *
+ * fork(): rrr_device_open() returns only after the progress thread has
+ * registered with liburcu, so a fork right after it cannot copy a held
+ * registry lock. Forking while other threads are inside the provider is
+ * not supported (as with verbs without ibv_fork_init); a child must open
+ * its own device and not touch the parent's objects.
+ *
  * Recovery: closing the device stops the thread; objects still alive are
  * a caller bug, reported on stderr (an operator can act on the leak).
  */
@@ -77,6 +83,7 @@ static void *progress_main(void *arg)
 	struct epoll_event evs[32];
 
 	rrr__soft_rcu_thread();
+	atomic_store(&d->thr_ready, true);
 	while (!atomic_load(&d->thr_stop)) {
 		int n = epoll_wait(d->ep, evs, 32, 20);
 
@@ -173,6 +180,10 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 			return rrr__set_error(-rc, "soft: cannot start the progress thread");
 		}
 		d->thr_running = true;
+		/* return only once the thread is an RCU reader: liburcu's
+		 * registry lock must not be held by it if the caller forks */
+		while (!atomic_load(&d->thr_ready))
+			usleep(100);
 	}
 	a = &d->base.attr;
 	snprintf(a->provider, sizeof(a->provider), "soft");

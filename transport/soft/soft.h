@@ -211,6 +211,7 @@ struct soft_dev {
 	pthread_t thr;
 	bool thr_running;
 	atomic_bool thr_stop;
+	atomic_bool thr_ready;            /* the thread registered with liburcu */
 	atomic_uint_fast64_t epoch;      /* finished progress-thread passes */
 	pthread_mutex_t prog_lock;       /* unused with the thread; kept for order docs */
 };

@@ -228,20 +228,8 @@ int th_run_pair_hook(const char *opts, int (*after_listen)(uint16_t port, void *
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
 		return -errno;
-	rc = th_open(&e, opts);
-	if (!rc)
-		rc = th_listen(&e, &port);
-	if (rc) {
-		fprintf(stderr, "server setup failed: %d %s\n", rc, rrr_last_error());
-		return rc;
-	}
-	if (after_listen) {
-		rc = after_listen(port, arg);
-		if (rc) {
-			th_close(&e);
-			return rc;
-		}
-	}
+	/* Fork before any device exists: a child must not inherit the
+	 * parent's progress thread in liburcu's reader registry. */
 	pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -250,7 +238,8 @@ int th_run_pair_hook(const char *opts, int (*after_listen)(uint16_t port, void *
 
 		alarm(60);
 		close(sv[0]);
-		/* the parent's objects share epoll instances with us: leave them alone */
+		if (th_oob_recv(sv[1], &port, sizeof(port), TH_TIMEOUT_MS))
+			_exit(3); /* the server could not start: it says why */
 		rc = th_open(&c, opts);
 		c.oob = sv[1];
 		if (!rc)
@@ -265,8 +254,25 @@ int th_run_pair_hook(const char *opts, int (*after_listen)(uint16_t port, void *
 		_exit(rc ? 1 : 0);
 	}
 	close(sv[1]);
+	rc = th_open(&e, opts);
+	if (!rc)
+		rc = th_listen(&e, &port);
+	if (rc)
+		fprintf(stderr, "server setup failed: %d %s\n", rc,
+			rrr_last_error() ? rrr_last_error() : "");
+	if (!rc && after_listen)
+		rc = after_listen(port, arg);
+	if (rc) {
+		close(sv[0]);
+		th_close(&e);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return rc;
+	}
 	e.oob = sv[0];
-	rc = th_accept(&e, TH_PD_SERVER, sizeof(TH_PD_SERVER));
+	rc = th_oob_send(e.oob, &port, sizeof(port));
+	if (!rc)
+		rc = th_accept(&e, TH_PD_SERVER, sizeof(TH_PD_SERVER));
 	if (!rc)
 		rc = server(&e, arg);
 	if (rc)
