@@ -469,8 +469,12 @@ static int rdma_connect(struct rrr_clnt *c, int timeout_ms)
 	if (rc)
 		goto fail;
 
-	/* long-lived registrations must never be remotely invalidated */
-	mine.remote_inv = !c->opts.no_remote_inv && !c->opts.persistent_reg && !c->opts.bounce;
+	/* Offer Send With Invalidate only when the device can honour it for
+	 * our per-I/O registrations (verbs regmr cannot: a peer's invalidation
+	 * of an ibv_reg_mr region fails and kills the connection), and never
+	 * for long-lived registrations. */
+	mine.remote_inv = !c->opts.no_remote_inv && !c->opts.persistent_reg && !c->opts.bounce &&
+			  x->attr.send_with_inv;
 	mine.send_size = x->ssize;
 	mine.recv_size = x->rsize;
 	memset(&cp, 0, sizeof(cp));
