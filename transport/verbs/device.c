@@ -226,8 +226,18 @@ int rrr__verbs_device_open(const char *opts, struct rrr_device **out)
 		return rc;
 	list = rdma_get_devices(&n);
 	if (!list || n <= 0) {
+		int nv = 0;
+		struct ibv_device **vl = ibv_get_device_list(&nv);
+
 		if (list)
 			rdma_free_devices(list);
+		if (vl)
+			ibv_free_device_list(vl);
+		if (nv > 0)
+			return rrr__set_error(-ENODEV,
+					      "no RDMA device usable through rdma_cm although "
+					      "verbs sees %d: load rdma_ucm (modprobe rdma_ucm)",
+					      nv);
 		return rrr__set_error(-ENODEV,
 				      "no RDMA device: load rdma_rxe and create one (rdma link "
 				      "add rxe0 type rxe netdev eth0), or run make test-vm");
