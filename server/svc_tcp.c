@@ -25,8 +25,10 @@
  *
  * Hostile input: a record may not exceed max_payload + 64 KiB (the record
  * bound); a fragment that would cross it closes the connection before any
- * memory is allocated for it. At most a few records are handled per
- * readiness event so one busy connection cannot starve the others.
+ * memory is allocated for it. At most a few records, and a bounded number
+ * of reads, are handled per readiness event (epoll is level-triggered, so
+ * the rest waits for the next round) so that one busy connection - even
+ * one sending endless zero-length fragments - cannot starve the others.
  *
  * Recovery: any socket error, EOF or protocol violation closes the
  * connection; nothing else is affected. On shutdown an idle connection
@@ -47,6 +49,10 @@
 #include "transport/provider_impl.h"
 
 #define TCP_RECORDS_PER_EVENT 8
+/* Reads (markers and fragment pieces) per readiness event: a stream of
+ * zero-length fragments completes no record and grows no buffer, so only
+ * this bound hands the worker back to its other connections. */
+#define TCP_READS_PER_EVENT 256
 
 struct tcp_conn {
 	struct rrr__svc_conn base;
@@ -204,7 +210,7 @@ static int tcp_read_some(struct tcp_conn *t)
 static void tcp_on_event(struct rrr__svc_conn *c, uint32_t events)
 {
 	struct tcp_conn *t = container_of(c, struct tcp_conn, base);
-	int records = 0, rc;
+	int records = 0, reads = 0, rc;
 
 	if (c->closing)
 		return;
@@ -222,7 +228,7 @@ static void tcp_on_event(struct rrr__svc_conn *c, uint32_t events)
 		}
 		rrr__svc_conn_set_events(c, EPOLLIN);
 	}
-	while (records < TCP_RECORDS_PER_EVENT) {
+	while (records < TCP_RECORDS_PER_EVENT && reads++ < TCP_READS_PER_EVENT) {
 		rc = tcp_read_some(t);
 		if (rc == 0)
 			return;

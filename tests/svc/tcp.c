@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -501,4 +502,80 @@ Test(svc_tcp, with_client_library)
 	rrr_clnt_destroy(c);
 	free(src);
 	free(sink);
+}
+
+/*
+ * Fairness against a record that never ends: a client streaming zero-length,
+ * not-last fragments adds nothing to the record, so the record bound never
+ * stops it. On a server with one worker, another connection must still be
+ * served while that stream goes on.
+ */
+static struct tsvc fair_srv;
+
+static void fair_setup(void)
+{
+	struct rrr_svc_opts o;
+
+	rrr_svc_opts_init(&o);
+	o.nthreads = 1;
+	cr_assert_eq(tsvc_start(&fair_srv, &o, 0), 0, "server start: %s", strerror(errno));
+}
+
+static void fair_teardown(void)
+{
+	cr_assert_eq(tsvc_stop(&fair_srv), 0);
+}
+
+struct flood_arg {
+	int fd;
+	atomic_bool stop;
+};
+
+static void *flood_thread(void *a)
+{
+	struct flood_arg *fa = a;
+	static const uint8_t zeros[65536]; /* 16384 zero-length, not-last markers */
+
+	while (!atomic_load(&fa->stop))
+		if (send(fa->fd, zeros, sizeof(zeros), MSG_NOSIGNAL) < 0)
+			break;
+	return NULL;
+}
+
+Test(svc_tcp_fair, zero_length_fragments_do_not_starve_others, .init = fair_setup,
+     .fini = fair_teardown, .timeout = 60)
+{
+	struct flood_arg fa;
+	pthread_t th;
+	uint8_t call[128], rep[128];
+	struct rrr_rpc_reply r;
+	struct rrr_xdr rx;
+	size_t len;
+	int fd;
+
+	fa.fd = tcp_connect_port(fair_srv.tcp_port);
+	cr_assert_geq(fa.fd, 0);
+	atomic_init(&fa.stop, false);
+	cr_assert_eq(pthread_create(&th, NULL, flood_thread, &fa), 0);
+	usleep(200 * 1000); /* the worker is busy with the stream */
+
+	fd = tcp_connect_port(fair_srv.tcp_port);
+	cr_assert_geq(fd, 0);
+	len = mkcall(call, sizeof(call), 11, TPROG, 1, TP_NULL, NULL, NULL, 0, NULL, 0);
+	cr_assert_eq(rm_send(fd, call, len, 0), 0);
+	{
+		long n = rm_recv(fd, rep, sizeof(rep)); /* bounded by 5 s */
+
+		atomic_store(&fa.stop, true);
+		shutdown(fa.fd, SHUT_RDWR);
+		pthread_join(th, NULL);
+		close(fa.fd);
+		cr_assert_gt(n, 0, "no reply while another connection streams empty fragments: %ld",
+			     n);
+		rrr_xdr_init(&rx, rep, (size_t)n, RRR_XDR_DECODE);
+	}
+	cr_assert_eq(rrr_rpc_decode_reply(&rx, &r), 0);
+	cr_assert_eq(r.xid, 11);
+	cr_assert_eq(r.accept_stat, RRR_RPC_SUCCESS);
+	close(fd);
 }
