@@ -299,6 +299,7 @@ void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term
 	qp->tx.active = false;
 	qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
 	qp->tx.src_guard = false;
+	qp->tx.irq_more = false;
 	qp->tx.term_pending = false;
 	flush_all(qp, first, vendor);
 	if (qp->id && qp->fd >= 0)

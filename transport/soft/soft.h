@@ -407,6 +407,7 @@ struct soft_qp {
 		uint32_t src_handle;        /* read response source, re-checked per writev */
 		uint64_t src_to, src_len;
 		bool src_guard;
+		bool irq_more;              /* batch continues one Read Response */
 		bool term_pending, term_sent;
 		uint32_t term;
 	} tx;

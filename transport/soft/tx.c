@@ -161,7 +161,6 @@ static void fpdu_done(struct soft_qp *qp, int n)
 			}
 		}
 	} else if (qp->tx.f[n].kind == SOFT_TXK_IRQ) {
-		qp->tx.src_guard = false;
 		if (qp->tx.f[n].last) {
 			qp->tx.kind = SOFT_TXK_NONE;
 			qp->irq_head = (qp->irq_head + 1) % qp->irq_size;
@@ -179,6 +178,8 @@ static void batch_progress(struct soft_qp *qp)
 		qp->tx.active = false;
 		qp->tx.nf = qp->tx.fdone = 0;
 		qp->tx.niov = qp->tx.idx = 0;
+		qp->tx.src_guard = false;
+		qp->tx.irq_more = false;
 	}
 }
 
@@ -216,7 +217,11 @@ static bool build_read_resp(struct soft_qp *qp)
 			     q->rr.sink_to + q->off, seg);
 	fpdu_seal(qp, SOFT_HDR_TAGGED, np, seg, SOFT_TXK_IRQ, last, 0);
 	rrr__soft_mr_put(mr);
-	if (seg) {
+	if (seg && qp->tx.src_guard) {
+		/* the batch continues this response: the guarded source range
+		 * grows (same STag, contiguous offsets) */
+		qp->tx.src_len += seg;
+	} else if (seg) {
 		qp->tx.src_guard = true;
 		qp->tx.src_handle = q->rr.src_stag;
 		qp->tx.src_to = q->rr.src_to + q->off;
@@ -224,6 +229,7 @@ static bool build_read_resp(struct soft_qp *qp)
 	}
 	q->off += seg;
 	qp->tx.kind = SOFT_TXK_IRQ;
+	qp->tx.irq_more = !last;
 	return true;
 }
 
@@ -323,13 +329,15 @@ static bool build_sq(struct soft_qp *qp)
 	return false;
 }
 
-/* Room for one more FPDU in the batch? Read responses and Terminates go
- * alone (the source guard covers one FPDU; the Terminate is last). */
+/* Room for one more FPDU in the batch? A batch holds SQ FPDUs, or the
+ * FPDUs of one Read Response (one guarded source range), or a Terminate. */
 static bool batch_room(const struct soft_qp *qp)
 {
 	if (!qp->tx.nf)
 		return true;
-	return qp->tx.nf < SOFT_TX_BATCH && !qp->tx.src_guard &&
+	if (qp->tx.src_guard && !qp->tx.irq_more)
+		return false;
+	return qp->tx.nf < SOFT_TX_BATCH &&
 	       qp->tx.niov + SOFT_PAY_IOV + 2 <= (int)(sizeof(qp->tx.iov) / sizeof(qp->tx.iov[0]));
 }
 
@@ -355,12 +363,14 @@ void rrr__soft_tx(struct soft_qp *qp)
 				break;
 			if (qp->tx.kind == SOFT_TXK_IRQ ||
 			    (qp->tx.kind == SOFT_TXK_NONE && qp->irq_count)) {
-				if (qp->tx.active)
-					break; /* a read response goes alone */
+				if (qp->tx.active && !qp->tx.irq_more)
+					break; /* not mixed with SQ FPDUs */
 				if (!build_read_resp(qp))
 					return;
-				break;
+				continue;
 			}
+			if (qp->tx.irq_more)
+				break;
 			if (!build_sq(qp))
 				break;
 		}
@@ -376,6 +386,7 @@ void rrr__soft_tx(struct soft_qp *qp)
 			qp->tx.active = false;
 			qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
 			qp->tx.src_guard = false;
+			qp->tx.irq_more = false;
 			qp->tx.term_pending = false;
 			rrr__soft_qp_fatal(qp, 0, false);
 			return;
