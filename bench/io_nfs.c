@@ -57,7 +57,9 @@ struct io_nfs {
 	char log[PATH_MAX + 16];   /* server output */
 	const char *host;
 	struct rrr_nfs3_fh fh;   /* the benchmark file */
+	struct rrr_rpc_cred cred; /* AUTH_SYS as this process (servers refuse AUTH_NONE) */
 	bool created;            /* ... exists on the server */
+	uint32_t rsize, wsize;   /* the server's limits (FSINFO, capped at 1 MiB) */
 	struct rrr_clnt *clnt[NMODES_NFS];
 	uint8_t *bufs;           /* file_size bytes: qd payload buffers of size */
 };
@@ -264,6 +266,11 @@ int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
 	if (!n)
 		return -ENOMEM;
 	n->cfg = *cfg;
+	n->cred.flavor = RRR_AUTH_SYS;
+	n->cred.sys.uid = getuid();
+	n->cred.sys.gid = getgid();
+	if (gethostname(n->cred.sys.machinename, sizeof(n->cred.sys.machinename) - 1) < 0)
+		snprintf(n->cred.sys.machinename, sizeof(n->cred.sys.machinename), "rrr-bench");
 	if (cfg->host) {
 		n->host = cfg->host;
 		snprintf(n->port, sizeof(n->port), "%s", cfg->port ? cfg->port : "20049");
@@ -323,6 +330,8 @@ int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
 		rc = rc < 0 ? rc : -EIO;
 		goto fail;
 	}
+	n->rsize = rrr_nfs3_rsize(m);
+	n->wsize = rrr_nfs3_wsize(m);
 	rrr_nfs3_umount(m);
 	m = NULL;
 	n->created = true;
@@ -438,6 +447,7 @@ static int submit(struct run *r, struct slot *s)
 	memset(c, 0, sizeof(*c));
 	c->prog = RRR_NFS3_PROGRAM;
 	c->vers = RRR_NFS3_VERSION;
+	c->cred = &r->n->cred;
 	c->idempotent = !r->write;
 	if (r->write) {
 		memset(&s->args.w, 0, sizeof(s->args.w));
@@ -565,6 +575,12 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 	if (!n || mode >= NMODES_NFS || !qd || qd > MAX_QD || !size || size > RRR_NFS3_MAX_DATA ||
 	    size * qd > n->cfg.file_size)
 		return -EINVAL;
+	g_err[0] = '\0';
+	if (size > (write ? n->wsize : n->rsize)) {
+		snprintf(g_err, sizeof(g_err), "the server takes at most %u bytes per %s (FSINFO)",
+			 write ? n->wsize : n->rsize, write ? "WRITE" : "READ");
+		return -EMSGSIZE;
+	}
 	if (!n->bufs) {
 		/* one buffer per in-flight call: qd x size <= file_size */
 		size_t len = (n->cfg.file_size + 4095) / 4096 * 4096;
