@@ -28,7 +28,8 @@
  *
  * A reply. The RECV is matched to its slot by xid. A remote invalidation
  * must name a handle this call owns (else: protocol violation,
- * disconnect). The header is decoded and checked against what the call
+ * disconnect); a late reply to a timed-out call may name a handle that
+ * call no longer holds, but never one another call in flight holds. The header is decoded and checked against what the call
  * offered (clnt_plan.c); then LOCAL_INVs for every registration still valid
  * are chained and posted (one signaled per I/O); only when all have
  * completed is the RPC reply decoded (from the receive buffer, or from the
@@ -1084,6 +1085,23 @@ static int owns_handle(struct rdma_xprt *x, struct rslot *s, uint32_t rkey)
 	return 0;
 }
 
+/* Does a call other than @self hold @rkey in a registration still valid?
+ * Read-only: a ghost's late reply must not name another call's handle. */
+static bool held_by_other(const struct rdma_xprt *x, const struct rslot *self, uint32_t rkey)
+{
+	for (uint32_t i = 0; i < x->nslots; i++) {
+		const struct rslot *o = &x->slots[i];
+
+		if (o == self || !o->busy)
+			continue;
+		for (int k = 0; k < IO_N; k++)
+			for (uint32_t j = 0; j < o->io[k].nsegs && j < RRR_REG_MAX_SEGS; j++)
+				if (o->io[k].valid[j] && o->io[k].segs[j].handle == rkey)
+					return true;
+	}
+	return false;
+}
+
 static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 {
 	struct rdma_xprt *x = X(c);
@@ -1102,7 +1120,11 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 	RRR__CLNT_STAT_ADD(c, recv_bytes, len);
 	s = (len >= 4 && len <= x->rsize) ? find_slot(x, be32(buf)) : NULL;
 	if (wc->wc_flags & RRR_WC_WITH_INV) {
-		if (!s || (!s->ghost && !owns_handle(x, s, wc->invalidated_rkey))) {
+		/* A ghost's own registrations may already be back in the pool,
+		 * so its late reply may name a handle it no longer holds - but
+		 * never one that another call in flight still holds. */
+		if (!s || (s->ghost ? held_by_other(x, s, wc->invalidated_rkey)
+				    : !owns_handle(x, s, wc->invalidated_rkey))) {
 			recycle_recv(x, (int)idx);
 			rrr__set_error(-EPROTO,
 				       "server %s:%s invalidated handle 0x%08x that the "

@@ -621,6 +621,48 @@ Test(rdma, foreign_invalidation_disconnects)
 	cr_assert_geq(st.disconnects, 1);
 }
 
+/* A late reply to a timed-out call (a ghost) that invalidates the handle of
+ * another call still in flight is just as foreign: the client must notice and
+ * disconnect, not accept it because the call it answers is already over. */
+static void init_batch600(void)
+{
+	struct rsrv_opts o = {.batch_ms = 600};
+
+	start(&o, NULL);
+}
+
+Test(rdma_ghost, late_reply_foreign_invalidation_disconnects, .init = init_batch600, .fini = fini,
+     .timeout = 60)
+{
+	uint8_t dst[8192];
+	struct iovec d = {dst, sizeof(dst)};
+	struct rrr_xprt_stats st;
+	struct once o = {0};
+	struct rrr_call hold, c;
+
+	init_call(&c, RS_NULL);
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0); /* raises the grant from 1 */
+	init_call(&hold, RS_HOLD);
+	hold.ddp = RRR_DDP_FROM_SERVER;
+	hold.payload = &d;
+	hold.npayload = 1;
+	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
+	usleep(50000);
+	/* answered in the server's next batch, long after the call gave up */
+	init_call(&c, RS_FOREIGN);
+	c.timeout_ms = 150;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
+	for (int i = 0; i < 300 && !atomic_load(&o.runs); i++)
+		usleep(10000);
+	if (!atomic_load(&o.runs))
+		rrr_clnt_cancel(clnt, &hold);
+	cr_assert_eq(atomic_load(&o.status), -ECONNRESET,
+		     "the held call ended with %d: the foreign invalidation went unnoticed",
+		     atomic_load(&o.status));
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_geq(st.disconnects, 1);
+}
+
 /* --- benchmark options: long-lived registrations ------------------------------ */
 
 static void tweak_persistent(struct rrr_clnt_opts *o)
