@@ -67,10 +67,10 @@ $(sort $(wildcard $(PROG_$(1))/*.c))
 endef
 PROG_BINS := $(foreach p,$(PROGRAMS),$(if $(call prog_srcs,$(p)),$(BUILD)/$(p)))
 
-# Tests: every directory under tests/ except fuzz/ and vm/ becomes one
+# Tests: every directory under tests/ except fuzz/, vm/, tsan/ becomes one
 # Criterion binary $(BUILD)/tests/<dir>; tests/<dir>/helpers/*.c (if any)
 # are linked in too.
-TEST_DIRS ?= $(filter-out fuzz vm,$(notdir $(patsubst %/,%,$(wildcard tests/*/))))
+TEST_DIRS ?= $(filter-out fuzz vm tsan,$(notdir $(patsubst %/,%,$(wildcard tests/*/))))
 TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*.c),$(BUILD)/tests/$(d)))
 
 SONAME := librrr.so.$(VERSION_MAJOR)
@@ -106,8 +106,10 @@ $(BUILD)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(call prog_srcs,$(1))) $(AR_LI
 endef
 $(foreach p,$(PROGRAMS),$(eval $(call prog_rule,$(p))))
 
+# Under SANITIZE=thread Criterion needs tests/tsan/shim (says why).
+TSAN_SHIM := $(if $(filter thread,$(SANITIZE)),$(BUILD)/obj/tests/tsan/shim/criterion_arena.o)
 define test_rule
-$(BUILD)/tests/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(sort $$(wildcard tests/$(1)/*.c tests/$(1)/helpers/*.c))) $(AR_LIB)
+$(BUILD)/tests/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(sort $$(wildcard tests/$(1)/*.c tests/$(1)/helpers/*.c))) $(TSAN_SHIM) $(AR_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(AR_LIB) -lcriterion $$(LIBS)
 endef
@@ -163,8 +165,21 @@ asan:
 	$(MAKE) BUILD=build-asan SANITIZE=address test-unit
 ubsan:
 	$(MAKE) BUILD=build-ubsan SANITIZE=undefined test-unit
+# make tsan: the thread-heavy Criterion suites plus the plain stress programs
+# tests/tsan/*.c (-> $(BUILD)/tsan/<name>); any TSan report fails the target.
+TSAN_TEST_DIRS ?= soft clnt svc
+TSAN_OPTS := halt_on_error=1 exitcode=66 die_after_fork=0 second_deadlock_stack=1
+TSAN_PROGS := $(patsubst tests/tsan/%.c,$(BUILD)/tsan/%,$(wildcard tests/tsan/*.c))
+.SECONDARY: $(TSAN_PROGS:$(BUILD)/tsan/%=$(BUILD)/obj/tests/tsan/%.o)
 tsan:
-	$(MAKE) BUILD=build-tsan SANITIZE=thread CRITERION_OPTS="--jobs 1" test-unit
+	TSAN_OPTIONS="$(TSAN_OPTS)" $(MAKE) BUILD=build-tsan SANITIZE=thread \
+		TEST_DIRS="$(TSAN_TEST_DIRS)" CRITERION_OPTS="--jobs 1" test-unit tsan-stress
+.PHONY: tsan-stress
+tsan-stress: $(TSAN_PROGS)
+	@set -e; for p in $^; do echo "== $$p"; RRR_BUILD=$(abspath $(BUILD)) $$p; done
+$(BUILD)/tsan/%: $(BUILD)/obj/tests/tsan/%.o $(AR_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(AR_LIB) $(LIBS)
 
 # ---------------------------------------------------------------- fuzzing
 FUZZ_TIME ?= 30
