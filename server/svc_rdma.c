@@ -11,8 +11,9 @@
  * send size) bytes; its inline replies are at most min(local inline_send,
  * peer's receive size). Remote invalidation is used only when the client's
  * flag says it accepts it, the options allow it and the device can. Each
- * connection gets its own CQ (its fd goes into the owning worker's epoll),
- * QP, one registered region of receive buffers and one of send buffers;
+ * connection gets its own PD (so no other client can reach its READ sinks,
+ * which iWARP registers with remote write rights), CQ (its fd goes into the
+ * owning worker's epoll), QP, one registered region of receive buffers and one of send buffers;
  * max_requests + batch receives are posted before the accept, and every
  * reply grants max_requests credits.
  *
@@ -112,7 +113,7 @@ int svc_rdma_buf_get(struct svc_rdma_conn *rc, struct svc_rdma_buf *b, size_t le
 	len = (len + 4095u) & ~(size_t)4095u;
 	if (posix_memalign(&p, 4096, len))
 		return -ENOMEM;
-	err = rrr_mr_reg(rc->l->pd, p, len, RRR_ACCESS_LOCAL_WRITE, &b->mr);
+	err = rrr_mr_reg(rc->pd, p, len, RRR_ACCESS_LOCAL_WRITE, &b->mr);
 	if (err) {
 		free(p);
 		return err;
@@ -807,6 +808,8 @@ static void conn_free(struct svc_rdma_conn *rc)
 		rrr_mr_dereg(rc->send_mr);
 	if (rc->cq)
 		rrr_cq_destroy(rc->cq);
+	if (rc->pd)
+		rrr_pd_free(rc->pd);
 	free(rc->recv_region);
 	free(rc->send_region);
 	free(rc->repost);
@@ -892,6 +895,13 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	rc->lim.is_reply = false;
 	rc->lim.allow_zero_len = false;
 
+	/* A PD per connection (as Linux svcrdma does): a READ sink registered
+	 * with remote write rights must be reachable from this client's QP
+	 * only, never from another connection that guessed its handle. */
+	err = rrr_pd_alloc(l->dev, &rc->pd);
+	if (err)
+		goto err_free;
+	err = -ENOMEM;
 	rc->repost = calloc(rc->nrecv, sizeof(*rc->repost));
 	rc->scratch = calloc(1, sizeof(*rc->scratch));
 	sz = (size_t)rc->nrecv * rc->recv_size;
@@ -902,10 +912,10 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	if (posix_memalign(&p, 4096, sz))
 		goto err_free;
 	rc->send_region = p;
-	err = rrr_mr_reg(l->pd, rc->recv_region, (size_t)rc->nrecv * rc->recv_size,
+	err = rrr_mr_reg(rc->pd, rc->recv_region, (size_t)rc->nrecv * rc->recv_size,
 			 RRR_ACCESS_LOCAL_WRITE, &rc->recv_mr);
 	if (!err)
-		err = rrr_mr_reg(l->pd, rc->send_region, sz, RRR_ACCESS_LOCAL_WRITE, &rc->send_mr);
+		err = rrr_mr_reg(rc->pd, rc->send_region, sz, RRR_ACCESS_LOCAL_WRITE, &rc->send_mr);
 	if (!err)
 		err = rrr_cq_create(l->dev, rc->nrecv + rc->sq_depth, &rc->cq);
 	if (err)
@@ -913,14 +923,14 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	if (rc->sink_remote_write) {
 		struct rrr_mrpool_opts po = {.max_mrs = rc->max_ctx * 4, .pages_per_mr = 0};
 
-		err = rrr_mrpool_create(l->pd, &po, &rc->pool);
+		err = rrr_mrpool_create(rc->pd, &po, &rc->pool);
 		if (err)
 			goto err_free;
 	}
 	ord = ev->ird ? min_u32(ev->ird, 16) : 16;
 	ird = ev->ord ? min_u32(ev->ord, 16) : 0;
 	memset(&qa, 0, sizeof(qa));
-	qa.pd = l->pd;
+	qa.pd = rc->pd;
 	qa.send_cq = rc->cq;
 	qa.recv_cq = rc->cq;
 	qa.max_send_wr = rc->sq_depth;

@@ -86,6 +86,7 @@ struct svc_rdma_conn {
 	struct rrr_cm_id *id;
 	struct rrr_cq *cq;
 	struct rrr_qp *qp;
+	struct rrr_pd *pd;	 /* this connection's own: its MRs answer only its QP */
 	struct rrr_mrpool *pool; /* READ sinks, when the device needs it */
 	bool sink_remote_write;
 	struct rrr_mr *recv_mr, *send_mr;
