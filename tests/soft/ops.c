@@ -500,3 +500,114 @@ Test(soft_ops, disconnect_flushes, .timeout = 60)
 {
 	cr_assert_eq(th_run_pair(NULL, fl_server, fl_client, NULL), 0);
 }
+
+/* ----------------------------------------------------------- many connections, one CQ */
+#define NCONN 4
+
+static int mk_qp(struct th_ep *e, struct rrr_cm_id *id, struct rrr_qp **qp)
+{
+	struct rrr_qp_init_attr a = { .pd = e->pd, .send_cq = e->cq, .recv_cq = e->cq,
+				      .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				      .max_recv_sge = 1 };
+	return rrr_qp_create(id, &a, qp);
+}
+
+static int mc_server(struct th_ep *e, void *arg)
+{
+	static uint8_t b[NCONN][64];
+	struct rrr_qp *qps[NCONN] = { e->qp };
+	struct rrr_cm_id *ids[NCONN] = { e->id };
+	struct rrr_mr *mr;
+	struct rrr_wc wc;
+	bool seen[NCONN] = { false };
+	char go = 'g';
+
+	(void)arg;
+	for (int i = 1; i < NCONN; i++) {
+		TH_CHECK(th_cm_wait(e, RRR_CM_EVENT_CONNECT_REQUEST, TH_TIMEOUT_MS) == 0);
+		ids[i] = e->ev.id;
+		TH_CHECK(mk_qp(e, ids[i], &qps[i]) == 0);
+		TH_CHECK(rrr_cm_accept(ids[i], NULL) == 0);
+		TH_CHECK(th_cm_wait(e, RRR_CM_EVENT_ESTABLISHED, TH_TIMEOUT_MS) == 0);
+	}
+	TH_CHECK(rrr_mr_reg(e->pd, b, sizeof(b), RRR_ACCESS_LOCAL_WRITE, &mr) == 0);
+	for (int i = 0; i < NCONN; i++) {
+		struct rrr_sge s = { (uintptr_t)b[i], 64, rrr_mr_lkey(mr) };
+		struct rrr_recv_wr r = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1 };
+
+		TH_CHECK(rrr_qp_post_recv(qps[i], &r, NULL) == 0);
+	}
+	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
+	/* one CQ shared by all QPs: each message arrives on its own QP */
+	for (int n = 0; n < NCONN; n++) {
+		TH_CHECK(th_wc(e, &wc, TH_TIMEOUT_MS) == 1);
+		TH_CHECK(wc.status == RRR_WC_SUCCESS && wc.wr_id < NCONN);
+		TH_CHECK(wc.qp == qps[wc.wr_id] && !seen[wc.wr_id]);
+		TH_CHECK(wc.byte_len == 64 && th_check(b[wc.wr_id], 64, 100 + (uint32_t)wc.wr_id) == 0);
+		seen[wc.wr_id] = true;
+	}
+	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
+	for (int i = 1; i < NCONN; i++) {
+		rrr_qp_destroy(qps[i]);
+		rrr_cm_id_destroy(ids[i]);
+	}
+	rrr_qp_destroy(e->qp);
+	e->qp = NULL;
+	TH_CHECK(rrr_mr_dereg(mr) == 0);
+	return 0;
+}
+
+static int mc_client(struct th_ep *e, void *arg)
+{
+	static uint8_t b[NCONN][64];
+	struct rrr_qp *qps[NCONN] = { e->qp };
+	struct rrr_cm_id *ids[NCONN] = { e->id };
+	struct sockaddr_storage ss;
+	struct rrr_mr *mr;
+	char go;
+
+	(void)arg;
+	TH_CHECK(rrr_cm_id_peer_addr(e->id, &ss) == 0);
+	for (int i = 1; i < NCONN; i++) {
+		TH_CHECK(rrr_cm_id_create(e->cm, NULL, &ids[i]) == 0);
+		TH_CHECK(rrr_cm_resolve(ids[i], (struct sockaddr *)&ss, sizeof(struct sockaddr_in),
+					1000) == 0);
+		TH_CHECK(th_cm_wait(e, RRR_CM_EVENT_RESOLVED, TH_TIMEOUT_MS) == 0);
+		TH_CHECK(mk_qp(e, ids[i], &qps[i]) == 0);
+		TH_CHECK(rrr_cm_connect(ids[i], NULL) == 0);
+		TH_CHECK(th_cm_wait(e, RRR_CM_EVENT_ESTABLISHED, TH_TIMEOUT_MS) == 0);
+		TH_CHECK(e->ev.id == ids[i]);
+	}
+	TH_CHECK(rrr_mr_reg(e->pd, b, sizeof(b), 0, &mr) == 0);
+	TH_CHECK(th_oob_recv(e->oob, &go, 1, TH_TIMEOUT_MS) == 0);
+	for (int i = NCONN - 1; i >= 0; i--) {
+		struct rrr_sge s = { (uintptr_t)b[i], 64, rrr_mr_lkey(mr) };
+		struct rrr_send_wr w = { .wr_id = (uint64_t)i, .opcode = RRR_WR_SEND,
+					 .flags = RRR_SEND_SIGNALED, .sg_list = &s, .num_sge = 1 };
+		struct rrr_wc wc;
+
+		th_fill(b[i], 64, 100 + (uint32_t)i);
+		TH_CHECK(rrr_qp_post_send(qps[i], &w, NULL) == 0);
+		TH_CHECK(th_wc(e, &wc, TH_TIMEOUT_MS) == 1 && wc.status == RRR_WC_SUCCESS);
+		TH_CHECK(wc.qp == qps[i]);
+	}
+	TH_CHECK(th_oob_recv(e->oob, &go, 1, TH_TIMEOUT_MS) == 0);
+	for (int i = 1; i < NCONN; i++) {
+		rrr_qp_destroy(qps[i]);
+		rrr_cm_id_destroy(ids[i]);
+	}
+	rrr_qp_destroy(e->qp);
+	e->qp = NULL;
+	TH_CHECK(rrr_mr_dereg(mr) == 0);
+	return 0;
+}
+
+Test(soft_ops, many_connections_one_cq, .timeout = 60)
+{
+	cr_assert_eq(th_run_pair(NULL, mc_server, mc_client, NULL), 0);
+}
+
+Test(soft_ops, many_connections_progress_thread, .timeout = 60)
+{
+	cr_assert_eq(th_run_pair("progress_thread=1", mc_server, mc_client, NULL), 0);
+}

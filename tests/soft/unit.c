@@ -339,11 +339,13 @@ struct race {
 	atomic_long hits, misses;
 	uint8_t buf[256];
 	atomic_int violations;
+	atomic_int next_reader; /* each reader places into its own 64 bytes */
 };
 
 static void *reader(void *arg)
 {
 	struct race *r = arg;
+	int me = atomic_fetch_add(&r->next_reader, 1) & 3;
 
 	while (!atomic_load(&r->stop)) {
 		struct soft_mr *m;
@@ -357,7 +359,7 @@ static void *reader(void *arg)
 		if (atomic_load(&r->closed))
 			atomic_fetch_add(&r->violations, 1);
 		for (size_t i = 0; i < 16; i++)
-			((volatile uint8_t *)r->buf)[i * 16] = (uint8_t)h; /* the "placement" */
+			((volatile uint8_t *)r->buf)[me * 64 + i * 4] = (uint8_t)h; /* the "placement" */
 		if (atomic_load(&r->closed))
 			atomic_fetch_add(&r->violations, 1);
 		rrr__soft_mr_put(m);
