@@ -566,18 +566,21 @@ static void *disc_thread(void *arg)
 	co.timeout_ms = 5000;
 	if (rrr_clnt_create(&co, &c))
 		return (void *)1;
-	/* in-flight async calls with big payloads, then vanish */
-	for (i = 0; i < 8; i++) {
-		static struct iovec iov;
-		static struct pay_args pa;
-		struct rrr_call *call = calloc(1, sizeof(*call));
-		static struct u32x3 r;
+	/* in-flight async calls with big payloads, then vanish; the shared
+	 * iov/args are set once, before the first call is queued (the
+	 * progress thread reads them while later calls are submitted) */
+	static struct iovec iov;
+	static struct pay_args pa;
+	static struct u32x3 r;
 
-		iov.iov_base = buf;
-		iov.iov_len = 1u << 20;
-		pa.iov = &iov;
-		pa.niov = 1;
-		pa.len = 1u << 20;
+	iov.iov_base = buf;
+	iov.iov_len = 1u << 20;
+	pa.iov = &iov;
+	pa.niov = 1;
+	pa.len = 1u << 20;
+	for (i = 0; i < 8; i++) {
+		struct rrr_call *call = calloc(1, sizeof(*call));
+
 		call->prog = TPROG;
 		call->vers = 1;
 		call->proc = TP_SUM;
