@@ -47,6 +47,35 @@
 
 #include "soft.h"
 
+/*
+ * ThreadSanitizer does not see liburcu's grace periods (liburcu is not
+ * instrumented; urcu-memb orders readers with membarrier), so it would
+ * report the free after rrr__soft_stag_free() as racing with lookups that
+ * ended before the grace period did. Tell it: every read-side critical
+ * section releases gp_order as it ends, and a writer acquires gp_order
+ * after synchronize_rcu(). Compiled out of other builds.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define SOFT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SOFT_TSAN 1
+#endif
+#endif
+#ifdef SOFT_TSAN
+#include <sanitizer/tsan_interface.h>
+static char gp_order;
+#define rcu_read_end()                                                                             \
+	do {                                                                                       \
+		__tsan_release(&gp_order);                                                         \
+		urcu_memb_read_unlock();                                                           \
+	} while (0)
+#define rcu_gp_done() __tsan_acquire(&gp_order)
+#else
+#define rcu_read_end() urcu_memb_read_unlock()
+#define rcu_gp_done() ((void)0)
+#endif
+
 static pthread_key_t rcu_key;
 static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
 static _Thread_local bool rcu_registered;
@@ -102,6 +131,7 @@ void rrr__soft_stag_free(struct soft_dev *dev, struct soft_mr *mr)
 	atomic_store_explicit(&dev->stags[mr->index], NULL, memory_order_release);
 	pthread_mutex_unlock(&dev->lock);
 	urcu_memb_synchronize_rcu();
+	rcu_gp_done();
 	pthread_mutex_lock(&dev->lock);
 	dev->free_idx[dev->nfree++] = mr->index;
 	pthread_mutex_unlock(&dev->lock);
@@ -156,7 +186,7 @@ uint32_t rrr__soft_mr_get(struct soft_dev *dev, uint32_t handle, struct rrr_pd *
 	else
 		*out = mr;
 out:
-	urcu_memb_read_unlock();
+	rcu_read_end();
 	return rc;
 }
 
@@ -231,7 +261,7 @@ int rrr__soft_invalidate(struct soft_dev *dev, uint32_t handle, struct rrr_pd *p
 		sched_yield();
 	atomic_store(&mr->state, SOFT_MR_INVALID);
 out:
-	urcu_memb_read_unlock();
+	rcu_read_end();
 	return rc;
 }
 
@@ -252,7 +282,7 @@ int rrr__soft_inv_check(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd
 		rc = -EACCES;
 	else if (!mr->fast)
 		rc = -EPERM;
-	urcu_memb_read_unlock();
+	rcu_read_end();
 	return rc;
 }
 
