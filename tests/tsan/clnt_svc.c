@@ -18,7 +18,7 @@
  * TSan reports (built with SANITIZE=thread, TSAN_OPTIONS=halt_on_error=1
  * exitcode=66 from `make tsan`) end the program with 66.
  *
- * Usage: clnt_svc [iterations per thread] (default 40).
+ * Usage: clnt_svc [iterations per thread] (default 200).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,7 +32,7 @@
 #include <rrr/server.h>
 
 #define TS_PROG 0x20000098u
-#define NT 3
+#define NT 4
 enum { TS_ECHO, TS_SUM, TS_FILL, TS_SLEEP };
 
 static atomic_int failures;
@@ -283,7 +283,7 @@ static void *slow_main(void *arg)
 {
 	struct run *r = arg;
 
-	for (int i = 0; i < 3 && !atomic_load(&failures); i++) {
+	for (int i = 0; i < 6 && !atomic_load(&failures); i++) {
 		struct slow s = { 0 };
 		int rc;
 
@@ -299,7 +299,7 @@ static void *slow_main(void *arg)
 			FAIL("%s: async submit failed: %s", r->name, rrr_last_error());
 			continue;
 		}
-		usleep(i * 20000);
+		usleep((useconds_t)(i % 3) * 20000);
 		rc = rrr_clnt_cancel(r->clnt, &s.c);
 		if (rc && rc != -ENOENT)
 			FAIL("%s: cancel returned %d", r->name, rc);
@@ -370,7 +370,7 @@ setup:
 
 int main(int argc, char **argv)
 {
-	int iters = argc > 1 ? atoi(argv[1]) : 40;
+	int iters = argc > 1 ? atoi(argv[1]) : 200;
 	int rc;
 
 	setvbuf(stdout, NULL, _IONBF, 0);

@@ -21,7 +21,7 @@
  * at all exit 1; setup failures exit 2; TSan reports exit 66 under
  * `make tsan`.
  *
- * Usage: stag [rounds] (default 200).
+ * Usage: stag [rounds] (default 3000).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -148,7 +148,7 @@ static int open_win(struct ctx *c, struct win *w)
 
 int main(int argc, char **argv)
 {
-	int rounds = argc > 1 ? atoi(argv[1]) : 200;
+	int rounds = argc > 1 ? atoi(argv[1]) : 3000;
 	struct ctx *c = calloc(1, sizeof(*c));
 	pthread_t th[NR + 1];
 	int rc;
