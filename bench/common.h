@@ -122,11 +122,11 @@ const char *rrr__bench_fmt_size(uint64_t v, char *buf, size_t len);
  * an RPC client does with credits.
  */
 struct rrr__bench_tcp_opts {
-	uint64_t size;       /* bulk bytes per operation */
-	uint32_t small;      /* the other direction: header-sized message */
-	unsigned qd;         /* outstanding requests (>= 1) */
-	bool write;          /* WRITE-like (bulk goes client -> server) */
-	double seconds;      /* run for this long ... */
+	uint64_t size;	     /* bulk bytes per operation */
+	uint32_t small;	     /* the other direction: header-sized message */
+	unsigned qd;	     /* outstanding requests (>= 1) */
+	bool write;	     /* WRITE-like (bulk goes client -> server) */
+	double seconds;	     /* run for this long ... */
 	uint64_t max_ops;    /* ... or this many operations (0: no limit) */
 	uint64_t warmup_ops; /* not measured */
 };
@@ -134,7 +134,7 @@ struct rrr__bench_tcp_opts {
 struct rrr__bench_tcp_result {
 	uint64_t ops;
 	double wall_s;
-	double cpu_ns_per_op; /* process CPU (client + server thread) per op */
+	double cpu_ns_per_op;		  /* process CPU (client + server thread) per op */
 	struct rrr__bench_samples lat_ns; /* per-operation latency (caller frees) */
 };
 

@@ -50,18 +50,18 @@
 #include "io_nfs.h"
 
 #define MAX_SIZES 16
-#define MAX_QDS 8
+#define MAX_QDS	  8
 
 static const struct {
 	enum io_mode mode;
 	const char *name;
 	const char *desc;
 } modes[] = {
-	{IO_MODE_RDMA, "rdma", "NFSv3/RDMA, per-I/O registration (default, safe)"},
-	{IO_MODE_PERSISTENT, "persistent", "NFSv3/RDMA, one persistent registration (unsafe)"},
-	{IO_MODE_BOUNCE, "bounce", "NFSv3/RDMA, copies through pre-registered buffers"},
-	{IO_MODE_NFS_TCP, "nfs-tcp", "NFSv3 over the library's ONC RPC/TCP transport"},
-	{IO_MODE_TCP, "tcp", "plain loopback TCP request/response, same bytes"},
+    {IO_MODE_RDMA, "rdma", "NFSv3/RDMA, per-I/O registration (default, safe)"},
+    {IO_MODE_PERSISTENT, "persistent", "NFSv3/RDMA, one persistent registration (unsafe)"},
+    {IO_MODE_BOUNCE, "bounce", "NFSv3/RDMA, copies through pre-registered buffers"},
+    {IO_MODE_NFS_TCP, "nfs-tcp", "NFSv3 over the library's ONC RPC/TCP transport"},
+    {IO_MODE_TCP, "tcp", "plain loopback TCP request/response, same bytes"},
 };
 #define NMODES (sizeof(modes) / sizeof(modes[0]))
 
@@ -76,29 +76,28 @@ struct cell {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: rrr-bench io [options]\n"
-		"End-to-end NFSv3 READ/WRITE through the rrr client and server libraries,\n"
-		"side by side with plain loopback TCP moving the same bytes.\n\n"
-		"  --modes LIST        of rdma,persistent,bounce,nfs-tcp,tcp (default: all)\n"
-		"  --ops LIST          read,write (default: both)\n"
-		"  --sizes LIST        I/O sizes, e.g. 4k,1m (default 4k,1m; max 1m)\n"
-		"  --qd LIST           queue depths (default 1,32)\n"
-		"  --seconds S         measured time per mode per round (default 1)\n"
-		"  --rounds N          round-robin repetitions of all modes (default 3)\n"
-		"  --warmup S          unmeasured time before each measurement (default 0.2)\n"
-		"  --provider NAME     soft (default) or verbs\n"
-		"  --provider-opts S   provider options (see rrr_device_open)\n"
-		"  --server PATH       rrr-server to spawn (default: next to rrr-bench)\n"
-		"  --host H            use a running server instead of spawning one:\n"
-		"  --port P            its NFS/RDMA port (default 20049)\n"
-		"  --tcp-port P        its NFS/TCP port (default: the mount port)\n"
-		"  --mount-port P      its MOUNT/TCP port (default 20048)\n"
-		"  --export PATH       the export to mount (default /)\n"
-		"  --no-remote-inv     do not offer Send With Invalidate to the server\n"
-		"  --json FILE         write the results as JSON\n"
-		"  --help\n"
-		"Modes:\n");
+	fprintf(f, "usage: rrr-bench io [options]\n"
+		   "End-to-end NFSv3 READ/WRITE through the rrr client and server libraries,\n"
+		   "side by side with plain loopback TCP moving the same bytes.\n\n"
+		   "  --modes LIST        of rdma,persistent,bounce,nfs-tcp,tcp (default: all)\n"
+		   "  --ops LIST          read,write (default: both)\n"
+		   "  --sizes LIST        I/O sizes, e.g. 4k,1m (default 4k,1m; max 1m)\n"
+		   "  --qd LIST           queue depths (default 1,32)\n"
+		   "  --seconds S         measured time per mode per round (default 1)\n"
+		   "  --rounds N          round-robin repetitions of all modes (default 3)\n"
+		   "  --warmup S          unmeasured time before each measurement (default 0.2)\n"
+		   "  --provider NAME     soft (default) or verbs\n"
+		   "  --provider-opts S   provider options (see rrr_device_open)\n"
+		   "  --server PATH       rrr-server to spawn (default: next to rrr-bench)\n"
+		   "  --host H            use a running server instead of spawning one:\n"
+		   "  --port P            its NFS/RDMA port (default 20049)\n"
+		   "  --tcp-port P        its NFS/TCP port (default: the mount port)\n"
+		   "  --mount-port P      its MOUNT/TCP port (default 20048)\n"
+		   "  --export PATH       the export to mount (default /)\n"
+		   "  --no-remote-inv     do not offer Send With Invalidate to the server\n"
+		   "  --json FILE         write the results as JSON\n"
+		   "  --help\n"
+		   "Modes:\n");
 	for (size_t i = 0; i < NMODES; i++)
 		fprintf(f, "  %-11s %s\n", modes[i].name, modes[i].desc);
 }
@@ -133,12 +132,12 @@ static int parse_modes(const char *s, bool *on)
 static int run_tcp(const struct cell *c, double seconds, double warmup, struct io_result *out)
 {
 	struct rrr__bench_tcp_opts o = {
-		.size = c->size,
-		/* about the size of an NFS READ call / WRITE reply header */
-		.small = 128,
-		.qd = c->qd,
-		.write = c->write,
-		.seconds = seconds,
+	    .size = c->size,
+	    /* about the size of an NFS READ call / WRITE reply header */
+	    .small = 128,
+	    .qd = c->qd,
+	    .write = c->write,
+	    .seconds = seconds,
 	};
 	struct rrr__bench_tcp_result r;
 	int rc;
@@ -241,25 +240,25 @@ static void json_cell(struct rrr__bench_json *j, const struct cell *c, bool *on)
 int rrr__bench_io_main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{"modes", required_argument, NULL, 'm'},
-		{"ops", required_argument, NULL, 'o'},
-		{"sizes", required_argument, NULL, 's'},
-		{"qd", required_argument, NULL, 'q'},
-		{"seconds", required_argument, NULL, 't'},
-		{"rounds", required_argument, NULL, 'r'},
-		{"warmup", required_argument, NULL, 'w'},
-		{"provider", required_argument, NULL, 'P'},
-		{"provider-opts", required_argument, NULL, 'O'},
-		{"server", required_argument, NULL, 'S'},
-		{"host", required_argument, NULL, 'H'},
-		{"port", required_argument, NULL, 'p'},
-		{"tcp-port", required_argument, NULL, 'T'},
-		{"mount-port", required_argument, NULL, 'M'},
-		{"no-remote-inv", no_argument, NULL, 'N'},
-		{"export", required_argument, NULL, 'E'},
-		{"json", required_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"modes", required_argument, NULL, 'm'},
+	    {"ops", required_argument, NULL, 'o'},
+	    {"sizes", required_argument, NULL, 's'},
+	    {"qd", required_argument, NULL, 'q'},
+	    {"seconds", required_argument, NULL, 't'},
+	    {"rounds", required_argument, NULL, 'r'},
+	    {"warmup", required_argument, NULL, 'w'},
+	    {"provider", required_argument, NULL, 'P'},
+	    {"provider-opts", required_argument, NULL, 'O'},
+	    {"server", required_argument, NULL, 'S'},
+	    {"host", required_argument, NULL, 'H'},
+	    {"port", required_argument, NULL, 'p'},
+	    {"tcp-port", required_argument, NULL, 'T'},
+	    {"mount-port", required_argument, NULL, 'M'},
+	    {"no-remote-inv", no_argument, NULL, 'N'},
+	    {"export", required_argument, NULL, 'E'},
+	    {"json", required_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	bool on[NMODES], do_read = true, do_write = true, need_nfs = false;
 	uint64_t sizes[MAX_SIZES] = {4096, 1u << 20};
@@ -309,7 +308,8 @@ int rrr__bench_io_main(int argc, char **argv)
 			}
 			for (int i = 0; i < nqds; i++)
 				if (!qds[i] || qds[i] > 128) {
-					fprintf(stderr, "rrr-bench io: queue depths are 1 .. 128\n");
+					fprintf(stderr,
+						"rrr-bench io: queue depths are 1 .. 128\n");
 					return 2;
 				}
 			break;
@@ -443,8 +443,8 @@ int rrr__bench_io_main(int argc, char **argv)
 					rc = run_tcp(c, seconds, r ? 0 : warmup, &c->res[m]);
 				else
 					rc = rrr__bench_io_nfs_run(nfs, modes[m].mode, c->write,
-								  c->size, c->qd, seconds,
-								  r ? 0 : warmup, &c->res[m]);
+								   c->size, c->qd, seconds,
+								   r ? 0 : warmup, &c->res[m]);
 				if (rc) {
 					c->err[m] = rc;
 					if (modes[m].mode != IO_MODE_TCP &&

@@ -45,23 +45,23 @@
 #include <rrr/provider.h>
 
 #define NMODES_NFS 4
-#define MAX_QD 128
+#define MAX_QD	   128
 #define BENCH_FILE "rrr-bench-io.dat"
 
 struct io_nfs {
 	struct io_nfs_cfg cfg;
-	char dir[PATH_MAX];      /* temporary directory ("" if not ours) */
+	char dir[PATH_MAX]; /* temporary directory ("" if not ours) */
 	char export_dir[PATH_MAX + 16];
-	pid_t server;            /* 0 if not ours */
+	pid_t server; /* 0 if not ours */
 	char port[16], tcp_port[16], mount_port[16];
-	char log[PATH_MAX + 16];   /* server output */
+	char log[PATH_MAX + 16]; /* server output */
 	const char *host;
-	struct rrr_nfs3_fh fh;   /* the benchmark file */
+	struct rrr_nfs3_fh fh;	  /* the benchmark file */
 	struct rrr_rpc_cred cred; /* AUTH_SYS as this process (servers refuse AUTH_NONE) */
-	bool created;            /* ... exists on the server */
-	uint32_t rsize, wsize;   /* the server's limits (FSINFO, capped at 1 MiB) */
+	bool created;		  /* ... exists on the server */
+	uint32_t rsize, wsize;	  /* the server's limits (FSINFO, capped at 1 MiB) */
 	struct rrr_clnt *clnt[NMODES_NFS];
-	uint8_t *bufs;           /* file_size bytes: qd payload buffers of size */
+	uint8_t *bufs; /* file_size bytes: qd payload buffers of size */
 };
 
 static __thread char g_err[512];
@@ -167,8 +167,7 @@ static int spawn_server(struct io_nfs *n)
 	int rc, st;
 
 	if ((rc = find_server(&n->cfg, path, sizeof(path))))
-		return set_err(rc, "rrr-server not found (build it, or pass --server PATH)",
-			       NULL);
+		return set_err(rc, "rrr-server not found (build it, or pass --server PATH)", NULL);
 	snprintf(pfile, sizeof(pfile), "%s/ports", n->dir);
 	snprintf(state, sizeof(state), "%s/state", n->dir);
 	snprintf(exp, sizeof(exp), "%s/export", n->dir);
@@ -321,8 +320,8 @@ int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
 	}
 	for (uint64_t i = 0; i < cfg->file_size; i++)
 		data[i] = (uint8_t)(i * 131 + 7);
-	rc = rrr_nfs3_write_all(m, &n->fh, 0, data, cfg->file_size, 8, 0, RRR_NFS3_FILE_SYNC,
-				NULL, NULL);
+	rc = rrr_nfs3_write_all(m, &n->fh, 0, data, cfg->file_size, 8, 0, RRR_NFS3_FILE_SYNC, NULL,
+				NULL);
 	free(data);
 	if (rc) {
 		set_err(rc < 0 ? rc : -EIO, "writing the benchmark file",
@@ -511,8 +510,9 @@ static void done_cb(struct rrr_call *call, int status, void *arg)
 					 rrr_nfs3_strstat(nfsst));
 			else if (status == -EIO)
 				snprintf(r->msg, sizeof(r->msg),
-					 "short READ: %u of %u bytes at offset %llu", s->res.r.count,
-					 r->size, (unsigned long long)s->args.r.offset);
+					 "short READ: %u of %u bytes at offset %llu",
+					 s->res.r.count, r->size,
+					 (unsigned long long)s->args.r.offset);
 			else if (status == -EPROTO)
 				snprintf(r->msg, sizeof(r->msg), "RPC error, stat 0x%x",
 					 call->rpc_stat);

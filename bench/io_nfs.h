@@ -14,17 +14,17 @@
 enum io_mode {
 	IO_MODE_RDMA = 0,   /* per-I/O registration (library default) */
 	IO_MODE_PERSISTENT, /* client opts persistent_reg */
-	IO_MODE_BOUNCE,     /* client opts bounce */
+	IO_MODE_BOUNCE,	    /* client opts bounce */
 	IO_MODE_NFS_TCP,    /* ONC RPC over TCP */
-	IO_MODE_TCP,        /* plain TCP echo (bench/common.c), not NFS */
+	IO_MODE_TCP,	    /* plain TCP echo (bench/common.c), not NFS */
 };
 
 /* Accumulated over rounds. */
 struct io_result {
 	uint64_t ops;
 	double wall_s;
-	double cpu_ns;                    /* client process + server process */
-	bool server_cpu_counted;          /* false: server CPU not visible */
+	double cpu_ns;			  /* client process + server process */
+	bool server_cpu_counted;	  /* false: server CPU not visible */
 	struct rrr__bench_samples lat_ns; /* per-call latency */
 	/* client transport counters over the measured windows (NFS modes) */
 	uint64_t registrations, local_inv, remote_inv;
@@ -35,13 +35,13 @@ struct io_nfs_cfg {
 	const char *provider_opts;
 	const char *server_path; /* NULL: rrr-server next to argv0 / $RRR_BUILD */
 	const char *argv0;
-	const char *host;        /* NULL: spawn a server */
-	const char *port;        /* RDMA port of an existing server */
-	const char *tcp_port;    /* NFS/TCP port of an existing server */
-	const char *mount_port;  /* MOUNT/TCP port of an existing server */
+	const char *host;	/* NULL: spawn a server */
+	const char *port;	/* RDMA port of an existing server */
+	const char *tcp_port;	/* NFS/TCP port of an existing server */
+	const char *mount_port; /* MOUNT/TCP port of an existing server */
 	const char *export_path;
-	bool no_remote_inv;      /* do not offer Send With Invalidate */
-	uint64_t file_size;      /* bytes the benchmark file needs */
+	bool no_remote_inv; /* do not offer Send With Invalidate */
+	uint64_t file_size; /* bytes the benchmark file needs */
 };
 
 struct io_nfs;

@@ -58,8 +58,8 @@
 #include "common.h"
 
 #define MAX_STRATS 8
-#define MAX_SIZES 16
-#define PAGE 4096u
+#define MAX_SIZES  16
+#define PAGE	   4096u
 
 enum layout { L_CONTIG = 0, L_FBO, L_HOLES, L_NUM };
 static const char *const layout_names[L_NUM] = {"contig", "fbo", "holes"};
@@ -118,14 +118,14 @@ static int fail(struct strat *s, int rc, const char *what)
 static int make_qp(struct strat *s, struct rrr_cm_id *id, struct rrr_cq *cq, struct rrr_qp **qp)
 {
 	struct rrr_qp_init_attr qa = {
-		.pd = s->pd,
-		.send_cq = cq,
-		.recv_cq = cq,
-		.max_send_wr = 4 * RRR_REG_MAX_SEGS,
-		.max_recv_wr = 4,
-		.max_send_sge = 1,
-		.max_recv_sge = 1,
-		.max_rd_atomic = 1,
+	    .pd = s->pd,
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .max_send_wr = 4 * RRR_REG_MAX_SEGS,
+	    .max_recv_wr = 4,
+	    .max_send_sge = 1,
+	    .max_recv_sge = 1,
+	    .max_rd_atomic = 1,
 	};
 
 	return rrr_qp_create(id, &qa, qp);
@@ -205,7 +205,10 @@ static int strat_setup(struct strat *s, const char *provider)
 	if ((rc = rrr_pd_alloc(s->dev, &s->pd)))
 		return fail(s, rc, "rrr_pd_alloc");
 	if (s->persistent) {
-		if ((rc = rrr_mr_reg(s->pd, g_buf, g_buf_len, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ, &s->mr)))
+		if ((rc = rrr_mr_reg(s->pd, g_buf, g_buf_len,
+				     RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE |
+					 RRR_ACCESS_REMOTE_READ,
+				     &s->mr)))
 			return fail(s, rc, "rrr_mr_reg");
 		return 0;
 	}
@@ -345,8 +348,7 @@ static int wait_inv(struct strat *s, uint64_t wr_id, enum rrr_wc_status *st)
 
 /* One I/O with the registration engine. */
 static int io_once(struct strat *s, const struct rrr_sg *sg, unsigned nsg, unsigned access,
-		   struct rrr_reg_io *io, uint64_t wr_id, struct stat_cell *sc,
-		   uint32_t *nsegs)
+		   struct rrr_reg_io *io, uint64_t wr_id, struct stat_cell *sc, uint32_t *nsegs)
 {
 	struct rrr_send_wr *inv, *bad = NULL;
 	enum rrr_wc_status st = RRR_WC_SUCCESS;
@@ -400,7 +402,7 @@ static void persistent_once(struct strat *s, const struct rrr_sg *sg, unsigned n
 enum phase {
 	PH_WARM, /* not recorded */
 	PH_WALL, /* a timestamp pair around every I/O */
-	PH_CPU,  /* CPU clocks around the batch only, no per-I/O timestamps */
+	PH_CPU,	 /* CPU clocks around the batch only, no per-I/O timestamps */
 };
 
 /* One batch of @n I/Os. Wall and CPU are measured in separate batches so
@@ -498,29 +500,29 @@ static int add_strategy(struct strat *st, int *n, const char *arg)
 int rrr__bench_reg_main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{"provider", required_argument, NULL, 'P'},
-		{"strategy", required_argument, NULL, 'S'},
-		{"sizes", required_argument, NULL, 's'},
-		{"layouts", required_argument, NULL, 'l'},
-		{"fbo", required_argument, NULL, 'f'},
-		{"hole-every", required_argument, NULL, 'k'},
-		{"iters", required_argument, NULL, 'n'},
-		{"batch", required_argument, NULL, 'b'},
-		{"json", required_argument, NULL, 'j'},
-		{"addr", required_argument, NULL, 'a'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"provider", required_argument, NULL, 'P'},
+	    {"strategy", required_argument, NULL, 'S'},
+	    {"sizes", required_argument, NULL, 's'},
+	    {"layouts", required_argument, NULL, 'l'},
+	    {"fbo", required_argument, NULL, 'f'},
+	    {"hole-every", required_argument, NULL, 'k'},
+	    {"iters", required_argument, NULL, 'n'},
+	    {"batch", required_argument, NULL, 'b'},
+	    {"json", required_argument, NULL, 'j'},
+	    {"addr", required_argument, NULL, 'a'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	static struct strat strats[MAX_STRATS];
 	struct run_cfg cfg = {
-		.sizes = {4096, 16384, 65536, 262144, 1u << 20},
-		.nsizes = 5,
-		.layouts = {true, true, true},
-		.fbo = 512,
-		.hole_every = 4,
-		.iters = 20000,
-		.batch = 100,
-		.access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
+	    .sizes = {4096, 16384, 65536, 262144, 1u << 20},
+	    .nsizes = 5,
+	    .layouts = {true, true, true},
+	    .fbo = 512,
+	    .hole_every = 4,
+	    .iters = 20000,
+	    .batch = 100,
+	    .access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
 	};
 	const char *provider = "soft", *json = NULL;
 	int nstrat = 0, opt, status = 0, base = -1, rc;
@@ -559,7 +561,8 @@ int rrr__bench_reg_main(int argc, char **argv)
 			for (int l = 0; l < L_NUM; l++)
 				cfg.layouts[l] = strstr(optarg, layout_names[l]) != NULL;
 			if (!cfg.layouts[0] && !cfg.layouts[1] && !cfg.layouts[2]) {
-				fprintf(stderr, "rrr-bench reg: --layouts takes contig,fbo,holes\n");
+				fprintf(stderr,
+					"rrr-bench reg: --layouts takes contig,fbo,holes\n");
 				return 2;
 			}
 			break;
@@ -658,7 +661,7 @@ int rrr__bench_reg_main(int argc, char **argv)
 		printf("# strategy %-10s opts=\"%s\" device=%s strategy=%s map_model=%s "
 		       "max_fr_pages=%u safe=%d\n",
 		       s->name, s->opts, s->attr.name, s->attr.strategy,
-		       s->attr.map_model == RRR_MAP_SG_GAPS	    ? "sg_gaps"
+		       s->attr.map_model == RRR_MAP_SG_GAPS	  ? "sg_gaps"
 		       : s->attr.map_model == RRR_MAP_VIRT_CONTIG ? "virt_contig"
 								  : "page_list",
 		       s->attr.max_fr_pages, (int)s->attr.safe && !s->persistent);
@@ -691,13 +694,13 @@ int rrr__bench_reg_main(int argc, char **argv)
 				rrr__bench_samples_init(&row[i].tcpu, 0);
 				/* warm-up batch: pool allocation, caches */
 				if (!strats[i].setup_err && strats[i].dev)
-					row[i].err = run_batch(&strats[i], sg, (unsigned)nsg,
-							       cfg.batch, cfg.access, PH_WARM,
-							       &row[i]);
+					row[i].err =
+					    run_batch(&strats[i], sg, (unsigned)nsg, cfg.batch,
+						      cfg.access, PH_WARM, &row[i]);
 			}
 			for (unsigned done = 0; done < cfg.iters; done += cfg.batch) {
-				unsigned n = cfg.iters - done < cfg.batch ? cfg.iters - done
-									  : cfg.batch;
+				unsigned n =
+				    cfg.iters - done < cfg.batch ? cfg.iters - done : cfg.batch;
 
 				for (int i = 0; i < nstrat; i++) {
 					if (strats[i].setup_err || !strats[i].dev || row[i].err)
@@ -705,9 +708,9 @@ int rrr__bench_reg_main(int argc, char **argv)
 					row[i].err = run_batch(&strats[i], sg, (unsigned)nsg, n,
 							       cfg.access, PH_WALL, &row[i]);
 					if (!row[i].err)
-						row[i].err = run_batch(&strats[i], sg,
-								       (unsigned)nsg, n, cfg.access,
-								       PH_CPU, &row[i]);
+						row[i].err =
+						    run_batch(&strats[i], sg, (unsigned)nsg, n,
+							      cfg.access, PH_CPU, &row[i]);
 				}
 			}
 			if (base >= 0 && !row[base].err && row[base].ios)
@@ -721,7 +724,8 @@ int rrr__bench_reg_main(int argc, char **argv)
 					continue;
 				printf("%-6s %-7s %-10s ", szb, layout_names[l], strats[i].name);
 				if (c->err) {
-					printf("FAILED: %s\n", c->msg[0] ? c->msg : strerror(-c->err));
+					printf("FAILED: %s\n",
+					       c->msg[0] ? c->msg : strerror(-c->err));
 					status = 1;
 					continue;
 				}
@@ -786,7 +790,7 @@ int rrr__bench_reg_main(int argc, char **argv)
 		for (int si = 0; si < cfg.nsizes; si++)
 			for (int l = 0; l < L_NUM; l++) {
 				struct stat_cell *row =
-					&cells[((size_t)si * L_NUM + l) * (size_t)nstrat];
+				    &cells[((size_t)si * L_NUM + l) * (size_t)nstrat];
 				double bwall = 0, bcpu = 0;
 
 				if (!cfg.layouts[l])
@@ -815,9 +819,9 @@ int rrr__bench_reg_main(int argc, char **argv)
 					wm = rrr__bench_samples_median(&c->wall);
 					cm = rrr__bench_samples_median(&c->cpu);
 					rrr__bench_json_int(&j, "ios", (long long)c->ios);
-					rrr__bench_json_num(&j, "regs_per_io",
-							    c->ios ? (double)c->segs / (double)c->ios
-								   : 0);
+					rrr__bench_json_num(
+					    &j, "regs_per_io",
+					    c->ios ? (double)c->segs / (double)c->ios : 0);
 					rrr__bench_json_num(&j, "wall_median_ns", wm);
 					rrr__bench_json_num(&j, "wall_p99_ns",
 							    rrr__bench_samples_p99(&c->wall));

@@ -141,8 +141,12 @@ Test(bench_json, unbalanced_is_an_error)
 Test(bench_tcp, echo_counts_every_operation, .timeout = 30)
 {
 	struct rrr__bench_tcp_opts o = {
-		.size = 65536, .small = 128, .qd = 4, .write = false, .max_ops = 300,
-		.warmup_ops = 20,
+	    .size = 65536,
+	    .small = 128,
+	    .qd = 4,
+	    .write = false,
+	    .max_ops = 300,
+	    .warmup_ops = 20,
 	};
 	struct rrr__bench_tcp_result r;
 

@@ -145,8 +145,8 @@ Test(bench_programs, reg_on_soft, .timeout = 120)
 
 	cr_assert(fd >= 0);
 	close(fd);
-	char *argv[] = {NULL, "reg", "--sizes", "4k,1m", "--iters", "200", "--batch", "50",
-			"--json", path, NULL};
+	char *argv[] = {NULL,	   "reg", "--sizes", "4k,1m", "--iters", "200",
+			"--batch", "50",  "--json",  path,    NULL};
 	cr_assert_eq(run(argv, 100), 0);
 	char *j = slurp(path);
 	unlink(path);
@@ -168,9 +168,8 @@ Test(bench_programs, io_all_modes_on_soft, .timeout = 180)
 
 	cr_assert(fd >= 0);
 	close(fd);
-	char *argv[] = {NULL,	   "io",      "--sizes", "4k", "--qd", "1,4", "--seconds",
-			"0.15",	   "--rounds", "1",	   "--warmup", "0", "--json", path,
-			NULL};
+	char *argv[] = {NULL,	    "io", "--sizes",  "4k", "--qd",   "1,4", "--seconds", "0.15",
+			"--rounds", "1",  "--warmup", "0",  "--json", path,  NULL};
 	cr_assert_eq(run(argv, 160), 0);
 	char *j = slurp(path);
 	unlink(path);
