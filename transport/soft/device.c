@@ -129,7 +129,6 @@ static void dev_free(struct soft_dev *d)
 	if (d->wake_fd >= 0)
 		close(d->wake_fd);
 	pthread_mutex_destroy(&d->lock);
-	pthread_mutex_destroy(&d->prog_lock);
 	free(d->stags);
 	free(d->free_idx);
 	free(d);
@@ -149,7 +148,6 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 	d->mulpdu = SOFT_MULPDU_DEF;
 	d->max_fr_pages = SOFT_MAX_FR_PAGES_DEF;
 	pthread_mutex_init(&d->lock, NULL);
-	pthread_mutex_init(&d->prog_lock, NULL);
 	rc = rrr__opts_parse(opts, opt, d);
 	if (rc) {
 		dev_free(d);

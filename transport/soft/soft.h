@@ -17,9 +17,9 @@
  *   device.c    device open/options, PDs, progress thread, ops table
  *
  * Lock order (outer to inner):
- *   cq->prog_lock / dev->prog_lock  ->  cm->lock  ->  qp->lock
- *     ->  cq->lock, cm->evlock, dev->lock (leaves)
- * qp->lock is never held while taking cm->lock or a prog_lock.
+ *   cq->prog_lock  ->  cm->lock  ->  qp->lock  ->  cq->lock, cm->evlock, dev->lock (leaves)
+ * qp->lock is never held while taking cm->lock or a prog_lock. The progress
+ * thread holds no lock across epoll_wait (see device.c, rrr__soft_dev_quiesce).
  */
 #ifndef RRR_TRANSPORT_SOFT_SOFT_H
 #define RRR_TRANSPORT_SOFT_SOFT_H
@@ -213,7 +213,6 @@ struct soft_dev {
 	atomic_bool thr_stop;
 	atomic_bool thr_ready;            /* the thread registered with liburcu */
 	atomic_uint_fast64_t epoch;      /* finished progress-thread passes */
-	pthread_mutex_t prog_lock;       /* unused with the thread; kept for order docs */
 };
 
 struct soft_pd {
