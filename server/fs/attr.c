@@ -119,9 +119,28 @@ static struct timespec how_to_ts(uint32_t how, struct rrr_nfs3_time t)
 	return ts;
 }
 
-uint32_t fs_apply_sattr(const struct fs_obj *o, const struct rrr_nfs3_sattr *s)
+bool fs_caller_root(const struct rrr_rpc_call *call)
 {
+	return call && call->cred.flavor == RRR_AUTH_SYS && call->cred.sys.uid == 0;
+}
+
+uint32_t fs_apply_sattr(const struct fs_obj *o, const struct rrr_nfs3_sattr *s,
+			const struct rrr_rpc_call *call)
+{
+	/* The server runs with its own credentials, so it enforces the two
+	 * privileged changes itself: only an AUTH_SYS caller with uid 0 may
+	 * change ownership or set the set-user-ID / set-group-ID bits. */
+	bool caller_root = fs_caller_root(call);
 	char proc[64];
+
+	/* checked before anything is applied: SETATTR is all or nothing here */
+	if ((s->set_uid && s->uid != o->st.st_uid) || (s->set_gid && s->gid != o->st.st_gid)) {
+		if (!caller_root)
+			return RRR_NFS3ERR_PERM;
+	}
+	if (s->set_mode && (s->mode & (S_ISUID | S_ISGID)) && !caller_root)
+		return RRR_NFS3ERR_PERM;
+
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
 	bool lnk = S_ISLNK(o->st.st_mode);
 	if (s->set_size) {

@@ -97,7 +97,10 @@ void fs_post_op(const struct fs_export *ex, int fd, struct rrr_nfs3_post_op_attr
 void fs_wcc_pre(const struct stat *st, struct rrr_nfs3_wcc_data *w);
 uint32_t fs_errno_to_stat(int err);
 /* Apply a sattr3 to @o; NFS3_OK or nfsstat3. */
-uint32_t fs_apply_sattr(const struct fs_obj *o, const struct rrr_nfs3_sattr *s);
+/* True for an AUTH_SYS caller with uid 0 (may chown, may set S_ISUID/S_ISGID). */
+bool fs_caller_root(const struct rrr_rpc_call *call);
+uint32_t fs_apply_sattr(const struct fs_obj *o, const struct rrr_nfs3_sattr *s,
+			const struct rrr_rpc_call *call);
 uint32_t fs_access(const struct stat *st, const struct rrr_rpc_call *call, uint32_t want);
 
 /* nfs3_proc.c, mount.c */

@@ -109,7 +109,7 @@ static int p_setattr(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 					   (uint32_t)o.st.st_ctim.tv_nsec != a.guard_ctime.nsec))
 			r.status = RRR_NFS3ERR_NOT_SYNC;
 		else
-			r.status = fs_apply_sattr(&o, &a.attr);
+			r.status = fs_apply_sattr(&o, &a.attr, rrr_svc_req_call(req));
 		fs_post_op(ex, o.fd, &r.wcc.after);
 	}
 	fs_obj_close(&o);
@@ -371,7 +371,8 @@ static int p_create(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 	struct fs_obj d;
 	r.status = dir_begin(ex, &a.where, &d, &r.dir_wcc);
 	if (r.status == RRR_NFS3_OK) {
-		mode_t mode = a.mode != RRR_NFS3_EXCLUSIVE && a.attr.set_mode ? a.attr.mode & 07777
+		mode_t allowed = fs_caller_root(rrr_svc_req_call(req)) ? 07777u : 01777u;
+		mode_t mode = a.mode != RRR_NFS3_EXCLUSIVE && a.attr.set_mode ? a.attr.mode & allowed
 									       : 0644;
 		int flags = O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
 		if (a.mode != RRR_NFS3_UNCHECKED)
@@ -426,7 +427,8 @@ static int p_mkdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 	struct fs_obj d;
 	r.status = dir_begin(ex, &a.where, &d, &r.dir_wcc);
 	if (r.status == RRR_NFS3_OK) {
-		mode_t mode = a.attr.set_mode ? a.attr.mode & 07777 : 0755;
+		mode_t allowed = fs_caller_root(rrr_svc_req_call(req)) ? 07777u : 01777u;
+		mode_t mode = a.attr.set_mode ? a.attr.mode & allowed : 0755;
 		if (mkdirat(d.fd, a.where.name, mode) < 0) {
 			r.status = fs_errno_to_stat(errno);
 		} else {

@@ -296,3 +296,47 @@ Test(nfs_procs, read_only_export)
 		     RRR_NFS3ERR_ROFS);
 	cr_assert_eq(rrr_nfs3_getattr(nfs, rrr_nfs3_root(nfs), NULL), 0);
 }
+
+/* The server acts with its own credentials, so it must refuse ownership
+ * changes and set-ID bits to callers that are not AUTH_SYS uid 0. */
+Test(nfs_procs, setattr_privileged_changes_need_root)
+{
+	struct rrr_nfs3_fh fh;
+	cr_assert_eq(rrr_nfs3_create(nfs, rrr_nfs3_root(nfs), "p", 0644, false, &fh), 0);
+
+	char port[16];
+	snprintf(port, sizeof(port), "%u", srv.mount_port);
+	struct rrr_nfs3_opts o;
+	rrr_nfs3_opts_init(&o);
+	o.transport = "tcp";
+	o.host = "127.0.0.1";
+	o.port = port;
+	o.mount_port = port;
+	o.export_path = srv.export_dir;
+	o.timeout_ms = 10000;
+	o.uid = 1000;
+	o.gid = 1000;
+	struct rrr_nfs3 *user = NULL;
+	cr_assert_eq(rrr_nfs3_mount(&o, &user), 0, "mount: %s", rrr_last_error());
+
+	struct rrr_nfs3_sattr chown_s = {.set_uid = true, .uid = 1000};
+	cr_expect_eq(rrr_nfs3_setattr(user, &fh, &chown_s), RRR_NFS3ERR_PERM);
+	struct rrr_nfs3_sattr suid_s = {.set_mode = true, .mode = 04755};
+	cr_expect_eq(rrr_nfs3_setattr(user, &fh, &suid_s), RRR_NFS3ERR_PERM);
+	struct rrr_nfs3_sattr plain = {.set_mode = true, .mode = 0600};
+	cr_expect_eq(rrr_nfs3_setattr(user, &fh, &plain), 0);
+	rrr_nfs3_umount(user);
+
+	char path[400];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/p", srv.export_dir);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_eq(st.st_mode & 07777, 0600);
+	cr_expect_neq(st.st_uid, 1000u);
+	/* root may */
+	if (getuid() == 0) {
+		cr_expect_eq(rrr_nfs3_setattr(nfs, &fh, &chown_s), 0);
+		cr_assert_eq(stat(path, &st), 0);
+		cr_expect_eq(st.st_uid, 1000u);
+	}
+}
