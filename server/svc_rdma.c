@@ -652,6 +652,14 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 			svc_rdma_fail(rc, "bad receive completion");
 			return;
 		}
+		if (wc->wc_flags & RRR_WC_WITH_INV) {
+			/* We never advertise that we accept Send With
+			 * Invalidate (RFC 8797): a client that uses it
+			 * anyway has invalidated one of our handles. */
+			svc_rdma_fail(rc, "client sent Send With Invalidate, which the server "
+					  "does not accept");
+			return;
+		}
 		handle_recv(rc, idx, wc->byte_len);
 		return;
 	}
