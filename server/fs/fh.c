@@ -203,6 +203,7 @@ int fs_export_open(struct fs_export *ex, const char *dir, const char *state_dir)
 		put_be64(ex->write_verf, (uint64_t)ts.tv_sec << 30 ^ (uint64_t)ts.tv_nsec);
 	}
 	pthread_mutex_init(&ex->lock, NULL);
+	fs_fdc_init(&ex->fdc);
 	return 0;
 }
 
@@ -226,6 +227,7 @@ void fs_export_close(struct fs_export *ex)
 	cache_clear_locked(ex);
 	pthread_mutex_unlock(&ex->lock);
 	pthread_mutex_destroy(&ex->lock);
+	fs_fdc_destroy(&ex->fdc);
 	if (ex->root_fd >= 0)
 		close(ex->root_fd);
 	ex->root_fd = -1;
@@ -515,16 +517,27 @@ static void note_missed(struct fs_export *ex, uint64_t ino)
 	pthread_mutex_unlock(&ex->lock);
 }
 
-uint32_t fs_resolve(struct fs_export *ex, const struct rrr_nfs3_fh *fh, struct fs_obj *o)
+uint32_t fs_fh_parse(struct fs_export *ex, const struct rrr_nfs3_fh *fh, uint64_t *ino,
+		     uint64_t *gen)
 {
-	o->fd = -1;
 	if (fh->len != FH_LEN || get_be32(fh->data) != FH_MAGIC)
 		return RRR_NFS3ERR_BADHANDLE;
 	if (get_be32(fh->data + 4) != ex->export_id || !tag_ok(ex, fh)) {
 		atomic_fetch_add(&ex->stale, 1);
 		return RRR_NFS3ERR_STALE;
 	}
-	uint64_t ino = get_be64(fh->data + 8), gen = get_be64(fh->data + 16);
+	*ino = get_be64(fh->data + 8);
+	*gen = get_be64(fh->data + 16);
+	return RRR_NFS3_OK;
+}
+
+uint32_t fs_resolve(struct fs_export *ex, const struct rrr_nfs3_fh *fh, struct fs_obj *o)
+{
+	o->fd = -1;
+	uint64_t ino, gen;
+	uint32_t st = fs_fh_parse(ex, fh, &ino, &gen);
+	if (st != RRR_NFS3_OK)
+		return st;
 	char path[PATH_MAX];
 	if (ino == ex->root_ino)
 		snprintf(path, sizeof(path), ".");

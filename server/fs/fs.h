@@ -31,6 +31,23 @@ struct fs_cache_ent {
 	char path[]; /* relative to the export root, "." for the root */
 };
 
+#define FS_FDC_SLOTS 32u   /* cached open files (two descriptors each at most) */
+#define FS_FDC_TTL 1.0      /* seconds an entry is used before its path is re-proved */
+
+/* fdcache.c: data descriptors of recently used regular files. */
+struct fs_fdc_ent;
+struct fs_fdc {
+	pthread_mutex_t lock;
+	struct fs_fdc_ent *ents[FS_FDC_SLOTS];
+	uint64_t tick;
+	atomic_uint_fast64_t hits, misses;
+};
+/* A descriptor borrowed from the cache; give it back with fs_fdc_put(). */
+struct fs_fdh {
+	int fd;
+	struct fs_fdc_ent *e;
+};
+
 struct fs_export {
 	int root_fd;                 /* O_PATH | O_DIRECTORY */
 	char root[PATH_MAX];         /* realpath of the export */
@@ -56,6 +73,7 @@ struct fs_export {
 	atomic_uint_fast64_t nfs_calls[RRR_NFS3_NPROCS];
 	atomic_uint_fast64_t mnt_calls[RRR_MNT_NPROCS];
 	atomic_uint_fast64_t stale, scans, escapes;
+	struct fs_fdc fdc;
 };
 
 /* A resolved object: an O_PATH descriptor, its stat and its path. */
@@ -71,6 +89,10 @@ int fs_export_open(struct fs_export *ex, const char *dir, const char *state_dir)
 void fs_export_close(struct fs_export *ex);
 /* Build the handle of an object of the export. */
 void fs_fh_make(const struct fs_export *ex, uint64_t ino, uint64_t gen, struct rrr_nfs3_fh *fh);
+/* Check a handle's form and tag (not the object): NFS3_OK with the inode
+ * number and generation it names, or BADHANDLE / STALE. */
+uint32_t fs_fh_parse(struct fs_export *ex, const struct rrr_nfs3_fh *fh, uint64_t *ino,
+		     uint64_t *gen);
 /* Resolve a handle: returns NFS3_OK with @o open, or an nfsstat3. */
 uint32_t fs_resolve(struct fs_export *ex, const struct rrr_nfs3_fh *fh, struct fs_obj *o);
 /* Resolve @name in directory @dir (NFS3_OK or nfsstat3); handles "." and "..". */
@@ -90,6 +112,20 @@ uint64_t fs_gen(int fd);
 /* Re-open @o's O_PATH descriptor with @flags (O_RDONLY, O_WRONLY...). */
 int fs_reopen(const struct fs_obj *o, int flags);
 void fs_obj_close(struct fs_obj *o);
+
+/* fdcache.c (see its essay). Locking: internal mutex; never blocks on I/O. */
+void fs_fdc_init(struct fs_fdc *c);
+void fs_fdc_destroy(struct fs_fdc *c);
+/* Borrow the cached descriptor of kind @flags (O_RDONLY or O_WRONLY) for
+ * (@ino, @gen), only while its path was proved less than FS_FDC_TTL ago:
+ * 0 with @h filled, or -ENOENT (take the slow path, then fs_fdc_offer). */
+int fs_fdc_get(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, struct fs_fdh *h);
+void fs_fdc_put(struct fs_fdc *c, struct fs_fdh *h);
+/* Offer a duplicate of @fd, just opened by the full resolution of (@ino, @gen). */
+void fs_fdc_offer(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, int fd);
+/* Drop the entries of @ino / all entries (descriptors close at last put). */
+void fs_fdc_forget(struct fs_fdc *c, uint64_t ino);
+void fs_fdc_clear(struct fs_fdc *c);
 
 /* attr.c */
 void fs_fattr(const struct fs_export *ex, const struct stat *st, struct rrr_nfs3_fattr *a);

@@ -110,6 +110,7 @@ static int p_setattr(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 			r.status = RRR_NFS3ERR_NOT_SYNC;
 		else
 			r.status = fs_apply_sattr(&o, &a.attr, rrr_svc_req_call(req));
+		fs_fdc_forget(&ex->fdc, (uint64_t)o.st.st_ino);
 		fs_post_op(ex, o.fd, &r.wcc.after);
 	}
 	fs_obj_close(&o);
@@ -192,6 +193,53 @@ static int p_readlink(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_
 }
 
 /* ------------------------------------------------------------ READ, WRITE, COMMIT */
+/*
+ * READ through the descriptor cache (fdcache.c): pread() and one fstat()
+ * for the EOF flag and the post-op attributes. Returns 0 with @r filled
+ * (any status), 1 when the slow path must answer (no cached descriptor, or
+ * the file lost its last link), or -1 when the buffer cannot be allocated.
+ */
+static int read_fast(struct rrr_svc_req *req, struct fs_export *ex,
+		     const struct rrr_nfs3_read_args *a, uint32_t count,
+		     struct rrr_nfs3_read_res *r, struct iovec *iov)
+{
+	uint64_t ino, gen;
+	struct fs_fdh h;
+	if (a->offset > INT64_MAX || fs_fh_parse(ex, &a->fh, &ino, &gen) != RRR_NFS3_OK ||
+	    fs_fdc_get(&ex->fdc, ino, gen, O_RDONLY, &h) < 0)
+		return 1;
+	void *buf = count ? rrr_svc_req_alloc(req, count) : NULL;
+	if (count && !buf) {
+		fs_fdc_put(&ex->fdc, &h);
+		return -1;
+	}
+	ssize_t n = count ? pread(h.fd, buf, count, (off_t)a->offset) : 0;
+	int err = n < 0 ? errno : 0;
+	struct stat st;
+	bool have_st = fstat(h.fd, &st) == 0;
+	fs_fdc_put(&ex->fdc, &h);
+	if (!have_st || st.st_nlink == 0) {
+		/* Unlinked behind our back (or unknown): let the slow path decide. */
+		fs_fdc_forget(&ex->fdc, ino);
+		return 1;
+	}
+	r->attr.present = true;
+	fs_fattr(ex, &st, &r->attr.attr);
+	if (n < 0) {
+		r->status = fs_errno_to_stat(err);
+		return 0;
+	}
+	r->status = RRR_NFS3_OK;
+	r->count = (uint32_t)n;
+	r->eof = a->offset + (uint64_t)n >= (uint64_t)st.st_size;
+	iov->iov_base = buf;
+	iov->iov_len = (size_t)n;
+	r->iov = iov;
+	r->niov = n ? 1 : 0;
+	r->data_len = (uint32_t)n;
+	return 0;
+}
+
 static int p_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct fs_export *ex = begin(req, RRR_NFS3_READ);
@@ -200,15 +248,18 @@ static int p_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 		return RRR_SVC_GARBAGE_ARGS;
 	struct rrr_nfs3_read_res r = {0};
 	struct iovec iov = {0};
+	uint32_t count = a.count;
+	uint32_t max = rrr_svc_req_max_payload(req);
+	if (max == 0 || max > RRR_NFS3_MAX_DATA)
+		max = RRR_NFS3_MAX_DATA;
+	if (count > max)
+		count = max;
+	int frc = read_fast(req, ex, &a, count, &r, &iov);
+	if (frc <= 0)
+		return frc < 0 ? RRR_SVC_SYSTEM_ERR : finish(rrr_nfs3_xdr_read_res(res, &r));
 	struct fs_obj o;
 	r.status = fs_resolve(ex, &a.fh, &o);
 	if (r.status == RRR_NFS3_OK) {
-		uint32_t count = a.count;
-		uint32_t max = rrr_svc_req_max_payload(req);
-		if (max == 0 || max > RRR_NFS3_MAX_DATA)
-			max = RRR_NFS3_MAX_DATA;
-		if (count > max)
-			count = max;
 		int fd = -1;
 		if (S_ISDIR(o.st.st_mode))
 			r.status = RRR_NFS3ERR_ISDIR;
@@ -218,6 +269,8 @@ static int p_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 			r.status = fs_errno_to_stat(-fd);
 		else if (a.offset > INT64_MAX)
 			r.status = RRR_NFS3ERR_INVAL;
+		if (fd >= 0)
+			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, O_RDONLY, fd);
 		if (r.status == RRR_NFS3_OK) {
 			void *buf = count ? rrr_svc_req_alloc(req, count) : NULL;
 			ssize_t n = 0;
@@ -247,6 +300,73 @@ static int p_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 	return finish(rrr_nfs3_xdr_read_res(res, &r));
 }
 
+/* Trim WRITE's iovecs to @count bytes into @iov; returns how many. */
+static unsigned write_iov(const struct rrr_nfs3_write_args *a, uint32_t count,
+			  struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV])
+{
+	unsigned niov = 0;
+	size_t left = count;
+	for (unsigned i = 0; i < a->niov && i < RRR_XDR_PAYLOAD_MAX_IOV && left; i++) {
+		iov[niov] = a->iov[i];
+		if (iov[niov].iov_len > left)
+			iov[niov].iov_len = left;
+		left -= iov[niov].iov_len;
+		niov++;
+	}
+	return niov;
+}
+
+/* pwritev, then the sync @a->stable asks for; fills count/committed/verf. */
+static void write_data(struct fs_export *ex, int fd, const struct rrr_nfs3_write_args *a,
+		       uint32_t count, struct rrr_nfs3_write_res *r)
+{
+	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
+	unsigned niov = write_iov(a, count, iov);
+	ssize_t n = count ? pwritev(fd, iov, (int)niov, (off_t)a->offset) : 0;
+	if (n < 0) {
+		r->status = fs_errno_to_stat(errno);
+		return;
+	}
+	r->count = (uint32_t)n;
+	r->committed = a->stable;
+	int rc = 0;
+	if (a->stable == RRR_NFS3_FILE_SYNC)
+		rc = fsync(fd);
+	else if (a->stable == RRR_NFS3_DATA_SYNC)
+		rc = fdatasync(fd);
+	if (rc < 0)
+		r->status = fs_errno_to_stat(errno);
+	memcpy(r->verf, ex->write_verf, 8);
+}
+
+/*
+ * WRITE through the descriptor cache: fstat (pre-op attributes, and a file
+ * that lost its last link goes to the slow path before any byte is
+ * written), pwritev, fstat. Returns 0 with @r filled, 1 for the slow path.
+ */
+static int write_fast(struct fs_export *ex, const struct rrr_nfs3_write_args *a,
+		      uint32_t count, struct rrr_nfs3_write_res *r)
+{
+	uint64_t ino, gen;
+	struct fs_fdh h;
+	struct stat st;
+	if (ex->read_only || a->offset > INT64_MAX - (uint64_t)count ||
+	    fs_fh_parse(ex, &a->fh, &ino, &gen) != RRR_NFS3_OK ||
+	    fs_fdc_get(&ex->fdc, ino, gen, O_WRONLY, &h) < 0)
+		return 1;
+	if (fstat(h.fd, &st) < 0 || st.st_nlink == 0 || !S_ISREG(st.st_mode)) {
+		fs_fdc_put(&ex->fdc, &h);
+		fs_fdc_forget(&ex->fdc, ino);
+		return 1;
+	}
+	fs_wcc_pre(&st, &r->wcc);
+	r->status = RRR_NFS3_OK;
+	write_data(ex, h.fd, a, count, r);
+	fs_post_op(ex, h.fd, &r->wcc.after);
+	fs_fdc_put(&ex->fdc, &h);
+	return 0;
+}
+
 static int p_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct fs_export *ex = begin(req, RRR_NFS3_WRITE);
@@ -256,12 +376,14 @@ static int p_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 	if (rrr_nfs3_xdr_write_args(args, a) < 0)
 		return RRR_SVC_GARBAGE_ARGS;
 	struct rrr_nfs3_write_res r = {0};
+	uint32_t count = a->count < a->data_len ? a->count : a->data_len;
+	if (write_fast(ex, a, count, &r) == 0)
+		return finish(rrr_nfs3_xdr_write_res(res, &r));
 	struct fs_obj o;
 	r.status = fs_resolve(ex, &a->fh, &o);
 	if (r.status == RRR_NFS3_OK) {
 		fs_wcc_pre(&o.st, &r.wcc);
 		int fd = -1;
-		uint32_t count = a->count < a->data_len ? a->count : a->data_len;
 		if (ex->read_only)
 			r.status = RRR_NFS3ERR_ROFS;
 		else if (S_ISDIR(o.st.st_mode))
@@ -271,32 +393,8 @@ static int p_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 		else if ((fd = fs_reopen(&o, O_WRONLY)) < 0)
 			r.status = fs_errno_to_stat(-fd);
 		if (r.status == RRR_NFS3_OK) {
-			/* Trim the iovecs to @count bytes. */
-			struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
-			unsigned niov = 0;
-			size_t left = count;
-			for (unsigned i = 0; i < a->niov && left; i++) {
-				iov[niov] = a->iov[i];
-				if (iov[niov].iov_len > left)
-					iov[niov].iov_len = left;
-				left -= iov[niov].iov_len;
-				niov++;
-			}
-			ssize_t n = count ? pwritev(fd, iov, (int)niov, (off_t)a->offset) : 0;
-			if (n < 0) {
-				r.status = fs_errno_to_stat(errno);
-			} else {
-				r.count = (uint32_t)n;
-				r.committed = a->stable;
-				int rc = 0;
-				if (a->stable == RRR_NFS3_FILE_SYNC)
-					rc = fsync(fd);
-				else if (a->stable == RRR_NFS3_DATA_SYNC)
-					rc = fdatasync(fd);
-				if (rc < 0)
-					r.status = fs_errno_to_stat(errno);
-				memcpy(r.verf, ex->write_verf, 8);
-			}
+			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, O_WRONLY, fd);
+			write_data(ex, fd, a, count, &r);
 		}
 		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r.wcc.after);
 		if (fd >= 0)
@@ -497,6 +595,7 @@ static int do_remove(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 	if (r.status == RRR_NFS3_OK) {
 		if (unlinkat(d.fd, a.name, flags) < 0)
 			r.status = fs_errno_to_stat(errno == EISDIR && !flags ? EISDIR : errno);
+		fs_fdc_clear(&ex->fdc); /* the cache must not outlive a name */
 		fs_post_op(ex, d.fd, &r.wcc.after);
 	}
 	fs_obj_close(&d);
@@ -527,7 +626,9 @@ static int p_rename(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 	if (r.status == RRR_NFS3_OK) {
 		struct stat st;
 		bool moved_dir = fstatat(fd_.fd, a.from.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-		if (renameat(fd_.fd, a.from.name, td.fd, a.to.name) < 0) {
+		int rrc = renameat(fd_.fd, a.from.name, td.fd, a.to.name);
+		fs_fdc_clear(&ex->fdc); /* moved or replaced: re-prove paths */
+		if (rrc < 0) {
 			r.status = fs_errno_to_stat(errno);
 		} else if (moved_dir) {
 			char path[PATH_MAX];
