@@ -165,9 +165,9 @@ asan:
 	$(MAKE) BUILD=build-asan SANITIZE=address test-unit
 ubsan:
 	$(MAKE) BUILD=build-ubsan SANITIZE=undefined test-unit
-# make tsan: the thread-heavy Criterion suites plus the plain stress programs
+# make tsan: every Criterion suite plus the plain stress programs
 # tests/tsan/*.c (-> $(BUILD)/tsan/<name>); any TSan report fails the target.
-TSAN_TEST_DIRS ?= soft clnt svc
+TSAN_TEST_DIRS ?= $(TEST_DIRS)
 TSAN_OPTS := halt_on_error=1 exitcode=66 die_after_fork=0 second_deadlock_stack=1
 TSAN_PROGS := $(patsubst tests/tsan/%.c,$(BUILD)/tsan/%,$(wildcard tests/tsan/*.c))
 .SECONDARY: $(TSAN_PROGS:$(BUILD)/tsan/%=$(BUILD)/obj/tests/tsan/%.o)
