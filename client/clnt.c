@@ -62,6 +62,7 @@
 #define ENCODE_START	 4096u
 #define ENCODE_MAX_RDMA	 (1u << 20) /* args without the payload */
 #define ENCODE_MAX_TCP	 (64u << 20)
+#define SPARE_MAX	 64u /* finished requests kept for reuse */
 
 uint64_t rrr__clnt_now_ns(void)
 {
@@ -210,10 +211,52 @@ void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int statu
 	q_append(&c->done_head, &c->done_tail, req);
 }
 
-static void req_free(struct rrr__clnt_req *req)
+static void req_destroy(struct rrr__clnt_req *req)
 {
 	free(req->buf);
 	free(req);
+}
+
+/*
+ * Give a finished request back (core lock held): up to SPARE_MAX are kept,
+ * with their first-size encode buffer, for the next submissions; the rest
+ * (and buffers that grew or were handed to the transport) are freed.
+ */
+static void req_free_locked(struct rrr_clnt *c, struct rrr__clnt_req *req)
+{
+	if (req->buf && req->cap != ENCODE_START) {
+		free(req->buf);
+		req->buf = NULL;
+	}
+	if (c->nspare >= SPARE_MAX) {
+		req_destroy(req);
+		return;
+	}
+	req->qnext = c->spare;
+	c->spare = req;
+	c->nspare++;
+}
+
+static void req_free(struct rrr_clnt *c, struct rrr__clnt_req *req)
+{
+	pthread_mutex_lock(&c->lock);
+	req_free_locked(c, req);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* A zeroed request, from the spares when there is one (core lock held). */
+static struct rrr__clnt_req *req_get_locked(struct rrr_clnt *c)
+{
+	struct rrr__clnt_req *req = c->spare;
+	if (!req)
+		return calloc(1, sizeof(*req));
+	c->spare = req->qnext;
+	c->nspare--;
+	uint8_t *buf = req->buf;
+	memset(req, 0, sizeof(*req));
+	req->buf = buf;
+	req->cap = buf ? ENCODE_START : 0;
+	return req;
 }
 
 /* Run the callbacks of finished calls; no lock held while they run. */
@@ -234,7 +277,7 @@ static void run_done(struct rrr_clnt *c)
 		req->finished = true;
 		pthread_cond_broadcast(&c->cond);
 		if (req->waiters == 0)
-			req_free(req);
+			req_free_locked(c, req);
 		pthread_mutex_unlock(&c->lock);
 	}
 }
@@ -285,10 +328,13 @@ static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	int rc;
 
 	for (;;) {
-		req->buf = malloc(cap);
-		if (!req->buf)
-			return -ENOMEM;
-		req->cap = cap;
+		if (!req->buf || req->cap != cap) {
+			free(req->buf);
+			req->buf = malloc(cap);
+			if (!req->buf)
+				return -ENOMEM;
+			req->cap = cap;
+		}
 		req->has_payload = false;
 		rrr_xdr_init(&x, req->buf + off, cap - off, RRR_XDR_ENCODE);
 		if (!tcp)
@@ -433,10 +479,23 @@ int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *
 
 /* --- progress thread ----------------------------------------------------------- */
 
+/* The client whose progress thread runs in this thread (NULL elsewhere). */
+static _Thread_local struct rrr_clnt *tls_progress;
+
+/*
+ * Wake the progress thread. A submission from the progress thread itself (a
+ * completion callback that issues the next call, the common pipelined case)
+ * needs no eventfd round trip: the thread notes it and, unless collect()
+ * has picked the submission up already, polls without sleeping once.
+ */
 static void wake(struct rrr_clnt *c)
 {
 	uint64_t one = 1;
 
+	if (tls_progress == c) {
+		c->self_woken = true;
+		return;
+	}
 	if (write(c->evfd, &one, sizeof(one)) < 0) {
 		/* counter full: the thread is awake anyway */
 	}
@@ -567,6 +626,7 @@ static int collect(struct rrr_clnt *c, struct rrr__clnt_req **cancels,
 
 	*cancels = *expired = NULL;
 	pthread_mutex_lock(&c->lock);
+	c->self_woken = false; /* what it announced is picked up here */
 	while ((r = q_pop(&c->submit_head, &c->submit_tail)))
 		q_append(&c->pend_head, &c->pend_tail, r);
 	for (r = c->live.lnext; r != &c->live; r = r->lnext) {
@@ -621,6 +681,7 @@ static void *progress_main(void *arg)
 	struct rrr_clnt *c = arg;
 	struct epoll_event evs[16];
 
+	tls_progress = c;
 	for (;;) {
 		struct rrr__clnt_req *cancels, *expired, *r;
 		bool stopping;
@@ -645,7 +706,8 @@ static void *progress_main(void *arg)
 			conn_lost(c);
 		run_done(c);
 
-		n = epoll_wait(c->epfd, evs, 16, ms);
+		/* a callback above submitted: look at the fds, do not sleep */
+		n = epoll_wait(c->epfd, evs, 16, c->self_woken ? 0 : ms);
 		for (int i = 0; i < n; i++) {
 			uint32_t tag = evs[i].data.u32;
 
@@ -682,6 +744,11 @@ static void clnt_free(struct rrr_clnt *c)
 		close(c->evfd);
 	if (c->epfd >= 0)
 		close(c->epfd);
+	while (c->spare) {
+		struct rrr__clnt_req *r = c->spare;
+		c->spare = r->qnext;
+		req_destroy(r);
+	}
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c->host);
@@ -808,9 +875,18 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 		return -EINVAL;
 	if ((call->npayload && !call->payload) || call->npayload > RRR_XDR_PAYLOAD_MAX_IOV)
 		return -EINVAL;
-	req = calloc(1, sizeof(*req));
-	if (!req)
+	pthread_mutex_lock(&c->lock);
+	if (c->stopping) {
+		pthread_mutex_unlock(&c->lock);
+		return -ESHUTDOWN;
+	}
+	req = req_get_locked(c);
+	if (!req) {
+		pthread_mutex_unlock(&c->lock);
 		return -ENOMEM;
+	}
+	req->xid = c->next_xid++;
+	pthread_mutex_unlock(&c->lock);
 	req->clnt = c;
 	req->call = call;
 	req->done = done;
@@ -818,18 +894,9 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 	call->rpc_stat = 0;
 	call->payload_len = 0;
 
-	pthread_mutex_lock(&c->lock);
-	if (c->stopping) {
-		pthread_mutex_unlock(&c->lock);
-		free(req);
-		return -ESHUTDOWN;
-	}
-	req->xid = c->next_xid++;
-	pthread_mutex_unlock(&c->lock);
-
 	rc = encode_call(c, req);
 	if (rc) {
-		req_free(req);
+		req_free(c, req);
 		return rc;
 	}
 	timeout = call->timeout_ms ? call->timeout_ms : c->opts.timeout_ms;
@@ -838,8 +905,8 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 
 	pthread_mutex_lock(&c->lock);
 	if (c->stopping) {
+		req_free_locked(c, req);
 		pthread_mutex_unlock(&c->lock);
-		req_free(req);
 		return -ESHUTDOWN;
 	}
 	call->priv = req;
@@ -922,7 +989,7 @@ int rrr_clnt_cancel(struct rrr_clnt *c, struct rrr_call *call)
 	while (!r->finished)
 		pthread_cond_wait(&c->cond, &c->lock);
 	if (--r->waiters == 0)
-		req_free(r);
+		req_free_locked(c, r);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }

@@ -146,8 +146,13 @@ struct rrr_clnt {
 	unsigned backoff_ms;
 	uint64_t next_connect_ns;
 	int last_connect_err;
+	bool self_woken; /* a callback submitted; no eventfd written */
 
 	struct rrr_xprt_stats stats; /* core lock */
+	/* Finished requests kept for reuse with their ENCODE_START buffer, so a
+	 * steady stream of calls does not go through malloc/free (core lock). */
+	struct rrr__clnt_req *spare;
+	unsigned nspare;
 };
 
 /* Monotonic clock in ns. */
