@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/clnt/test_rdma.c - the RPC-over-RDMA client end to end on the
- * soft provider (real loopback TCP underneath) against a raw test server
+ * soft provider (real loopback TCP underneath; or the provider named by
+ * RRR_TEST_PROVIDER, see tests/test_env.h) against a raw test server
  * (helpers/rdma_srv.c) that counts what the client really sent and can
  * misbehave: every chunk type with data verified, RFC 8797 negotiation,
  * credits never exceeded (server-side count), RDMA_ERROR and garbage,
@@ -20,6 +21,7 @@
 
 #include <rrr/client.h>
 
+#include "../test_env.h"
 #include "helpers/rdma_srv.h"
 
 static struct rsrv *srv;
@@ -34,14 +36,16 @@ static void start(const struct rsrv_opts *so, void (*tweak)(struct rrr_clnt_opts
 
 	rc = rsrv_start(so, &srv, &port);
 	if (rc == -ENODEV || rc == -ENOENT || rc == -EOPNOTSUPP)
-		cr_skip_test("soft provider not available (%d): cannot run RDMA tests", rc);
+		cr_skip_test("provider %s not available (%d): cannot run RDMA tests",
+			     tenv_provider(), rc);
 	cr_assert_eq(rc, 0, "server: %s", rrr_last_error());
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	rrr_clnt_opts_init(&o);
-	o.host = "127.0.0.1";
+	o.provider = tenv_provider();
+	o.provider_opts = tenv_provider_opts();
+	o.host = tenv_addr();
 	o.port = portstr;
 	o.timeout_ms = 10000;
-	o.provider_opts = getenv("RRR_TEST_SOFT_OPTS");
 	if (tweak)
 		tweak(&o);
 	rc = rrr_clnt_create(&o, &clnt);
@@ -158,10 +162,12 @@ TestSuite(rdma, .init = init_default, .fini = fini, .timeout = 60);
 
 Test(rdma, negotiation_and_null)
 {
+	struct rrr_device_attr attr;
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
 	struct rrr_call c;
 
+	cr_assert_eq(tenv_attr(&attr), 0);
 	init_call(&c, RS_NULL);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	rrr_clnt_stats(clnt, &st);
@@ -173,7 +179,9 @@ Test(rdma, negotiation_and_null)
 	cr_assert_eq(st.credits, 8, "follows the grant");
 	cr_assert_eq(ss.client_inline_send, 4096);
 	cr_assert_eq(ss.client_inline_recv, 4096);
-	cr_assert(ss.client_remote_inv);
+	cr_assert_eq(ss.client_remote_inv, attr.send_with_inv,
+		     "Send With Invalidate offered exactly when the device (%s) honours it",
+		     attr.strategy);
 	cr_assert_gt(rrr_clnt_max_payload(clnt), 65536);
 }
 
@@ -747,6 +755,7 @@ static void tweak_shallow(struct rrr_clnt_opts *o)
 
 static void init_shallow(void)
 {
+	TENV_SOFT_ONLY("the soft device option max_fr_pages=4 makes the shallow page list");
 	start(NULL, tweak_shallow);
 }
 

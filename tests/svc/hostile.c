@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/svc/hostile.c - a hostile RPC-over-RDMA client built on the raw
- * provider interface (soft) sends malformed transport headers; the server
- * must answer RDMA_ERROR (ERR_VERS / ERR_CHUNK) without issuing a single
- * RDMA operation for the bogus segments, drop what cannot be answered, keep
- * the connection usable, and keep serving other clients.
+ * provider interface (soft, or the provider of tests/test_env.h) sends
+ * malformed transport headers; the server must answer RDMA_ERROR (ERR_VERS /
+ * ERR_CHUNK) without issuing a single RDMA operation for the bogus segments,
+ * drop what cannot be answered, keep the connection usable, and keep
+ * serving other clients.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <rrr/rpcrdma.h>
 #include <rrr/server.h>
 
+#include "../test_env.h"
 #include "helpers/svc_test.h"
 
 #define NRECV 8
@@ -68,13 +70,14 @@ static void raw_connect(uint16_t port)
 	void *p;
 	unsigned i;
 
-	cr_assert_eq(rrr_device_open("soft", NULL, &raw.dev), 0);
+	cr_assert_eq(rrr_device_open(tenv_provider(), tenv_provider_opts(), &raw.dev), 0, "%s",
+		     rrr_last_error() ? rrr_last_error() : "");
 	cr_assert_eq(rrr_pd_alloc(raw.dev, &raw.pd), 0);
 	cr_assert_eq(rrr_cq_create(raw.dev, 64, &raw.cq), 0);
 	cr_assert_eq(rrr_cm_create(raw.dev, &raw.cm), 0);
 	cr_assert_eq(rrr_cm_id_create(raw.cm, NULL, &raw.id), 0);
 	snprintf(ps, sizeof(ps), "%u", port);
-	cr_assert_eq(rrr_addr_parse("127.0.0.1", ps, &ss, &sl), 0);
+	cr_assert_eq(rrr_addr_parse(tenv_addr(), ps, &ss, &sl), 0);
 	cr_assert_eq(rrr_cm_resolve(raw.id, (struct sockaddr *)&ss, sl, 5000), 0);
 	cr_assert_eq(wait_ev(RRR_CM_EVENT_RESOLVED), 0);
 	memset(&qa, 0, sizeof(qa));
@@ -130,6 +133,8 @@ static void setup(void)
 
 	rrr_svc_opts_init(&o);
 	o.nthreads = 1;
+	o.provider = tenv_provider();
+	o.provider_opts = tenv_provider_opts();
 	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
 	raw_connect(srv.rdma_port);
 }

@@ -25,6 +25,7 @@
 #include <rrr/rpcrdma.h>
 #include <rrr/xdr.h>
 
+#include "../../test_env.h"
 #include "rdma_srv.h"
 
 #define NRX   64u
@@ -580,8 +581,9 @@ int rsrv_start(const struct rsrv_opts *o, struct rsrv **out, uint16_t *port)
 	if (o)
 		s->o = *o;
 	pthread_mutex_init(&s->m, NULL);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	rc = rrr_device_open("soft", NULL, &s->dev);
+	if (inet_pton(AF_INET, tenv_addr(), &sin.sin_addr) != 1)
+		return -EINVAL;
+	rc = rrr_device_open(tenv_provider(), tenv_provider_opts(), &s->dev);
 	if (!rc)
 		rc = rrr_pd_alloc(s->dev, &s->pd);
 	if (!rc)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../test_env.h"
 #include "loop.h"
 
 #define CQ_DEPTH 1024
@@ -94,7 +95,8 @@ int loop_connect(struct loop *l, int timeout_ms)
 	int rc;
 
 	l->c.nwc = l->p.nwc = 0;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (inet_pton(AF_INET, tenv_addr(), &sin.sin_addr) != 1)
+		return -EINVAL;
 	rc = rrr_cm_create(l->dev, &l->c.cm);
 	if (!rc)
 		rc = rrr_cm_create(l->dev, &l->p.cm);

@@ -16,6 +16,7 @@
 #include <rrr/oncrpc.h>
 #include <rrr/xdr.h>
 
+#include "../../test_env.h"
 #include "svc_test.h"
 
 static int tp_null(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
@@ -257,7 +258,7 @@ int tsvc_start(struct tsvc *t, const struct rrr_svc_opts *opts, int rdma)
 	if (!rc)
 		rc = rrr_svc_listen_tcp(t->svc, "127.0.0.1", "0", &t->tcp_port);
 	if (!rc && rdma)
-		rc = rrr_svc_listen_rdma(t->svc, "127.0.0.1", "0", &t->rdma_port);
+		rc = rrr_svc_listen_rdma(t->svc, tenv_addr(), "0", &t->rdma_port);
 	if (!rc)
 		rc = -pthread_create(&t->th, NULL, run_thread, t);
 	if (rc) {
