@@ -11,13 +11,18 @@
  * with the victim sending a Terminate with the RFC 5040/5041
  * layer/type/code, its QP in error, its posted receive flushed, and zero
  * bytes placed (every guard byte intact); the attacker must receive the
- * same Terminate and go to error.
+ * same Terminate and go to error. Raw-frame attackers (plain sockets,
+ * their own MPA exchange) check the Terminate FPDU on the wire.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "helpers/harness.h"
 #include "transport/soft/soft.h"
@@ -304,4 +309,146 @@ Test(soft_hostile, write_after_remote_invalidate, .timeout = 60)
 Test(soft_hostile, send_with_invalidate_foreign_handle, .timeout = 60)
 {
 	run(M_SEND_INV_FORGED, T_PROT(SOFT_ECODE_INV_STAG));
+}
+
+/* ----------------------------------------------------------- raw frames
+ * The attacker speaks MPA itself over a plain socket: Request, Reply, RTR,
+ * then one crafted FPDU. The victim must answer with a Terminate FPDU
+ * (checked byte for byte on the wire: QN 2, opcode 7, layer/type/code),
+ * then close; its QP goes to error and its receive is flushed. */
+enum raw_mode { R_BAD_CRC, R_BAD_QN, R_BAD_DDP_VERSION, R_SHORT_ULPDU };
+
+static int raw_attacker(uint16_t port, enum raw_mode m, uint32_t *term_out)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX], f[64];
+	struct soft_mpa_rr rr;
+	size_t n, total;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	memset(&rr, 0, sizeof(rr));
+	rr.crc = true;
+	rr.ird = rr.ord = 4;
+	n = rrr__soft_mpa_encode(&rr, buf);
+	if (th_oob_send(fd, buf, n) || th_oob_recv(fd, buf, SOFT_MPA_HDR, TH_TIMEOUT_MS) ||
+	    rrr__soft_mpa_parse_hdr(buf, true, &total) ||
+	    th_oob_recv(fd, buf + SOFT_MPA_HDR, total - SOFT_MPA_HDR, TH_TIMEOUT_MS))
+		return -1;
+	n = rrr__soft_mpa_rtr(f, true);
+	if (th_oob_send(fd, f, n))
+		return -1;
+	/* a 32-byte Send on QN 0, MSN 1, then spoiled as asked */
+	n = rrr__soft_hdr_untagged(f, SOFT_OP_SEND, true, 0, 0, 1, 0, 32);
+	memset(f + n, 0x33, 32);
+	n += 32;
+	if (m == R_BAD_QN)
+		soft_put32(f + 8, 7);
+	if (m == R_BAD_DDP_VERSION)
+		f[2] = (uint8_t)((f[2] & ~3) | 2);
+	if (m == R_SHORT_ULPDU)
+		soft_put16(f, 10); /* shorter than the untagged header */
+	uint32_t c = rrr__soft_crc32c(0, f, n);
+
+	if (m == R_BAD_CRC)
+		c ^= 1;
+	f[n] = (uint8_t)c, f[n + 1] = (uint8_t)(c >> 8), f[n + 2] = (uint8_t)(c >> 16);
+	f[n + 3] = (uint8_t)(c >> 24);
+	if (th_oob_send(fd, f, n + 4))
+		return -1;
+	/* the Terminate: untagged header + 4 bytes + CRC, then EOF */
+	if (th_oob_recv(fd, f, SOFT_HDR_UNTAGGED + 4 + 4, TH_TIMEOUT_MS))
+		return -1;
+	struct soft_hdr h;
+
+	if (rrr__soft_hdr_decode(f, &h) || h.tagged || h.qn != SOFT_QN_TERM ||
+	    h.opcode != SOFT_OP_TERMINATE || !h.last || h.msn != 1 ||
+	    h.ulpdu_len != SOFT_HDR_UNTAGGED - 2 + 4)
+		return -1;
+	c = rrr__soft_crc32c(0, f, SOFT_HDR_UNTAGGED + 4);
+	if (f[24] != (uint8_t)c || f[25] != (uint8_t)(c >> 8) || f[26] != (uint8_t)(c >> 16) ||
+	    f[27] != (uint8_t)(c >> 24))
+		return -1;
+	*term_out = rrr__soft_term_decode(f + SOFT_HDR_UNTAGGED);
+	close(fd);
+	return 0;
+}
+
+static void run_raw(enum raw_mode m, uint32_t want)
+{
+	struct th_ep s;
+	static uint8_t rb[256];
+	struct rrr_mr *mr;
+	struct rrr_wc wc;
+	uint16_t port;
+	uint32_t ts = 0;
+	int st = 0, status;
+	pid_t pid;
+	int sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork(); /* before any device exists (see harness.c) */
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		uint32_t got = 0;
+
+		alarm(30);
+		close(sv[0]);
+		if (th_oob_recv(sv[1], &port, sizeof(port), TH_TIMEOUT_MS) ||
+		    raw_attacker(port, m, &got))
+			_exit(2);
+		_exit(got == want ? 0 : 1);
+	}
+	close(sv[1]);
+	cr_assert_eq(th_open(&s, NULL), 0);
+	cr_assert_eq(th_listen(&s, &port), 0);
+	cr_assert_eq(th_oob_send(sv[0], &port, sizeof(port)), 0);
+	cr_assert_eq(th_accept(&s, NULL, 0), 0);
+	memset(rb, GUARD, sizeof(rb));
+	cr_assert_eq(rrr_mr_reg(s.pd, rb, sizeof(rb), RRR_ACCESS_LOCAL_WRITE, &mr), 0);
+	{
+		struct rrr_sge sge = { (uintptr_t)rb, sizeof(rb), rrr_mr_lkey(mr) };
+		struct rrr_recv_wr r = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 };
+
+		cr_assert_eq(rrr_qp_post_recv(s.qp, &r, NULL), 0);
+	}
+	cr_assert_eq(th_wc(&s, &wc, TH_TIMEOUT_MS), 1);
+	cr_assert_eq(wc.status, RRR_WC_WR_FLUSH_ERR);
+	cr_assert_eq(rrr__soft_qp_info(s.qp, &ts, NULL, &st), 0);
+	cr_assert_eq(ts, SOFT_GET_FAIL | want, "terminate 0x%x, expected 0x%x", ts, want);
+	cr_assert_eq(st, SOFT_QP_ERROR);
+	if (m != R_BAD_CRC) /* a bad CRC is found after placement, as on any RNIC */
+		cr_assert_eq(th_count_not(rb, sizeof(rb), GUARD), 0);
+	waitpid(pid, &status, 0);
+	close(sv[0]);
+	rrr_qp_destroy(s.qp);
+	s.qp = NULL;
+	cr_assert_eq(rrr_mr_dereg(mr), 0);
+	th_close(&s);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the attacker did not read the expected Terminate (status 0x%x)", status);
+}
+
+Test(soft_hostile, raw_bad_crc, .timeout = 60)
+{
+	run_raw(R_BAD_CRC, SOFT_TERM(SOFT_TERM_LAYER_LLP, 0, SOFT_ECODE_LLP_CRC));
+}
+
+Test(soft_hostile, raw_bad_queue_number, .timeout = 60)
+{
+	run_raw(R_BAD_QN, SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_UNTAGGED,
+				    SOFT_ECODE_UT_INV_QN));
+}
+
+Test(soft_hostile, raw_bad_ddp_version, .timeout = 60)
+{
+	run_raw(R_BAD_DDP_VERSION, SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_UNTAGGED,
+					     SOFT_ECODE_UT_BAD_VER));
+}
+
+Test(soft_hostile, raw_ulpdu_shorter_than_header, .timeout = 60)
+{
+	run_raw(R_SHORT_ULPDU, SOFT_TERM(SOFT_TERM_LAYER_LLP, 0, SOFT_ECODE_LLP_BAD_ULPDU));
 }
