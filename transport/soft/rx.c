@@ -400,6 +400,8 @@ void rrr__soft_rx(struct soft_qp *qp)
 					return;
 				}
 				qp->rx.have += (uint32_t)n;
+				if (qp->rx.have < qp->rx.need)
+					return; /* drained: epoll brings us back */
 				continue;
 			}
 			if (qp->rx.need == SOFT_HDR_TAGGED &&
@@ -430,6 +432,10 @@ void rrr__soft_rx(struct soft_qp *qp)
 		iov[niov].iov_base = nexthdr;
 		iov[niov].iov_len = sizeof(nexthdr);
 		niov++;
+		size_t want = 0;
+
+		for (int i = 0; i < niov; i++)
+			want += iov[i].iov_len;
 		n = readv(qp->fd, iov, niov);
 		for (int g = 0; g < ng; g++)
 			rrr__soft_mr_put(guards[g]);
@@ -463,8 +469,11 @@ void rrr__soft_rx(struct soft_qp *qp)
 			qp->rx.trl_have += (uint32_t)t;
 			left -= t;
 		}
-		if (qp->rx.pay_done < qp->rx.pay_len || qp->rx.trl_have < qp->rx.trl_len)
+		if (qp->rx.pay_done < qp->rx.pay_len || qp->rx.trl_have < qp->rx.trl_len) {
+			if ((size_t)n < want)
+				return; /* drained */
 			continue;
+		}
 		/* FPDU complete: verify CRC, then act */
 		if (qp->crc) { /* without CRC the field is present but not checked */
 			unsigned pad = qp->rx.trl_len - 4;
@@ -483,5 +492,9 @@ void rrr__soft_rx(struct soft_qp *qp)
 		qp->rx.need = SOFT_HDR_TAGGED;
 		memcpy(qp->rx.hb, nexthdr, left);
 		qp->rx.have = (uint32_t)left;
+		/* a short read drained the socket: no probing read that can only
+		 * say EAGAIN (level-triggered epoll brings us back) */
+		if ((size_t)n < want && qp->rx.have < qp->rx.need)
+			return;
 	}
 }
