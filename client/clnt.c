@@ -4,14 +4,16 @@
  *
  * Normal operation. rrr_clnt_create() connects in the caller's thread (so a
  * refused connection is an error the caller sees), then starts one progress
- * thread per client. Submitting a call (rrr_clnt_call_async) allocates a
- * request, takes an xid, and ENCODES the call in the submitting thread: an
+ * thread per client. Submitting a call (rrr_clnt_call_async) takes a request
+ * (a finished one kept for reuse with its encode buffer, or a new one),
+ * takes an xid, and ENCODES the call in the submitting thread: an
  * encode failure is returned to the submitter and the callback never runs.
  * For RPC-over-RDMA the encoder's DDP hook records the position and iovecs
  * of the TO_SERVER payload instead of copying it, so the transport can
  * decide later (chunk planning) whether to copy it inline or expose it in a
  * read chunk. The request is then put on the submit queue and the progress
- * thread is woken through an eventfd.
+ * thread is woken through an eventfd (unless the submitter is the progress
+ * thread itself, which picks the call up before it sleeps).
  *
  * The progress thread owns everything that touches the wire: it moves
  * submitted requests to the pending queue, sends them while the transport
