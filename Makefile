@@ -167,13 +167,16 @@ ubsan:
 	$(MAKE) BUILD=build-ubsan SANITIZE=undefined test-unit
 # make tsan: every Criterion suite plus the plain stress programs
 # tests/tsan/*.c (-> $(BUILD)/tsan/<name>); any TSan report fails the target.
+# soft_capture (wire format via tshark) is skipped: under TSan's slowdown short
+# writes split FPDUs across TCP segments and its counts assume they do not.
 TSAN_TEST_DIRS ?= $(TEST_DIRS)
+TSAN_FILTER ?= !(soft_capture/*)
 TSAN_OPTS := halt_on_error=1 exitcode=66 die_after_fork=0 second_deadlock_stack=1
 TSAN_PROGS := $(patsubst tests/tsan/%.c,$(BUILD)/tsan/%,$(wildcard tests/tsan/*.c))
 .SECONDARY: $(TSAN_PROGS:$(BUILD)/tsan/%=$(BUILD)/obj/tests/tsan/%.o)
 tsan:
 	TSAN_OPTIONS="$(TSAN_OPTS)" $(MAKE) BUILD=build-tsan SANITIZE=thread \
-		TEST_DIRS="$(TSAN_TEST_DIRS)" CRITERION_OPTS="--jobs 1" \
+		TEST_DIRS="$(TSAN_TEST_DIRS)" CRITERION_OPTS="--jobs 1 --filter '$(TSAN_FILTER)'" \
 		test-unit tsan-stress
 .PHONY: tsan-stress
 tsan-stress: $(TSAN_PROGS)
