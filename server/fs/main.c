@@ -115,6 +115,9 @@ static void print_counters(struct fs_export *ex)
 		(unsigned long long)atomic_load(&ex->stale),
 		(unsigned long long)atomic_load(&ex->scans),
 		(unsigned long long)atomic_load(&ex->escapes));
+	fprintf(stderr, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n",
+		(unsigned long long)atomic_load(&ex->fdc.hits),
+		(unsigned long long)atomic_load(&ex->fdc.misses));
 }
 
 int main(int argc, char **argv)

@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -168,4 +169,45 @@ Test(nfs_fdcache, setattr_mode_shows_in_the_next_read)
 	struct rrr_nfs3_fattr a;
 	cr_assert_eq(rrr_nfs3_getattr(nfs, &fh, &a), 0);
 	cr_assert_eq(a.mode, 0600);
+}
+
+/* The server's final counters (its log): the value of "  @name N". */
+static long long log_counter(const char *name)
+{
+	FILE *f = fopen(srv.log, "r");
+	cr_assert(f, "no server log");
+	char line[512];
+	long long v = -1;
+	size_t n = strlen(name);
+	while (fgets(line, sizeof(line), f)) {
+		const char *p = line;
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, name, n) && p[n] == ' ')
+			v = atoll(p + n + 1);
+	}
+	fclose(f);
+	return v;
+}
+
+Test(nfs_fdcache, repeated_reads_and_writes_hit_the_cache)
+{
+	struct rrr_nfs3_fh fh;
+	make_file("h", "hot", &fh);
+	char buf[64];
+	uint32_t n;
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), 0);
+		cr_assert_str_eq(buf, "hot");
+	}
+	struct iovec iov = {.iov_base = "HOT", .iov_len = 3};
+	uint32_t count;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rrr_nfs3_write(nfs, &fh, 0, &iov, 1, RRR_NFS3_UNSTABLE, &count), 0);
+	rrr_nfs3_umount(nfs);
+	nfs = NULL;
+	cr_assert_eq(th_server_stop(&srv), 0);
+	/* 4 READ and 3 WRITE hits expected; a stall past FS_FDC_TTL costs one */
+	cr_assert_geq(log_counter("fh.fdcache_hits"), 4);
+	cr_assert_geq(log_counter("fh.fdcache_misses"), 1);
 }
