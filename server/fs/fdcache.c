@@ -35,6 +35,10 @@
  *     the slow path last proved where the file is, then the next I/O takes
  *     the slow path again (which re-proves it or fails as before).
  *
+ * A READ whose slow path was already under way when another worker ran
+ * REMOVE may offer its descriptor after the clear; the nlink check (the
+ * file's last name is gone) and the TTL bound what such an entry can serve.
+ *
  * Bounds: at most FS_FDC_SLOTS entries (two descriptors each); the least
  * recently used unreferenced-by-I/O entry is replaced. All state is under
  * one mutex held for a linear scan of FS_FDC_SLOTS entries, never across a
@@ -53,9 +57,8 @@
 
 struct fs_fdc_ent {
 	uint64_t ino, gen;
-	int fd[2];     /* [0] O_RDONLY, [1] O_WRONLY; -1 when not open */
-	unsigned refs; /* one for the table while listed, one per user */
-	bool listed;
+	int fd[2];	/* [0] O_RDONLY, [1] O_WRONLY; -1 when not open */
+	unsigned refs;	/* one for the table while listed, one per user */
 	double checked; /* when the slow path last proved the path */
 	uint64_t used;	/* tick of the last lookup, for LRU */
 };
@@ -106,7 +109,6 @@ static struct fs_fdc_ent *unlist_locked(struct fs_fdc *c, unsigned i)
 	c->ents[i] = NULL;
 	if (!e)
 		return NULL;
-	e->listed = false;
 	return unref_locked(e);
 }
 
@@ -196,7 +198,6 @@ void fs_fdc_offer(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, int f
 		fresh->fd[0] = fresh->fd[1] = -1;
 		fresh->fd[k] = dup_fd;
 		fresh->refs = 1;
-		fresh->listed = true;
 		fresh->checked = now;
 		fresh->used = ++c->tick;
 		c->ents[slot] = fresh;
