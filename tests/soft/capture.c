@@ -248,9 +248,11 @@ static void run_capture(const char *opts, bool crc)
 	long rep = count(c.path, "iwarp_mpa.rep");
 	long data = count(c.path, "tcp.len > 0");
 	/* retransmitted segments repeat bytes already decoded (loopback drops
-	 * under load); Wireshark does not dissect them again */
+	 * under load); Wireshark does not dissect them again. A segment holding
+	 * the first part of an FPDU that a short write split is decoded in the
+	 * frame that completes it (tcp.reassembled_in), which must be MPA. */
 	long nompa = count(c.path, "tcp.len > 0 && !iwarp_mpa && !tcp.analysis.retransmission && "
-				   "!tcp.analysis.spurious_retransmission");
+				   "!tcp.analysis.spurious_retransmission && !tcp.reassembled_in");
 	long fpdu = count(c.path, "iwarp_mpa.fpdu");
 	long noddp = count(c.path, "iwarp_mpa.fpdu && !iwarp_ddp_rdmap");
 	long bad = count(c.path, "_ws.malformed || _ws.expert.severity >= \"Error\"");
@@ -265,7 +267,7 @@ static void run_capture(const char *opts, bool crc)
 		    data, req, rep, fpdu, nompa, noddp, bad, write, rreq, rresp, sinv, term);
 	cr_assert_eq(req, 1, "MPA Request not decoded");
 	cr_assert_eq(rep, 1, "MPA Reply not decoded");
-	cr_assert_gt(fpdu, 10);
+	cr_assert_geq(fpdu, 5); /* frames; one may carry several FPDUs */
 	cr_assert_eq(nompa, 0, "%ld TCP segments with data are not MPA", nompa);
 	cr_assert_eq(noddp, 0, "%ld FPDUs without DDP/RDMAP", noddp);
 	cr_assert_eq(bad, 0, "%ld malformed frames or expert errors", bad);
