@@ -2,13 +2,14 @@
 /*
  * tests/reg/soft.c - the registration engine end to end on the soft
  * provider over loopback (or the provider and address of tests/test_env.h;
- * expectations that depend on the device follow its attributes): a client side registers scatterlists with the
- * engine, a peer QP RDMA WRITEs and READs through the handles, and the
- * bytes are verified. After local invalidation, remote invalidation, key
- * rotation and recovery from a flush, the peer's access is refused and
- * places zero bytes (guard patterns all around the registered entries).
- * The last test is the loop `rrr-bench reg` times: REG_MR + LOCAL_INV of a
- * 64 KiB scatterlist posted as one chain, polled to completion.
+ * expectations that depend on the device follow its attributes): a client
+ * side registers scatterlists with the engine, a peer QP RDMA WRITEs and
+ * READs through the handles, and the bytes are verified. After local
+ * invalidation, remote invalidation, key rotation and recovery from a
+ * flush, the peer's access is refused and places zero bytes (guard
+ * patterns all around the registered entries). The last test is the loop
+ * `rrr-bench reg` times: REG_MR + LOCAL_INV of a 64 KiB scatterlist posted
+ * as one chain, polled to completion.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -42,7 +43,8 @@ static void setup(void)
 	int rc;
 
 	rc = loop_open(&L, tenv_provider(), tenv_provider_opts());
-	cr_assert_eq(rc, 0, "%s device: %d %s", tenv_provider(), rc, rrr_last_error() ? rrr_last_error() : "");
+	cr_assert_eq(rc, 0, "%s device: %d %s", tenv_provider(), rc,
+		     rrr_last_error() ? rrr_last_error() : "");
 	rc = loop_connect(&L, TMO);
 	cr_assert_eq(rc, 0, "loopback connect: %d %s", rc,
 		     rrr_last_error() ? rrr_last_error() : "");

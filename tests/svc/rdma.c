@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/svc/rdma.c - the server over RPC-over-RDMA on the soft provider
- * (or the provider and address of tests/test_env.h), end to end with the client library: inline calls, read chunks (DDP
- * payload to the server), write chunks (DDP payload from the server),
- * reply chunks, RDMA_NOMSG calls, RPC-level errors, odd payload lengths
- * (XDR pad), concurrency, and the server's counters. Data is verified byte
- * by byte or by hash on both sides.
+ * (or the provider and address of tests/test_env.h), end to end with the
+ * client library: inline calls, read chunks (DDP payload to the server),
+ * write chunks (DDP payload from the server), reply chunks, RDMA_NOMSG
+ * calls, RPC-level errors, odd payload lengths (XDR pad), concurrency, and
+ * the server's counters. Data is verified byte by byte or by hash on both
+ * sides.
  */
 #include <errno.h>
 #include <pthread.h>
