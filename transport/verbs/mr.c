@@ -443,7 +443,13 @@ void rrr__verbs_mr_posted(struct vqp *qp, const struct rrr_send_wr *wr)
 		ibv_dereg_mr(m->mr);
 		m->mr = NULL;
 	}
-	m->bound_qp = NULL;
+	/* A window stays bound to its QP in the device until this LOCAL_INV
+	 * executes, which is not observable for an unsignaled WR and never
+	 * happens when it is flushed (QP in error): keep bound_qp, so that
+	 * rrr_mr_recover and rrr__verbs_mr_qp_gone still replace the window
+	 * (rxe quirk 4: a QP destroyed with a bound window hangs ~50 s). */
+	if (!m->mw)
+		m->bound_qp = NULL;
 	m->state = VMR_INVALID;
 out:
 	pthread_mutex_unlock(&d->lock);
@@ -515,7 +521,8 @@ void rrr__verbs_mr_qp_gone(struct vqp *qp)
 	for (b = 0; b < VMR_HASH; b++) {
 		for (m = d->by_rkey[b]; m; m = next) {
 			next = m->next;
-			if (m->bound_qp == qp && renew_window(d, m) != 0)
+			/* not a MAPPED one: its new key is already handed out */
+			if (m->bound_qp == qp && m->state != VMR_MAPPED && renew_window(d, m) != 0)
 				fprintf(stderr, "rrr verbs: cannot replace a window bound to a "
 						"destroyed QP\n");
 		}
