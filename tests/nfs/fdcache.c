@@ -88,7 +88,7 @@ Test(nfs_fdcache, cached_writes_reach_the_file_and_read_back)
 	char buf[64];
 	uint32_t n;
 	for (int i = 0; i < 3; i++) { /* the 2nd and 3rd use the cached descriptors */
-		char word[16];
+		char word[32];
 		snprintf(word, sizeof(word), "round%d", i);
 		struct iovec iov = {.iov_base = word, .iov_len = strlen(word)};
 		uint32_t count = 0;
