@@ -326,6 +326,38 @@ Test(soft_unit, map_sg_limits)
 	env_close(&e);
 }
 
+/* Initial keys come from getrandom() per device: two devices that make
+ * the same sequence of allocations get different keys (the chance that 16
+ * random bytes agree is 2^-128), and the old linear pattern (seed*31+idx)
+ * is gone. Every map still rotates the key. */
+static void stag_keys(uint8_t keys[16])
+{
+	struct stag_env e;
+	struct rrr_mr *mr[16];
+
+	env_open(&e);
+	for (int i = 0; i < 16; i++) {
+		cr_assert_eq(rrr_mr_alloc(e.pd, 1, &mr[i]), 0);
+		keys[i] = (uint8_t)rrr_mr_rkey(mr[i]);
+	}
+	for (int i = 0; i < 16; i++)
+		cr_assert_eq(rrr_mr_dereg(mr[i]), 0);
+	env_close(&e);
+}
+
+Test(soft_unit, stag_initial_keys_unpredictable)
+{
+	uint8_t a[16], b[16];
+	int linear = 0;
+
+	stag_keys(a);
+	stag_keys(b);
+	cr_assert_neq(memcmp(a, b, sizeof(a)), 0, "two devices drew the same 16 keys");
+	for (int i = 1; i < 15; i++) /* constant differences mean a guessable sequence */
+		linear += (uint8_t)(a[i + 1] - a[i]) == (uint8_t)(a[i] - a[i - 1]);
+	cr_assert_lt(linear, 13, "initial keys follow an arithmetic progression");
+}
+
 /* Concurrent lookups against invalidate/re-register: a reader holding a
  * reference must never see the window closed, and its "placement" writes
  * must never race with the owner's reuse of the buffer (TSan checks the

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "soft.h"
@@ -160,7 +161,14 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 		return -ENOMEM;
 	}
 	d->next_idx = 1;
-	atomic_init(&d->seed, (unsigned)getpid());
+	atomic_init(&d->seed, 0);
+	/* initial keys of STags must not be guessable by a peer (they are
+	 * the only secret in a handle the peer did not receive) */
+	if (getrandom(&d->key_secret, sizeof(d->key_secret), 0) != sizeof(d->key_secret)) {
+		rc = errno ? -errno : -EIO;
+		dev_free(d);
+		return rrr__set_error(rc, "soft: getrandom() for STag keys failed");
+	}
 	if (d->progress_thread) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 

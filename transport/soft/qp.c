@@ -5,7 +5,11 @@
  * Normal operation: a QP owns a send queue (ring of copied WRs), a receive
  * queue and an inbound-READ queue (IRD entries). post_send() checks each
  * WR (SGE count, local keys and bounds, READ sink rights) before queueing
- * any of them from the first bad one on, then kicks the transmit engine
+ * any of them from the first bad one on - except keys that a REG_MR or
+ * LOCAL_INV still queued ahead of the WR may change: those wait for the
+ * check the transmit engine makes when the WR starts, in order, as an
+ * RNIC checks them (REG_MR then a READ into it, in one chain, works) -
+ * then kicks the transmit engine
  * (tx.c) which runs WRs in posting order: SEND/WRITE complete when their
  * last FPDU is handed to TCP, a READ when its response is fully placed
  * (rx.c), REG_MR/LOCAL_INV when the engine reaches them. A WR with
@@ -351,9 +355,10 @@ int rrr__soft_qp_destroy(struct rrr_qp *base)
 	return 0;
 }
 
-/* Local key check at post time (no Terminate: a local error). */
+/* Local key check (no Terminate: a local error). With !keys only the
+ * lengths are summed: the keys are checked when the WR executes. */
 static int check_sges(struct soft_qp *qp, const struct rrr_sge *sg, uint32_t n, unsigned rights,
-		      uint64_t *total)
+		      bool keys, uint64_t *total)
 {
 	uint64_t t = 0;
 
@@ -362,20 +367,69 @@ static int check_sges(struct soft_qp *qp, const struct rrr_sge *sg, uint32_t n, 
 
 		if (sg[i].length == 0)
 			continue;
-		if (rrr__soft_mr_get(qp->dev, sg[i].lkey, qp->base.pd, rights, sg[i].addr,
-				     sg[i].length, true, &mr))
+		if (keys && rrr__soft_mr_get(qp->dev, sg[i].lkey, qp->base.pd, rights, sg[i].addr,
+					     sg[i].length, true, &mr))
 			return rrr__set_error(-EINVAL,
 					      "soft: SGE %u (lkey 0x%x, %u bytes at 0x%llx) is not "
 					      "inside a valid local registration with the needed rights",
 					      i, sg[i].lkey, sg[i].length,
 					      (unsigned long long)sg[i].addr);
-		rrr__soft_mr_put(mr);
+		if (keys)
+			rrr__soft_mr_put(mr);
 		t += sg[i].length;
 	}
 	if (t > 0x7fffffffu)
 		return rrr__set_error(-EMSGSIZE, "soft: message longer than 2 GiB");
 	*total = t;
 	return 0;
+}
+
+static unsigned sge_rights(enum rrr_wr_opcode op)
+{
+	/* iWARP: a READ sink is written by the peer's Read Response */
+	return op == RRR_WR_RDMA_READ ? RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE : 0;
+}
+
+/* Is a REG_MR or LOCAL_INV of one of these SGEs' STags queued and not yet
+ * executed? Then the keys can only be judged in order, at execution. */
+static bool sq_changes_keys(const struct soft_qp *qp, const struct rrr_sge *sg, uint32_t n)
+{
+	for (uint32_t i = qp->sq_tx; i < qp->sq_count; i++) {
+		const struct soft_swqe *w = &qp->sq[(qp->sq_head + i) % qp->sq_size];
+		uint32_t idx;
+
+		if (w->st == SOFT_WQE_DONE)
+			continue;
+		if (w->opcode == RRR_WR_REG_MR)
+			idx = w->mr->index;
+		else if (w->opcode == RRR_WR_LOCAL_INV)
+			idx = w->rkey >> 8;
+		else
+			continue;
+		for (uint32_t j = 0; j < n; j++)
+			if (sg[j].length && sg[j].lkey >> 8 == idx)
+				return true;
+	}
+	return false;
+}
+
+/* Post time: keys valid now pass; keys that an earlier queued REG_MR will
+ * make valid are left to the execution check (rrr__soft_sq_keys_ok). */
+static int post_check(struct soft_qp *qp, const struct rrr_send_wr *wr, uint64_t *total)
+{
+	unsigned rights = sge_rights(wr->opcode);
+	int rc = check_sges(qp, wr->sg_list, wr->num_sge, rights, true, total);
+
+	if (rc == -EINVAL && sq_changes_keys(qp, wr->sg_list, wr->num_sge))
+		rc = check_sges(qp, wr->sg_list, wr->num_sge, rights, false, total);
+	return rc;
+}
+
+int rrr__soft_sq_keys_ok(struct soft_qp *qp, const struct soft_swqe *w)
+{
+	uint64_t total;
+
+	return check_sges(qp, w->sge, w->num_sge, sge_rights(w->opcode), true, &total);
 }
 
 int rrr__soft_post_send(struct rrr_qp *base, struct rrr_send_wr *wr, struct rrr_send_wr **bad)
@@ -401,16 +455,14 @@ int rrr__soft_post_send(struct rrr_qp *base, struct rrr_send_wr *wr, struct rrr_
 		case RRR_WR_SEND:
 		case RRR_WR_SEND_WITH_INV:
 		case RRR_WR_RDMA_WRITE:
-			rc = check_sges(qp, wr->sg_list, wr->num_sge, 0, &total);
+			rc = post_check(qp, wr, &total);
 			break;
 		case RRR_WR_RDMA_READ:
 			if (wr->num_sge != 1) {
 				rc = rrr__set_error(-EINVAL, "soft: RDMA READ needs exactly one SGE");
 				break;
 			}
-			/* iWARP: the sink is written by the peer's Read Response */
-			rc = check_sges(qp, wr->sg_list, 1,
-					RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE, &total);
+			rc = post_check(qp, wr, &total);
 			break;
 		case RRR_WR_REG_MR:
 			if (!wr->u.reg.mr || wr->u.reg.mr->dev != base->dev || !wr->u.reg.mr->max_pages)
@@ -488,7 +540,8 @@ int rrr__soft_post_recv(struct rrr_qp *base, struct rrr_recv_wr *wr, struct rrr_
 					    wr->num_sge, qp->max_recv_sge);
 			break;
 		}
-		rc = check_sges(qp, wr->sg_list, wr->num_sge, RRR_ACCESS_LOCAL_WRITE, &total);
+		rc = check_sges(qp, wr->sg_list, wr->num_sge, RRR_ACCESS_LOCAL_WRITE, true,
+				&total);
 		if (rc)
 			break;
 		if (qp->state == SOFT_QP_ERROR) {

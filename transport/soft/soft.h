@@ -203,7 +203,8 @@ struct soft_dev {
 	_Atomic(struct soft_mr *) *stags; /* SOFT_MAX_STAGS entries, [0] unused */
 	uint32_t *free_idx;
 	uint32_t nfree, next_idx;
-	atomic_uint seed;
+	atomic_uint seed;                /* counter of STag allocations */
+	uint64_t key_secret;             /* getrandom() at open: keys of new STags */
 	atomic_int nobj;                 /* live pds/cqs/mrs/qps/cms */
 	/* progress thread */
 	int ep;                          /* epoll of all QP sockets (thread mode) */
@@ -454,6 +455,10 @@ void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term
 			       enum rrr_wc_status first, uint32_t vendor);
 /* Under qp->lock: generate completions at the SQ head in order. */
 void rrr__soft_sq_complete(struct soft_qp *qp);
+/* Execution-time check of a SEND/WRITE/READ WR's local keys, bounds and
+ * rights (an RNIC checks them when the WR runs, after earlier REG_MR /
+ * LOCAL_INV in the same queue): 0 or -EINVAL. Caller holds qp->lock. */
+int rrr__soft_sq_keys_ok(struct soft_qp *qp, const struct soft_swqe *w);
 /* Under qp->lock: arm/disarm EPOLLOUT on the QP socket. */
 void rrr__soft_qp_want_out(struct soft_qp *qp, bool on);
 /* CM hands over an established socket. Takes qp->lock. */

@@ -104,6 +104,18 @@ void rrr__soft_rcu_thread(void)
 	pthread_setspecific(rcu_key, (void *)1);
 }
 
+/* splitmix64 finaliser: a keyed, well-mixed function of the allocation
+ * count, so the key of one STag says nothing about another's without the
+ * device's secret (drawn from getrandom() when the device opened). */
+static uint8_t initial_key(uint64_t secret, uint32_t n, uint32_t idx)
+{
+	uint64_t z = secret + ((uint64_t)n << 24 | idx) * 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (uint8_t)(z ^ (z >> 31));
+}
+
 int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr)
 {
 	uint32_t idx;
@@ -119,7 +131,7 @@ int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr)
 				      SOFT_MAX_STAGS - 1);
 	}
 	mr->index = idx;
-	mr->key = (uint8_t)(atomic_fetch_add(&dev->seed, 0x9d) * 31u + idx);
+	mr->key = initial_key(dev->key_secret, atomic_fetch_add(&dev->seed, 1), idx);
 	atomic_store_explicit(&dev->stags[idx], mr, memory_order_release);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;

@@ -5,7 +5,7 @@
  * Normal operation (under qp->lock): one FPDU at a time is described by an
  * iovec list - [MPA length + DDP/RDMAP header (+ inline Read Request or
  * Terminate payload)] [payload pieces straight from the caller's SGEs or
- * the registration's chunks] [pad + CRC32c] - and handed to writev() on
+ * the registration's chunks] [pad + CRC32c] - and handed to sendmsg() on
  * the non-blocking socket; a short write leaves the rest for the next
  * call (EPOLLOUT is armed meanwhile). No payload byte is copied by us.
  * Messages are cut into segments of at most MULPDU - header bytes; a
@@ -13,19 +13,23 @@
  * sent between whole SQ messages, before the next SQ WR starts.
  *
  * Order of the send queue: WRs start in posting order; REG_MR and
- * LOCAL_INV execute when reached; a fenced WR waits for outstanding
+ * LOCAL_INV execute when reached; the local keys of a SEND/WRITE/READ are
+ * checked again when it starts (a REG_MR earlier in the same chain may
+ * only now have made them valid; a failure is a local protection error
+ * that moves the QP to error); a fenced WR waits for outstanding
  * READs, a READ waits while ORD READs are outstanding. The Terminate
  * requested by rrr__soft_qp_fatal() goes out right after the FPDU on the
  * wire.
  *
  * Recovery: a Read Response re-checks its source registration (state,
- * key, rights, bounds) before every writev, holding the in-flight guard
+ * key, rights, bounds) before every sendmsg, holding the in-flight guard
  * during the call; if the source was invalidated the connection is
  * aborted (the stream cannot be resynchronised) and the QP errors out.
  * A socket error moves the QP to error without a Terminate.
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "soft.h"
@@ -113,6 +117,7 @@ static int tx_write(struct soft_qp *qp)
 {
 	while (qp->tx.idx < qp->tx.niov) {
 		struct soft_mr *guard = NULL;
+		struct msghdr msg = { 0 };
 		ssize_t n;
 
 		if (qp->tx.src_guard &&
@@ -120,7 +125,12 @@ static int tx_write(struct soft_qp *qp)
 				     RRR_ACCESS_REMOTE_READ, qp->tx.src_to, qp->tx.src_len, true,
 				     &guard))
 			return -EIO;
-		n = writev(qp->fd, qp->tx.iov + qp->tx.idx, qp->tx.niov - qp->tx.idx);
+		/* sendmsg with MSG_NOSIGNAL, never writev: a peer that vanished
+		 * must end in EPIPE and flushed work, not in a SIGPIPE that
+		 * kills the caller's process */
+		msg.msg_iov = qp->tx.iov + qp->tx.idx;
+		msg.msg_iovlen = qp->tx.niov - qp->tx.idx;
+		n = sendmsg(qp->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		rrr__soft_mr_put(guard);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -249,6 +259,18 @@ static bool build_sq(struct soft_qp *qp)
 		}
 		if (w->st == SOFT_WQE_QUEUED && (w->flags & RRR_SEND_FENCE) && qp->reads_out)
 			return false;
+		if (w->st == SOFT_WQE_QUEUED && w->opcode != RRR_WR_REG_MR &&
+		    w->opcode != RRR_WR_LOCAL_INV && rrr__soft_sq_keys_ok(qp, w)) {
+			/* local keys are judged in order, when the WR runs:
+			 * a local protection error, and the QP goes to error */
+			if (qp->tx.active)
+				return false; /* after the FPDUs already built */
+			w->st = SOFT_WQE_DONE;
+			w->status = RRR_WC_LOC_PROT_ERR;
+			qp->sq_tx++;
+			rrr__soft_qp_fatal(qp, 0, false);
+			return false;
+		}
 		switch (w->opcode) {
 		case RRR_WR_REG_MR:
 			rc = rrr__soft_mr_validate(w->mr, qp->base.pd, w->access);
@@ -371,8 +393,11 @@ void rrr__soft_tx(struct soft_qp *qp)
 			}
 			if (qp->tx.irq_more)
 				break;
-			if (!build_sq(qp))
+			if (!build_sq(qp)) {
+				if (qp->state != SOFT_QP_RTS && !qp->tx.active)
+					return; /* a local protection error ended it */
 				break;
+			}
 		}
 		if (!qp->tx.active)
 			break;

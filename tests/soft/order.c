@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/soft/order.c - work requests of one chain execute in order, and a
+ * vanished peer never kills the sender with SIGPIPE.
+ *
+ * in_order_*: a REG_MR followed in the same rrr_qp_post_send() chain by an
+ * RDMA READ whose sink SGE uses the MR's new key must work (an RNIC checks
+ * local keys when the WR executes, after the REG_MR ran), and a LOCAL_INV
+ * followed by a SEND from the invalidated registration must fail at
+ * execution with a local protection error (the QP then errors out).
+ *
+ * sigpipe_*: the child vanishes (_exit) while the parent streams RDMA
+ * WRITEs at it with SIGPIPE at its default disposition and unblocked; the
+ * parent must see error/flush completions, and live.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rrr/provider.h>
+
+#include "helpers/harness.h"
+
+#define SLEN (3 * 4096 + 123)
+
+static int wait_wc(struct th_ep *e, uint64_t id, enum rrr_wc_opcode op, enum rrr_wc_status st)
+{
+	struct rrr_wc wc;
+	int rc = th_wc(e, &wc, TH_TIMEOUT_MS);
+
+	if (rc != 1) {
+		fprintf(stderr, "no completion for wr %llu (rc %d)\n", (unsigned long long)id, rc);
+		return -1;
+	}
+	if (wc.wr_id != id || wc.status != st || (st == RRR_WC_SUCCESS && wc.opcode != op)) {
+		fprintf(stderr, "wc: id %llu status %d opcode %d, wanted id %llu status %d op %d\n",
+			(unsigned long long)wc.wr_id, (int)wc.status, (int)wc.opcode,
+			(unsigned long long)id, (int)st, (int)op);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------- REG_MR then READ in one chain */
+static int io_server(struct th_ep *e, void *arg)
+{
+	uint8_t *sink = malloc(SLEN + 2 * 4096), *ref = malloc(SLEN);
+	struct rrr_send_wr reg, rd, inv, snd;
+	struct rrr_sge rsge, ssge;
+	struct rrr_mr *fr;
+	struct rrr_sg sg;
+	struct th_key k;
+	char done = 'd';
+
+	(void)arg;
+	TH_CHECK(sink && ref);
+	memset(sink, 0x3c, SLEN + 2 * 4096);
+	th_fill(ref, SLEN, 45);
+	TH_CHECK(rrr_mr_alloc(e->pd, 8, &fr) == 0);
+	sg = (struct rrr_sg){ sink + 4096, 0, SLEN };
+	TH_CHECK(rrr_mr_map_sg(fr, &sg, 1, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE) == 1);
+	TH_CHECK(th_oob_recv(e->oob, &k, sizeof(k), TH_TIMEOUT_MS) == 0);
+
+	/* REG_MR -> READ into the registration just made valid, one chain */
+	memset(&reg, 0, sizeof(reg));
+	reg.wr_id = 1;
+	reg.opcode = RRR_WR_REG_MR;
+	reg.flags = RRR_SEND_SIGNALED;
+	reg.u.reg.mr = fr;
+	reg.u.reg.access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE;
+	rsge = (struct rrr_sge){ rrr_mr_iova(fr), SLEN, rrr_mr_lkey(fr) };
+	memset(&rd, 0, sizeof(rd));
+	rd.wr_id = 2;
+	rd.opcode = RRR_WR_RDMA_READ;
+	rd.flags = RRR_SEND_SIGNALED;
+	rd.sg_list = &rsge;
+	rd.num_sge = 1;
+	rd.u.rdma.remote_addr = k.addr;
+	rd.u.rdma.rkey = k.rkey;
+	reg.next = &rd;
+	TH_CHECK(rrr_qp_post_send(e->qp, &reg, NULL) == 0);
+	TH_CHECK(wait_wc(e, 1, RRR_WC_REG_MR, RRR_WC_SUCCESS) == 0);
+	TH_CHECK(wait_wc(e, 2, RRR_WC_RDMA_READ, RRR_WC_SUCCESS) == 0);
+	TH_CHECK(memcmp(sink + 4096, ref, SLEN) == 0);
+	TH_CHECK(th_count_not(sink, 4096, 0x3c) == 0);
+	TH_CHECK(th_count_not(sink + 4096 + SLEN, 4096, 0x3c) == 0);
+
+	/* LOCAL_INV -> SEND from the invalidated registration: the SEND's key
+	 * was valid when posted, but not when it runs */
+	memset(&inv, 0, sizeof(inv));
+	inv.wr_id = 3;
+	inv.opcode = RRR_WR_LOCAL_INV;
+	inv.flags = RRR_SEND_SIGNALED;
+	inv.u.inv.rkey = rrr_mr_rkey(fr);
+	ssge = (struct rrr_sge){ rrr_mr_iova(fr), 64, rrr_mr_lkey(fr) };
+	memset(&snd, 0, sizeof(snd));
+	snd.wr_id = 4;
+	snd.opcode = RRR_WR_SEND;
+	snd.flags = RRR_SEND_SIGNALED;
+	snd.sg_list = &ssge;
+	snd.num_sge = 1;
+	inv.next = &snd;
+	TH_CHECK(rrr_qp_post_send(e->qp, &inv, NULL) == 0);
+	TH_CHECK(wait_wc(e, 3, RRR_WC_LOCAL_INV, RRR_WC_SUCCESS) == 0);
+	TH_CHECK(wait_wc(e, 4, RRR_WC_SEND, RRR_WC_LOC_PROT_ERR) == 0);
+	TH_CHECK(th_oob_send(e->oob, &done, 1) == 0);
+	rrr_qp_destroy(e->qp);
+	e->qp = NULL;
+	TH_CHECK(rrr_mr_recover(fr) == 0);
+	TH_CHECK(rrr_mr_dereg(fr) == 0);
+	free(sink);
+	free(ref);
+	return 0;
+}
+
+static int io_client(struct th_ep *e, void *arg)
+{
+	uint8_t *src = malloc(SLEN);
+	struct rrr_mr *mr;
+	struct th_key k;
+	char done;
+
+	(void)arg;
+	TH_CHECK(src);
+	th_fill(src, SLEN, 45);
+	TH_CHECK(rrr_mr_reg(e->pd, src, SLEN, RRR_ACCESS_REMOTE_READ, &mr) == 0);
+	k = (struct th_key){ (uintptr_t)src, SLEN, rrr_mr_rkey(mr), 0 };
+	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
+	/* the read responder works while we poll */
+	for (int i = 0; i < 400; i++) {
+		struct rrr_wc wc;
+
+		if (th_oob_recv(e->oob, &done, 1, 0) == 0)
+			break;
+		th_wc(e, &wc, 25);
+	}
+	TH_CHECK(rrr_mr_dereg(mr) == 0);
+	free(src);
+	return 0;
+}
+
+Test(soft_order, reg_mr_then_read_in_one_chain, .timeout = 60)
+{
+	cr_assert_eq(th_run_pair(NULL, io_server, io_client, NULL), 0);
+}
+
+Test(soft_order, reg_mr_then_read_progress_thread, .timeout = 60)
+{
+	cr_assert_eq(th_run_pair("progress_thread=1", io_server, io_client, NULL), 0);
+}
+
+/* ------------------------------------------------- a vanished peer: no SIGPIPE */
+#define PLEN (1024 * 1024)
+
+static int sp_server(struct th_ep *e, void *arg)
+{
+	uint8_t *src = malloc(PLEN);
+	struct rrr_sge sge;
+	struct rrr_send_wr wr;
+	struct rrr_mr *mr;
+	struct th_key k;
+	sigset_t pipe;
+	uint64_t posted = 0, done = 0;
+	bool failed = false;
+	char go = 'g';
+
+	(void)arg;
+	/* the default disposition, not blocked: a SIGPIPE would kill us */
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	TH_CHECK(sigprocmask(SIG_UNBLOCK, &pipe, NULL) == 0);
+	TH_CHECK(src);
+	memset(src, 0xa5, PLEN);
+	TH_CHECK(rrr_mr_reg(e->pd, src, PLEN, 0, &mr) == 0);
+	TH_CHECK(th_oob_recv(e->oob, &k, sizeof(k), TH_TIMEOUT_MS) == 0);
+	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0); /* the child now vanishes */
+	sge = (struct rrr_sge){ (uintptr_t)src, PLEN, rrr_mr_lkey(mr) };
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = RRR_WR_RDMA_WRITE;
+	wr.flags = RRR_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.u.rdma.remote_addr = k.addr;
+	wr.u.rdma.rkey = k.rkey;
+	/* stream until a WR fails; at most ~4 s or 4096 WRITEs */
+	for (int round = 0; !failed && round < 400 && posted < 4096; round++) {
+		struct rrr_wc wc;
+
+		while (posted - done < 8) {
+			wr.wr_id = ++posted;
+			TH_CHECK(rrr_qp_post_send(e->qp, &wr, NULL) == 0);
+		}
+		while (th_wc(e, &wc, 10) == 1) {
+			done++;
+			if (wc.status != RRR_WC_SUCCESS)
+				failed = true;
+		}
+	}
+	TH_CHECK(failed);
+	/* everything outstanding completes (flushed), nothing hangs */
+	while (done < posted) {
+		struct rrr_wc wc;
+
+		TH_CHECK(th_wc(e, &wc, TH_TIMEOUT_MS) == 1);
+		TH_CHECK(wc.status != RRR_WC_SUCCESS);
+		done++;
+	}
+	rrr_qp_destroy(e->qp);
+	e->qp = NULL;
+	TH_CHECK(rrr_mr_dereg(mr) == 0);
+	free(src);
+	return 0;
+}
+
+static int sp_client(struct th_ep *e, void *arg)
+{
+	static uint8_t sink[PLEN];
+	struct rrr_mr *mr;
+	struct th_key k;
+	char go;
+
+	(void)arg;
+	TH_CHECK(rrr_mr_reg(e->pd, sink, PLEN, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
+			    &mr) == 0);
+	k = (struct th_key){ (uintptr_t)sink, PLEN, rrr_mr_rkey(mr), 0 };
+	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
+	TH_CHECK(th_oob_recv(e->oob, &go, 1, TH_TIMEOUT_MS) == 0);
+	usleep(20000); /* let the parent's stream start */
+	_exit(0);      /* vanish: no disconnect, unread data -> RST */
+}
+
+Test(soft_order, sigpipe_peer_vanishes_during_writes, .timeout = 60)
+{
+	cr_assert_eq(th_run_pair(NULL, sp_server, sp_client, NULL), 0);
+}
+
+Test(soft_order, sigpipe_peer_vanishes_progress_thread, .timeout = 60)
+{
+	cr_assert_eq(th_run_pair("progress_thread=1", sp_server, sp_client, NULL), 0);
+}
