@@ -326,6 +326,63 @@ Test(soft_unit, map_sg_limits)
 	env_close(&e);
 }
 
+/* map_model=page_list: the device advertises RRR_MAP_PAGE_LIST and
+ * rrr_mr_map_sg() stops where an FRWR page list has a hole; max_pages
+ * counts pages. The default stays SG_GAPS. */
+Test(soft_unit, map_model_page_list)
+{
+	static uint8_t buf[8 * 4096] __attribute__((aligned(4096)));
+	struct rrr_device *dev;
+	struct rrr_pd *pd;
+	struct rrr_mr *mr;
+	struct rrr_sg sg[4];
+	struct rrr_device_attr at;
+
+	cr_assert_eq(rrr_device_open("soft", "map_model=bogus", &dev), -EINVAL);
+	cr_assert_eq(rrr_device_open("soft", "map_model=gaps", &dev), 0);
+	cr_assert_eq(rrr_device_query(dev, &at), 0);
+	cr_assert_eq(at.map_model, RRR_MAP_SG_GAPS);
+	cr_assert(at.sg_gaps);
+	rrr_device_close(dev);
+	cr_assert_eq(rrr_device_open("soft", "map_model=page_list,max_fr_pages=4", &dev), 0);
+	cr_assert_eq(rrr_device_query(dev, &at), 0);
+	cr_assert_eq(at.map_model, RRR_MAP_PAGE_LIST);
+	cr_assert(!at.sg_gaps);
+	cr_assert_eq(rrr_pd_alloc(dev, &pd), 0);
+	cr_assert_eq(rrr_mr_alloc(pd, 4, &mr), 0);
+	/* first entry may start mid-page, last may end mid-page */
+	sg[0] = (struct rrr_sg){ buf, 100, 4096 - 100 };
+	sg[1] = (struct rrr_sg){ buf + 4096, 0, 4096 };
+	sg[2] = (struct rrr_sg){ buf + 3 * 4096, 0, 10 };
+	cr_assert_eq(rrr_mr_map_sg(mr, sg, 3, RRR_ACCESS_REMOTE_WRITE), 3);
+	cr_assert_eq(rrr_mr_length(mr), 4096 - 100 + 4096 + 10);
+	/* an entry after the first not starting on a page boundary: hole */
+	sg[1].offset = 8;
+	sg[1].length = 4088;
+	cr_assert_eq(rrr_mr_map_sg(mr, sg, 3, RRR_ACCESS_REMOTE_WRITE), 1);
+	cr_assert_eq(rrr_mr_length(mr), 4096 - 100);
+	/* an entry before the last not ending on one: hole */
+	sg[0] = (struct rrr_sg){ buf, 0, 4000 };
+	sg[1] = (struct rrr_sg){ buf + 4096, 0, 4096 };
+	cr_assert_eq(rrr_mr_map_sg(mr, sg, 2, RRR_ACCESS_REMOTE_WRITE), 1);
+	/* zero-length entries inside are skipped, not holes */
+	sg[0] = (struct rrr_sg){ buf, 0, 4096 };
+	sg[1] = (struct rrr_sg){ buf + 100, 0, 0 };
+	sg[2] = (struct rrr_sg){ buf + 4096, 0, 4096 };
+	cr_assert_eq(rrr_mr_map_sg(mr, sg, 3, RRR_ACCESS_REMOTE_WRITE), 3);
+	/* pages, not entries, are counted: 3 + 2 pages > 4 */
+	sg[0] = (struct rrr_sg){ buf, 0, 3 * 4096 };
+	sg[1] = (struct rrr_sg){ buf + 4 * 4096, 0, 2 * 4096 };
+	cr_assert_eq(rrr_mr_map_sg(mr, sg, 2, RRR_ACCESS_REMOTE_WRITE), 1);
+	cr_assert_eq(rrr_mr_length(mr), 3 * 4096);
+	/* a first entry larger than the page list is refused */
+	sg[0] = (struct rrr_sg){ buf, 1, 4 * 4096 };
+	cr_assert_eq(rrr_mr_map_sg(mr, sg, 1, RRR_ACCESS_REMOTE_WRITE), -EINVAL);
+	cr_assert_eq(rrr_mr_dereg(mr), 0);
+	cr_assert_eq(rrr_pd_free(pd), 0);
+	rrr_device_close(dev);
+}
+
 /* Initial keys come from getrandom() per device: two devices that make
  * the same sequence of allocations get different keys (the chance that 16
  * random bytes agree is 2^-128), and the old linear pattern (seed*31+idx)

@@ -9,8 +9,12 @@
  *                        rrr_cq_poll() drives the sockets of its QPs)
  *   mulpdu=N             largest ULPDU sent, 128..65535 (default 65520)
  *   max_fr_pages=N       page-list depth of fast-reg MRs (default 256)
- * and reports the attributes callers plan with: map model SG_GAPS (a
- * registration is a list of arbitrary (addr, len) chunks), Send with
+ *   map_model=gaps|page_list  gaps (default): SG_GAPS, a registration is a
+ *                        list of arbitrary (addr, len) chunks; page_list:
+ *                        behave like an FRWR page list (rrr_mr_map_sg stops
+ *                        at page holes, max_fr_pages counts pages), so the
+ *                        registration engine's hole splitting runs on soft
+ * and reports the attributes callers plan with: the map model, Send with
  * Invalidate supported, RDMA READ sinks need REMOTE_WRITE (iWARP).
  *
  * The progress thread sleeps in epoll_wait() on the device's epoll set
@@ -66,12 +70,15 @@ static int opt(void *arg, const char *key, const char *val)
 	} else if (strcmp(key, "mulpdu") == 0 &&
 		   !parse_u32(val, SOFT_MULPDU_MIN, SOFT_MULPDU_MAX, &v)) {
 		d->mulpdu = v;
+	} else if (strcmp(key, "map_model") == 0 &&
+		   (strcmp(val, "page_list") == 0 || strcmp(val, "gaps") == 0)) {
+		d->page_list = strcmp(val, "page_list") == 0;
 	} else if (strcmp(key, "max_fr_pages") == 0 &&
 		   !parse_u32(val, 1, SOFT_MAX_FR_PAGES_MAX, &v)) {
 		d->max_fr_pages = v;
 	} else {
 		fprintf(stderr, "rrr soft: bad option '%s=%s' (known: crc=0|1, progress_thread=0|1, "
-				"mulpdu=%u..%u, max_fr_pages=1..%u)\n",
+				"mulpdu=%u..%u, max_fr_pages=1..%u, map_model=page_list|gaps)\n",
 			key, val, SOFT_MULPDU_MIN, SOFT_MULPDU_MAX, SOFT_MAX_FR_PAGES_MAX);
 		return rrr__set_error(-EINVAL, "soft: bad option '%s=%s'", key, val);
 	}
@@ -200,8 +207,8 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 	a->max_sge = SOFT_MAX_SGE;
 	a->max_qp_wr = SOFT_MAX_QP_WR;
 	a->max_private_data = RRR_CM_MAX_PRIVATE_DATA;
-	a->map_model = RRR_MAP_SG_GAPS;
-	a->sg_gaps = true;
+	a->map_model = d->page_list ? RRR_MAP_PAGE_LIST : RRR_MAP_SG_GAPS;
+	a->sg_gaps = !d->page_list;
 	a->send_with_inv = true;
 	a->read_sink_remote_write = true;
 	a->safe = true;

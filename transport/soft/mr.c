@@ -8,7 +8,10 @@
  * copies the scatterlist into it as a list of (address, length) pieces -
  * the soft "RNIC" accepts arbitrary gaps (RRR_MAP_SG_GAPS), so every
  * non-empty entry becomes one chunk and iova is the virtual address of
- * the first byte. Each map rotates the 8-bit key; the REG_MR work request
+ * the first byte. With the device option map_model=page_list the map
+ * stops where an FRWR page list would (an entry after the first that does
+ * not start on a 4 KiB page boundary, or whose predecessor does not end on
+ * one; max_pages then counts the pages the entries span). Each map rotates the 8-bit key; the REG_MR work request
  * makes the mapping VALID (stag.c), LOCAL_INV or a peer's Send with
  * Invalidate makes it INVALID again.
  *
@@ -129,7 +132,7 @@ int rrr__soft_mr_map_sg(struct rrr_mr *base, const struct rrr_sg *sg, int nents,
 {
 	struct soft_mr *mr = container_of(base, struct soft_mr, base);
 	int st = atomic_load(&mr->state);
-	uint64_t total = 0;
+	uint64_t total = 0, pages = 0, prev_end = 0;
 	uint32_t n = 0;
 	int i;
 
@@ -142,6 +145,24 @@ int rrr__soft_mr_map_sg(struct rrr_mr *base, const struct rrr_sg *sg, int nents,
 			continue;
 		if (total + sg[i].length > (1ull << 40))
 			break;
+		if (mr->dev->page_list) {
+			uint64_t a = (uintptr_t)sg[i].page + sg[i].offset, e = a + sg[i].length;
+			uint64_t np = ((e + SOFT_PL_MASK) >> SOFT_PL_SHIFT) - (a >> SOFT_PL_SHIFT);
+
+			/* a page list: only the first entry may start mid-page,
+			 * only the last may end mid-page; max_pages counts pages */
+			if (n && ((prev_end | a) & SOFT_PL_MASK))
+				break;
+			if (pages + np > mr->maxchunks) {
+				if (n)
+					break;
+				return rrr__set_error(-EINVAL, "soft: the first entry spans %llu pages, "
+							       "more than the MR's %u",
+						      (unsigned long long)np, mr->maxchunks);
+			}
+			pages += np;
+			prev_end = e;
+		}
 		mr->chunks[n].iov_base = (char *)sg[i].page + sg[i].offset;
 		mr->chunks[n].iov_len = sg[i].length;
 		total += sg[i].length;

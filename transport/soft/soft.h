@@ -39,6 +39,8 @@
 #define SOFT_MAX_ORD 32u
 #define SOFT_DEF_ORD 16u
 #define SOFT_MAX_FR_PAGES_DEF 256u
+#define SOFT_PL_SHIFT 12u         /* map_model=page_list: 4 KiB pages */
+#define SOFT_PL_MASK ((UINT64_C(1) << SOFT_PL_SHIFT) - 1)
 #define SOFT_MAX_FR_PAGES_MAX 65536u
 #define SOFT_MULPDU_DEF 65520u          /* max ULPDU (DDP header + payload) */
 #define SOFT_MULPDU_MIN 128u
@@ -198,6 +200,7 @@ struct soft_dev {
 	pthread_mutex_t lock;            /* stag allocator, qp list */
 	bool crc;
 	bool progress_thread;
+	bool page_list;                  /* map_model=page_list: FRWR-like holes */
 	uint32_t mulpdu;
 	uint32_t max_fr_pages;
 	_Atomic(struct soft_mr *) *stags; /* SOFT_MAX_STAGS entries, [0] unused */
