@@ -8,9 +8,12 @@
  * completion arrives on an armed CQ) and, unless the device runs a
  * progress thread, the sockets of every QP that uses this CQ. So the fd
  * becomes readable both when completions may be pending and when a socket
- * needs service, and rrr_cq_poll() makes progress: it collects ready
- * sockets from the epoll set without waiting and drives each QP's receive
- * and transmit engines before draining the ring. Pollers of one CQ share
+ * needs service, and rrr_cq_poll() makes progress: when the ring is
+ * empty it collects ready sockets from the epoll set without waiting and
+ * drives each QP's receive and transmit engines, then drains the ring
+ * (completions already in the ring are returned without a system call;
+ * the sockets are served by the first poll that finds it empty, and the
+ * fd stays readable meanwhile). Pollers of one CQ share
  * the progress work through cq->prog_lock (try-lock: a second poller just
  * drains the ring).
  *
@@ -123,9 +126,16 @@ int rrr__soft_cq_poll(struct rrr_cq *base, struct rrr_wc *wc, int n)
 	struct soft_dev *dev = soft_dev(base->dev);
 	int k = 0;
 
-	if (!dev->progress_thread)
-		progress(cq);
+	/* the ring first: completions already there (REG_MR and LOCAL_INV
+	 * complete during post_send) cost no epoll_wait; the sockets are
+	 * driven only when the ring is empty, which it must become before a
+	 * caller can be waiting on anything else */
 	pthread_mutex_lock(&cq->lock);
+	if (!cq->count && !dev->progress_thread) {
+		pthread_mutex_unlock(&cq->lock);
+		progress(cq);
+		pthread_mutex_lock(&cq->lock);
+	}
 	while (k < n && cq->count) {
 		wc[k++] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->depth;

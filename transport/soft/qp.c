@@ -476,7 +476,17 @@ int rrr__soft_post_send(struct rrr_qp *base, struct rrr_send_wr *wr, struct rrr_
 		if (rc)
 			break;
 		w = &qp->sq[(qp->sq_head + qp->sq_count) % qp->sq_size];
-		memset(w, 0, sizeof(*w));
+		/* field by field, not memset: the unused SGE slots stay as
+		 * they are (never read past num_sge); this runs per WR */
+		w->remote_addr = 0;
+		w->rkey = 0;
+		w->mr = NULL;
+		w->access = 0;
+		w->done_bytes = 0;
+		w->msn = 0;
+		w->st = SOFT_WQE_QUEUED;
+		w->status = RRR_WC_SUCCESS;
+		w->vendor_err = 0;
 		w->wr_id = wr->wr_id;
 		w->opcode = wr->opcode;
 		w->flags = wr->flags;
