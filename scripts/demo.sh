@@ -58,9 +58,11 @@ fi
 read -r RDMA_PORT MOUNT_PORT _ < <(sed -E 's/rdma=([0-9]+) mount=([0-9]+) tcp=([0-9]+)/\1 \2 \3/' "$T/ports")
 cat "$T/server.log"
 
-# max_fr_pages=64: each fast-registration MR maps at most 256 KiB, so every
-# 1 MiB READ/WRITE needs several registrations - visible in the counters.
-CL=("$CLIENT" --transport rdma --provider soft --provider-opts max_fr_pages=64
+# map_model=page_list: the soft device maps like a FRWR page-list device, so
+# the 1000-byte split of each payload (it ends mid-page) is a hole that starts
+# a new registration; max_fr_pages=64: each MR maps at most 256 KiB, so every
+# 1 MiB READ/WRITE needs several registrations. Both show in the counters.
+CL=("$CLIENT" --transport rdma --provider soft --provider-opts map_model=page_list,max_fr_pages=64
     --server 127.0.0.1 --port "$RDMA_PORT" --mount-port "$MOUNT_PORT"
     --export "$T/export" --timeout 30000)
 
