@@ -47,7 +47,9 @@
 #define SOFT_MULPDU_MAX 65535u
 #define SOFT_MPA_PD_MAX 512u            /* MPA private data incl. IRD/ORD */
 #define SOFT_PAY_IOV 64                 /* payload iovecs per readv/writev */
-#define SOFT_TX_BATCH 8                 /* FPDUs per writev */
+#define SOFT_TX_BATCH 64                /* FPDUs per writev: most tx_batch= allows */
+#define SOFT_TX_BATCH_DEF 32            /* default: 2 MiB of 64 KiB FPDUs per sendmsg */
+#define SOFT_TX_IOV (8 * (SOFT_PAY_IOV + 2)) /* iovecs per writev: <= IOV_MAX */
 
 /* ------------------------------------------------------------ crc32c.c */
 /* CRC32c of @len bytes continuing @crc (start with 0). */
@@ -202,6 +204,7 @@ struct soft_dev {
 	bool progress_thread;
 	bool page_list;                  /* map_model=page_list: FRWR-like holes */
 	uint32_t mulpdu;
+	uint32_t tx_batch;           /* FPDUs per sendmsg, 1..SOFT_TX_BATCH */
 	uint32_t max_fr_pages;
 	_Atomic(struct soft_mr *) *stags; /* SOFT_MAX_STAGS entries, [0] unused */
 	uint32_t *free_idx;
@@ -398,7 +401,7 @@ struct soft_qp {
 		enum soft_tx_kind kind;     /* message in progress */
 		uint8_t hdr[SOFT_TX_BATCH][SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN];
 		uint8_t trl[SOFT_TX_BATCH][8];
-		struct iovec iov[SOFT_TX_BATCH * (SOFT_PAY_IOV + 2)];
+		struct iovec iov[SOFT_TX_IOV];
 		int niov, idx;
 		int nf, fdone;              /* FPDUs in the batch, fully written */
 		struct {

@@ -359,7 +359,7 @@ static bool batch_room(const struct soft_qp *qp)
 		return true;
 	if (qp->tx.src_guard && !qp->tx.irq_more)
 		return false;
-	return qp->tx.nf < SOFT_TX_BATCH &&
+	return qp->tx.nf < (int)qp->dev->tx_batch &&
 	       qp->tx.niov + SOFT_PAY_IOV + 2 <= (int)(sizeof(qp->tx.iov) / sizeof(qp->tx.iov[0]));
 }
 
