@@ -8,9 +8,9 @@
  *   progress_thread=0|1  a device thread drives every QP socket (default 0:
  *                        rrr_cq_poll() drives the sockets of its QPs)
  *   mulpdu=N             largest ULPDU sent, 128..65535 (default 65520)
- *   tx_batch=N           FPDUs handed to one sendmsg, 1..64 (default 32:
- *                        two 1 MiB WRITEs of 64 KiB FPDUs; 8 measured at
- *                        0.6 of plain TCP, 32 at 0.9, docs/benchmarks.md)
+ *   tx_batch=N           FPDUs handed to one sendmsg, 1..64 (default 32,
+ *                        1 MiB of loopback-MSS FPDUs: 1 MiB WRITE at ~0.9
+ *                        of plain TCP against ~0.6 with 8; docs/benchmarks.md)
  *   max_fr_pages=N       page-list depth of fast-reg MRs (default 256)
  *   map_model=gaps|page_list  gaps (default): SG_GAPS, a registration is a
  *                        list of arbitrary (addr, len) chunks; page_list:

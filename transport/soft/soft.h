@@ -48,7 +48,7 @@
 #define SOFT_MPA_PD_MAX 512u            /* MPA private data incl. IRD/ORD */
 #define SOFT_PAY_IOV 64                 /* payload iovecs per readv/writev */
 #define SOFT_TX_BATCH 64                /* FPDUs per writev: most tx_batch= allows */
-#define SOFT_TX_BATCH_DEF 32            /* default: 2 MiB of 64 KiB FPDUs per sendmsg */
+#define SOFT_TX_BATCH_DEF 32            /* default: 1 MiB of 32 KiB (loopback MSS) FPDUs */
 #define SOFT_TX_IOV (8 * (SOFT_PAY_IOV + 2)) /* iovecs per writev: <= IOV_MAX */
 
 /* ------------------------------------------------------------ crc32c.c */
