@@ -11,6 +11,9 @@
  *   tx_batch=N           FPDUs handed to one sendmsg, 1..64 (default 32,
  *                        1 MiB of loopback-MSS FPDUs: 1 MiB WRITE at ~0.9
  *                        of plain TCP against ~0.6 with 8; docs/benchmarks.md)
+ *   tx_refill=0|1        a partly written batch drops the FPDUs already out
+ *                        and takes new ones behind the rest (default 1; 0 is
+ *                        the older behaviour, kept for side-by-side runs)
  *   max_fr_pages=N       page-list depth of fast-reg MRs (default 256)
  *   map_model=gaps|page_list  gaps (default): SG_GAPS, a registration is a
  *                        list of arbitrary (addr, len) chunks; page_list:
@@ -75,6 +78,8 @@ static int opt(void *arg, const char *key, const char *val)
 		d->mulpdu = v;
 	} else if (strcmp(key, "tx_batch") == 0 && !parse_u32(val, 1, SOFT_TX_BATCH, &v)) {
 		d->tx_batch = v;
+	} else if (strcmp(key, "tx_refill") == 0 && !parse_u32(val, 0, 1, &v)) {
+		d->tx_refill = v;
 	} else if (strcmp(key, "map_model") == 0 &&
 		   (strcmp(val, "page_list") == 0 || strcmp(val, "gaps") == 0)) {
 		d->page_list = strcmp(val, "page_list") == 0;
@@ -83,7 +88,7 @@ static int opt(void *arg, const char *key, const char *val)
 		d->max_fr_pages = v;
 	} else {
 		fprintf(stderr, "rrr soft: bad option '%s=%s' (known: crc=0|1, progress_thread=0|1, "
-				"mulpdu=%u..%u, tx_batch=1..%u, max_fr_pages=1..%u, "
+				"mulpdu=%u..%u, tx_batch=1..%u, tx_refill=0|1, max_fr_pages=1..%u, "
 				"map_model=page_list|gaps)\n",
 			key, val, SOFT_MULPDU_MIN, SOFT_MULPDU_MAX, SOFT_TX_BATCH,
 			SOFT_MAX_FR_PAGES_MAX);
@@ -162,6 +167,7 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 	d->crc = true;
 	d->mulpdu = SOFT_MULPDU_DEF;
 	d->tx_batch = SOFT_TX_BATCH_DEF;
+	d->tx_refill = true;
 	d->max_fr_pages = SOFT_MAX_FR_PAGES_DEF;
 	pthread_mutex_init(&d->lock, NULL);
 	rc = rrr__opts_parse(opts, opt, d);

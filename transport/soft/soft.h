@@ -204,6 +204,7 @@ struct soft_dev {
 	bool progress_thread;
 	bool page_list;                  /* map_model=page_list: FRWR-like holes */
 	uint32_t mulpdu;
+	bool tx_refill;             /* refill a partly written batch */
 	uint32_t tx_batch;           /* FPDUs per sendmsg, 1..SOFT_TX_BATCH */
 	uint32_t max_fr_pages;
 	_Atomic(struct soft_mr *) *stags; /* SOFT_MAX_STAGS entries, [0] unused */

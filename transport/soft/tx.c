@@ -6,8 +6,11 @@
  * iovec list - [MPA length + DDP/RDMAP header (+ inline Read Request or
  * Terminate payload)] [payload pieces straight from the caller's SGEs or
  * the registration's chunks] [pad + CRC32c] - and handed to sendmsg() on
- * the non-blocking socket; a short write leaves the rest for the next
- * call (EPOLLOUT is armed meanwhile). No payload byte is copied by us.
+ * the non-blocking socket, up to tx_batch FPDUs per call; a short write
+ * leaves the rest for the next call (EPOLLOUT is armed meanwhile), and
+ * that call first drops the FPDUs already out (batch_compact) and fills
+ * the batch up again behind the rest, so every sendmsg stays large. No
+ * payload byte is copied by us.
  * Messages are cut into segments of at most MULPDU - header bytes; a
  * message is never interleaved with another one, so Read Responses are
  * sent between whole SQ messages, before the next SQ WR starts.
@@ -363,11 +366,41 @@ static bool batch_room(const struct soft_qp *qp)
 	       qp->tx.niov + SOFT_PAY_IOV + 2 <= (int)(sizeof(qp->tx.iov) / sizeof(qp->tx.iov[0]));
 }
 
+/* Drop the FPDUs of a partly written batch that are fully out, so the
+ * batch can take new ones behind the rest (the next sendmsg carries both). */
+static void batch_compact(struct soft_qp *qp)
+{
+	int k = qp->tx.fdone, rest = qp->tx.nf - k, idx = qp->tx.idx;
+	uintptr_t h0 = (uintptr_t)qp->tx.hdr[k], h1 = (uintptr_t)qp->tx.hdr[qp->tx.nf];
+	uintptr_t t0 = (uintptr_t)qp->tx.trl[k], t1 = (uintptr_t)qp->tx.trl[qp->tx.nf];
+
+	for (int i = idx; i < qp->tx.niov; i++) {
+		uintptr_t b = (uintptr_t)qp->tx.iov[i].iov_base;
+
+		if (b >= h0 && b < h1)
+			qp->tx.iov[i].iov_base = (void *)(b - (h0 - (uintptr_t)qp->tx.hdr[0]));
+		else if (b >= t0 && b < t1)
+			qp->tx.iov[i].iov_base = (void *)(b - (t0 - (uintptr_t)qp->tx.trl[0]));
+	}
+	memmove(qp->tx.hdr[0], qp->tx.hdr[k], (size_t)rest * sizeof(qp->tx.hdr[0]));
+	memmove(qp->tx.trl[0], qp->tx.trl[k], (size_t)rest * sizeof(qp->tx.trl[0]));
+	memmove(qp->tx.iov, qp->tx.iov + idx, (size_t)(qp->tx.niov - idx) * sizeof(qp->tx.iov[0]));
+	memmove(qp->tx.f, qp->tx.f + k, (size_t)rest * sizeof(qp->tx.f[0]));
+	for (int j = 0; j < rest; j++)
+		qp->tx.f[j].end -= idx;
+	qp->tx.niov -= idx;
+	qp->tx.idx = 0;
+	qp->tx.nf = rest;
+	qp->tx.fdone = 0;
+}
+
 void rrr__soft_tx(struct soft_qp *qp)
 {
 	if (qp->fd < 0)
 		return;
 	for (;;) {
+		if (qp->tx.active && qp->tx.fdone && qp->dev->tx_refill)
+			batch_compact(qp);
 		/* fill the batch */
 		while (!qp->tx.active || (qp->tx.idx == 0 && batch_room(qp))) {
 			if (qp->tx.term_pending) {
