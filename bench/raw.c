@@ -186,6 +186,7 @@ static int setup_common(struct conn *c, const char *provider, const char *opts, 
 	if (!c->buf || !c->small)
 		return -ENOMEM;
 	memset(c->buf, 0x42, buflen);
+	memset(c->small, 0x24, 1 << 20);
 	rc = rrr_mr_reg(c->pd, c->buf, buflen,
 			RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ,
 			&c->mr);
