@@ -603,23 +603,7 @@ uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *n
 		if (st)
 			return st;
 	}
-	int fd = open_beneath(ex, path, O_PATH);
-	if (fd < 0) {
-		if (fd == -EXDEV)
-			atomic_fetch_add(&ex->escapes, 1);
-		return fs_errno_to_stat(-fd);
-	}
-	if (fstat(fd, &o->st) < 0) {
-		int err = errno;
-		close(fd);
-		return fs_errno_to_stat(err);
-	}
-	o->fd = fd;
-	o->gen = fs_gen(fd);
-	snprintf(o->path, sizeof(o->path), "%s", path);
-	if (o->st.st_ino != ex->root_ino)
-		fs_cache_put(ex, (uint64_t)o->st.st_ino, path);
-	return RRR_NFS3_OK;
+	return fs_resolve_path(ex, path, o);
 }
 
 uint32_t fs_resolve_path(struct fs_export *ex, const char *rel, struct fs_obj *o)

@@ -224,9 +224,12 @@ int main(int argc, char **argv)
 		snprintf(pbuf, sizeof(pbuf), "%d", port);
 		rc = rrr_svc_listen_rdma(g_svc, listen, pbuf, &bound_rdma);
 		if (rc < 0) {
-			fprintf(stderr, "rrr-server: cannot listen for RDMA (%s) on port %d: %s\n"
-				"  (another server on that port? try --port, or --no-rdma)\n",
-				so.provider ? so.provider : "soft", port, rrr_last_error());
+			fprintf(stderr, "rrr-server: cannot listen for RDMA (%s) on port %d: %s\n%s",
+				so.provider ? so.provider : "soft", port,
+				rrr_last_error() ? rrr_last_error() : strerror(-rc),
+				rc == -EADDRINUSE ? "  (another server on that port? try --port, "
+						    "or --no-rdma)\n"
+						  : "");
 			goto fail;
 		}
 	}
