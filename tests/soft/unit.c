@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -474,7 +475,18 @@ Test(soft_unit, stag_concurrent_lookup_vs_invalidate, .timeout = 120)
 	atomic_store(&r->handle, rrr_mr_rkey(r->mr));
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(pthread_create(&th[i], NULL, reader, r), 0);
-	for (int round = 0; round < 300; round++) {
+	/* At least 300 rounds, and on until the readers were seen both to hit
+	 * and to miss (on a loaded machine they may not be scheduled at first);
+	 * bounded by 60 s of wall time. */
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int round = 0;; round++) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (round >= 300 &&
+		    ((atomic_load(&r->hits) > 0 && atomic_load(&r->misses) > 0) ||
+		     now.tv_sec - t0.tv_sec > 60))
+			break;
 		uint32_t h = rrr_mr_rkey(r->mr);
 		long seen = atomic_load(&r->hits);
 
