@@ -83,8 +83,8 @@ void rrr_clnt_opts_init(struct rrr_clnt_opts *opts)
 	opts->provider = "soft";
 	opts->port = "20049";
 	opts->max_requests = 32;
-	opts->inline_send = 4096;
-	opts->inline_recv = 4096;
+	opts->inline_send = RRR_RDMA_INLINE_PREF;
+	opts->inline_recv = RRR_RDMA_INLINE_PREF;
 	opts->max_segs = 16;
 	opts->timeout_ms = 30000;
 	opts->connect_timeout_ms = 10000;
@@ -804,9 +804,9 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	if (c->opts.max_requests > 1024)
 		c->opts.max_requests = 1024;
 	if (!c->opts.inline_send)
-		c->opts.inline_send = 4096;
+		c->opts.inline_send = RRR_RDMA_INLINE_PREF;
 	if (!c->opts.inline_recv)
-		c->opts.inline_recv = 4096;
+		c->opts.inline_recv = RRR_RDMA_INLINE_PREF;
 	if (!c->opts.max_segs)
 		c->opts.max_segs = 16;
 	if (c->opts.max_segs > RRR_RDMA_MAX_CHUNK_SEGS)

@@ -1223,30 +1223,33 @@ static int handle_wc(struct rrr_clnt *c, const struct rrr_wc *wc)
 	return 0;
 }
 
+/* Poll and handle completions until a short batch; returns how many were
+ * handled, or a negative errno when the connection is lost. */
 static int poll_cq(struct rrr_clnt *c)
 {
 	struct rdma_xprt *x = X(c);
 	struct rrr_wc wc[32];
-	int n, rc;
+	int n, rc, total = 0;
 
 	for (int rounds = 0; rounds < 64; rounds++) {
 		n = rrr_cq_poll(x->cq, wc, 32);
 		if (n < 0)
 			return -ENOTCONN;
 		if (n == 0)
-			return 0;
+			break;
 		for (int i = 0; i < n; i++) {
 			rc = handle_wc(c, &wc[i]);
 			if (rc)
 				return rc;
 		}
+		total += n;
 		/* A short batch drained the CQ: the caller arms and polls once
 		 * more, so a second empty poll here would only cost a progress
 		 * step (system calls on the soft provider). */
 		if (n < 32)
-			return 0;
+			break;
 	}
-	return 0;
+	return total;
 }
 
 static int rdma_progress(struct rrr_clnt *c, uint32_t tag)
@@ -1270,9 +1273,21 @@ static int rdma_progress(struct rrr_clnt *c, uint32_t tag)
 	}
 	(void)rrr_cq_ack_event(x->cq);
 	rc = poll_cq(c);
-	if (rc == 0) {
+	/* Sleep only after a poll that followed the arm found nothing: a
+	 * completion that poll returns may not leave an event behind (the
+	 * soft provider drops the notification of completions its own poller
+	 * takes), and handling it may post work whose completions come later. */
+	for (int rounds = 0; rc >= 0 && rounds < 64; rounds++) {
 		(void)rrr_cq_arm(x->cq);
 		rc = poll_cq(c);
+		if (rc == 0)
+			break;
+	}
+	if (rc > 0) {
+		rc = 0;
+		/* still busy after many rounds: arm once more, which notifies at
+		 * once if completions are pending, so the thread comes back */
+		(void)rrr_cq_arm(x->cq);
 	}
 	if (rc == 0 && (x->nrfree >= RECV_BATCH || x->posted < x->inflight + 1))
 		rc = post_recvs(x);

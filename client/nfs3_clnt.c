@@ -41,6 +41,12 @@
 #define MAX_QD 128u
 #define DIR_MAXCOUNT 32768u
 #define DIR_DIRCOUNT 8192u
+/* READ3res without its data: RPC reply header with an AUTH_NONE/AUTH_SYS
+ * verifier, status, post_op_attr, count, eof, opaque length (~128 bytes),
+ * with room to spare. It lets the transport take a small READ's reply
+ * inline (no write chunk, nothing registered) when it fits the receive
+ * size (client/clnt_plan.c). */
+#define READ_REPLY_HINT 256u
 
 struct rrr_nfs3 {
 	struct rrr_clnt *clnt;
@@ -667,6 +673,7 @@ int rrr_nfs3_read(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t off
 	struct rrr_call k;
 	call_init(n, &k, RRR_NFS3_READ, enc_read_args, &a, dec_read_res, r);
 	k.ddp = RRR_DDP_FROM_SERVER;
+	k.reply_hint = READ_REPLY_HINT;
 	k.payload = iov;
 	k.npayload = niov;
 	k.idempotent = true;
@@ -800,6 +807,7 @@ static int slot_submit(struct xfer *x, struct slot *s, uint64_t off, uint32_t le
 			  &s->rres);
 		s->call.ddp = RRR_DDP_FROM_SERVER;
 		s->call.idempotent = true;
+		s->call.reply_hint = READ_REPLY_HINT;
 	}
 	s->call.payload = s->iov;
 	s->call.npayload = niov;

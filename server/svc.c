@@ -50,6 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rrr/rpcrdma.h>
+
 #include "server/svc_impl.h"
 #include "transport/provider_impl.h"
 
@@ -116,8 +118,8 @@ void rrr_svc_opts_init(struct rrr_svc_opts *opts)
 	opts->provider = "soft";
 	opts->provider_opts = NULL;
 	opts->max_requests = 32;
-	opts->inline_send = 4096;
-	opts->inline_recv = 4096;
+	opts->inline_send = RRR_RDMA_INLINE_PREF;
+	opts->inline_recv = RRR_RDMA_INLINE_PREF;
 	opts->max_segs = 64;
 	opts->max_payload = 1024u * 1024u;
 	opts->no_remote_inv = false;
@@ -128,9 +130,9 @@ static int opts_check(struct rrr_svc_opts *o)
 	if (o->max_requests == 0)
 		o->max_requests = 32;
 	if (o->inline_send == 0)
-		o->inline_send = 4096;
+		o->inline_send = RRR_RDMA_INLINE_PREF;
 	if (o->inline_recv == 0)
-		o->inline_recv = 4096;
+		o->inline_recv = RRR_RDMA_INLINE_PREF;
 	if (o->max_segs == 0)
 		o->max_segs = 64;
 	if (o->max_payload == 0)

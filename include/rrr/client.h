@@ -51,8 +51,8 @@ struct rrr_clnt_opts {
 	const char *host;	   /* server address (required) */
 	const char *port;	   /* default "20049" */
 	uint32_t max_requests;	   /* local credit ceiling, default 32 */
-	uint32_t inline_send;	   /* default 4096 (RFC 8797 max 256 KiB) */
-	uint32_t inline_recv;	   /* default 4096 */
+	uint32_t inline_send;	   /* default RRR_RDMA_INLINE_PREF (8192; RFC 8797 max 256 KiB) */
+	uint32_t inline_recv;	   /* default RRR_RDMA_INLINE_PREF (8192) */
 	uint32_t max_segs;	   /* registrations per chunk, default 16 */
 	int timeout_ms;		   /* default call timeout, default 30000 */
 	int connect_timeout_ms;	   /* default 10000 */

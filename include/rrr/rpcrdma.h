@@ -149,6 +149,12 @@ int rrr_rdma_err_encode(struct rrr_xdr *xdr, uint32_t xid, uint32_t credits, uin
 #define RRR_RDMA_PD_FLAG_REMOTE_INV 0x01u
 #define RRR_RDMA_INLINE_DEFAULT 1024u
 #define RRR_RDMA_INLINE_MAX (256u * 1024u) /* KiB-1 in one byte: 1..256 KiB */
+/* rrr's own default inline send/receive size (clients and servers): large
+ * enough that a 4 KiB READ or WRITE and its RPC headers travel inline in one
+ * Send, with no registration and no RDMA Read/Write round trip, as
+ * NVMe-oF's in-capsule data does; the peer's RFC 8797 private data clamps it
+ * (the Linux client and server offer 4096). */
+#define RRR_RDMA_INLINE_PREF 8192u
 
 struct rrr_rdma_cm_pd {
 	bool remote_inv;      /* sender accepts Send With Invalidate */

@@ -68,8 +68,8 @@ struct rrr_svc_opts {
 	const char *provider;      /* "soft" (default) or "verbs" */
 	const char *provider_opts;
 	uint32_t max_requests;     /* credits granted per connection, default 32 */
-	uint32_t inline_send;      /* default 4096 */
-	uint32_t inline_recv;      /* default 4096 */
+	uint32_t inline_send;      /* default RRR_RDMA_INLINE_PREF (8192) */
+	uint32_t inline_recv;      /* default RRR_RDMA_INLINE_PREF (8192) */
 	uint32_t max_segs;         /* segments accepted per chunk, default 64 */
 	uint32_t max_payload;      /* max bytes per DDP payload, default 1 MiB;
 				    * a call or reply record is bounded by

@@ -378,6 +378,105 @@ static int pay_iov(struct soft_qp *qp, struct iovec *iov, struct soft_mr **guard
 	return 0;
 }
 
+/* Credit @n bytes just placed in @iov (payload entries first, @np of them),
+ * then the trailer; returns the bytes left over (the next FPDU's). */
+static size_t account(struct soft_qp *qp, const struct iovec *iov, int np, size_t n)
+{
+	size_t left = n;
+
+	for (int i = 0; i < np && left; i++) {
+		size_t t = left < iov[i].iov_len ? left : iov[i].iov_len;
+
+		if (qp->crc)
+			qp->rx.crc = rrr__soft_crc32c(qp->rx.crc, iov[i].iov_base, t);
+		qp->rx.pay_done += (uint32_t)t;
+		left -= t;
+	}
+	if (left && qp->rx.trl_have < qp->rx.trl_len) {
+		size_t t = qp->rx.trl_len - qp->rx.trl_have;
+
+		if (t > left)
+			t = left;
+		qp->rx.trl_have += (uint32_t)t;
+		left -= t;
+	}
+	return left;
+}
+
+static bool fpdu_done(const struct soft_qp *qp)
+{
+	return qp->rx.pay_done == qp->rx.pay_len && qp->rx.trl_have == qp->rx.trl_len;
+}
+
+/* The FPDU is all here: check the CRC, act on it, expect a header. 0 ok,
+ * -1 the QP is dead. */
+static int fpdu_end(struct soft_qp *qp)
+{
+	if (qp->crc) { /* without CRC the field is present but not checked */
+		unsigned pad = qp->rx.trl_len - 4;
+		uint32_t c = rrr__soft_crc32c(qp->rx.crc, qp->rx.trl, pad);
+		uint32_t got = (uint32_t)qp->rx.trl[pad] | (uint32_t)qp->rx.trl[pad + 1] << 8 |
+			       (uint32_t)qp->rx.trl[pad + 2] << 16 |
+			       (uint32_t)qp->rx.trl[pad + 3] << 24;
+
+		if (c != got) {
+			term(qp, T_LLP(SOFT_ECODE_LLP_CRC));
+			return -1;
+		}
+	}
+	fpdu_complete(qp, qp->rx.inl);
+	qp->rx.st = SOFT_RX_HDR;
+	qp->rx.need = SOFT_HDR_TAGGED;
+	qp->rx.have = 0;
+	return qp->state == SOFT_QP_RTS ? 0 : -1;
+}
+
+/* Trailer destination for the bytes still missing; 1 if added. */
+static int trl_iov(struct soft_qp *qp, struct iovec *iov)
+{
+	if (qp->rx.trl_have >= qp->rx.trl_len)
+		return 0;
+	iov->iov_base = qp->rx.trl + qp->rx.trl_have;
+	iov->iov_len = qp->rx.trl_len - qp->rx.trl_have;
+	return 1;
+}
+
+/* A tagged header was read together with up to 4 bytes after it (see
+ * HDR_READ): place them like the readv below would have, under the same
+ * guards, then finish the FPDU if they completed it. 0 ok, -1 QP dead. */
+static int take_early(struct soft_qp *qp, const uint8_t *src, size_t n)
+{
+	struct iovec iov[SOFT_PAY_IOV + 1];
+	struct soft_mr *guards[SOFT_MAX_SGE];
+	int ng = 0, np, niov;
+	size_t off = 0;
+
+	np = pay_iov(qp, iov, guards, &ng, qp->rx.inl);
+	if (np < 0)
+		return -1;
+	niov = np + trl_iov(qp, &iov[np]);
+	for (int i = 0; i < niov && off < n; i++) {
+		size_t t = n - off < iov[i].iov_len ? n - off : iov[i].iov_len;
+
+		memcpy(iov[i].iov_base, src + off, t);
+		off += t;
+	}
+	for (int g = 0; g < ng; g++)
+		rrr__soft_mr_put(guards[g]);
+	(void)account(qp, iov, np, off);
+	return fpdu_done(qp) ? fpdu_end(qp) : 0;
+}
+
+/*
+ * Every header read asks for HDR_READ bytes: an untagged header is that
+ * long and no FPDU is shorter (a tagged header with no payload still has
+ * its 4-byte CRC field), so the read never takes a byte of the FPDU after
+ * this one, an untagged header arrives in one system call instead of two,
+ * and for a tagged header the last 4 bytes are its first payload or
+ * trailer bytes (take_early).
+ */
+#define HDR_READ SOFT_HDR_UNTAGGED
+
 void rrr__soft_rx(struct soft_qp *qp)
 {
 	int budget = 64;
@@ -385,8 +484,8 @@ void rrr__soft_rx(struct soft_qp *qp)
 	while (qp->state == SOFT_QP_RTS && qp->rx.st != SOFT_RX_DEAD && budget-- > 0) {
 		if (qp->rx.st == SOFT_RX_HDR) {
 			if (qp->rx.have < qp->rx.need) {
-				ssize_t n = read(qp->fd, qp->rx.hb + qp->rx.have,
-						 qp->rx.need - qp->rx.have);
+				size_t ask = HDR_READ - qp->rx.have;
+				ssize_t n = read(qp->fd, qp->rx.hb + qp->rx.have, ask);
 
 				if (n == 0) {
 					rrr__soft_qp_fatal(qp, 0, false);
@@ -400,35 +499,32 @@ void rrr__soft_rx(struct soft_qp *qp)
 					return;
 				}
 				qp->rx.have += (uint32_t)n;
-				if (qp->rx.have < qp->rx.need)
+				if (qp->rx.have >= SOFT_HDR_TAGGED)
+					qp->rx.need = (uint32_t)rrr__soft_hdr_len(qp->rx.hb);
+				if (qp->rx.have < qp->rx.need && (size_t)n < ask)
 					return; /* drained: epoll brings us back */
 				continue;
 			}
-			if (qp->rx.need == SOFT_HDR_TAGGED &&
-			    rrr__soft_hdr_len(qp->rx.hb) == SOFT_HDR_UNTAGGED) {
-				qp->rx.need = SOFT_HDR_UNTAGGED;
-				continue;
-			}
+			uint32_t early = qp->rx.have - qp->rx.need;
+
 			if (hdr_process(qp))
 				return;
+			if (early && take_early(qp, qp->rx.hb + qp->rx.need, early))
+				return;
+			if (qp->rx.st == SOFT_RX_HDR)
+				continue;
 		}
-		/* PAY: payload, trailer, and the next FPDU's first 16 bytes */
+		/* PAY: payload, trailer, and the next FPDU's first HDR_READ bytes */
 		struct iovec iov[SOFT_PAY_IOV + 3];
 		struct soft_mr *guards[SOFT_MAX_SGE];
-		uint8_t *inlbuf = qp->rx.inl;
-		uint8_t nexthdr[SOFT_HDR_TAGGED];
+		uint8_t nexthdr[HDR_READ];
 		int ng = 0, np, niov;
 		ssize_t n;
 
-		np = pay_iov(qp, iov, guards, &ng, inlbuf);
+		np = pay_iov(qp, iov, guards, &ng, qp->rx.inl);
 		if (np < 0)
 			return;
-		niov = np;
-		if (qp->rx.trl_have < qp->rx.trl_len) {
-			iov[niov].iov_base = qp->rx.trl + qp->rx.trl_have;
-			iov[niov].iov_len = qp->rx.trl_len - qp->rx.trl_have;
-			niov++;
-		}
+		niov = np + trl_iov(qp, &iov[np]);
 		iov[niov].iov_base = nexthdr;
 		iov[niov].iov_len = sizeof(nexthdr);
 		niov++;
@@ -450,48 +546,19 @@ void rrr__soft_rx(struct soft_qp *qp)
 				rrr__soft_qp_fatal(qp, 0, false);
 			return;
 		}
-		/* account: payload, then trailer, then next header */
-		size_t left = (size_t)n;
+		size_t left = account(qp, iov, np, (size_t)n);
 
-		for (int i = 0; i < np && left; i++) {
-			size_t t = left < iov[i].iov_len ? left : iov[i].iov_len;
-
-			if (qp->crc)
-				qp->rx.crc = rrr__soft_crc32c(qp->rx.crc, iov[i].iov_base, t);
-			qp->rx.pay_done += (uint32_t)t;
-			left -= t;
-		}
-		if (left && qp->rx.trl_have < qp->rx.trl_len) {
-			size_t t = qp->rx.trl_len - qp->rx.trl_have;
-
-			if (t > left)
-				t = left;
-			qp->rx.trl_have += (uint32_t)t;
-			left -= t;
-		}
-		if (qp->rx.pay_done < qp->rx.pay_len || qp->rx.trl_have < qp->rx.trl_len) {
+		if (!fpdu_done(qp)) {
 			if ((size_t)n < want)
 				return; /* drained */
 			continue;
 		}
-		/* FPDU complete: verify CRC, then act */
-		if (qp->crc) { /* without CRC the field is present but not checked */
-			unsigned pad = qp->rx.trl_len - 4;
-			uint32_t c = rrr__soft_crc32c(qp->rx.crc, qp->rx.trl, pad);
-			uint32_t got = (uint32_t)qp->rx.trl[pad] | (uint32_t)qp->rx.trl[pad + 1] << 8 |
-				       (uint32_t)qp->rx.trl[pad + 2] << 16 |
-				       (uint32_t)qp->rx.trl[pad + 3] << 24;
-
-			if (c != got) {
-				term(qp, T_LLP(SOFT_ECODE_LLP_CRC));
-				return;
-			}
-		}
-		fpdu_complete(qp, inlbuf);
-		qp->rx.st = SOFT_RX_HDR;
-		qp->rx.need = SOFT_HDR_TAGGED;
+		if (fpdu_end(qp))
+			return;
 		memcpy(qp->rx.hb, nexthdr, left);
 		qp->rx.have = (uint32_t)left;
+		if (left >= SOFT_HDR_TAGGED)
+			qp->rx.need = (uint32_t)rrr__soft_hdr_len(qp->rx.hb);
 		/* a short read drained the socket: no probing read that can only
 		 * say EAGAIN (level-triggered epoll brings us back) */
 		if ((size_t)n < want && qp->rx.have < qp->rx.need)

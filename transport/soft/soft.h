@@ -301,6 +301,9 @@ struct soft_cq {
 	uint32_t depth, head, count;
 	bool armed;
 	bool overflow;
+	bool quiet;              /* a poller's own progress step is running */
+	bool quieted;            /* ... and took a notification for itself */
+	atomic_bool ev_set;      /* evfd was written since the last ack */
 	int ep;                  /* the CQ fd */
 	int evfd;
 	atomic_int refs;
