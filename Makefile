@@ -46,7 +46,7 @@ CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE
 CFLAGS += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread $(SANFLAGS) \
 	  -MMD -MP $(EXTRA_CFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
-LIBS := -libverbs -lrdmacm -lurcu-memb -lurcu-common -lm
+LIBS := -libverbs -lrdmacm -lurcu-memb -lurcu-common -lisal -lm
 
 # ---------------------------------------------------------------- layout
 # Library: xdr/, transport/ (+ soft/, verbs/), server/*.c, client/*.c
@@ -119,7 +119,7 @@ $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
 
 # ---------------------------------------------------------------- set-up
 # Debian packages the project needs; `make deps` installs the missing ones.
-DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev \
+DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal-dev \
 	    libcriterion-dev rdma-core clang libclang-rt-14-dev valgrind tshark \
 	    libnfs-utils gnuplot-nox
 DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
