@@ -6,7 +6,8 @@
 # print into docs/bench/*.txt, and renders PNG plots with gnuplot into
 # docs/bench/*.png. Nothing is tuned or edited: the figures are whatever this
 # machine measured, next to the exact command that measured them (in each
-# JSON's "command" member and in the .txt header).
+# JSON's "command" member and in the .txt header). Last, scripts/bench-peer.sh
+# puts rrr-client side by side with NFS-Ganesha + nfs-cp (docs/bench/peer.*).
 #
 # Environment: BENCH_OUT (default docs/bench), BENCH_QUICK=1 for a smoke run
 # (tiny iteration counts; the figures are then meaningless).
@@ -227,6 +228,14 @@ if command -v gnuplot >/dev/null; then
 	ls -1 "$OUT"/*.png 2>/dev/null | sed 's/^/plot: /'
 else
 	echo "bench.sh: gnuplot not installed (Debian: gnuplot-nox); no plots" >&2
+	fail=1
+fi
+
+# 4. rrr-client vs NFS-Ganesha + libnfs nfs-cp, one file (needs root and the
+# packages of `make deps-peer`): OUT/peer.txt, OUT/peer.json.
+echo "== scripts/bench-peer.sh $BUILD $OUT"
+if ! PEER_QUICK=${PEER_QUICK:-$QUICK} "$(dirname "$0")/bench-peer.sh" "$BUILD" "$OUT"; then
+	echo "bench.sh: bench-peer.sh failed (its message is above)" >&2
 	fail=1
 fi
 exit $fail
