@@ -81,7 +81,7 @@ struct cell {
 	uint64_t size;
 	unsigned qd;
 	unsigned nconnect;
-	bool base; /* first nconnect of its op x size x qd: runs tcp */
+	bool base;    /* first nconnect of its op x size x qd: runs tcp */
 	size_t group; /* index of that first cell */
 	struct io_result res[NMODES];
 	int err[NMODES];
@@ -371,8 +371,9 @@ int rrr__bench_io_main(int argc, char **argv)
 			}
 			for (int i = 0; i < nncs; i++)
 				if (!ncs[i] || ncs[i] > IO_MAX_NCONNECT) {
-					fprintf(stderr, "rrr-bench io: --nconnect takes 1 .. %d "
-							"connections\n",
+					fprintf(stderr,
+						"rrr-bench io: --nconnect takes 1 .. %d "
+						"connections\n",
 						IO_MAX_NCONNECT);
 					return 2;
 				}
@@ -504,9 +505,9 @@ int rrr__bench_io_main(int argc, char **argv)
 	       "# xPers = IOPS / persistent IOPS; flt.c, flt.s = page faults (minor+major)\n"
 	       "# per I/O of the client process and of the server process\n",
 	       rounds, seconds, warmup);
-	printf("%-5s %5s %3s %2s  %-10s %10s %9s %9s %9s %9s %5s  %5s  %5s %6s %6s\n", "op",
-	       "size", "qd", "nc", "mode", "IOPS", "MB/s", "lat.med", "lat.p99", "cpu", "regs",
-	       "xTCP", "xPers", "flt.c", "flt.s");
+	printf("%-5s %5s %3s %2s  %-10s %10s %9s %9s %9s %9s %5s  %5s  %5s %6s %6s\n", "op", "size",
+	       "qd", "nc", "mode", "IOPS", "MB/s", "lat.med", "lat.p99", "cpu", "regs", "xTCP",
+	       "xPers", "flt.c", "flt.s");
 
 	for (ci = 0; ci < ncells; ci++) {
 		struct cell *c = &cells[ci];
@@ -519,10 +520,9 @@ int rrr__bench_io_main(int argc, char **argv)
 				if (modes[m].mode == IO_MODE_TCP)
 					rc = run_tcp(c, seconds, r ? 0 : warmup, &c->res[m]);
 				else
-					rc = rrr__bench_io_nfs_run(nfs, modes[m].mode, c->write,
-								   c->size, c->qd, c->nconnect,
-								   seconds, r ? 0 : warmup,
-								   &c->res[m]);
+					rc = rrr__bench_io_nfs_run(
+					    nfs, modes[m].mode, c->write, c->size, c->qd,
+					    c->nconnect, seconds, r ? 0 : warmup, &c->res[m]);
 				if (rc) {
 					c->err[m] = rc;
 					if (modes[m].mode != IO_MODE_TCP &&

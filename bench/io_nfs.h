@@ -46,8 +46,8 @@ struct io_nfs_cfg {
 	const char *tcp_port;	/* NFS/TCP port of an existing server */
 	const char *mount_port; /* MOUNT/TCP port of an existing server */
 	const char *export_path;
-	bool no_remote_inv; /* do not offer Send With Invalidate */
-	uint64_t file_size; /* bytes the benchmark file needs */
+	bool no_remote_inv;    /* do not offer Send With Invalidate */
+	uint64_t file_size;    /* bytes the benchmark file needs */
 	unsigned max_nconnect; /* connections per mode opened at first use (1..16) */
 };
 

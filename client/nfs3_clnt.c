@@ -58,8 +58,8 @@
 
 struct rrr_nfs3 {
 	struct rrr_clnt *clnt[RRR_NFS3_MAX_NCONNECT];
-	unsigned nconn;      /* connections open in clnt[] */
-	atomic_uint next;    /* round-robin: calls made so far */
+	unsigned nconn;	  /* connections open in clnt[] */
+	atomic_uint next; /* round-robin: calls made so far */
 	struct rrr_nfs3_fh root;
 	uint32_t rsize, wsize;
 	struct rrr_rpc_cred cred;

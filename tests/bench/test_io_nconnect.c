@@ -162,11 +162,11 @@ Test(bench_io_nconnect, cells_per_connection_count_with_faults, .timeout = 180)
 	cr_assert(fd >= 0 && lfd >= 0);
 	close(fd);
 	close(lfd);
-	char *argv[] = {NULL,	     "io",     "--modes",   "rdma,nfs-tcp,tcp",
-			"--sizes",   "4k",     "--qd",	    "2",
-			"--nconnect", "1,2",   "--seconds", "0.15",
-			"--rounds",  "1",      "--warmup",  "0",
-			"--json",    path,     NULL};
+	char *argv[] = {NULL,	      "io",  "--modes",	  "rdma,nfs-tcp,tcp",
+			"--sizes",    "4k",  "--qd",	  "2",
+			"--nconnect", "1,2", "--seconds", "0.15",
+			"--rounds",   "1",   "--warmup",  "0",
+			"--json",     path,  NULL};
 	int rc = run(argv, log, 160);
 	char *out = slurp(log);
 	cr_assert_eq(rc, 0, "%s", out);

@@ -32,7 +32,8 @@ static void need_server(void)
 {
 	char p[512];
 	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+		cr_skip_test(
+		    "RRR_BUILD unset or rrr-server not built (run through make test-unit)");
 }
 
 /* Start a server; skips when the soft provider cannot listen. */
@@ -273,8 +274,8 @@ static int busy_workers(struct th_server *s, struct rrr_nfs3 *n, const struct rr
 	struct thread_io t0[64], t1[64];
 	unsigned long long d[64], total = 0;
 	int n0 = server_threads(s->pid, t0, 64);
-	cr_assert_eq(rrr_nfs3_write_all(n, fh, 0, buf, len, 8, 0, RRR_NFS3_UNSTABLE, NULL, NULL),
-		     0, "%s", rrr_last_error() ? rrr_last_error() : "");
+	cr_assert_eq(rrr_nfs3_write_all(n, fh, 0, buf, len, 8, 0, RRR_NFS3_UNSTABLE, NULL, NULL), 0,
+		     "%s", rrr_last_error() ? rrr_last_error() : "");
 	int n1 = server_threads(s->pid, t1, 64), busy = 0;
 	for (int i = 0; i < n1; i++) {
 		unsigned long long r0 = 0;
