@@ -46,7 +46,7 @@ CPPFLAGS += -Iinclude -I. -D_GNU_SOURCE
 CFLAGS += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread $(SANFLAGS) \
 	  -MMD -MP $(EXTRA_CFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
-LIBS := -libverbs -lrdmacm -lurcu-memb -lurcu-common -lm
+LIBS := -libverbs -lrdmacm -lurcu-memb -lurcu-common -lisal -lm
 
 # ---------------------------------------------------------------- layout
 # Library: xdr/, transport/ (+ soft/, verbs/), server/*.c, client/*.c
@@ -119,17 +119,21 @@ $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
 
 # ---------------------------------------------------------------- set-up
 # Debian packages the project needs; `make deps` installs the missing ones.
-DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev \
+DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal-dev \
 	    libcriterion-dev rdma-core clang libclang-rt-14-dev valgrind tshark \
 	    libnfs-utils gnuplot-nox
 DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
 	       nfs-kernel-server nfs-common rpcbind
+# The peer `make bench-peer` measures rrr against: NFS-Ganesha + libnfs nfs-cp.
+DEB_PKGS_PEER := nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
 
-.PHONY: deps deps-vm
+.PHONY: deps deps-vm deps-peer
 deps:
 	@scripts/deps.sh $(DEB_PKGS)
 deps-vm:
 	@scripts/deps.sh $(DEB_PKGS_VM)
+deps-peer:
+	@scripts/deps.sh $(DEB_PKGS_PEER)
 
 # ---------------------------------------------------------------- tests
 # RRR_BUILD tells integration tests where the programs are.
@@ -213,14 +217,21 @@ build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJS) -o $@ $(LIBS)
 
 # ---------------------------------------------------------------- demo, bench, vm
-.PHONY: demo bench test-vm bench-vm
+.PHONY: demo bench bench-peer test-vm bench-vm
 demo: deps
 	$(MAKE) all
 	scripts/demo.sh $(BUILD)
 
-bench: deps
+# bench.sh runs scripts/bench-peer.sh too (hence deps-peer).
+bench: deps deps-peer
 	$(MAKE) all
 	scripts/bench.sh $(BUILD)
+
+# rrr-client (soft RDMA and TCP) vs NFS-Ganesha + nfs-cp, one 256 MiB file:
+# docs/bench/peer.{txt,json}. PEER_SIZE_MIB, PEER_REPS, PEER_QUICK=1: see the script.
+bench-peer: deps deps-peer
+	$(MAKE) all
+	scripts/bench-peer.sh $(BUILD) $${BENCH_OUT:-docs/bench}
 
 test-vm: deps deps-vm
 	$(MAKE) all tests
@@ -263,5 +274,5 @@ clean:
 
 help:
 	@echo "targets: all deps test demo install uninstall asan ubsan tsan fuzz bench"
-	@echo "         test-vm bench-vm format format-check clean"
+	@echo "         bench-peer test-vm bench-vm format format-check clean"
 	@echo "vars:    BUILD=$(BUILD) PREFIX=$(PREFIX) DESTDIR= WERROR=1 FUZZ_TIME=$(FUZZ_TIME)"

@@ -2,7 +2,8 @@
 /*
  * bench/io.c - rrr-bench io: end-to-end NFSv3 READ and WRITE, side by side.
  *
- * Normal operation. For every cell (operation x size x queue depth) the run
+ * Normal operation. For every cell (operation x size x queue depth x
+ * connections) the run
  * measures each selected mode for --seconds, and repeats the whole set of
  * modes --rounds times in round-robin order, summing operations, time and
  * CPU and pooling latency samples per mode; interleaving the modes this way
@@ -24,14 +25,23 @@
  * The NFS modes talk to a real rrr-server process (spawned on a temporary
  * export with an ephemeral port, or an existing one given with --host and
  * --port), through the NFSv3 codecs and rrr_clnt, keeping --qd calls in
- * flight from the completion callback. A file of qd x size bytes is written
+ * flight from the completion callback, spread round-robin over --nconnect
+ * connections (the NFS client's nconnect; the qd is the total, not per
+ * connection). The tcp baseline has one connection: it runs once per
+ * operation x size x queue depth, in the first --nconnect cell, and is the
+ * xTCP reference of all of them. A file of qd x size bytes is written
  * once and then READ / overwritten (UNSTABLE, no COMMIT) in a cycle, so the
  * server works from its page cache and the figure is the transport's.
  *
  * Reported per mode: IOPS, MB/s (10^6 bytes), latency median and p99 (call
- * submitted to completion callback), and CPU per I/O: this process (client,
+ * submitted to completion callback), CPU per I/O: this process (client,
  * its progress thread and, for tcp, the echo thread) plus the server process
- * read from /proc (10 ms resolution, so runs should last seconds).
+ * read from /proc (10 ms resolution, so runs should last seconds), and page
+ * faults (minor + major) per I/O of the client process and of the spawned
+ * server over the measured windows (NFS modes; bench/io_nfs.c). Faults
+ * per I/O are what the steady state costs in first touches of fresh memory
+ * (allocations that return pages to the kernel and fault them back): 0.00
+ * means no per-I/O page faulting.
  *
  * Recovery. A failed call ends the cell with its error (the table says
  * FAILED and the error); the remaining cells still run. The spawned server
@@ -51,6 +61,7 @@
 
 #define MAX_SIZES 16
 #define MAX_QDS	  8
+#define MAX_NCS	  8
 
 static const struct {
 	enum io_mode mode;
@@ -69,6 +80,9 @@ struct cell {
 	bool write;
 	uint64_t size;
 	unsigned qd;
+	unsigned nconnect;
+	bool base;    /* first nconnect of its op x size x qd: runs tcp */
+	size_t group; /* index of that first cell */
 	struct io_result res[NMODES];
 	int err[NMODES];
 	char msg[NMODES][160]; /* detail of err, if any */
@@ -83,6 +97,9 @@ static void usage(FILE *f)
 		   "  --ops LIST          read,write (default: both)\n"
 		   "  --sizes LIST        I/O sizes, e.g. 4k,1m (default 4k,1m; max 1m)\n"
 		   "  --qd LIST           queue depths (default 1,32)\n"
+		   "  --nconnect LIST     connections per NFS mode, e.g. 1,2,4 (default 1;\n"
+		   "                      1..16); calls go round-robin over them, qd is the\n"
+		   "                      total; tcp runs once, in the first nconnect's cells\n"
 		   "  --seconds S         measured time per mode per round (default 1)\n"
 		   "  --rounds N          round-robin repetitions of all modes (default 3)\n"
 		   "  --warmup S          unmeasured time before each measurement (default 0.2)\n"
@@ -168,8 +185,9 @@ static void print_row(const struct cell *c, size_t m, const struct io_result *r,
 	char sz[32];
 	double iops, mbs, med, p99, cpu;
 
-	printf("%-5s %5s %3u  %-10s ", c->write ? "write" : "read",
-	       rrr__bench_fmt_size(c->size, sz, sizeof(sz)), c->qd, modes[m].name);
+	printf("%-5s %5s %3u %2u  %-10s ", c->write ? "write" : "read",
+	       rrr__bench_fmt_size(c->size, sz, sizeof(sz)), c->qd,
+	       modes[m].mode == IO_MODE_TCP ? 1 : c->nconnect, modes[m].name);
 	if (err) {
 		printf(" FAILED: %s%s%s\n", strerror(-err), c->msg[m][0] ? ": " : "", c->msg[m]);
 		return;
@@ -194,7 +212,21 @@ static void print_row(const struct cell *c, size_t m, const struct io_result *r,
 		printf("  %5.2f", iops / ((double)base_pers->ops / base_pers->wall_s));
 	else
 		printf("  %5s", "-");
+	if (r->faults_counted && r->ops)
+		printf(" %6.2f", (double)(r->client_minflt + r->client_majflt) / (double)r->ops);
+	else
+		printf(" %6s", "-");
+	if (r->server_faults_counted && r->ops)
+		printf(" %6.2f", (double)(r->server_minflt + r->server_majflt) / (double)r->ops);
+	else
+		printf(" %6s", "-");
 	printf("\n");
+}
+
+/* Whether mode @m runs (and is reported) in cell @c. */
+static bool runs_in(const struct cell *c, size_t m, const bool *on)
+{
+	return on[m] && (modes[m].mode != IO_MODE_TCP || c->base);
 }
 
 static void json_cell(struct rrr__bench_json *j, const struct cell *c, bool *on)
@@ -204,12 +236,13 @@ static void json_cell(struct rrr__bench_json *j, const struct cell *c, bool *on)
 		struct rrr__bench_samples *lat = (struct rrr__bench_samples *)&r->lat_ns;
 		double iops;
 
-		if (!on[m])
+		if (!runs_in(c, m, on))
 			continue;
 		rrr__bench_json_obj_begin(j, NULL);
 		rrr__bench_json_str(j, "op", c->write ? "write" : "read");
 		rrr__bench_json_int(j, "size", (long long)c->size);
 		rrr__bench_json_int(j, "qd", c->qd);
+		rrr__bench_json_int(j, "nconnect", modes[m].mode == IO_MODE_TCP ? 1 : c->nconnect);
 		rrr__bench_json_str(j, "mode", modes[m].name);
 		if (c->err[m]) {
 			rrr__bench_json_str(j, "error", strerror(-c->err[m]));
@@ -233,6 +266,22 @@ static void json_cell(struct rrr__bench_json *j, const struct cell *c, bool *on)
 			rrr__bench_json_int(j, "client_local_inv", (long long)r->local_inv);
 			rrr__bench_json_int(j, "client_remote_inv", (long long)r->remote_inv);
 		}
+		if (r->faults_counted) {
+			rrr__bench_json_int(j, "client_minflt", (long long)r->client_minflt);
+			rrr__bench_json_int(j, "client_majflt", (long long)r->client_majflt);
+			rrr__bench_json_num(j, "client_faults_per_op",
+					    r->ops ? (double)(r->client_minflt + r->client_majflt) /
+							 (double)r->ops
+						   : 0);
+		}
+		if (r->server_faults_counted) {
+			rrr__bench_json_int(j, "server_minflt", (long long)r->server_minflt);
+			rrr__bench_json_int(j, "server_majflt", (long long)r->server_majflt);
+			rrr__bench_json_num(j, "server_faults_per_op",
+					    r->ops ? (double)(r->server_minflt + r->server_majflt) /
+							 (double)r->ops
+						   : 0);
+		}
 		rrr__bench_json_obj_end(j);
 	}
 }
@@ -244,6 +293,7 @@ int rrr__bench_io_main(int argc, char **argv)
 	    {"ops", required_argument, NULL, 'o'},
 	    {"sizes", required_argument, NULL, 's'},
 	    {"qd", required_argument, NULL, 'q'},
+	    {"nconnect", required_argument, NULL, 'n'},
 	    {"seconds", required_argument, NULL, 't'},
 	    {"rounds", required_argument, NULL, 'r'},
 	    {"warmup", required_argument, NULL, 'w'},
@@ -262,8 +312,8 @@ int rrr__bench_io_main(int argc, char **argv)
 	};
 	bool on[NMODES], do_read = true, do_write = true, need_nfs = false;
 	uint64_t sizes[MAX_SIZES] = {4096, 1u << 20};
-	unsigned qds[MAX_QDS] = {1, 32};
-	int nsizes = 2, nqds = 2, rounds = 3, opt, rc, status = 0;
+	unsigned qds[MAX_QDS] = {1, 32}, ncs[MAX_NCS] = {1}, maxnc = 1;
+	int nsizes = 2, nqds = 2, nncs = 1, rounds = 3, opt, rc, status = 0;
 	double seconds = 1.0, warmup = 0.2;
 	struct io_nfs_cfg cfg = {.provider = "soft", .export_path = "/"};
 	struct io_nfs *nfs = NULL;
@@ -310,6 +360,21 @@ int rrr__bench_io_main(int argc, char **argv)
 				if (!qds[i] || qds[i] > 128) {
 					fprintf(stderr,
 						"rrr-bench io: queue depths are 1 .. 128\n");
+					return 2;
+				}
+			break;
+		case 'n':
+			nncs = rrr__bench_parse_uints(optarg, ncs, MAX_NCS);
+			if (nncs <= 0) {
+				fprintf(stderr, "rrr-bench io: bad --nconnect '%s'\n", optarg);
+				return 2;
+			}
+			for (int i = 0; i < nncs; i++)
+				if (!ncs[i] || ncs[i] > IO_MAX_NCONNECT) {
+					fprintf(stderr,
+						"rrr-bench io: --nconnect takes 1 .. %d "
+						"connections\n",
+						IO_MAX_NCONNECT);
 					return 2;
 				}
 			break;
@@ -380,7 +445,9 @@ int rrr__bench_io_main(int argc, char **argv)
 		if (on[m] && modes[m].mode != IO_MODE_TCP)
 			need_nfs = true;
 
-	cells = calloc((size_t)(nsizes * nqds * 2), sizeof(*cells));
+	for (int i = 0; i < nncs; i++)
+		maxnc = ncs[i] > maxnc ? ncs[i] : maxnc;
+	cells = calloc((size_t)(nsizes * nqds * nncs * 2), sizeof(*cells));
 	if (!cells)
 		return 1;
 	for (int w = 0; w < 2; w++) {
@@ -388,13 +455,20 @@ int rrr__bench_io_main(int argc, char **argv)
 			continue;
 		for (int s = 0; s < nsizes; s++)
 			for (int q = 0; q < nqds; q++) {
-				struct cell *c = &cells[ncells++];
+				size_t first = ncells;
 
-				c->write = w;
-				c->size = sizes[s];
-				c->qd = qds[q];
-				for (size_t m = 0; m < NMODES; m++)
-					rrr__bench_samples_init(&c->res[m].lat_ns, 0);
+				for (int k = 0; k < nncs; k++) {
+					struct cell *c = &cells[ncells++];
+
+					c->write = w;
+					c->size = sizes[s];
+					c->qd = qds[q];
+					c->nconnect = ncs[k];
+					c->base = k == 0;
+					c->group = first;
+					for (size_t m = 0; m < NMODES; m++)
+						rrr__bench_samples_init(&c->res[m].lat_ns, 0);
+				}
 			}
 	}
 
@@ -408,6 +482,7 @@ int rrr__bench_io_main(int argc, char **argv)
 		for (int i = 0; i < nqds; i++)
 			maxqd = qds[i] > maxqd ? qds[i] : maxqd;
 		cfg.file_size = maxsz * maxqd;
+		cfg.max_nconnect = maxnc;
 		cfg.argv0 = argv[0];
 		rc = rrr__bench_io_nfs_setup(&cfg, &nfs);
 		if (rc) {
@@ -424,12 +499,15 @@ int rrr__bench_io_main(int argc, char **argv)
 		}
 	}
 	printf("# %d round(s) x %.2f s per mode per cell, warm-up %.2f s; latency in us;\n"
-	       "# cpu = us of CPU per I/O, client + server; regs = client registrations\n"
-	       "# per I/O (0 when the mode registers nothing per I/O); xTCP = IOPS / tcp IOPS;\n"
-	       "# xPers = IOPS / persistent IOPS\n",
+	       "# nc = connections (nconnect; qd is the total over them); cpu = us of CPU\n"
+	       "# per I/O, client + server; regs = client registrations per I/O (0 when the\n"
+	       "# mode registers nothing per I/O); xTCP = IOPS / tcp IOPS (one connection);\n"
+	       "# xPers = IOPS / persistent IOPS; flt.c, flt.s = page faults (minor+major)\n"
+	       "# per I/O of the client process and of the server process\n",
 	       rounds, seconds, warmup);
-	printf("%-5s %5s %3s  %-10s %10s %9s %9s %9s %9s %5s  %5s  %5s\n", "op", "size", "qd",
-	       "mode", "IOPS", "MB/s", "lat.med", "lat.p99", "cpu", "regs", "xTCP", "xPers");
+	printf("%-5s %5s %3s %2s  %-10s %10s %9s %9s %9s %9s %5s  %5s  %5s %6s %6s\n", "op", "size",
+	       "qd", "nc", "mode", "IOPS", "MB/s", "lat.med", "lat.p99", "cpu", "regs", "xTCP",
+	       "xPers", "flt.c", "flt.s");
 
 	for (ci = 0; ci < ncells; ci++) {
 		struct cell *c = &cells[ci];
@@ -437,14 +515,14 @@ int rrr__bench_io_main(int argc, char **argv)
 
 		for (int r = 0; r < rounds; r++)
 			for (size_t m = 0; m < NMODES; m++) {
-				if (!on[m] || c->err[m])
+				if (!runs_in(c, m, on) || c->err[m])
 					continue;
 				if (modes[m].mode == IO_MODE_TCP)
 					rc = run_tcp(c, seconds, r ? 0 : warmup, &c->res[m]);
 				else
-					rc = rrr__bench_io_nfs_run(nfs, modes[m].mode, c->write,
-								   c->size, c->qd, seconds,
-								   r ? 0 : warmup, &c->res[m]);
+					rc = rrr__bench_io_nfs_run(
+					    nfs, modes[m].mode, c->write, c->size, c->qd,
+					    c->nconnect, seconds, r ? 0 : warmup, &c->res[m]);
 				if (rc) {
 					c->err[m] = rc;
 					if (modes[m].mode != IO_MODE_TCP &&
@@ -455,15 +533,15 @@ int rrr__bench_io_main(int argc, char **argv)
 				}
 			}
 		for (size_t m = 0; m < NMODES; m++) {
-			if (modes[m].mode == IO_MODE_TCP && on[m] && !c->err[m])
+			if (modes[m].mode == IO_MODE_TCP && on[m] && !cells[c->group].err[m])
 				tcp_i = m;
 			if (modes[m].mode == IO_MODE_PERSISTENT && on[m] && !c->err[m])
 				pers_i = m;
 		}
 		for (size_t m = 0; m < NMODES; m++)
-			if (on[m])
+			if (runs_in(c, m, on))
 				print_row(c, m, &c->res[m], c->err[m],
-					  tcp_i < NMODES ? &c->res[tcp_i] : NULL,
+					  tcp_i < NMODES ? &cells[c->group].res[tcp_i] : NULL,
 					  pers_i < NMODES ? &c->res[pers_i] : NULL);
 		fflush(stdout);
 	}

@@ -7,13 +7,23 @@
  * line), or uses a running server given on the command line; mounts the
  * export once with the NFSv3 client library and writes the benchmark file
  * (qd x size bytes, so every in-flight call has its own range). Each mode
- * then gets its own rrr_clnt connection, made on first use and kept for
+ * then gets its own rrr_clnt connections, made on first use and kept for
  * the whole run, with the client options that select it (persistent_reg,
- * bounce, transport "tcp"). A measured run keeps @qd NFSv3 READ or WRITE
- * calls in flight: the completion callback (on the client's progress
- * thread) records the latency and resubmits the same slot at the next
- * offset until the deadline; the main thread waits on a condition
- * variable. CPU is this process's CPU clock plus the server's utime+stime.
+ * bounce, transport "tcp"): --nconnect's largest value of them, opened one
+ * right after the other, so the server's round-robin hands consecutive
+ * ones to different workers (as rrr_nfs3_mount does). A measured run keeps
+ * @qd NFSv3 READ or WRITE calls in flight over the first @nconnect of
+ * them, each submission on the next connection in turn (the library's
+ * round-robin): the completion callback (on that connection's progress
+ * thread) records the latency and resubmits the slot until the deadline;
+ * the main thread waits on a condition variable. CPU is this process's
+ * CPU clock plus the server's utime+stime.
+ *
+ * Page faults: minor+major faults of this process (getrusage) and of the
+ * spawned server (/proc/PID/stat minflt, majflt) over the measured window
+ * only, so connection set-up, buffer first touch and warm-up are outside
+ * it. The latency sample array, the one thing this file grows during a
+ * run, is sized from the rate seen so far and touched before the window.
  *
  * WRITEs are UNSTABLE without COMMIT; READs come from the server's page
  * cache. The payload buffers are page-aligned and owned by the slots.
@@ -36,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,7 +71,7 @@ struct io_nfs {
 	struct rrr_rpc_cred cred; /* AUTH_SYS as this process (servers refuse AUTH_NONE) */
 	bool created;		  /* ... exists on the server */
 	uint32_t rsize, wsize;	  /* the server's limits (FSINFO, capped at 1 MiB) */
-	struct rrr_clnt *clnt[NMODES_NFS];
+	struct rrr_clnt *clnt[NMODES_NFS][IO_MAX_NCONNECT];
 	uint8_t *bufs; /* file_size bytes: qd payload buffers of size */
 };
 
@@ -348,8 +359,9 @@ void rrr__bench_io_nfs_teardown(struct io_nfs *n)
 	if (!n)
 		return;
 	for (int i = 0; i < NMODES_NFS; i++)
-		if (n->clnt[i])
-			rrr_clnt_destroy(n->clnt[i]);
+		for (int k = IO_MAX_NCONNECT; k-- > 0;)
+			if (n->clnt[i][k])
+				rrr_clnt_destroy(n->clnt[i][k]);
 	if (n->created && !n->dir[0]) {
 		/* someone else's server: remove the benchmark file */
 		struct rrr_nfs3_opts mo;
@@ -399,7 +411,8 @@ struct slot {
 
 struct run {
 	struct io_nfs *n;
-	struct rrr_clnt *clnt;
+	struct rrr_clnt **clnt; /* nconn connections */
+	unsigned nconn, rr;	/* round-robin cursor, under lock */
 	bool write;
 	uint32_t size;
 	unsigned qd;
@@ -410,6 +423,7 @@ struct run {
 	int err;
 	char msg[160]; /* what the first failed call said */
 	uint64_t ops, next_off;
+	uint64_t completed; /* every completion, warm-up included */
 	struct rrr__bench_samples lat;
 	struct slot slots[MAX_QD];
 };
@@ -481,7 +495,7 @@ static int submit(struct run *r, struct slot *s)
 	c->npayload = 1;
 	s->t0 = rrr__bench_now_ns();
 	r->inflight++;
-	rc = rrr_clnt_call_async(r->clnt, c, done_cb, s);
+	rc = rrr_clnt_call_async(r->clnt[r->rr++ % r->nconn], c, done_cb, s);
 	if (rc)
 		r->inflight--;
 	return rc;
@@ -497,6 +511,7 @@ static void done_cb(struct rrr_call *call, int status, void *arg)
 
 	pthread_mutex_lock(&r->lock);
 	r->inflight--;
+	r->completed++;
 	if (!status && nfsst)
 		status = -EIO;
 	if (!status && !r->write && s->res.r.count != r->size)
@@ -532,12 +547,15 @@ static void done_cb(struct rrr_call *call, int status, void *arg)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static int get_clnt(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rrr_clnt **out)
+/* The connections of @mode: all max_nconnect of them made at first use,
+ * one right after the other. */
+static int get_clnts(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rrr_clnt ***out)
 {
+	unsigned nc = n->cfg.max_nconnect ? n->cfg.max_nconnect : 1;
 	struct rrr_clnt_opts o;
 	int rc;
 
-	if (n->clnt[mode]) {
+	if (n->clnt[mode][0]) {
 		*out = n->clnt[mode];
 		return 0;
 	}
@@ -556,24 +574,94 @@ static int get_clnt(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rrr
 		o.persistent_reg = mode == IO_MODE_PERSISTENT;
 		o.bounce = mode == IO_MODE_BOUNCE;
 	}
-	if ((rc = rrr_clnt_create(&o, &n->clnt[mode])))
-		return set_err(rc, "connect", o.transport);
+	for (unsigned k = 0; k < nc && k < IO_MAX_NCONNECT; k++)
+		if ((rc = rrr_clnt_create(&o, &n->clnt[mode][k]))) {
+			while (k-- > 0) {
+				rrr_clnt_destroy(n->clnt[mode][k]);
+				n->clnt[mode][k] = NULL;
+			}
+			return set_err(rc, "connect", o.transport);
+		}
 	*out = n->clnt[mode];
 	return 0;
 }
 
+/* Minor and major faults of another process from /proc/PID/stat (fields
+ * 10 and 12). -errno if unreadable. */
+static int pid_faults(int pid, uint64_t *minflt, uint64_t *majflt)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long mi = 0, ma = 0;
+	size_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	/* fields restart after the last ')' of the command name */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", &mi, &ma) != 2)
+		return -EINVAL;
+	*minflt = mi;
+	*majflt = ma;
+	return 0;
+}
+
+static void self_faults(uint64_t *minflt, uint64_t *majflt)
+{
+	struct rusage ru;
+
+	memset(&ru, 0, sizeof(ru));
+	getrusage(RUSAGE_SELF, &ru);
+	*minflt = (uint64_t)ru.ru_minflt;
+	*majflt = (uint64_t)ru.ru_majflt;
+}
+
+/* A latency sample array of @cap, faulted in now rather than inside the
+ * measured window. */
+static int lat_alloc(struct rrr__bench_samples *s, size_t cap)
+{
+	int rc = rrr__bench_samples_init(s, cap);
+
+	if (!rc)
+		memset(s->v, 0, cap * sizeof(*s->v));
+	return rc;
+}
+
+static void stats_sum(struct rrr_clnt **cl, unsigned nc, struct rrr_xprt_stats *sum)
+{
+	struct rrr_xprt_stats st;
+
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned k = 0; k < nc; k++) {
+		rrr_clnt_stats(cl[k], &st);
+		sum->registrations += st.registrations;
+		sum->local_inv += st.local_inv;
+		sum->remote_inv += st.remote_inv;
+	}
+}
+
 int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint64_t size,
-			  unsigned qd, double seconds, double warmup, struct io_result *out)
+			  unsigned qd, unsigned nconnect, double seconds, double warmup,
+			  struct io_result *out)
 {
 	struct rrr_xprt_stats st0, st1;
-	struct rrr_clnt *cl = NULL;
+	struct rrr_clnt **cl = NULL;
 	struct run *r;
-	uint64_t t0 = 0, t1, c0 = 0, c1;
+	uint64_t t0 = 0, t1, c0 = 0, c1, cmin0, cmaj0, cmin1, cmaj1;
+	uint64_t smin0 = 0, smaj0 = 0, smin1 = 0, smaj1 = 0;
 	int64_t s0 = -1, s1 = -1;
+	bool sflt = false;
+	size_t cap;
 	int rc;
 
 	if (!n || mode >= NMODES_NFS || !qd || qd > MAX_QD || !size || size > RRR_NFS3_MAX_DATA ||
-	    size * qd > n->cfg.file_size)
+	    size * qd > n->cfg.file_size || !nconnect ||
+	    nconnect > (n->cfg.max_nconnect ? n->cfg.max_nconnect : 1))
 		return -EINVAL;
 	g_err[0] = '\0';
 	if (size > (write ? n->wsize : n->rsize)) {
@@ -590,19 +678,30 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 			return -ENOMEM;
 		memset(n->bufs, 0x6b, len);
 	}
-	if ((rc = get_clnt(n, mode, qd, &cl)))
+	if ((rc = get_clnts(n, mode, qd, &cl)))
 		return rc;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	r->n = n;
 	r->clnt = cl;
+	r->nconn = nconnect;
 	r->write = write;
 	r->size = (uint32_t)size;
 	r->qd = qd;
+	/* room for this window's latencies: 1.5 x the rate of earlier rounds
+	 * (or of the warm-up, below), at least 64 Ki samples */
+	cap = 1u << 16;
+	if (out->ops && out->wall_s > 0)
+		cap = (size_t)((double)out->ops / out->wall_s * seconds * 1.5) + 4096;
+	if (cap < (1u << 16))
+		cap = 1u << 16;
+	if ((rc = lat_alloc(&r->lat, cap))) {
+		free(r);
+		return rc;
+	}
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
-	rrr__bench_samples_init(&r->lat, 1 << 14);
 	for (unsigned i = 0; i < qd; i++) {
 		r->slots[i].idx = i;
 		r->slots[i].run = r;
@@ -619,28 +718,50 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 		}
 	pthread_mutex_unlock(&r->lock);
 	if (warmup > 0) {
+		uint64_t w0 = rrr__bench_now_ns(), w1;
+		struct rrr__bench_samples fresh;
+		double wrate;
+
 		usleep((useconds_t)(warmup * 1e6));
+		pthread_mutex_lock(&r->lock);
+		w1 = rrr__bench_now_ns();
+		wrate = (double)r->completed / ((double)(w1 - w0) / 1e9);
+		pthread_mutex_unlock(&r->lock);
+		if (!out->ops && wrate * seconds * 1.5 + 4096 > (double)cap &&
+		    !lat_alloc(&fresh, (size_t)(wrate * seconds * 1.5) + 4096)) {
+			/* nothing was recorded yet (not measuring): just swap */
+			pthread_mutex_lock(&r->lock);
+			rrr__bench_samples_free(&r->lat);
+			r->lat = fresh;
+			pthread_mutex_unlock(&r->lock);
+		}
 		pthread_mutex_lock(&r->lock);
 		r->measuring = true;
 		pthread_mutex_unlock(&r->lock);
 	}
-	rrr_clnt_stats(cl, &st0);
+	stats_sum(cl, nconnect, &st0);
 	t0 = rrr__bench_now_ns();
 	c0 = rrr__bench_process_cpu_ns();
-	if (n->server > 0)
+	if (n->server > 0) {
 		s0 = rrr__bench_pid_cpu_ns(n->server);
+		sflt = !pid_faults(n->server, &smin0, &smaj0);
+	}
 	pthread_mutex_lock(&r->lock);
 	r->ops = 0;
 	rrr__bench_samples_reset(&r->lat);
 	pthread_mutex_unlock(&r->lock);
+	self_faults(&cmin0, &cmaj0);
 	usleep((useconds_t)(seconds * 1e6));
 	pthread_mutex_lock(&r->lock);
 	r->stop = true;
+	self_faults(&cmin1, &cmaj1);
 	t1 = rrr__bench_now_ns();
 	c1 = rrr__bench_process_cpu_ns();
-	rrr_clnt_stats(cl, &st1);
-	if (n->server > 0)
+	stats_sum(cl, nconnect, &st1);
+	if (n->server > 0) {
 		s1 = rrr__bench_pid_cpu_ns(n->server);
+		sflt = sflt && !pid_faults(n->server, &smin1, &smaj1);
+	}
 	{
 		uint64_t ops = r->ops;
 
@@ -664,6 +785,14 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 		out->registrations += st1.registrations - st0.registrations;
 		out->local_inv += st1.local_inv - st0.local_inv;
 		out->remote_inv += st1.remote_inv - st0.remote_inv;
+		out->faults_counted = true;
+		out->client_minflt += cmin1 - cmin0;
+		out->client_majflt += cmaj1 - cmaj0;
+		out->server_faults_counted = sflt;
+		if (sflt) {
+			out->server_minflt += smin1 - smin0;
+			out->server_majflt += smaj1 - smaj0;
+		}
 		rc = rrr__bench_samples_merge(&out->lat_ns, &r->lat);
 	}
 	rrr__bench_samples_free(&r->lat);

@@ -26,8 +26,14 @@ struct io_result {
 	double cpu_ns;			  /* client process + server process */
 	bool server_cpu_counted;	  /* false: server CPU not visible */
 	struct rrr__bench_samples lat_ns; /* per-call latency */
-	/* client transport counters over the measured windows (NFS modes) */
+	/* client transport counters over the measured windows (NFS modes),
+	 * summed over the run's connections */
 	uint64_t registrations, local_inv, remote_inv;
+	/* page faults (minor, major) over the measured windows: this process
+	 * (getrusage RUSAGE_SELF: client and its progress threads) and the
+	 * spawned server (/proc/PID/stat); NFS modes only */
+	bool faults_counted, server_faults_counted;
+	uint64_t client_minflt, client_majflt, server_minflt, server_majflt;
 };
 
 struct io_nfs_cfg {
@@ -40,9 +46,12 @@ struct io_nfs_cfg {
 	const char *tcp_port;	/* NFS/TCP port of an existing server */
 	const char *mount_port; /* MOUNT/TCP port of an existing server */
 	const char *export_path;
-	bool no_remote_inv; /* do not offer Send With Invalidate */
-	uint64_t file_size; /* bytes the benchmark file needs */
+	bool no_remote_inv;    /* do not offer Send With Invalidate */
+	uint64_t file_size;    /* bytes the benchmark file needs */
+	unsigned max_nconnect; /* connections per mode opened at first use (1..16) */
 };
+
+#define IO_MAX_NCONNECT 16
 
 struct io_nfs;
 
@@ -52,8 +61,10 @@ int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out);
 void rrr__bench_io_nfs_teardown(struct io_nfs *nfs);
 const char *rrr__bench_io_nfs_error(void);
 /* Run @mode for @seconds (after @warmup unmeasured seconds) with @qd calls
- * of @size bytes in flight; adds to @out. MAY BLOCK. */
+ * of @size bytes in flight, spread round-robin over @nconnect connections
+ * (1 .. cfg.max_nconnect); adds to @out. MAY BLOCK. */
 int rrr__bench_io_nfs_run(struct io_nfs *nfs, enum io_mode mode, bool write, uint64_t size,
-			  unsigned qd, double seconds, double warmup, struct io_result *out);
+			  unsigned qd, unsigned nconnect, double seconds, double warmup,
+			  struct io_result *out);
 
 #endif

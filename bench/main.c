@@ -15,6 +15,7 @@ static const struct {
 	{"raw", rrr__bench_raw_main, "provider RDMA WRITE/READ bandwidth and SEND latency vs plain TCP"},
 	{"reg", rrr__bench_reg_main, "per-I/O registration + invalidation cost per strategy"},
 	{"io", rrr__bench_io_main, "end-to-end NFSv3 READ/WRITE: per-I/O vs persistent vs bounce vs TCP"},
+	{"crc", rrr__bench_crc_main, "CRC32C (rrr_crc32c) GB/s beside memcpy of the same bytes"},
 };
 
 static void usage(FILE *f)

@@ -14,19 +14,33 @@
  * RDMA Read straight between the caller's buffers and the server, each
  * buffer registered just for that call and invalidated before it completes.
  *
+ * Connections (nconnect): after FSINFO, mount opens nconnect - 1 more
+ * rrr_clnt connections to the same server, one right after the other (the
+ * server hands new connections round-robin to its worker threads, so
+ * consecutive ones land on different cores). Every call then takes the
+ * next connection from one atomic counter (round-robin; no lock, no
+ * per-connection state in this file): each rrr_clnt has its own credits,
+ * progress thread and recovery, so the connections share nothing here but
+ * the counter. Counters are summed over the connections on demand.
+ *
  * Pipelining: rrr_nfs3_read_all()/rrr_nfs3_write_all() keep up to @qd calls
- * in flight with rrr_clnt_call_async(); completions (on the client's
- * progress thread) only mark a slot done and signal; the submitting thread
- * checks results, re-issues short transfers for the remainder, and refills.
+ * in flight with rrr_clnt_call_async(), each on the next connection;
+ * completions (on that connection's progress thread) only mark a slot done
+ * and signal; the submitting thread checks results, re-issues short
+ * transfers for the remainder, and refills. The pipeline returns only when
+ * every slot has completed, on whichever connection it went, so COMMIT
+ * (on any connection) follows every WRITE it covers.
  *
  * Recovery: transport errors end the operation with the negative errno
  * (the message is in rrr_last_error()); an NFS error ends it with the
- * positive nfsstat3. UNSTABLE writes are followed by COMMIT; if any reply
- * or the COMMIT carried a different write verifier (the server restarted),
- * the whole range is written again once with FILE_SYNC.
+ * positive nfsstat3. UNSTABLE writes are followed by COMMIT; if any reply,
+ * from any connection, or the COMMIT carried a different write verifier
+ * (the server restarted: its verifier is per server instance, the same on
+ * every connection), the whole range is written again once with FILE_SYNC.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +63,9 @@
 #define READ_REPLY_HINT 256u
 
 struct rrr_nfs3 {
-	struct rrr_clnt *clnt;
+	struct rrr_clnt *clnt[RRR_NFS3_MAX_NCONNECT];
+	unsigned nconn;	  /* connections open in clnt[] */
+	atomic_uint next; /* round-robin: calls made so far */
 	struct rrr_nfs3_fh root;
 	uint32_t rsize, wsize;
 	struct rrr_rpc_cred cred;
@@ -107,6 +123,14 @@ static int dec_mnt_res(struct rrr_xdr *x, void *r)
 }
 
 /* ------------------------------------------------------------ call helper */
+/* The connection for the next call: round-robin over all of them. */
+static struct rrr_clnt *pick(struct rrr_nfs3 *n)
+{
+	if (n->nconn == 1)
+		return n->clnt[0];
+	return n->clnt[atomic_fetch_add_explicit(&n->next, 1, memory_order_relaxed) % n->nconn];
+}
+
 static void call_init(struct rrr_nfs3 *n, struct rrr_call *k, uint32_t proc,
 		      rrr_xdr_encode_fn enc, const void *args, rrr_xdr_decode_fn dec, void *res)
 {
@@ -144,7 +168,7 @@ static int sync_call(struct rrr_nfs3 *n, uint32_t proc, rrr_xdr_encode_fn enc, c
 	struct rrr_call k;
 	call_init(n, &k, proc, enc, args, dec, res);
 	k.idempotent = idempotent;
-	return call_status(rrr_clnt_call(n->clnt, &k), &k, what);
+	return call_status(rrr_clnt_call(pick(n), &k), &k, what);
 }
 
 /* ------------------------------------------------------------ mount */
@@ -160,6 +184,7 @@ void rrr_nfs3_opts_init(struct rrr_nfs3_opts *o)
 	o->timeout_ms = 30000;
 	o->uid = (uint32_t)getuid();
 	o->gid = (uint32_t)getgid();
+	o->nconnect = 1;
 }
 
 static int do_mnt(struct rrr_nfs3 *n, struct rrr_clnt *c, const char *path)
@@ -190,9 +215,15 @@ int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out)
 {
 	if (!opts || !opts->host || !out)
 		return rrr__set_error(-EINVAL, "rrr_nfs3_mount: a server host is required");
+	if (opts->nconnect < 1 || opts->nconnect > RRR_NFS3_MAX_NCONNECT)
+		return rrr__set_error(-EINVAL,
+				      "rrr_nfs3_mount: nconnect %u is out of range: use 1 .. %u "
+				      "connections (rrr_nfs3_opts_init() sets 1)",
+				      opts->nconnect, RRR_NFS3_MAX_NCONNECT);
 	struct rrr_nfs3 *n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
+	atomic_init(&n->next, 0);
 	n->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
 	snprintf(n->host, sizeof(n->host), "%s", opts->host);
 	snprintf(n->export_path, sizeof(n->export_path), "%s",
@@ -235,11 +266,12 @@ int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out)
 	co.port = opts->port ? opts->port : "20049";
 	co.timeout_ms = n->timeout_ms;
 	co.no_remote_inv = opts->no_remote_inv;
-	rc = rrr_clnt_create(&co, &n->clnt);
+	rc = rrr_clnt_create(&co, &n->clnt[0]);
 	if (rc < 0)
 		goto fail;
+	n->nconn = 1;
 	if (!separate_mount) {
-		rc = do_mnt(n, n->clnt, n->export_path);
+		rc = do_mnt(n, n->clnt[0], n->export_path);
 		if (rc != 0)
 			goto fail;
 	}
@@ -256,9 +288,25 @@ int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out)
 			       rrr_nfs3_strstat(fi.status));
 		goto fail;
 	}
-	uint32_t lim = rrr_clnt_max_payload(n->clnt);
-	if (lim == 0 || lim > RRR_NFS3_MAX_DATA)
-		lim = RRR_NFS3_MAX_DATA;
+	/* The other connections, one right after the other (see the top). */
+	while (n->nconn < opts->nconnect) {
+		rc = rrr_clnt_create(&co, &n->clnt[n->nconn]);
+		if (rc < 0) {
+			char why[256];
+			const char *e = rrr_last_error();
+			snprintf(why, sizeof(why), "%s", e ? e : strerror(-rc));
+			rrr__set_error(rc, "connection %u of %u (nconnect) to %s:%s failed: %s",
+				       n->nconn + 1, opts->nconnect, co.host, co.port, why);
+			goto fail;
+		}
+		n->nconn++;
+	}
+	uint32_t lim = RRR_NFS3_MAX_DATA;
+	for (unsigned i = 0; i < n->nconn; i++) {
+		uint32_t l = rrr_clnt_max_payload(n->clnt[i]);
+		if (l && l < lim)
+			lim = l;
+	}
 	n->rsize = opts->rsize ? opts->rsize : RRR_NFS3_MAX_DATA;
 	n->wsize = opts->wsize ? opts->wsize : RRR_NFS3_MAX_DATA;
 	if (fi.rtmax && n->rsize > fi.rtmax)
@@ -273,8 +321,8 @@ int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out)
 	return 0;
 
 fail:
-	if (n->clnt)
-		rrr_clnt_destroy(n->clnt);
+	for (unsigned i = n->nconn; i-- > 0;)
+		rrr_clnt_destroy(n->clnt[i]);
 	free(n);
 	return rc;
 }
@@ -305,7 +353,8 @@ void rrr_nfs3_umount(struct rrr_nfs3 *n)
 			rrr_clnt_destroy(mc);
 		}
 	}
-	rrr_clnt_destroy(n->clnt);
+	for (unsigned i = n->nconn; i-- > 0;)
+		rrr_clnt_destroy(n->clnt[i]);
 	free(n);
 }
 
@@ -324,9 +373,58 @@ uint32_t rrr_nfs3_wsize(const struct rrr_nfs3 *n)
 	return n->wsize;
 }
 
+unsigned rrr_nfs3_nconnect(const struct rrr_nfs3 *n)
+{
+	return n->nconn;
+}
+
 void rrr_nfs3_stats(struct rrr_nfs3 *n, struct rrr_xprt_stats *st)
 {
-	rrr_clnt_stats(n->clnt, st);
+	rrr_clnt_stats(n->clnt[0], st);
+	for (unsigned i = 1; i < n->nconn; i++) {
+		struct rrr_xprt_stats c;
+		rrr_clnt_stats(n->clnt[i], &c);
+#define SUM(f) st->f += c.f
+#define MIN(f) st->f = c.f < st->f ? c.f : st->f
+		SUM(calls);
+		SUM(replies);
+		SUM(bad_replies);
+		SUM(timeouts);
+		SUM(retransmits);
+		SUM(inline_calls);
+		SUM(read_chunks);
+		SUM(write_chunks);
+		SUM(reply_chunks);
+		SUM(nomsg_calls);
+		SUM(registrations);
+		SUM(hole_splits);
+		SUM(local_inv);
+		SUM(remote_inv);
+		SUM(recoveries);
+		SUM(credit_stalls);
+		SUM(credits);
+		SUM(max_credits);
+		MIN(inline_send);
+		MIN(inline_recv);
+		SUM(rdma_read_bytes);
+		SUM(rdma_write_bytes);
+		SUM(send_bytes);
+		SUM(recv_bytes);
+		SUM(connects);
+		SUM(disconnects);
+		SUM(rdma_errors_sent);
+#undef SUM
+#undef MIN
+	}
+}
+
+int rrr_nfs3_conn_stats(struct rrr_nfs3 *n, unsigned idx, struct rrr_xprt_stats *st)
+{
+	if (idx >= n->nconn)
+		return rrr__set_error(-EINVAL, "no connection %u: this mount has %u (nconnect)",
+				      idx, n->nconn);
+	rrr_clnt_stats(n->clnt[idx], st);
+	return 0;
 }
 
 /* ------------------------------------------------------------ simple calls */
@@ -438,7 +536,7 @@ int rrr_nfs3_readlink(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, char *bu
 	k.payload = &sink;
 	k.npayload = 1;
 	k.idempotent = true;
-	int rc = call_status(rrr_clnt_call(n->clnt, &k), &k, "READLINK");
+	int rc = call_status(rrr_clnt_call(pick(n), &k), &k, "READLINK");
 	if (rc == 0 && r->status == RRR_NFS3_OK) {
 		/* The path is in r->path either way (decoded inline or placed there). */
 		uint32_t len = r->path_len <= RRR_NFS3_MAXPATHLEN ? r->path_len : 0;
@@ -532,7 +630,7 @@ int rrr_nfs3_symlink(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const ch
 	k.ddp = RRR_DDP_TO_SERVER;
 	k.payload = &src;
 	k.npayload = 1;
-	rc = call_status(rrr_clnt_call(n->clnt, &k), &k, "SYMLINK");
+	rc = call_status(rrr_clnt_call(pick(n), &k), &k, "SYMLINK");
 	if (rc == 0) {
 		rc = (int)r.status;
 		if (rc == 0 && fh) {
@@ -636,7 +734,7 @@ int rrr_nfs3_readdirplus(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir,
 			  &r);
 		k.idempotent = true;
 		k.reply_hint = DIR_MAXCOUNT + 512;
-		rc = call_status(rrr_clnt_call(n->clnt, &k), &k, "READDIRPLUS");
+		rc = call_status(rrr_clnt_call(pick(n), &k), &k, "READDIRPLUS");
 		if (rc < 0)
 			break;
 		if (r.status) {
@@ -677,7 +775,7 @@ int rrr_nfs3_read(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t off
 	k.payload = iov;
 	k.npayload = niov;
 	k.idempotent = true;
-	int rc = call_status(rrr_clnt_call(n->clnt, &k), &k, "READ");
+	int rc = call_status(rrr_clnt_call(pick(n), &k), &k, "READ");
 	if (rc == 0) {
 		rc = (int)r->status;
 		if (rc == 0) {
@@ -713,7 +811,7 @@ int rrr_nfs3_write(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t of
 	k.ddp = RRR_DDP_TO_SERVER;
 	k.payload = iov;
 	k.npayload = niov;
-	int rc = call_status(rrr_clnt_call(n->clnt, &k), &k, "WRITE");
+	int rc = call_status(rrr_clnt_call(pick(n), &k), &k, "WRITE");
 	if (rc == 0) {
 		rc = (int)r.status;
 		if (rc == 0)
@@ -811,7 +909,7 @@ static int slot_submit(struct xfer *x, struct slot *s, uint64_t off, uint32_t le
 	}
 	s->call.payload = s->iov;
 	s->call.npayload = niov;
-	int rc = rrr_clnt_call_async(n->clnt, &s->call, slot_done, s);
+	int rc = rrr_clnt_call_async(pick(n), &s->call, slot_done, s);
 	if (rc == 0)
 		s->busy = true;
 	return rc;

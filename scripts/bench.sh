@@ -6,7 +6,8 @@
 # print into docs/bench/*.txt, and renders PNG plots with gnuplot into
 # docs/bench/*.png. Nothing is tuned or edited: the figures are whatever this
 # machine measured, next to the exact command that measured them (in each
-# JSON's "command" member and in the .txt header).
+# JSON's "command" member and in the .txt header). Last, scripts/bench-peer.sh
+# puts rrr-client side by side with NFS-Ganesha + nfs-cp (docs/bench/peer.*).
 #
 # Environment: BENCH_OUT (default docs/bench), BENCH_QUICK=1 for a smoke run
 # (tiny iteration counts; the figures are then meaningless).
@@ -42,10 +43,12 @@ if [[ $QUICK == 1 ]]; then
 	REG_ITERS=500
 	IO_SECS=0.2
 	IO_ROUNDS=1
+	NC_SECS=0.1
 else
 	REG_ITERS=5000
 	IO_SECS=1
 	IO_ROUNDS=3
+	NC_SECS=0.5
 fi
 
 # 1. registration cost per strategy (soft provider), every layout.
@@ -56,6 +59,11 @@ run reg reg --provider soft --strategy frwr --strategy frwr-pt:progress_thread=1
 # 2. end-to-end NFSv3 READ/WRITE: per-I/O vs persistent vs bounce vs TCP.
 run io io --provider soft --sizes 4k,1m --qd 1,32 --seconds "$IO_SECS" \
 	--rounds "$IO_ROUNDS" --warmup 0.2
+
+# 2b. the same over 1, 2 and 4 connections per mode (nconnect), deep queues only
+# (where spreading can pay): ~20 s. OUT/io-nconnect.*; not in the plots or goals.
+run io-nconnect io --provider soft --modes rdma,nfs-tcp --sizes 4k,1m --qd 32 \
+	--nconnect 1,2,4 --seconds "$NC_SECS" --rounds 1 --warmup 0.2
 
 # 3. raw provider figures (bench/raw.c), if that subcommand takes --json.
 if "$BENCH" raw --help 2>/dev/null | grep -q -- '--json'; then
@@ -227,6 +235,14 @@ if command -v gnuplot >/dev/null; then
 	ls -1 "$OUT"/*.png 2>/dev/null | sed 's/^/plot: /'
 else
 	echo "bench.sh: gnuplot not installed (Debian: gnuplot-nox); no plots" >&2
+	fail=1
+fi
+
+# 4. rrr-client vs NFS-Ganesha + libnfs nfs-cp, one file (needs root and the
+# packages of `make deps-peer`): OUT/peer.txt, OUT/peer.json.
+echo "== scripts/bench-peer.sh $BUILD $OUT"
+if ! PEER_QUICK=${PEER_QUICK:-$QUICK} "$(dirname "$0")/bench-peer.sh" "$BUILD" "$OUT"; then
+	echo "bench.sh: bench-peer.sh failed (its message is above)" >&2
 	fail=1
 fi
 exit $fail

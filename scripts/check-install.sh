@@ -65,6 +65,7 @@ cat >"$tmp/app/main.c" <<'PROG'
 #include <stdio.h>
 #include <string.h>
 
+#include <rrr/crc32c.h>
 #include <rrr/oncrpc.h>
 #include <rrr/rpcrdma.h>
 #include <rrr/xdr.h>
@@ -85,6 +86,9 @@ int main(void)
 	rrr_rdma_cm_pd_encode(buf, &pd);
 	if (!rrr_rdma_cm_pd_decode(buf, RRR_RDMA_PD_LEN, &back) || back.recv_size != 8192)
 		return 3;
+	/* CRC32C is ISA-L inside: a static link needs -lisal from Libs.private */
+	if (rrr_crc32c(0, "123456789", 9) != 0xE3069283u)
+		return 4;
 	puts("rrr-install-ok");
 	return 0;
 }
@@ -98,7 +102,10 @@ libs=$(pkg-config --libs rrr)
 	fail "could not build against the installed library ($cflags $libs)"
 out=$(LD_LIBRARY_PATH=$lib "$tmp/app/app-shared") || fail "app (shared) exited $?"
 [[ $out == rrr-install-ok ]] || fail "app (shared) printed '$out'"
-LD_LIBRARY_PATH=$lib ldd "$tmp/app/app-shared" | grep -q "librrr.so.$major => $lib/" ||
+# (ldd's output into a variable first: grep -q stops reading at the first
+# match, and under pipefail the SIGPIPE of a longer ldd listing failed this)
+deps=$(LD_LIBRARY_PATH=$lib ldd "$tmp/app/app-shared")
+grep -q "librrr.so.$major => $lib/" <<<"$deps" ||
 	fail "app (shared) did not resolve librrr.so.$major from the install"
 # Static: the archive plus Libs.private.
 privlibs=$(pkg-config --static --libs-only-l rrr | sed 's/-lrrr\b//')
@@ -110,6 +117,7 @@ out=$("$tmp/app/app-static") || fail "app (static) exited $?"
 # 4. exported symbols
 syms=$(nm -D --defined-only "$lib/$real" | awk '{print $3}' | sed 's/@.*//' | sort -u)
 grep -qx rrr_xdr_init <<<"$syms" || fail "rrr_xdr_init is not exported"
+grep -qx rrr_crc32c <<<"$syms" || fail "rrr_crc32c is not exported"
 bad=$(grep -v '^rrr_[a-z0-9]' <<<"$syms" | grep -v '^RRR_[0-9]*$' || true)
 [[ -z $bad ]] || fail "symbols other than rrr_* exported: $(echo $bad)"
 

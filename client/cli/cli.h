@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * client/cli/cli.h - shared pieces of rrr-client: checksums and the
- * progress bar (util.c), exit codes.
+ * client/cli/cli.h - shared pieces of rrr-client: the progress bar
+ * (util.c), exit codes; checksums are rrr_crc32c() (rrr/crc32c.h).
  */
 #ifndef RRR_CLIENT_CLI_H
 #define RRR_CLIENT_CLI_H
@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <rrr/crc32c.h>
 
 enum cli_exit {
 	EXIT_OK = 0,
@@ -18,9 +20,6 @@ enum cli_exit {
 	EXIT_VERIFY = 4,   /* --verify found different bytes */
 	EXIT_LOCAL = 5,    /* local file error */
 };
-
-/* CRC32C (Castagnoli), continuing from @crc (start with 0). */
-uint32_t cli_crc32c(uint32_t crc, const void *buf, size_t len);
 
 struct cli_progress {
 	bool on;

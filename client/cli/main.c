@@ -253,7 +253,7 @@ static int remote_crc(struct cli *c, const struct rrr_nfs3_fh *fh, uint64_t size
 		rc = rrr_nfs3_read_all(c->nfs, fh, off, buf, len, c->qd, 0, &done, NULL, NULL);
 		if (rc == 0 && done != len)
 			rc = RRR_NFS3ERR_IO; /* the file shrank under us */
-		*crc = cli_crc32c(*crc, buf, done);
+		*crc = rrr_crc32c(*crc, buf, done);
 		off += done;
 	}
 	free(raw);
@@ -311,7 +311,7 @@ static int cmd_get(struct cli *c, const char *remote, const char *local, bool to
 			}
 			w += (size_t)n;
 		}
-		crc = cli_crc32c(crc, buf, done);
+		crc = rrr_crc32c(crc, buf, done);
 		off += done;
 		if (ret || done < len)
 			break;
@@ -407,7 +407,7 @@ static int cmd_put(struct cli *c, const char *local, const char *remote)
 			ret = fail_rc(rc, rpath);
 			break;
 		}
-		crc = cli_crc32c(crc, buf, len);
+		crc = rrr_crc32c(crc, buf, len);
 		off += len;
 	}
 	cli_progress_end(&pg, off);

@@ -1,44 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * client/cli/util.c - checksums and the progress bar of rrr-client.
- *
- * CRC32C: the reflected Castagnoli polynomial 0x82F63B78, table driven,
- * with the usual pre- and post-inversion, so cli_crc32c(0, "123456789", 9)
- * is 0xE3069283. It detects any corruption a transfer could plausibly
- * introduce; it is not a defence against an adversary.
+ * client/cli/util.c - the clock and the progress bar of rrr-client.
+ * (Checksums are the library's rrr_crc32c(), rrr/crc32c.h: CRC32C detects
+ * any corruption a transfer could plausibly introduce; it is not a defence
+ * against an adversary.)
  *
  * Progress: a one-line bar on stderr redrawn at most ten times a second,
  * only when enabled (rrr-client turns it on for a terminal or --progress),
  * so scripts reading stdout never see it.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 
 #include "client/cli/cli.h"
-
-static uint32_t crc_tab[256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-		crc_tab[i] = c;
-	}
-}
-
-uint32_t cli_crc32c(uint32_t crc, const void *buf, size_t len)
-{
-	pthread_once(&crc_once, crc_init);
-	const uint8_t *p = buf;
-	crc = ~crc;
-	for (size_t i = 0; i < len; i++)
-		crc = crc_tab[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
 
 double cli_now(void)
 {

@@ -22,11 +22,21 @@
  *
  * 2. A client library (rrr_nfs3_*): MOUNT over TCP (like the kernel client's
  *    mountproto=tcp) or over the NFS connection, then typed calls over one
- *    rrr_clnt (RDMA or TCP), and pipelined whole-range READ/WRITE with a
- *    queue depth. Client functions return 0, a NEGATIVE errno when the call
- *    could not be made or answered (connection, timeout, garbage; a sentence
- *    is in rrr_last_error()), or a POSITIVE nfsstat3 when the server answered
- *    with an NFS error. A struct rrr_nfs3 may be used by several threads.
+ *    or more rrr_clnt connections to the server (RDMA or TCP; opts.nconnect,
+ *    like the kernel's nconnect mount option), and pipelined whole-range
+ *    READ/WRITE with a queue depth. Client functions return 0, a NEGATIVE
+ *    errno when the call could not be made or answered (connection, timeout,
+ *    garbage; a sentence is in rrr_last_error()), or a POSITIVE nfsstat3
+ *    when the server answered with an NFS error. A struct rrr_nfs3 may be
+ *    used by several threads at once.
+ *
+ *    Connections (nconnect > 1): every call, synchronous or one of a
+ *    pipelined transfer, goes to the next connection in turn (round-robin
+ *    over all of them). NFS promises no order between calls in flight at
+ *    the same time, and across connections they do overtake each other: a
+ *    call issued after another one COMPLETED sees its effects, nothing more
+ *    is guaranteed. Each connection recovers on its own (reconnect,
+ *    idempotent retry); a failure of one fails only the calls sent on it.
  */
 #ifndef RRR_NFS3_H
 #define RRR_NFS3_H
@@ -479,17 +489,39 @@ struct rrr_nfs3_opts {
 	uint32_t uid, gid;         /* AUTH_SYS credentials */
 	bool auth_none;            /* send AUTH_NONE instead of AUTH_SYS */
 	bool no_remote_inv;        /* do not offer Send With Invalidate (RFC 8797) */
+	unsigned nconnect;         /* connections to the server, 1 (default) ..
+				    * RRR_NFS3_MAX_NCONNECT; calls are spread
+				    * over them round-robin */
 };
 
+#define RRR_NFS3_MAX_NCONNECT 16u
+
 void rrr_nfs3_opts_init(struct rrr_nfs3_opts *opts);
-/* Connect, MOUNT the export, FSINFO the root. MAY BLOCK. */
+/* Connect (opts->nconnect connections, one after the other, all to the same
+ * server and port), MOUNT the export, FSINFO the root over the first one.
+ * rsize/wsize are also capped by every connection's payload limit. Errors:
+ * -EINVAL (no host; nconnect 0 or above RRR_NFS3_MAX_NCONNECT: a caller
+ * that filled the struct without rrr_nfs3_opts_init() gets this), those of
+ * rrr_clnt_create() for any connection (then none is left open), a negative
+ * errno or positive status of MNT/FSINFO. MAY BLOCK. */
 int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out);
-/* UMNT (best effort), disconnect, free. MAY BLOCK. */
+/* UMNT (best effort), disconnect every connection, free. No call may be in
+ * progress. MAY BLOCK. */
 void rrr_nfs3_umount(struct rrr_nfs3 *nfs);
 const struct rrr_nfs3_fh *rrr_nfs3_root(const struct rrr_nfs3 *nfs);
 uint32_t rrr_nfs3_rsize(const struct rrr_nfs3 *nfs);
 uint32_t rrr_nfs3_wsize(const struct rrr_nfs3 *nfs);
+/* Number of connections (opts.nconnect). */
+unsigned rrr_nfs3_nconnect(const struct rrr_nfs3 *nfs);
+/* Counters summed over every connection: event counters and bytes add up;
+ * credits and max_credits are the sums of the connections' grants (calls
+ * the client may have in flight in all); inline_send/inline_recv are the
+ * smallest negotiated. Thread-safe. */
 void rrr_nfs3_stats(struct rrr_nfs3 *nfs, struct rrr_xprt_stats *st);
+/* Counters of connection @idx (0 .. nconnect-1; 0 carries MOUNT when there
+ * is no mount port, and FSINFO). -EINVAL when @idx is out of range.
+ * Thread-safe. */
+int rrr_nfs3_conn_stats(struct rrr_nfs3 *nfs, unsigned idx, struct rrr_xprt_stats *st);
 
 int rrr_nfs3_null(struct rrr_nfs3 *nfs);
 int rrr_nfs3_getattr(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh,
@@ -541,7 +573,12 @@ typedef void (*rrr_nfs3_progress_fn)(void *arg, uint64_t done);
  * the write verifier changed), unless @stable is FILE_SYNC/DATA_SYNC.
  * rrr_nfs3_read_all stops at EOF; *done gets the bytes moved. @split > 0
  * hands each call's payload to the transport as two iovecs cut @split bytes
- * into the chunk (exercises registration holes). MAY BLOCK.
+ * into the chunk (exercises registration holes). With nconnect > 1 the
+ * calls go round-robin over the connections (@qd is the total in flight,
+ * not per connection); COMMIT is sent only after every WRITE on every
+ * connection has completed, and the verifiers of all WRITE replies and of
+ * the COMMIT must agree, or the range is written again with FILE_SYNC.
+ * MAY BLOCK.
  */
 int rrr_nfs3_read_all(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh, uint64_t offset,
 		      void *buf, size_t len, unsigned qd, uint32_t split, size_t *done,

@@ -9,6 +9,7 @@
 #include <rrr/provider.h>
 #include <rrr/reg.h>
 #include <rrr/stats.h>
+#include <rrr/crc32c.h>
 #include <rrr/client.h>
 #include <rrr/server.h>
 

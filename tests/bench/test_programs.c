@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/bench/test_programs.c - rrr-bench as a user runs it: tiny runs of
- * `reg` and `io` (a real rrr-server process, real sockets, ephemeral ports)
- * that must exit 0 and write JSON with the figures of every strategy and
- * mode asked for; usage errors exit 2. Found through $RRR_BUILD.
+ * `reg`, `io` (a real rrr-server process, real sockets, ephemeral ports)
+ * and `crc` that must exit 0 and write JSON with the figures of every
+ * strategy, mode and size asked for; usage errors exit 2. Found through
+ * $RRR_BUILD.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -181,5 +182,39 @@ Test(bench_programs, io_all_modes_on_soft, .timeout = 180)
 	cr_assert_eq(count_results(j, "mode", "tcp", "ops"), 4);
 	cr_assert_eq(count_results(j, "mode", "rdma", "client_registrations"), 4);
 	cr_assert_null(strstr(j, "\"error\""), "%s", j);
+	free(j);
+}
+
+Test(bench_programs, crc, .timeout = 60)
+{
+	need_bench();
+	char path[] = "/tmp/rrr-bench-crc-XXXXXX";
+	int fd = mkstemp(path);
+	char *help[] = {NULL, "crc", "--help", NULL};
+	char *badsize[] = {NULL, "crc", "--sizes", "0", NULL};
+	char *badreps[] = {NULL, "crc", "--reps", "0", NULL};
+	char *extra[] = {NULL, "crc", "now", NULL};
+
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert_eq(run(help, 10), 0);
+	cr_assert_eq(run(badsize, 10), 2);
+	cr_assert_eq(run(badreps, 10), 2);
+	cr_assert_eq(run(extra, 10), 2);
+	char *argv[] = {NULL,	       "crc", "--sizes", "4k,64k,1m", "--reps", "3",
+			"--rep-bytes", "2m",  "--json",	 path,	      NULL};
+	cr_assert_eq(run(argv, 50), 0);
+	char *j = slurp(path);
+	unlink(path);
+	/* one object per size and function, each with a positive median */
+	cr_assert_eq(count_results(j, "op", "crc32c", "gb_s_median"), 3, "%s", j);
+	cr_assert_eq(count_results(j, "op", "memcpy", "gb_s_median"), 3, "%s", j);
+	cr_assert_eq(count_results(j, "op", "crc32c", "ratio_to_memcpy"), 3, "%s", j);
+	cr_assert_eq(count_results(j, "op", "crc32c", "ns_per_call_median"), 3, "%s", j);
+	cr_assert(strstr(j, "\"benchmark\": \"crc\""));
+	cr_assert(strstr(j, "\"reps\": 3"), "%s", j);
+	cr_assert(strstr(j, "\"size\": 1048576"), "%s", j);
+	cr_assert(strstr(j, "\"command\": \"rrr-bench crc --sizes 4k,64k,1m"), "%s", j);
+	cr_assert(strstr(j, "\"nproc\": "));
 	free(j);
 }

@@ -350,7 +350,7 @@ static int raw_attacker(uint16_t port, enum raw_mode m, uint32_t *term_out)
 		f[2] = (uint8_t)((f[2] & ~3) | 2);
 	if (m == R_SHORT_ULPDU)
 		soft_put16(f, 10); /* shorter than the untagged header */
-	uint32_t c = rrr__soft_crc32c(0, f, n);
+	uint32_t c = rrr_crc32c(0, f, n);
 
 	if (m == R_BAD_CRC)
 		c ^= 1;
@@ -367,7 +367,7 @@ static int raw_attacker(uint16_t port, enum raw_mode m, uint32_t *term_out)
 	    h.opcode != SOFT_OP_TERMINATE || !h.last || h.msn != 1 ||
 	    h.ulpdu_len != SOFT_HDR_UNTAGGED - 2 + 4)
 		return -1;
-	c = rrr__soft_crc32c(0, f, SOFT_HDR_UNTAGGED + 4);
+	c = rrr_crc32c(0, f, SOFT_HDR_UNTAGGED + 4);
 	if (f[24] != (uint8_t)c || f[25] != (uint8_t)(c >> 8) || f[26] != (uint8_t)(c >> 16) ||
 	    f[27] != (uint8_t)(c >> 24))
 		return -1;

@@ -113,7 +113,7 @@ int rrr__soft_mpa_parse(const uint8_t *buf, size_t len, bool reply, struct soft_
 size_t rrr__soft_mpa_rtr(uint8_t *buf, bool crc)
 {
 	size_t n = rrr__soft_hdr_tagged(buf, SOFT_OP_WRITE, true, 0, 0, 0);
-	uint32_t c = crc ? rrr__soft_crc32c(0, buf, n) : 0;
+	uint32_t c = crc ? rrr_crc32c(0, buf, n) : 0;
 
 	buf[n] = (uint8_t)c;
 	buf[n + 1] = (uint8_t)(c >> 8);

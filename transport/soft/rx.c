@@ -93,7 +93,7 @@ static int hdr_process(struct soft_qp *qp)
 	qp->rx.pay_done = 0;
 	qp->rx.trl_len = soft_mpa_pad(h->ulpdu_len) + 4; /* CRC field always present */
 	qp->rx.trl_have = 0;
-	qp->rx.crc = qp->crc ? rrr__soft_crc32c(0, qp->rx.hb, hl) : 0;
+	qp->rx.crc = qp->crc ? rrr_crc32c(0, qp->rx.hb, hl) : 0;
 	qp->rx.kind = K_NONE;
 
 	if (h->tagged) {
@@ -388,7 +388,7 @@ static size_t account(struct soft_qp *qp, const struct iovec *iov, int np, size_
 		size_t t = left < iov[i].iov_len ? left : iov[i].iov_len;
 
 		if (qp->crc)
-			qp->rx.crc = rrr__soft_crc32c(qp->rx.crc, iov[i].iov_base, t);
+			qp->rx.crc = rrr_crc32c(qp->rx.crc, iov[i].iov_base, t);
 		qp->rx.pay_done += (uint32_t)t;
 		left -= t;
 	}
@@ -414,7 +414,7 @@ static int fpdu_end(struct soft_qp *qp)
 {
 	if (qp->crc) { /* without CRC the field is present but not checked */
 		unsigned pad = qp->rx.trl_len - 4;
-		uint32_t c = rrr__soft_crc32c(qp->rx.crc, qp->rx.trl, pad);
+		uint32_t c = rrr_crc32c(qp->rx.crc, qp->rx.trl, pad);
 		uint32_t got = (uint32_t)qp->rx.trl[pad] | (uint32_t)qp->rx.trl[pad + 1] << 8 |
 			       (uint32_t)qp->rx.trl[pad + 2] << 16 |
 			       (uint32_t)qp->rx.trl[pad + 3] << 24;

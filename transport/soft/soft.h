@@ -3,8 +3,8 @@
  * transport/soft/soft.h - private structures of the soft (iWARP over TCP)
  * provider, shared by the files of transport/soft/ only.
  *
- * Layering (one file each):
- *   crc32c.c    CRC32c (SSE4.2 instruction or table)
+ * Layering (one file each; the MPA CRC32c is the library's rrr_crc32c(),
+ * transport/crc32c.c):
  *   mpa.c       MPA Request/Reply frames (RFC 5044 + RFC 6581), FPDU trailer
  *   ddp_rdmap.c DDP (RFC 5041) and RDMAP (RFC 5040) headers, Terminate codes
  *   stag.c      STag table, the access check + in-flight guard, invalidation
@@ -30,6 +30,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include <rrr/crc32c.h>
+
 #include "transport/provider_impl.h"
 
 /* ------------------------------------------------------------ limits */
@@ -50,13 +52,6 @@
 #define SOFT_TX_BATCH 64                /* FPDUs per writev: most tx_batch= allows */
 #define SOFT_TX_BATCH_DEF 32            /* default: 1 MiB of 32 KiB (loopback MSS) FPDUs */
 #define SOFT_TX_IOV (8 * (SOFT_PAY_IOV + 2)) /* iovecs per writev: <= IOV_MAX */
-
-/* ------------------------------------------------------------ crc32c.c */
-/* CRC32c of @len bytes continuing @crc (start with 0). */
-uint32_t rrr__soft_crc32c(uint32_t crc, const void *buf, size_t len);
-/* The same with the table implementation only (tests). */
-uint32_t rrr__soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
-bool rrr__soft_crc32c_hw(void);
 
 /* ------------------------------------------------------------ mpa.c */
 #define SOFT_MPA_HDR 20u  /* key(16) + flags(1) + rev(1) + pd_len(2) */

@@ -92,11 +92,11 @@ static void fpdu_seal(struct soft_qp *qp, size_t hdrlen, int np, uint32_t paylen
 	v[0].iov_len = hdrlen;
 	memset(trl, 0, 8);
 	if (qp->crc) {
-		uint32_t c = rrr__soft_crc32c(0, hdr, hdrlen);
+		uint32_t c = rrr_crc32c(0, hdr, hdrlen);
 
 		for (int i = 1; i <= np; i++)
-			c = rrr__soft_crc32c(c, v[i].iov_base, v[i].iov_len);
-		c = rrr__soft_crc32c(c, zeros, pad);
+			c = rrr_crc32c(c, v[i].iov_base, v[i].iov_len);
+		c = rrr_crc32c(c, zeros, pad);
 		trl[pad] = (uint8_t)c;
 		trl[pad + 1] = (uint8_t)(c >> 8);
 		trl[pad + 2] = (uint8_t)(c >> 16);

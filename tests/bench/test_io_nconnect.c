@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/bench/test_io_nconnect.c - rrr-bench io with --nconnect (several
+ * connections per NFS mode) and its page-fault figures, run as a user runs
+ * it against a real rrr-server process (real sockets, ephemeral ports):
+ * every NFS mode gets one result per connection count, the tcp baseline
+ * one per operation x size x queue depth; NFS results carry client and
+ * server page faults per I/O, the table has the nc and flt columns; bad
+ * --nconnect values are usage errors (exit 2). Found through $RRR_BUILD.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char bench[4096];
+
+static void need_bench(void)
+{
+	const char *b = getenv("RRR_BUILD");
+
+	if (!b)
+		cr_skip_test("RRR_BUILD is not set (run through make test-unit)");
+	snprintf(bench, sizeof(bench), "%s/rrr-bench", b);
+	if (access(bench, X_OK))
+		cr_skip_test("%s not built", bench);
+}
+
+/* Run rrr-bench with @argv (argv[0] ignored), stdout+stderr to @log; killed
+ * after @timeout_s. Returns the exit status. */
+static int run(char **argv, const char *log, int timeout_s)
+{
+	FILE *lf = fopen(log, "w");
+	pid_t pid;
+	int st = 0, rc = -1;
+
+	cr_assert_not_null(lf);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (!pid) {
+		dup2(fileno(lf), 1);
+		dup2(fileno(lf), 2);
+		closefrom(3);
+		argv[0] = bench;
+		execv(bench, argv);
+		_exit(127);
+	}
+	fclose(lf);
+	for (int i = 0; i < timeout_s * 20; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			break;
+		}
+		usleep(50000);
+	}
+	if (rc < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	cr_assert(rc >= 0, "rrr-bench did not finish in %d s", timeout_s);
+	return rc;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	cr_assert(f, "%s: %s", path, strerror(errno));
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+/* The value of member @key inside the object [obj, end), or NULL. */
+static const char *member(const char *obj, const char *end, const char *key)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\": ", key);
+	p = strstr(obj, k);
+	return p && p < end ? p + strlen(k) : NULL;
+}
+
+struct tally {
+	int objs, with_ops, with_faults, with_server_faults;
+};
+
+/* Tally the results with "mode": @mode and "nconnect": @nc. */
+static struct tally tally(const char *json, const char *mode, int nc)
+{
+	struct tally t = {0};
+	char want[64];
+	const char *p = strstr(json, "\"results\"");
+
+	cr_assert(p, "no results array");
+	snprintf(want, sizeof(want), "\"mode\": \"%s\"", mode);
+	while ((p = strstr(p + 1, "{"))) {
+		const char *end = strstr(p, "}"), *m, *v;
+
+		if (!end)
+			break;
+		m = strstr(p, want);
+		v = member(p, end, "nconnect");
+		if (m && m < end && v && atoi(v) == nc) {
+			t.objs++;
+			if ((v = member(p, end, "ops")) && atof(v) > 0)
+				t.with_ops++;
+			if ((v = member(p, end, "client_faults_per_op")) && atof(v) >= 0 &&
+			    member(p, end, "client_minflt"))
+				t.with_faults++;
+			if ((v = member(p, end, "server_faults_per_op")) && atof(v) >= 0 &&
+			    member(p, end, "server_majflt"))
+				t.with_server_faults++;
+		}
+		p = end;
+	}
+	return t;
+}
+
+Test(bench_io_nconnect, usage)
+{
+	need_bench();
+	char log[] = "/tmp/rrr-bench-nc-log-XXXXXX";
+	int fd = mkstemp(log);
+	char *zero[] = {NULL, "io", "--nconnect", "0", NULL};
+	char *big[] = {NULL, "io", "--nconnect", "1,17", NULL};
+	char *junk[] = {NULL, "io", "--nconnect", "two", NULL};
+	char *help[] = {NULL, "io", "--help", NULL};
+
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert_eq(run(zero, log, 10), 2);
+	cr_assert_eq(run(big, log, 10), 2);
+	char *out = slurp(log);
+	cr_assert(strstr(out, "--nconnect takes 1 .. 16"), "%s", out);
+	free(out);
+	cr_assert_eq(run(junk, log, 10), 2);
+	cr_assert_eq(run(help, log, 10), 0);
+	out = slurp(log);
+	cr_assert(strstr(out, "--nconnect LIST"), "%s", out);
+	free(out);
+	unlink(log);
+}
+
+Test(bench_io_nconnect, cells_per_connection_count_with_faults, .timeout = 180)
+{
+	need_bench();
+	char path[] = "/tmp/rrr-bench-nc-XXXXXX", log[] = "/tmp/rrr-bench-nc-log-XXXXXX";
+	int fd = mkstemp(path), lfd = mkstemp(log);
+
+	cr_assert(fd >= 0 && lfd >= 0);
+	close(fd);
+	close(lfd);
+	char *argv[] = {NULL,	      "io",  "--modes",	  "rdma,nfs-tcp,tcp",
+			"--sizes",    "4k",  "--qd",	  "2",
+			"--nconnect", "1,2", "--seconds", "0.15",
+			"--rounds",   "1",   "--warmup",  "0",
+			"--json",     path,  NULL};
+	int rc = run(argv, log, 160);
+	char *out = slurp(log);
+	cr_assert_eq(rc, 0, "%s", out);
+	char *j = slurp(path);
+	unlink(path);
+	unlink(log);
+	cr_assert_null(strstr(j, "\"error\""), "%s", j);
+	/* read + write, each with nconnect 1 and 2, for every NFS mode */
+	for (int nc = 1; nc <= 2; nc++) {
+		struct tally r = tally(j, "rdma", nc), t = tally(j, "nfs-tcp", nc);
+
+		cr_assert_eq(r.objs, 2, "rdma nconnect=%d: %d results\n%s", nc, r.objs, j);
+		cr_assert_eq(r.with_ops, 2);
+		cr_assert_eq(r.with_faults, 2, "client faults per I/O reported");
+		cr_assert_eq(r.with_server_faults, 2, "server faults per I/O reported");
+		cr_assert_eq(t.objs, 2, "nfs-tcp nconnect=%d", nc);
+		cr_assert_eq(t.with_ops, 2);
+		cr_assert_eq(t.with_faults, 2);
+		cr_assert_eq(t.with_server_faults, 2);
+	}
+	/* the one-connection tcp baseline runs once per op x size x qd */
+	struct tally b1 = tally(j, "tcp", 1), b2 = tally(j, "tcp", 2);
+	cr_assert_eq(b1.objs, 2, "%s", j);
+	cr_assert_eq(b1.with_ops, 2);
+	cr_assert_eq(b1.with_faults, 0, "no fault figures for the in-process echo");
+	cr_assert_eq(b2.objs, 0);
+	/* the table: nc and fault columns, rows for both connection counts */
+	cr_assert(strstr(out, " nc ") && strstr(out, "flt.c") && strstr(out, "flt.s"), "%s", out);
+	cr_assert(strstr(out, "read     4k   2  2  rdma"), "%s", out);
+	cr_assert(strstr(out, "write    4k   2  1  tcp"), "%s", out);
+	cr_assert_null(strstr(out, "  2  tcp"), "tcp has one connection\n%s", out);
+	free(out);
+	free(j);
+}
