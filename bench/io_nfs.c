@@ -55,7 +55,7 @@
 #include <rrr/nfs3.h>
 #include <rrr/provider.h>
 
-#define NMODES_NFS 4
+#define NMODES_NFS 5
 #define MAX_QD	   128
 #define BENCH_FILE "rrr-bench-io.dat"
 
@@ -572,6 +572,8 @@ static int get_clnts(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rr
 		o.transport = "rdma";
 		o.port = n->port;
 		o.persistent_reg = mode == IO_MODE_PERSISTENT;
+		if (mode == IO_MODE_RDMA_CHUNKS)
+			o.inline_send = o.inline_recv = 4096;
 		o.bounce = mode == IO_MODE_BOUNCE;
 	}
 	for (unsigned k = 0; k < nc && k < IO_MAX_NCONNECT; k++)

@@ -13,6 +13,7 @@
 
 enum io_mode {
 	IO_MODE_RDMA = 0,   /* per-I/O registration (library default) */
+	IO_MODE_RDMA_CHUNKS, /* the same with 4 KiB inline sizes: chunks from 4 KiB */
 	IO_MODE_PERSISTENT, /* client opts persistent_reg */
 	IO_MODE_BOUNCE,	    /* client opts bounce */
 	IO_MODE_NFS_TCP,    /* ONC RPC over TCP */
