@@ -60,6 +60,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rrr/wait.h>
+
 #include "bench.h"
 #include "common.h"
 #include "io_nfs.h"
@@ -119,6 +121,9 @@ static void usage(FILE *f)
 		   "  --mount-port P      its MOUNT/TCP port (default 20048)\n"
 		   "  --export PATH       the export to mount (default /)\n"
 		   "  --no-remote-inv     do not offer Send With Invalidate to the server\n"
+		   "  --wait MODE         how client progress and server workers wait:\n"
+		   "                      adaptive (default), event or spin (rrr/wait.h)\n"
+		   "  --spin-us N         their spin budget per wait (default 50)\n"
 		   "  --json FILE         write the results as JSON\n"
 		   "  --help\n"
 		   "Modes:\n");
@@ -312,6 +317,8 @@ int rrr__bench_io_main(int argc, char **argv)
 	    {"tcp-port", required_argument, NULL, 'T'},
 	    {"mount-port", required_argument, NULL, 'M'},
 	    {"no-remote-inv", no_argument, NULL, 'N'},
+	    {"wait", required_argument, NULL, 'W'},
+	    {"spin-us", required_argument, NULL, 'U'},
 	    {"export", required_argument, NULL, 'E'},
 	    {"json", required_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
@@ -430,6 +437,27 @@ int rrr__bench_io_main(int argc, char **argv)
 		case 'N':
 			cfg.no_remote_inv = true;
 			break;
+		case 'W': {
+			enum rrr_wait_mode wm;
+
+			if (rrr_wait_mode_parse(optarg, &wm)) {
+				fprintf(stderr, "rrr-bench io: --wait is event, adaptive or spin\n");
+				return 2;
+			}
+			cfg.wait = optarg;
+			break;
+		}
+		case 'U': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!*optarg || *end || v > RRR_WAIT_SPIN_US_MAX) {
+				fprintf(stderr, "rrr-bench io: --spin-us is 0..%u\n", RRR_WAIT_SPIN_US_MAX);
+				return 2;
+			}
+			cfg.spin_us = optarg;
+			break;
+		}
 		case 'E':
 			cfg.export_path = optarg;
 			break;

@@ -51,6 +51,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <rrr/wait.h>
 #include <rrr/client.h>
 #include <rrr/nfs3.h>
 #include <rrr/provider.h>
@@ -191,7 +192,7 @@ static int spawn_server(struct io_nfs *n)
 		return set_err(-errno, "fork", NULL);
 	}
 	if (!n->server) {
-		const char *av[20];
+		const char *av[24];
 		int k = 0, fd = open(n->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
 		if (fd >= 0) {
@@ -216,6 +217,14 @@ static int spawn_server(struct io_nfs *n)
 		if (n->cfg.provider_opts) {
 			av[k++] = "--provider-opts";
 			av[k++] = n->cfg.provider_opts;
+		}
+		if (n->cfg.wait) {
+			av[k++] = "--wait";
+			av[k++] = n->cfg.wait;
+		}
+		if (n->cfg.spin_us) {
+			av[k++] = "--spin-us";
+			av[k++] = n->cfg.spin_us;
 		}
 		av[k] = NULL;
 		execv(path, (char *const *)av);
@@ -565,6 +574,10 @@ static int get_clnts(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rr
 	o.provider_opts = n->cfg.provider_opts;
 	o.max_requests = qd > 32 ? qd : 32;
 	o.no_remote_inv = n->cfg.no_remote_inv;
+	if (n->cfg.wait)
+		(void)rrr_wait_mode_parse(n->cfg.wait, &o.wait_mode); /* checked by io.c */
+	if (n->cfg.spin_us)
+		o.spin_us = (uint32_t)strtoul(n->cfg.spin_us, NULL, 10);
 	if (mode == IO_MODE_NFS_TCP) {
 		o.transport = "tcp";
 		o.port = n->tcp_port;

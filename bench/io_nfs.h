@@ -48,6 +48,8 @@ struct io_nfs_cfg {
 	const char *mount_port; /* MOUNT/TCP port of an existing server */
 	const char *export_path;
 	bool no_remote_inv;    /* do not offer Send With Invalidate */
+	const char *wait;      /* --wait for client and server (NULL: default) */
+	const char *spin_us;   /* --spin-us for client and server (NULL: default) */
 	uint64_t file_size;    /* bytes the benchmark file needs */
 	unsigned max_nconnect; /* connections per mode opened at first use (1..16) */
 };

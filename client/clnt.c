@@ -708,8 +708,26 @@ static void *progress_main(void *arg)
 			conn_lost(c);
 		run_done(c);
 
+		/* about to sleep: let the transport arm and look once more; if
+		 * that found work, go round again (every 16th time through the
+		 * fds too, without sleeping, so they are never starved) */
+		bool busy = c->self_woken;
+
+		if (!busy && c->connected && c->ops->before_sleep) {
+			int w = c->ops->before_sleep(c);
+
+			if (w < 0)
+				conn_lost(c);
+			if (w != 0) {
+				send_pending(c);
+				run_done(c);
+				if (++c->busy_rounds % 16)
+					continue;
+				busy = true;
+			}
+		}
 		/* a callback above submitted: look at the fds, do not sleep */
-		n = epoll_wait(c->epfd, evs, 16, c->self_woken ? 0 : ms);
+		n = rrr__wait_epoll(&c->waiter, c->epfd, evs, 16, busy || c->self_woken ? 0 : ms);
 		for (int i = 0; i < n; i++) {
 			uint32_t tag = evs[i].data.u32;
 
@@ -815,6 +833,12 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 		c->opts.timeout_ms = 30000;
 	if (c->opts.connect_timeout_ms <= 0)
 		c->opts.connect_timeout_ms = 10000;
+	if (c->opts.wait_mode > RRR_WAIT_SPIN || c->opts.spin_us > RRR_WAIT_SPIN_US_MAX) {
+		rc = rrr__set_error(-EINVAL, "wait mode %d / spin_us %u out of range (spin_us <= %u)",
+				    (int)c->opts.wait_mode, c->opts.spin_us, RRR_WAIT_SPIN_US_MAX);
+		goto fail;
+	}
+	rrr__waiter_init(&c->waiter, c->opts.wait_mode, c->opts.spin_us);
 	{
 		struct timespec ts;
 

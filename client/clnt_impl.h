@@ -36,6 +36,7 @@
 #include <rrr/client.h>
 #include <rrr/reg.h>
 #include <rrr/rpcrdma.h>
+#include "transport/wait.h"
 
 struct rrr__clnt_req;
 
@@ -108,6 +109,14 @@ struct rrr__clnt_xprt_ops {
 	/* The fd registered with tag @tag is ready: make progress. Returns 0
 	 * or -ENOTCONN when the connection is gone. */
 	int (*progress)(struct rrr_clnt *c, uint32_t tag);
+	/* The progress thread is about to sleep (optional): ask for the
+	 * notifications that must wake it (arm the CQ) and look once more.
+	 * Returns > 0 when that look found work (the thread loops instead of
+	 * sleeping), 0 to sleep, -ENOTCONN when the connection is gone. Arming
+	 * only here, not after every progress step, lets the completions of
+	 * work posted between the two (Sends of the next calls) be found by
+	 * this look instead of by a notification the thread sends itself. */
+	int (*before_sleep)(struct rrr_clnt *c);
 	/* Timeout / cancel of a SENT call: make its MRs invalid and complete it
 	 * with @status (maybe later, from progress()). */
 	void (*abort)(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
@@ -119,6 +128,7 @@ extern const struct rrr__clnt_xprt_ops rrr__clnt_tcp_ops;
 extern const struct rrr__clnt_xprt_ops rrr__clnt_rdma_ops;
 
 struct rrr_clnt {
+	struct rrr__waiter waiter; /* progress thread's wait policy */
 	struct rrr_clnt_opts opts;
 	char *host, *port, *provider, *provider_opts;
 	const struct rrr__clnt_xprt_ops *ops;
@@ -147,6 +157,7 @@ struct rrr_clnt {
 	uint64_t next_connect_ns;
 	int last_connect_err;
 	bool self_woken; /* a callback submitted; no eventfd written */
+	unsigned busy_rounds; /* before_sleep found work (see progress_main) */
 
 	struct rrr_xprt_stats stats; /* core lock */
 	/* Finished requests kept for reuse with their ENCODE_START buffer, so a

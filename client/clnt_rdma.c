@@ -1273,25 +1273,35 @@ static int rdma_progress(struct rrr_clnt *c, uint32_t tag)
 	}
 	(void)rrr_cq_ack_event(x->cq);
 	rc = poll_cq(c);
-	/* Sleep only after a poll that followed the arm found nothing: a
-	 * completion that poll returns may not leave an event behind (the
-	 * soft provider drops the notification of completions its own poller
-	 * takes), and handling it may post work whose completions come later. */
-	for (int rounds = 0; rc >= 0 && rounds < 64; rounds++) {
-		(void)rrr_cq_arm(x->cq);
-		rc = poll_cq(c);
-		if (rc == 0)
-			break;
-	}
-	if (rc > 0) {
-		rc = 0;
-		/* still busy after many rounds: arm once more, which notifies at
-		 * once if completions are pending, so the thread comes back */
-		(void)rrr_cq_arm(x->cq);
-	}
+	if (rc > 0)
+		rc = 0; /* the CQ is armed in rdma_before_sleep */
 	if (rc == 0 && (x->nrfree >= RECV_BATCH || x->posted < x->inflight + 1))
 		rc = post_recvs(x);
 	sync_stats(c);
+	return rc;
+}
+
+/* Arm, then poll: the thread sleeps only after a poll that followed the arm
+ * found nothing (a completion that poll returns may not leave an event
+ * behind: the soft provider drops the notification of completions its own
+ * poller takes). */
+static int rdma_before_sleep(struct rrr_clnt *c)
+{
+	struct rdma_xprt *x = X(c);
+	int rc;
+
+	if (!x->qp)
+		return 0;
+	(void)rrr_cq_arm(x->cq);
+	rc = poll_cq(c);
+	if (rc > 0 && (x->nrfree >= RECV_BATCH || x->posted < x->inflight + 1)) {
+		int r2 = post_recvs(x);
+
+		if (r2 < 0)
+			return r2;
+	}
+	if (rc != 0)
+		sync_stats(c);
 	return rc;
 }
 
@@ -1331,6 +1341,7 @@ const struct rrr__clnt_xprt_ops rrr__clnt_rdma_ops = {
     .can_send = rdma_can_send,
     .send = rdma_send,
     .progress = rdma_progress,
+    .before_sleep = rdma_before_sleep,
     .abort = rdma_abort,
     .destroy = rdma_destroy,
     .max_payload = rdma_max_payload,

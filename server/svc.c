@@ -53,6 +53,7 @@
 #include <rrr/rpcrdma.h>
 
 #include "server/svc_impl.h"
+#include "transport/wait.h"
 #include "transport/provider_impl.h"
 
 #define SVC_MAX_PROGRAMS  32
@@ -82,6 +83,7 @@ struct rrr__svc_worker {
 	bool started;
 	int epfd;
 	int wakefd;
+	struct rrr__waiter waiter; /* how this worker waits */
 	pthread_mutex_t lock; /* inbox */
 	struct inbox_item *inbox_head, *inbox_tail;
 	struct rrr__svc_conn *conns;   /* owned connections */
@@ -146,6 +148,9 @@ static int opts_check(struct rrr_svc_opts *o)
 		return rrr__set_error(-EINVAL, "inline sizes must be within 1 KiB..256 KiB");
 	if (o->max_segs > 64)
 		o->max_segs = 64;
+	if (o->wait_mode > RRR_WAIT_SPIN || o->spin_us > RRR_WAIT_SPIN_US_MAX)
+		return rrr__set_error(-EINVAL, "wait mode %d / spin_us %u out of range (spin_us <= %u)",
+				      (int)o->wait_mode, o->spin_us, RRR_WAIT_SPIN_US_MAX);
 	if (o->max_payload > 64u * 1024u * 1024u)
 		return rrr__set_error(-EINVAL, "max_payload %u is over 64 MiB", o->max_payload);
 	if (o->nthreads == 0) {
@@ -188,6 +193,7 @@ static int worker_init(struct rrr_svc *svc, struct rrr__svc_worker *w, unsigned 
 	w->idx = idx;
 	w->epfd = -1;
 	w->wakefd = -1;
+	rrr__waiter_init(&w->waiter, svc->opts.wait_mode, svc->opts.spin_us);
 	pthread_mutex_init(&w->lock, NULL);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -722,7 +728,7 @@ static void *worker_main(void *arg)
 			reap(w);
 			break;
 		}
-		n = epoll_wait(w->epfd, evs, 64, timeout);
+		n = rrr__wait_epoll(&w->waiter, w->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR)
 			break;
 		for (i = 0; i < n; i++) {

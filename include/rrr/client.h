@@ -34,6 +34,7 @@
 #include <rrr/oncrpc.h>
 #include <rrr/provider.h>
 #include <rrr/stats.h>
+#include <rrr/wait.h>
 #include <rrr/xdr.h>
 
 #ifdef __cplusplus
@@ -60,6 +61,9 @@ struct rrr_clnt_opts {
 	bool persistent_reg;	   /* UNSAFE, benchmarks only: one long-lived
 				    * registration, never invalidated */
 	bool bounce;		   /* benchmarks: copy through pre-registered buffers */
+	enum rrr_wait_mode wait_mode; /* how the progress thread waits (rrr/wait.h):
+				       * default RRR_WAIT_ADAPTIVE */
+	uint32_t spin_us;	   /* its spin budget, 0 = RRR_WAIT_SPIN_US_DEFAULT */
 };
 
 /* Fill defaults. */

@@ -10,6 +10,7 @@
 #include <rrr/reg.h>
 #include <rrr/stats.h>
 #include <rrr/crc32c.h>
+#include <rrr/wait.h>
 #include <rrr/client.h>
 #include <rrr/server.h>
 

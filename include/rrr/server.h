@@ -32,6 +32,7 @@
 
 #include <rrr/oncrpc.h>
 #include <rrr/stats.h>
+#include <rrr/wait.h>
 #include <rrr/xdr.h>
 
 #ifdef __cplusplus
@@ -76,6 +77,9 @@ struct rrr_svc_opts {
 				    * max_payload + 64 KiB (TCP records, rebuilt
 				    * RDMA calls, reply chunks) */
 	bool no_remote_inv;        /* never use Send With Invalidate */
+	enum rrr_wait_mode wait_mode; /* how workers wait (rrr/wait.h), default
+				       * RRR_WAIT_ADAPTIVE */
+	uint32_t spin_us;          /* their spin budget, 0 = RRR_WAIT_SPIN_US_DEFAULT */
 };
 
 void rrr_svc_opts_init(struct rrr_svc_opts *opts);

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rrr/wait.h>
 #include <rrr/provider.h>
 #include <rrr/server.h>
 
@@ -73,6 +74,10 @@ static void usage(FILE *f)
 		"  --read-only           refuse every modification (NFS3ERR_ROFS)\n"
 		"  --port-file FILE      write \"rdma=N mount=N tcp=N\" there once listening\n"
 		"  --verbose             log mounts\n"
+		"  --wait MODE           how workers wait for requests: adaptive (default: spin\n"
+		"                        up to --spin-us while requests stream in, else sleep),\n"
+		"                        event (always sleep) or spin (always spin first)\n"
+		"  --spin-us N           spin budget per wait in microseconds (default 50)\n"
 		"  --help                this text\n"
 		"\n"
 		"Kernel client:  mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,\\\n"
@@ -123,7 +128,7 @@ static void print_counters(struct fs_export *ex)
 int main(int argc, char **argv)
 {
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
-	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_HELP };
+	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP };
 	static const struct option lopts[] = {
 		{"export", required_argument, NULL, O_EXPORT},
 		{"name", required_argument, NULL, O_NAME},
@@ -139,6 +144,8 @@ int main(int argc, char **argv)
 		{"read-only", no_argument, NULL, O_RO},
 		{"port-file", required_argument, NULL, O_PORTFILE},
 		{"verbose", no_argument, NULL, O_VERBOSE},
+		{"wait", required_argument, NULL, O_WAIT},
+		{"spin-us", required_argument, NULL, O_SPIN},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -165,6 +172,22 @@ int main(int argc, char **argv)
 		case O_RO: ro = true; break;
 		case O_PORTFILE: port_file = optarg; break;
 		case O_VERBOSE: verbose = true; break;
+		case O_WAIT:
+			if (rrr_wait_mode_parse(optarg, &so.wait_mode)) {
+				fprintf(stderr, "rrr-server: --wait is event, adaptive or spin\n");
+				return 2;
+			}
+			break;
+		case O_SPIN: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || v > RRR_WAIT_SPIN_US_MAX) {
+				fprintf(stderr, "rrr-server: --spin-us is 0..%u\n", RRR_WAIT_SPIN_US_MAX);
+				return 2;
+			}
+			so.spin_us = (uint32_t)v;
+			break;
+		}
 		case 'h':
 		case O_HELP: usage(stdout); return 0;
 		default: usage(stderr); return 2;
