@@ -128,15 +128,18 @@ static int make_qp(struct conn *c, struct rrr_cm_id *id)
 	return rrr_qp_create(id, &a, &c->qp);
 }
 
-/* Wait for one completion (sleeping in poll() on the CQ fd, as a TCP reader
- * sleeps in read(): busy-polling on a loaded machine measures the
- * scheduler); require success. */
+/* How both sides wait for completions (--wait, --spin-us): by default
+ * sleeping in poll() on the CQ fd, as the TCP side sleeps in read(). */
+static enum rrr_wait_mode wait_mode = RRR_WAIT_EVENT;
+static uint32_t spin_us;
+
+/* Wait for one completion; require success. */
 static int wc1(struct conn *c, struct rrr_wc *wc)
 {
 	uint64_t end = rrr__bench_now_ns() + (uint64_t)CTRL_TIMEOUT_MS * 1000000ull;
 
 	for (;;) {
-		int n = rrr_cq_wait(c->cq, wc, 1, 100);
+		int n = rrr_cq_wait_mode(c->cq, wc, 1, 100, wait_mode, spin_us);
 
 		if (n < 0)
 			return n;
@@ -486,7 +489,11 @@ static void usage(FILE *f)
 		"  --ping-sizes LIST SEND ping-pong sizes (default 64,4k)\n"
 		"  --iters N         ping-pong round trips per repetition (default 2000)\n"
 		"  --reps N          repetitions; medians are reported (default 5)\n"
-		"  --json FILE       also write the results as JSON\n");
+		"  --json FILE       also write the results as JSON\n"
+		"  --wait MODE       how both sides wait for completions: event (default:\n"
+		"                    sleep in poll() on the CQ fd, as the TCP side sleeps in\n"
+		"                    read()), adaptive or spin (rrr/wait.h)\n"
+		"  --spin-us N       spin budget per wait (default 50)\n");
 }
 
 struct row {
@@ -504,6 +511,7 @@ int rrr__bench_raw_main(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },   { "ping-sizes", required_argument, NULL, 'P' },
 		{ "iters", required_argument, NULL, 'i' },    { "reps", required_argument, NULL, 'r' },
 		{ "json", required_argument, NULL, 'j' },     { "help", no_argument, NULL, 'h' },
+		{ "wait", required_argument, NULL, 'W' },     { "spin-us", required_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *provider = "soft", *opts = NULL, *json = NULL;
@@ -530,6 +538,13 @@ int rrr__bench_raw_main(int argc, char **argv)
 		case 'i': iters = strtoull(optarg, NULL, 0); break;
 		case 'r': reps = atoi(optarg); break;
 		case 'j': json = optarg; break;
+		case 'W':
+			if (rrr_wait_mode_parse(optarg, &wait_mode)) {
+				fprintf(stderr, "rrr-bench raw: --wait is event, adaptive or spin\n");
+				return 2;
+			}
+			break;
+		case 'U': spin_us = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -14,9 +14,11 @@
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "provider_impl.h"
 
@@ -201,6 +203,58 @@ int rrr_cq_wait(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms)
 	if (rc < 0 && rc != -EAGAIN)
 		return rc;
 	return rrr_cq_poll(cq, wc, n);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms,
+		     enum rrr_wait_mode mode, uint32_t spin_us)
+{
+	uint64_t t0, now, budget = 0;
+	int rc;
+
+	if (!cq || mode > RRR_WAIT_SPIN)
+		return -EINVAL;
+	rc = rrr_cq_poll(cq, wc, n);
+	if (rc != 0 || timeout_ms == 0) {
+		if (rc > 0)
+			cq->hot = true;
+		return rc;
+	}
+	if (!spin_us)
+		spin_us = RRR_WAIT_SPIN_US_DEFAULT;
+	if (spin_us > RRR_WAIT_SPIN_US_MAX)
+		spin_us = RRR_WAIT_SPIN_US_MAX;
+	if (mode == RRR_WAIT_SPIN || (mode == RRR_WAIT_ADAPTIVE && cq->hot))
+		budget = (uint64_t)spin_us * 1000u;
+	if (timeout_ms > 0 && budget > (uint64_t)timeout_ms * 1000000ull)
+		budget = (uint64_t)timeout_ms * 1000000ull;
+	t0 = now = mono_ns();
+	while (now - t0 < budget) {
+		sched_yield();
+		rc = rrr_cq_poll(cq, wc, n);
+		if (rc != 0) {
+			if (rc > 0)
+				cq->hot = true;
+			return rc;
+		}
+		now = mono_ns();
+	}
+	if (timeout_ms > 0) {
+		uint64_t spent = (now - t0) / 1000000ull;
+
+		timeout_ms = spent >= (uint64_t)timeout_ms ? 0 : timeout_ms - (int)spent;
+	}
+	rc = rrr_cq_wait(cq, wc, n, timeout_ms);
+	/* hot when a spin of the usual budget would have found it */
+	cq->hot = rc > 0 && mono_ns() - t0 < (uint64_t)spin_us * 1000u;
+	return rc;
 }
 
 const char *rrr_wc_status_str(enum rrr_wc_status st)

@@ -37,6 +37,7 @@ struct rrr_pd {
 
 struct rrr_cq {
 	struct rrr_device *dev;
+	bool hot; /* rrr_cq_wait_mode: the last wait ended soon after it began */
 };
 
 struct rrr_mr {

@@ -11,11 +11,11 @@
  * epoll_wait for the rest of the timeout.
  *
  * Adaptive mode decides per wait whether spinning can pay: it spins only
- * when the previous wait ended within HOT_NS of its start (events were
- * found by a look, by the spin, or after a short sleep). An idle connection
- * therefore costs one failed spin and then sleeps at once on every wait,
- * while a stream of calls (a reply is due within microseconds) is served
- * without a wake-up. This is the hybrid of Linux's busy polling and
+ * when the previous wait ended within the spin budget (events were found by
+ * a look, by the spin, or by a sleep shorter than the budget). An idle
+ * connection, or a peer that cannot run because this thread holds the core,
+ * costs one failed spin and then sleeps at once, while a stream of calls
+ * (a reply due within microseconds) is served without a wake-up. This is the hybrid of Linux's busy polling and
  * interrupt mode, decided by the recent past instead of a socket option.
  *
  * Recovery: none needed; a failed epoll_wait is returned as it is.
@@ -26,9 +26,6 @@
 #include <time.h>
 
 #include "transport/wait.h"
-
-/* A wait that ended this soon after it began means traffic is flowing. */
-#define HOT_NS 1000000ull
 
 static uint64_t now_ns(void)
 {
@@ -117,6 +114,9 @@ int rrr__wait_epoll(struct rrr__waiter *w, int epfd, struct epoll_event *evs, in
 	}
 	w->sleeps++;
 	n = epoll_wait(epfd, evs, max, timeout_ms);
-	w->hot = n > 0 && now_ns() - t0 < HOT_NS;
+	/* hot when a spin of the usual budget would have found it: a spin that
+	 * ran out (the peer is slow, or needs this core) turns spinning off
+	 * until a wait ends within the budget again */
+	w->hot = n > 0 && now_ns() - t0 < w->spin_ns;
 	return n;
 }

@@ -44,6 +44,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <rrr/wait.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -169,6 +171,13 @@ int rrr_cq_arm(struct rrr_cq *cq);
 /* Convenience: poll; if empty, wait on the fd up to @timeout_ms (-1 forever)
  * and poll again. MAY BLOCK. Returns count, 0 on timeout, or -errno. */
 int rrr_cq_wait(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms);
+/* rrr_cq_wait under a wait mode (rrr/wait.h): before sleeping, poll again
+ * (yielding the CPU in between) for up to @spin_us (0: the default) when
+ * @mode is RRR_WAIT_SPIN, or RRR_WAIT_ADAPTIVE and the previous wait on
+ * this CQ ended within that budget. One waiting thread per CQ. MAY BLOCK.
+ * Returns count, 0 on timeout, or -errno (-EINVAL for a bad mode). */
+int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms,
+		     enum rrr_wait_mode mode, uint32_t spin_us);
 
 /* --- memory ----------------------------------------------------------------- */
 enum rrr_access {

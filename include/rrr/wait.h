@@ -11,13 +11,13 @@
  *   RRR_WAIT_EVENT     sleep at once (the least CPU; every reply costs a
  *                      wake-up, as a blocking TCP reader does)
  *   RRR_WAIT_ADAPTIVE  while traffic is flowing (the last wait ended within
- *                      a millisecond), look for work without sleeping for up
- *                      to spin_us microseconds, yielding the CPU between
- *                      looks, then sleep; an idle thread sleeps at once. The
- *                      default: small calls in a stream skip the wake-up,
- *                      and a thread never burns more than spin_us per wait
- *                      (so two processes sharing two cores do not starve
- *                      each other)
+ *                      the spin budget), look for work without sleeping for
+ *                      up to spin_us microseconds, yielding the CPU between
+ *                      looks, then sleep; an idle thread, or one whose last
+ *                      spin ran out, sleeps at once. The default: small
+ *                      calls in a stream skip the wake-up, and a thread never
+ *                      burns more than spin_us per wait (so two processes
+ *                      sharing two cores do not starve each other)
  *   RRR_WAIT_SPIN      always look for up to spin_us before sleeping, idle or
  *                      not (lowest latency with a core to spare)
  *
