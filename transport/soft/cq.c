@@ -113,6 +113,26 @@ void rrr__soft_cq_push(struct soft_cq *cq, const struct rrr_wc *wc)
 		notify(cq);
 }
 
+void rrr__soft_cq_qp_add(struct soft_cq *cq, struct soft_qp *qp)
+{
+	pthread_mutex_lock(&cq->lock);
+	cq->nqp++;
+	cq->solo = cq->nqp == 1 ? qp : NULL;
+	pthread_mutex_unlock(&cq->lock);
+}
+
+/* Called with the CQ's prog_lock held (rrr__soft_qp_detach), so no progress
+ * step still uses the QP when it returns. */
+void rrr__soft_cq_qp_del(struct soft_cq *cq, struct soft_qp *qp)
+{
+	pthread_mutex_lock(&cq->lock);
+	if (cq->nqp)
+		cq->nqp--;
+	if (cq->solo == qp || cq->nqp != 1)
+		cq->solo = NULL; /* with one left, progress finds it through epoll */
+	pthread_mutex_unlock(&cq->lock);
+}
+
 /*
  * One caller-driven progress step. Completions it produces are pushed while
  * cq->quiet is set: they disarm the CQ like any completion but write no
@@ -120,6 +140,11 @@ void rrr__soft_cq_push(struct soft_cq *cq, const struct rrr_wc *wc)
  * it and returns them (rrr__soft_cq_poll writes the event after all if it
  * leaves some behind). That saves an eventfd write, an extra epoll_wait
  * and its read for every completion found by polling.
+ *
+ * A CQ serving one QP (one connection, the usual case) skips the
+ * epoll_wait: the step drives that QP's receive engine directly, whose
+ * first read says EAGAIN when there is nothing, at the cost epoll_wait had,
+ * and returns data at once when there is.
  */
 static void progress(struct soft_cq *cq)
 {
@@ -128,13 +153,20 @@ static void progress(struct soft_cq *cq)
 
 	if (pthread_mutex_trylock(&cq->prog_lock) != 0)
 		return;
+	struct soft_qp *solo;
+
 	pthread_mutex_lock(&cq->lock);
 	cq->quiet = true;
+	solo = cq->solo;
 	pthread_mutex_unlock(&cq->lock);
-	n = epoll_wait(cq->ep, evs, 32, 0);
-	for (int i = 0; i < n; i++) {
-		if (evs[i].data.ptr)
-			rrr__soft_qp_progress(evs[i].data.ptr, evs[i].events);
+	if (solo) {
+		rrr__soft_qp_progress(solo, EPOLLIN);
+	} else {
+		n = epoll_wait(cq->ep, evs, 32, 0);
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr)
+				rrr__soft_qp_progress(evs[i].data.ptr, evs[i].events);
+		}
 	}
 	pthread_mutex_lock(&cq->lock);
 	cq->quiet = false;

@@ -117,6 +117,15 @@ static void ep_mod(struct soft_qp *qp, int op)
 	epoll_ctl(qp->scq->ep, op, qp->fd, &ev);
 	if (qp->rcq != qp->scq)
 		epoll_ctl(qp->rcq->ep, op, qp->fd, &ev);
+	if (op == EPOLL_CTL_ADD) {
+		rrr__soft_cq_qp_add(qp->scq, qp);
+		if (qp->rcq != qp->scq)
+			rrr__soft_cq_qp_add(qp->rcq, qp);
+	} else if (op == EPOLL_CTL_DEL) {
+		rrr__soft_cq_qp_del(qp->scq, qp);
+		if (qp->rcq != qp->scq)
+			rrr__soft_cq_qp_del(qp->rcq, qp);
+	}
 }
 
 void rrr__soft_qp_want_out(struct soft_qp *qp, bool on)

@@ -299,6 +299,8 @@ struct soft_cq {
 	bool quiet;              /* a poller's own progress step is running */
 	bool quieted;            /* ... and took a notification for itself */
 	atomic_bool ev_set;      /* evfd was written since the last ack */
+	unsigned nqp;            /* QP sockets in the epoll set (under lock) */
+	struct soft_qp *solo;    /* the one when nqp == 1 */
 	int ep;                  /* the CQ fd */
 	int evfd;
 	atomic_int refs;
@@ -310,6 +312,9 @@ static inline struct soft_cq *soft_cq(struct rrr_cq *c)
 }
 
 void rrr__soft_cq_push(struct soft_cq *cq, const struct rrr_wc *wc);
+/* A QP's socket joined / left the CQ's epoll set (caller-driven progress). */
+void rrr__soft_cq_qp_add(struct soft_cq *cq, struct soft_qp *qp);
+void rrr__soft_cq_qp_del(struct soft_cq *cq, struct soft_qp *qp);
 
 /* ------------------------------------------------------------ qp.c / tx.c / rx.c */
 enum soft_qp_state {
