@@ -424,6 +424,7 @@ static int fpdu_end(struct soft_qp *qp)
 			return -1;
 		}
 	}
+	qp->rx.small = (uint32_t)qp->rx.h.ulpdu_len + 2u + qp->rx.trl_len <= SOFT_RX_SMALL;
 	fpdu_complete(qp, qp->rx.inl);
 	qp->rx.st = SOFT_RX_HDR;
 	qp->rx.need = SOFT_HDR_TAGGED;
@@ -431,9 +432,19 @@ static int fpdu_end(struct soft_qp *qp)
 	return qp->state == SOFT_QP_RTS ? 0 : -1;
 }
 
-/* Trailer destination for the bytes still missing; 1 if added. */
-static int trl_iov(struct soft_qp *qp, struct iovec *iov)
+/* Trailer destination for the bytes still missing, after @np payload
+ * entries covering @covered bytes; 1 if added. The trailer follows only
+ * when those entries reach the end of the payload: a payload spread over
+ * more chunks than one call's iovecs takes several calls, and its bytes
+ * must never land in the trailer (or the next header). */
+static int trl_iov(struct soft_qp *qp, struct iovec *iov, const struct iovec *pay, int np)
 {
+	uint64_t covered = 0;
+
+	for (int i = 0; i < np; i++)
+		covered += pay[i].iov_len;
+	if (covered < (uint64_t)(qp->rx.pay_len - qp->rx.pay_done))
+		return 0;
 	if (qp->rx.trl_have >= qp->rx.trl_len)
 		return 0;
 	iov->iov_base = qp->rx.trl + qp->rx.trl_have;
@@ -441,10 +452,14 @@ static int trl_iov(struct soft_qp *qp, struct iovec *iov)
 	return 1;
 }
 
-/* A tagged header was read together with up to 4 bytes after it (see
- * HDR_READ): place them like the readv below would have, under the same
- * guards, then finish the FPDU if they completed it. 0 ok, -1 QP dead. */
-static int take_early(struct soft_qp *qp, const uint8_t *src, size_t n)
+/*
+ * Bytes of the current FPDU that were read before their destination was
+ * known (the 4 that follow a tagged header in a HDR_READ, or a staged read
+ * of small messages): place them like the readv below would have, under
+ * the same guards, and finish the FPDU if they complete it. Returns the
+ * bytes taken (at most the rest of this FPDU), or -1 when the QP died.
+ */
+static ssize_t take(struct soft_qp *qp, const uint8_t *src, size_t n)
 {
 	struct iovec iov[SOFT_PAY_IOV + 1];
 	struct soft_mr *guards[SOFT_MAX_SGE];
@@ -454,7 +469,7 @@ static int take_early(struct soft_qp *qp, const uint8_t *src, size_t n)
 	np = pay_iov(qp, iov, guards, &ng, qp->rx.inl);
 	if (np < 0)
 		return -1;
-	niov = np + trl_iov(qp, &iov[np]);
+	niov = np + trl_iov(qp, &iov[np], iov, np);
 	for (int i = 0; i < niov && off < n; i++) {
 		size_t t = n - off < iov[i].iov_len ? n - off : iov[i].iov_len;
 
@@ -464,7 +479,9 @@ static int take_early(struct soft_qp *qp, const uint8_t *src, size_t n)
 	for (int g = 0; g < ng; g++)
 		rrr__soft_mr_put(guards[g]);
 	(void)account(qp, iov, np, off);
-	return fpdu_done(qp) ? fpdu_end(qp) : 0;
+	if (fpdu_done(qp) && fpdu_end(qp))
+		return -1;
+	return (ssize_t)off;
 }
 
 /*
@@ -473,17 +490,79 @@ static int take_early(struct soft_qp *qp, const uint8_t *src, size_t n)
  * its 4-byte CRC field), so the read never takes a byte of the FPDU after
  * this one, an untagged header arrives in one system call instead of two,
  * and for a tagged header the last 4 bytes are its first payload or
- * trailer bytes (take_early).
+ * trailer bytes (take).
+ *
+ * Small messages (the last FPDU was at most SOFT_RX_SMALL bytes) are read
+ * differently: one read of up to SOFT_RX_STAGE bytes into the QP's stage,
+ * from which headers, payloads and trailers are then copied (payloads into
+ * their destinations under the same checks and guards as a readv). A 4 KiB
+ * request or reply then costs one system call instead of two, and several
+ * queued small messages one in all. Bulk streams keep direct placement: a
+ * large FPDU switches back to header reads and a readv of its payload
+ * straight into the registration.
  */
 #define HDR_READ SOFT_HDR_UNTAGGED
 
 void rrr__soft_rx(struct soft_qp *qp)
 {
 	int budget = 64;
+	bool drained = false; /* a read in this call came back short */
 
 	while (qp->state == SOFT_QP_RTS && qp->rx.st != SOFT_RX_DEAD && budget-- > 0) {
+		/* staged bytes first */
+		if (qp->rx.st_off < qp->rx.st_len) {
+			const uint8_t *src = qp->rx.stage + qp->rx.st_off;
+			size_t avail = qp->rx.st_len - qp->rx.st_off;
+
+			if (qp->rx.st == SOFT_RX_HDR) {
+				size_t t = HDR_READ - qp->rx.have;
+
+				if (t > avail)
+					t = avail;
+				memcpy(qp->rx.hb + qp->rx.have, src, t);
+				qp->rx.have += (uint32_t)t;
+				qp->rx.st_off += (uint32_t)t;
+				if (qp->rx.have >= SOFT_HDR_TAGGED)
+					qp->rx.need = (uint32_t)rrr__soft_hdr_len(qp->rx.hb);
+				if (qp->rx.have < qp->rx.need)
+					continue;
+				/* a tagged header's 4 extra bytes go back to the stage */
+				qp->rx.st_off -= qp->rx.have - qp->rx.need;
+				qp->rx.have = qp->rx.need;
+				if (hdr_process(qp))
+					return;
+				continue;
+			}
+			ssize_t k = take(qp, src, avail);
+
+			if (k < 0)
+				return;
+			qp->rx.st_off += (uint32_t)k;
+			continue;
+		}
+		qp->rx.st_off = qp->rx.st_len = 0;
 		if (qp->rx.st == SOFT_RX_HDR) {
 			if (qp->rx.have < qp->rx.need) {
+				if (drained)
+					return; /* epoll brings us back */
+				if (qp->rx.small && qp->rx.have == 0) {
+					ssize_t n = read(qp->fd, qp->rx.stage, SOFT_RX_STAGE);
+
+					if (n == 0) {
+						rrr__soft_qp_fatal(qp, 0, false);
+						return;
+					}
+					if (n < 0) {
+						if (errno == EINTR)
+							continue;
+						if (errno != EAGAIN)
+							rrr__soft_qp_fatal(qp, 0, false);
+						return;
+					}
+					qp->rx.st_len = (uint32_t)n;
+					drained = n < (ssize_t)SOFT_RX_STAGE;
+					continue;
+				}
 				size_t ask = HDR_READ - qp->rx.have;
 				ssize_t n = read(qp->fd, qp->rx.hb + qp->rx.have, ask);
 
@@ -501,33 +580,36 @@ void rrr__soft_rx(struct soft_qp *qp)
 				qp->rx.have += (uint32_t)n;
 				if (qp->rx.have >= SOFT_HDR_TAGGED)
 					qp->rx.need = (uint32_t)rrr__soft_hdr_len(qp->rx.hb);
-				if (qp->rx.have < qp->rx.need && (size_t)n < ask)
-					return; /* drained: epoll brings us back */
+				drained = (size_t)n < ask;
 				continue;
 			}
 			uint32_t early = qp->rx.have - qp->rx.need;
 
 			if (hdr_process(qp))
 				return;
-			if (early && take_early(qp, qp->rx.hb + qp->rx.need, early))
+			if (early && take(qp, qp->rx.hb + qp->rx.need, early) < 0)
 				return;
-			if (qp->rx.st == SOFT_RX_HDR)
-				continue;
+			continue;
 		}
 		/* PAY: payload, trailer, and the next FPDU's first HDR_READ bytes */
 		struct iovec iov[SOFT_PAY_IOV + 3];
 		struct soft_mr *guards[SOFT_MAX_SGE];
 		uint8_t nexthdr[HDR_READ];
-		int ng = 0, np, niov;
+		int ng = 0, np, niov, ntrl;
 		ssize_t n;
 
+		if (drained)
+			return;
 		np = pay_iov(qp, iov, guards, &ng, qp->rx.inl);
 		if (np < 0)
 			return;
-		niov = np + trl_iov(qp, &iov[np]);
-		iov[niov].iov_base = nexthdr;
-		iov[niov].iov_len = sizeof(nexthdr);
-		niov++;
+		ntrl = trl_iov(qp, &iov[np], iov, np);
+		niov = np + ntrl;
+		if (ntrl || qp->rx.trl_have == qp->rx.trl_len) {
+			iov[niov].iov_base = nexthdr;
+			iov[niov].iov_len = sizeof(nexthdr);
+			niov++;
+		}
 		size_t want = 0;
 
 		for (int i = 0; i < niov; i++)
@@ -548,20 +630,14 @@ void rrr__soft_rx(struct soft_qp *qp)
 		}
 		size_t left = account(qp, iov, np, (size_t)n);
 
-		if (!fpdu_done(qp)) {
-			if ((size_t)n < want)
-				return; /* drained */
+		drained = (size_t)n < want;
+		if (!fpdu_done(qp))
 			continue;
-		}
 		if (fpdu_end(qp))
 			return;
 		memcpy(qp->rx.hb, nexthdr, left);
 		qp->rx.have = (uint32_t)left;
 		if (left >= SOFT_HDR_TAGGED)
 			qp->rx.need = (uint32_t)rrr__soft_hdr_len(qp->rx.hb);
-		/* a short read drained the socket: no probing read that can only
-		 * say EAGAIN (level-triggered epoll brings us back) */
-		if ((size_t)n < want && qp->rx.have < qp->rx.need)
-			return;
 	}
 }

@@ -49,6 +49,9 @@
 #define SOFT_MULPDU_MAX 65535u
 #define SOFT_MPA_PD_MAX 512u            /* MPA private data incl. IRD/ORD */
 #define SOFT_PAY_IOV 64                 /* payload iovecs per readv/writev */
+#define SOFT_RX_STAGE 16384             /* one read of queued small messages */
+#define SOFT_RX_SMALL 8448              /* an FPDU this long or shorter is small:
+					 * an 8 KiB inline message and headers */
 #define SOFT_TX_BATCH 64                /* FPDUs per writev: most tx_batch= allows */
 #define SOFT_TX_BATCH_DEF 32            /* default: 1 MiB of 32 KiB (loopback MSS) FPDUs */
 #define SOFT_TX_IOV (8 * (SOFT_PAY_IOV + 2)) /* iovecs per writev: <= IOV_MAX */
@@ -439,6 +442,9 @@ struct soft_qp {
 		bool in_msg;
 		uint32_t handle;            /* tagged target */
 		uint64_t to;
+		bool small;                 /* the last FPDU was small: stage reads */
+		uint32_t st_off, st_len;    /* unread bytes in stage[] */
+		uint8_t stage[SOFT_RX_STAGE];
 	} rx;
 
 	uint32_t term_sent, term_rcvd;  /* packed codes, 0x80000000 flag when set */
