@@ -52,6 +52,7 @@
  * why a connection was dropped (the counters say how often).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,7 +347,12 @@ void svc_rdma_reply(struct svc_rdma_ctx *ctx, struct rrr_xdr *res, enum rrr__svc
 		svc_rdma_ddp_reset(ctx);
 	body_mr = res->buf == ctx->sendbuf + SVC_RDMA_HDR_AREA ? rc->send_mr : ctx->res.mr;
 again:
-	memset(&rhdr, 0, sizeof(rhdr));
+	/* the fixed part only: the lists are read up to their counts (the
+	 * whole header is ~11 KB, most of it unused list room) */
+	memset(&rhdr, 0, offsetof(struct rrr_rdma_hdr, read));
+	rhdr.nwrite = 0;
+	rhdr.has_reply = false;
+	rhdr.err = rhdr.vers_low = rhdr.vers_high = 0;
 	rhdr.xid = ctx->hdr->xid;
 	rhdr.vers = RRR_RPCRDMA_VERSION;
 	rhdr.credits = rc->max_requests;
