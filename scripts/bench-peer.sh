@@ -53,6 +53,10 @@
 #   PEER_TMP          where the scratch directory goes (default ${TMPDIR:-/tmp})
 #   PEER_KEEP=1       keep the scratch directory (logs, config) for inspection
 #   GANESHA_NFSD      the ganesha.nfsd binary (default: ganesha.nfsd on PATH)
+#   PEER_BASELINE     another rrr-client binary (e.g. one built from an older
+#                     commit) run as a fourth contender, "rrr-client rdma
+#                     baseline", with the same options over soft RDMA: a
+#                     before/after comparison inside one round-robin run
 # Needs root (Ganesha's VFS FSAL opens files by handle) and the Debian packages
 # of `make deps-peer`: nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind.
 set -euo pipefail
@@ -98,6 +102,11 @@ SIZE=$((SIZE_MIB * 1024 * 1024))
 BASE=${PEER_TMP:-${TMPDIR:-/tmp}}
 CLIENT_ABS=$(cd "$(dirname "$CLIENT")" && pwd)/$(basename "$CLIENT")
 SERVER_ABS=$(cd "$(dirname "$SERVER")" && pwd)/$(basename "$SERVER")
+BASELINE=${PEER_BASELINE:-}
+if [[ -n $BASELINE ]]; then
+	[[ -x $BASELINE ]] || die "PEER_BASELINE=$BASELINE is not an executable rrr-client"
+	BASELINE=$(cd "$(dirname "$BASELINE")" && pwd)/$(basename "$BASELINE")
+fi
 
 # One run at a time: two runs would share rpcbind and fight over ports and CPUs.
 exec 9>"$BASE/rrr-bench-peer.lock"
@@ -157,6 +166,7 @@ V_GANESHA=$(pkgver nfs-ganesha)
 V_LIBNFS=$(pkgver libnfs-utils)
 RRR_COMMIT=$(git describe --always --dirty 2>/dev/null || echo "?")
 CMD="PEER_SIZE_MIB=$SIZE_MIB PEER_REPS=$REPS"
+[[ -n $BASELINE ]] && CMD+=" PEER_BASELINE=$BASELINE"
 [[ $QUICK == 1 ]] && CMD+=" PEER_QUICK=1"
 CMD+=" scripts/bench-peer.sh $BUILD${OUT:+ $OUT}"
 
@@ -285,8 +295,15 @@ read -r RP RM < <(sed -E 's/rdma=([0-9]+) mount=([0-9]+).*/\1 \2/' "$T/ports")
 RRR=("$CLIENT_ABS" --server 127.0.0.1 --mount-port "$RM" --export "$EXP" --no-progress)
 RRR_RDMA=("${RRR[@]}" --transport rdma --port "$RP")
 RRR_TCP=("${RRR[@]}" --transport tcp --port "$RM")
-for t in rdma tcp; do
-	if [[ $t == rdma ]]; then CMDV=("${RRR_RDMA[@]}"); else CMDV=("${RRR_TCP[@]}"); fi
+RRR_BASE=("${BASELINE:-$CLIENT_ABS}" "${RRR_RDMA[@]:1}")
+PROBES=(rdma tcp)
+[[ -n $BASELINE ]] && PROBES+=(base)
+for t in "${PROBES[@]}"; do
+	case $t in
+	rdma) CMDV=("${RRR_RDMA[@]}") ;;
+	tcp) CMDV=("${RRR_TCP[@]}") ;;
+	base) CMDV=("${RRR_BASE[@]}") ;;
+	esac
 	if ! timeout "$START_TIMEOUT" "${CMDV[@]}" get probe.bin "$LDIR/probe-$t.bin" \
 		>"$T/logs/probe-$t.log" 2>&1 || ! cmp -s "$EXP/probe.bin" "$LDIR/probe-$t.bin"; then
 		cat "$T/logs/probe-$t.log" "$T/logs/rrr-server.log" >&2
@@ -297,7 +314,9 @@ echo "== $ME: rrr-server rdma port $RP, NFS+MOUNT/TCP port $RM; Ganesha $GN/$GM"
 
 # ---------------------------------------------------------------- timed runs
 CONTENDERS=(ganesha rdma tcp)
-declare -A LABEL=([ganesha]="ganesha + nfs-cp" [rdma]="rrr-client rdma (soft)" [tcp]="rrr-client tcp")
+[[ -n $BASELINE ]] && CONTENDERS+=(base)
+declare -A LABEL=([ganesha]="ganesha + nfs-cp" [rdma]="rrr-client rdma (soft)" [tcp]="rrr-client tcp"
+	[base]="rrr-client rdma baseline")
 
 # cmd_read C DST / cmd_write C NAME: the argv of one contender's run, into CMDV.
 cmd_read() {
@@ -305,6 +324,7 @@ cmd_read() {
 	ganesha) CMDV=(nfs-cp "$(gurl src.bin)" "$2") ;;
 	rdma) CMDV=("${RRR_RDMA[@]}" get src.bin "$2") ;;
 	tcp) CMDV=("${RRR_TCP[@]}" get src.bin "$2") ;;
+	base) CMDV=("${RRR_BASE[@]}" get src.bin "$2") ;;
 	esac
 }
 cmd_write() {
@@ -312,6 +332,7 @@ cmd_write() {
 	ganesha) CMDV=(nfs-cp "$LDIR/src.bin" "$(gurl "$2")") ;;
 	rdma) CMDV=("${RRR_RDMA[@]}" put "$LDIR/src.bin" "$2") ;;
 	tcp) CMDV=("${RRR_TCP[@]}" put "$LDIR/src.bin" "$2") ;;
+	base) CMDV=("${RRR_BASE[@]}" put "$LDIR/src.bin" "$2") ;;
 	esac
 }
 
@@ -430,6 +451,11 @@ for op in read write; do
 				"$op" "$c" "$med" "$gmed" "$x" "$([[ $c == rdma ]] && echo "; goal >= 2.0x: $met")")")
 		fi
 	done
+	if [[ -n $BASELINE ]]; then
+		read -r rmed _ < <(stats "$op.rdma")
+		read -r bmed _ < <(stats "$op.base")
+		GOALS+=("$(awk -v o="$op" -v r="$rmed" -v b="$bmed" 'BEGIN { printf "%-5s rrr-client rdma vs baseline: %.3f s vs %.3f s = %.2fx", o, r, b, b / r }')")
+	fi
 done
 printf '    }\n  ],\n  "mismatches": [' >>"$JSON"
 for ((k = 0; k < ${#BAD[@]}; k++)); do
@@ -445,7 +471,7 @@ printf ']\n}\n' >>"$JSON"
 	done
 	printf '%s\n' "${GOALS[@]}"
 	if [[ ${#BAD[@]} -eq 0 ]]; then
-		echo "data: every copy ($((REPS * 6)) files) equal to the source (cmp, after the timed runs)"
+		echo "data: every copy ($((REPS * 2 * ${#CONTENDERS[@]})) files) equal to the source (cmp, after the timed runs)"
 	else
 		echo "data: MISMATCH in ${#BAD[@]} copies - the figures above are NOT valid:"
 		printf '  %s\n' "${BAD[@]}"

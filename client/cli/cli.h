@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * client/cli/cli.h - shared pieces of rrr-client: the progress bar
- * (util.c), exit codes; checksums are rrr_crc32c() (rrr/crc32c.h).
+ * (util.c), exit codes, the get/put data path (xfer.c); checksums are
+ * rrr_crc32c() (rrr/crc32c.h).
  */
 #ifndef RRR_CLIENT_CLI_H
 #define RRR_CLIENT_CLI_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include <rrr/crc32c.h>
+#include <rrr/nfs3.h>
 
 enum cli_exit {
 	EXIT_OK = 0,
@@ -34,5 +36,36 @@ void cli_progress_start(struct cli_progress *p, bool on, const char *label, uint
 /* Callback shape of rrr_nfs3_progress_fn; @arg is a struct cli_progress. */
 void cli_progress_update(void *arg, uint64_t done);
 void cli_progress_end(struct cli_progress *p, uint64_t done);
+
+/*
+ * One pipelined transfer of bytes [0, size) between a remote file and a
+ * local one (xfer.c explains the pipeline). The caller opens (and for put
+ * may map) the local file; cli_xfer_run() moves the bytes. MAY BLOCK.
+ */
+struct cli_xfer {
+	/* in */
+	struct rrr_nfs3 *nfs;
+	const struct rrr_nfs3_fh *fh;
+	bool put;	   /* false: READ remote -> local; true: local -> WRITE */
+	uint64_t size;	   /* bytes to move (get: stops early at EOF) */
+	unsigned qd;	   /* calls in flight = worker threads */
+	uint32_t split;	   /* > 0: each call's payload as two buffers cut here */
+	uint32_t stable;   /* put: rrr_nfs3_stable of the WRITEs */
+	const uint8_t *map; /* put: the source mapped read-only, or NULL: pread
+			     * from @fd through the ring */
+	int fd;		   /* get: written in order with write() (-1: discard);
+			    * put without @map: pread at the offset */
+	bool crc_on;	   /* compute @crc over the bytes, in file order */
+	struct cli_progress *pg; /* or NULL; updated from the calling thread */
+	/* out */
+	uint64_t done;	   /* bytes moved (get: where the remote file ended) */
+	uint32_t crc;	   /* CRC32C of the bytes moved, when @crc_on */
+	int rc;		   /* 0, negative errno (transport), positive nfsstat3 */
+	char emsg[256];	   /* the sentence for @rc */
+	int lerr;	   /* errno of the first local I/O failure, 0 none */
+	const char *lwhat; /* what failed on the local file ("write to", ...) */
+};
+/* Returns x->rc; a local failure sets x->lerr instead. */
+int cli_xfer_run(struct cli_xfer *x);
 
 #endif
