@@ -698,6 +698,7 @@ int rrr__bench_raw_main(int argc, char **argv)
 		rrr__bench_json_str(&j, "opts", opts ? opts : "");
 		rrr__bench_json_int(&j, "reps", reps);
 		rrr__bench_json_int(&j, "window", window);
+		rrr__bench_json_str(&j, "wait", rrr_wait_mode_name(wait_mode));
 		rrr__bench_json_arr_begin(&j, "results");
 		for (int i = 0; i < nrows; i++) {
 			rrr__bench_json_obj_begin(&j, NULL);
