@@ -437,10 +437,15 @@ static int fpdu_end(struct soft_qp *qp)
 		}
 	}
 	qp->rx.small = (uint32_t)qp->rx.h.ulpdu_len + 2u + qp->rx.trl_len <= SOFT_RX_SMALL;
+	bool held = qp->tx_hold;
+
+	qp->tx_hold = false; /* an MPA rev 1 responder may send from now on */
 	fpdu_complete(qp, qp->rx.inl);
 	qp->rx.st = SOFT_RX_HDR;
 	qp->rx.need = SOFT_HDR_TAGGED;
 	qp->rx.have = 0;
+	if (held && qp->state == SOFT_QP_RTS)
+		rrr__soft_tx(qp);
 	return qp->state == SOFT_QP_RTS ? 0 : -1;
 }
 

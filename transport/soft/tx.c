@@ -449,8 +449,8 @@ void rrr__soft_tx(struct soft_qp *qp)
 				qp->tx.term_sent = true;
 				break;
 			}
-			if (qp->state != SOFT_QP_RTS)
-				break;
+			if (qp->state != SOFT_QP_RTS || qp->tx_hold)
+				break; /* tx_hold: an MPA rev 1 responder speaks second */
 			if (qp->tx.kind == SOFT_TXK_IRQ ||
 			    (qp->tx.kind == SOFT_TXK_NONE && qp->irq_count)) {
 				if (qp->tx.active && !qp->tx.irq_more)
