@@ -17,7 +17,16 @@
  *            ESTABLISHED ; reject: Reply with the R bit and private data.
  *
  * The QP never sends before the RTR exchange is over (it is IDLE until the
- * socket is attached), as RFC 6581 requires of the responder.
+ * socket is attached), as RFC 6581 requires of the responder. A Request of
+ * MPA revision 1 (RFC 5044; no IRD/ORD, no RTR) is accepted in revision 1:
+ * CONNECT_REQUEST carries ird = ord = 0 (not negotiated: the QP keeps its
+ * own), the Reply (or reject) is revision 1, the socket goes to the QP
+ * right after the Reply, and the QP sends nothing - no FPDU, no REG_MR or
+ * other send-queue work is started - until it received the initiator's
+ * first valid FPDU, as RFC 5044 requires of a responder. Requests of any
+ * other revision, or of revision 2 without enhanced setup, are rejected
+ * (revision 2 reject) and the connection is closed. As initiator we
+ * always speak revision 2 with enhanced setup.
  * Markers are refused: a Request asking for them is rejected and the
  * connection closed; a Reply asking for them fails with UNREACHABLE
  * (-EPROTO) and rrr_last_error() explains.
@@ -79,6 +88,7 @@ struct soft_id {
 	bool in_ep;
 	bool disc_posted;
 	bool crc;
+	bool rev1;                  /* passive: the peer's Request was MPA rev 1 */
 	struct sockaddr_storage dst;
 	socklen_t dstlen;
 	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX + 8];
@@ -266,7 +276,7 @@ static void handover(struct soft_id *id)
 	id->state = ID_ESTABLISHED;
 	/* ESTABLISHED first: attaching may already see the peer's close */
 	post(id, RRR_CM_EVENT_ESTABLISHED, 0, id->peer);
-	rrr__soft_qp_attach(qp, id->fd, id->crc, id->peer->ord, id->peer->ird);
+	rrr__soft_qp_attach(qp, id->fd, id->crc, id->peer->ord, id->peer->ird, id->rev1);
 	/* watch for the peer's close so DISCONNECTED arrives even when
 	 * nobody polls the CQ (as with an RDMA CM) */
 	ep_set(id, EPOLLRDHUP);
@@ -354,6 +364,7 @@ static void reject_frame(struct soft_id *id, const void *pd, uint32_t len)
 	memset(&rr, 0, sizeof(rr));
 	rr.reply = true;
 	rr.reject = true;
+	rr.rev = id->peer->rev == 1 ? 1 : 2; /* in the revision the requester speaks */
 	rr.pd_len = (uint16_t)len;
 	if (len)
 		memcpy(rr.pd, pd, len);
@@ -435,13 +446,15 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 		rc = read_frame(id, false);
 		if (rc == 0)
 			break;
-		if (rc < 0 || id->peer->markers || id->peer->rev != 2 || !id->peer->enhanced) {
+		if (rc < 0 || id->peer->markers ||
+		    (id->peer->rev != 1 && !(id->peer->rev == 2 && id->peer->enhanced))) {
 			/* unreported connection: refuse and forget it */
 			if (rc > 0)
 				reject_frame(id, NULL, 0);
 			id_free(cm, id);
 			break;
 		}
+		id->rev1 = id->peer->rev == 1;
 		id->state = ID_REQ_PENDING;
 		id->crc = id->peer->crc || dev->crc;
 		ep_set(id, 0);
@@ -749,6 +762,7 @@ int rrr__soft_cm_accept(struct rrr_cm_id *base, const struct rrr_conn_param *par
 	qp = soft_qp(base->qp);
 	memset(&rr, 0, sizeof(rr));
 	rr.reply = true;
+	rr.rev = id->rev1 ? 1 : 2;
 	rr.crc = id->crc;
 	rr.ird = (uint16_t)(param && param->ird ? param->ird : qp->ird);
 	rr.ord = (uint16_t)(param && param->ord ? param->ord : qp->ord);
@@ -759,6 +773,12 @@ int rrr__soft_cm_accept(struct rrr_cm_id *base, const struct rrr_conn_param *par
 	rc = send_all(id->fd, buf, rrr__soft_mpa_encode(&rr, buf));
 	if (rc) {
 		rrr__set_error(rc, "soft: cannot send the MPA reply");
+		goto out;
+	}
+	if (id->rev1) {
+		/* RFC 5044: no RTR; the initiator sends the first FPDU, the QP
+		 * sends nothing before it arrived (tx_hold) */
+		handover(id);
 		goto out;
 	}
 	id->state = ID_REP_SENT;

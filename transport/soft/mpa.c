@@ -11,15 +11,18 @@
  *   +-+-+-+-+-------+---------------+-------------------------------+
  *   |M|C|R|H| Res   |   Revision    |          PD_Length            |
  *   +-+-+-+-+-------+---------------+-------------------------------+
- *   |P|Z|   IRD (14 bits)           |W|R|   ORD (14 bits)           |  rev 2
+ *   |P|Z|   IRD (14 bits)           |W|R|   ORD (14 bits)           |  rev 2 only
  *   +-------------------------------+-------------------------------+
  *   |  private data (PD_Length - 4 bytes) ...                       |
  *   +---------------------------------------------------------------+
  *
- * We always send revision 2 with the H (enhanced) bit, P (peer-to-peer)
- * and the zero-length RDMA Write as ready-to-receive (RTR) message. Markers
- * (M) are never offered; a peer that asks for them is refused with a reject
- * reply and a clear error. CRC (C) is used when either side asks for it.
+ * We request revision 2 with the H (enhanced) bit, P (peer-to-peer) and
+ * the zero-length RDMA Write as ready-to-receive (RTR) message. A revision
+ * 1 Request (RFC 5044) is answered in revision 1: no IRD/ORD words, no H
+ * bit, PD_Length is the private data alone (cm.c: no RTR either; the
+ * responder waits for the initiator's first FPDU). Markers (M) are never
+ * offered; a peer that asks for them is refused with a reject reply and a
+ * clear error. CRC (C) is used when either side asks for it.
  *
  * FPDU: | ULPDU length (16) | ULPDU ... | pad to 4 | CRC32c (4) |
  * The CRC field is always present; without negotiated CRC it is sent as
@@ -37,19 +40,25 @@
 
 size_t rrr__soft_mpa_encode(const struct soft_mpa_rr *rr, uint8_t *buf)
 {
+	bool v1 = rr->rev == 1; /* RFC 5044: no IRD/ORD, no enhanced setup */
+	uint16_t irdord = v1 ? 0 : 4;
 	uint16_t pd = rr->pd_len;
 
-	if (pd > SOFT_MPA_PD_MAX - 4)
-		pd = SOFT_MPA_PD_MAX - 4;
+	if (pd > SOFT_MPA_PD_MAX - irdord)
+		pd = (uint16_t)(SOFT_MPA_PD_MAX - irdord);
 	memcpy(buf, rr->reply ? SOFT_MPA_KEY_REP : SOFT_MPA_KEY_REQ, 16);
 	buf[16] = (uint8_t)((rr->crc ? SOFT_MPA_FLAG_C : 0) | (rr->reject ? SOFT_MPA_FLAG_R : 0) |
-			    SOFT_MPA_FLAG_H);
-	buf[17] = 2;
-	soft_put16(buf + 18, (uint16_t)(pd + 4));
-	soft_put16(buf + 20, (uint16_t)(SOFT_MPA_IRD_P2P | (rr->ird & SOFT_MPA_IRDORD_MASK)));
-	soft_put16(buf + 22, (uint16_t)(SOFT_MPA_ORD_RTR_WRITE | (rr->ord & SOFT_MPA_IRDORD_MASK)));
-	memcpy(buf + 24, rr->pd, pd);
-	return SOFT_MPA_HDR + 4 + pd;
+			    (v1 ? 0 : SOFT_MPA_FLAG_H));
+	buf[17] = v1 ? 1 : 2;
+	soft_put16(buf + 18, (uint16_t)(pd + irdord));
+	if (!v1) {
+		soft_put16(buf + 20,
+			   (uint16_t)(SOFT_MPA_IRD_P2P | (rr->ird & SOFT_MPA_IRDORD_MASK)));
+		soft_put16(buf + 22,
+			   (uint16_t)(SOFT_MPA_ORD_RTR_WRITE | (rr->ord & SOFT_MPA_IRDORD_MASK)));
+	}
+	memcpy(buf + SOFT_MPA_HDR + irdord, rr->pd, pd);
+	return SOFT_MPA_HDR + irdord + pd;
 }
 
 int rrr__soft_mpa_parse_hdr(const uint8_t *buf, bool reply, size_t *total)
@@ -83,8 +92,8 @@ int rrr__soft_mpa_parse(const uint8_t *buf, size_t len, bool reply, struct soft_
 	rr->markers = buf[16] & SOFT_MPA_FLAG_M;
 	rr->crc = buf[16] & SOFT_MPA_FLAG_C;
 	rr->reject = buf[16] & SOFT_MPA_FLAG_R;
-	rr->enhanced = buf[16] & SOFT_MPA_FLAG_H;
 	rr->rev = buf[17];
+	rr->enhanced = rr->rev == 2 && (buf[16] & SOFT_MPA_FLAG_H); /* reserved in rev 1 */
 	pdl = soft_get16(buf + 18);
 	if (rr->rev == 2 && rr->enhanced && !rr->reject) {
 		uint16_t ird, ord;

@@ -136,7 +136,8 @@ void rrr__soft_qp_want_out(struct soft_qp *qp, bool on)
 	ep_mod(qp, EPOLL_CTL_MOD);
 }
 
-int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord)
+int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord,
+			bool hold_tx)
 {
 	int one = 1;
 
@@ -153,6 +154,7 @@ int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint
 		qp->mulpdu = (uint32_t)mss - 9;
 	qp->fd = fd;
 	qp->crc = crc;
+	qp->tx_hold = hold_tx;
 	if (ord && ord < qp->ord)
 		qp->ord = ord;
 	if (ird && ird < qp->ird)

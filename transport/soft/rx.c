@@ -3,24 +3,29 @@
  * transport/soft/rx.c - the receive engine: header checks and direct placement.
  *
  * Normal operation (under qp->lock): the engine alternates between two
- * states. HDR reads exactly the 16 bytes every FPDU starts with (the
- * smallest FPDU is 16 bytes, so this never reads into the next one), then
- * 4 more for an untagged header, and checks the whole header before one
- * payload byte is read: versions, opcode/queue, MSN and message offset,
- * receive buffer space, and for tagged segments the STag (state, key, PD,
- * rights, bounds of [TO, TO+len)). PAY then readv()s the payload straight
- * into its destination - the registration's chunks for tagged segments,
- * the posted receive buffer for Sends, a small inline buffer for Read
- * Requests and Terminates - followed in the same iovec list by the pad,
- * the CRC and the first 16 bytes of the next FPDU, so a tagged FPDU costs
- * one system call in steady state. The CRC is computed over the placed
- * bytes and checked when the trailer is complete; only then is the
+ * states. HDR reads the 20 bytes an untagged header has (no FPDU is
+ * shorter: a tagged header has 16 and its CRC field follows; those 4 bytes
+ * are placed like payload, see take()) and checks the whole header before
+ * one payload byte is placed: versions, opcode/queue, MSN and message
+ * offset, receive buffer space, and for tagged segments the STag (state,
+ * key, PD, rights, bounds of [TO, TO+len)). PAY then readv()s the payload
+ * straight into its destination - the registration's chunks for tagged
+ * segments, the posted receive buffer for Sends (each SGE is an address in
+ * its registration's virtual range, mapped through the chunk list as an
+ * lkey is: a registration with gaps is not one range of memory), a small
+ * inline buffer for Read Requests and Terminates - followed in the same
+ * iovec list by the pad, the CRC and the first 20 bytes of the next FPDU,
+ * so a tagged FPDU costs one system call in steady state. A payload spread
+ * over more pieces than one readv takes (SOFT_PAY_IOV) is read in several
+ * calls, the trailer only behind its last piece. Small messages go through
+ * a per-QP stage instead (see HDR_READ below). The CRC is computed over the
+ * placed bytes and checked when the trailer is complete; only then is the
  * segment's effect reported (completion, invalidation, read response).
  *
- * Safety: before every readv into a registration the engine takes the
- * in-flight guard of stag.c (re-checking state and key) and drops it after
- * the call, so an invalidation waits at most one readv and nothing is
- * placed after it completed.
+ * Safety: before every readv into a registration (or copy from the stage)
+ * the engine takes the in-flight guard of stag.c (re-checking state and
+ * key) and drops it after the call, so an invalidation waits at most one
+ * readv and nothing is placed after it completed.
  *
  * Recovery: every violation calls rrr__soft_qp_fatal() with the Terminate
  * layer/type/code of RFC 5040/5041 (or MPA's for CRC errors); the QP stops
@@ -338,8 +343,9 @@ static int pay_iov(struct soft_qp *qp, struct iovec *iov, struct soft_mr **guard
 		struct soft_rwqe *r = &qp->rq[qp->rq_head];
 		uint64_t off = qp->rx.msg_off + qp->rx.pay_done;
 
-		for (uint32_t i = 0; i < r->num_sge && left; i++) {
-			uint64_t l = r->sge[i].length;
+		for (uint32_t i = 0; i < r->num_sge && left && n < SOFT_PAY_IOV; i++) {
+			uint64_t l = r->sge[i].length, got = 0;
+			int k;
 
 			if (off >= l) {
 				off -= l;
@@ -361,12 +367,18 @@ static int pay_iov(struct soft_qp *qp, struct iovec *iov, struct soft_mr **guard
 							  true, RRR_WC_LOC_PROT_ERR, 0);
 				return -1;
 			}
+			/* the SGE's address is in the registration's virtual range:
+			 * its bytes are where the chunk list says, not at addr */
+			k = rrr__soft_mr_iov(guards[*ng], r->sge[i].addr + off, take, iov + n,
+					     SOFT_PAY_IOV - n);
 			(*ng)++;
-			iov[n].iov_base = (void *)(uintptr_t)(r->sge[i].addr + off);
-			iov[n].iov_len = take;
-			n++;
-			left -= (uint32_t)take;
+			for (int j = 0; j < k; j++)
+				got += iov[n + j].iov_len;
+			n += k;
+			left -= (uint32_t)got;
 			off = 0;
+			if (got < take)
+				break; /* out of iovecs: the rest next time */
 		}
 		return n;
 	}
@@ -425,10 +437,15 @@ static int fpdu_end(struct soft_qp *qp)
 		}
 	}
 	qp->rx.small = (uint32_t)qp->rx.h.ulpdu_len + 2u + qp->rx.trl_len <= SOFT_RX_SMALL;
+	bool held = qp->tx_hold;
+
+	qp->tx_hold = false; /* an MPA rev 1 responder may send from now on */
 	fpdu_complete(qp, qp->rx.inl);
 	qp->rx.st = SOFT_RX_HDR;
 	qp->rx.need = SOFT_HDR_TAGGED;
 	qp->rx.have = 0;
+	if (held && qp->state == SOFT_QP_RTS)
+		rrr__soft_tx(qp);
 	return qp->state == SOFT_QP_RTS ? 0 : -1;
 }
 

@@ -71,7 +71,7 @@
 
 struct soft_mpa_rr {
 	bool reply;            /* Rep frame (else Req) */
-	bool crc, reject, markers, enhanced;
+	bool crc, reject, markers, enhanced; /* enhanced: rev 2 with H */
 	uint8_t rev;
 	uint16_t ird, ord;     /* rev 2 */
 	uint16_t ird_flags, ord_flags;
@@ -79,7 +79,8 @@ struct soft_mpa_rr {
 	uint8_t pd[SOFT_MPA_PD_MAX];
 };
 
-/* Encode a rev-2 frame into @buf (>= SOFT_MPA_HDR + SOFT_MPA_PD_MAX); returns length. */
+/* Encode a frame into @buf (>= SOFT_MPA_HDR + SOFT_MPA_PD_MAX); returns length.
+ * rr->rev == 1: an RFC 5044 frame (no IRD/ORD, no H); else rev 2 enhanced. */
 size_t rrr__soft_mpa_encode(const struct soft_mpa_rr *rr, uint8_t *buf);
 /* Parse the fixed header: sets total length needed in *total. -EPROTO bad key. */
 int rrr__soft_mpa_parse_hdr(const uint8_t *buf, bool reply, size_t *total);
@@ -385,6 +386,8 @@ struct soft_qp {
 	bool crc;
 	bool in_ep;
 	bool want_out;              /* EPOLLOUT armed */
+	bool tx_hold;               /* MPA rev 1 responder (RFC 5044): send nothing
+				     * before the initiator's first FPDU arrived */
 	uint32_t ord, ird;          /* outstanding READs allowed out / in */
 	uint32_t mulpdu;            /* largest ULPDU sent: device option, <= MSS */
 	uint32_t max_send_sge, max_recv_sge;
@@ -477,8 +480,10 @@ void rrr__soft_sq_complete(struct soft_qp *qp);
 int rrr__soft_sq_keys_ok(struct soft_qp *qp, const struct soft_swqe *w);
 /* Under qp->lock: arm/disarm EPOLLOUT on the QP socket. */
 void rrr__soft_qp_want_out(struct soft_qp *qp, bool on);
-/* CM hands over an established socket. Takes qp->lock. */
-int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord);
+/* CM hands over an established socket. Takes qp->lock. @hold_tx: send
+ * nothing until a first valid FPDU was received (MPA rev 1 responder). */
+int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord,
+			bool hold_tx);
 /* Detach the socket from every epoll (before close). Takes prog locks. */
 void rrr__soft_qp_detach(struct soft_qp *qp);
 /* Internal test hooks: last Terminate sent/received (packed), state. */

@@ -10,7 +10,10 @@
  * leaves the rest for the next call (EPOLLOUT is armed meanwhile), and
  * that call first drops the FPDUs already out (batch_compact) and fills
  * the batch up again behind the rest, so every sendmsg stays large. No
- * payload byte is copied by us.
+ * payload byte is copied by us. An SGE's address is in its registration's
+ * virtual range and its bytes are where the chunk list puts them (as an
+ * lkey maps them; a registration with gaps is not one range of memory); a
+ * segment whose pieces need more than SOFT_PAY_IOV iovecs is cut short.
  * Messages are cut into segments of at most MULPDU - header bytes; a
  * message is never interleaved with another one, so Read Responses are
  * sent between whole SQ messages, before the next SQ WR starts.
@@ -28,7 +31,9 @@
  * key, rights, bounds) before every sendmsg, holding the in-flight guard
  * during the call; if the source was invalidated the connection is
  * aborted (the stream cannot be resynchronised) and the QP errors out.
- * A socket error moves the QP to error without a Terminate.
+ * A SEND/WRITE whose source registration the caller invalidates while it
+ * is on the wire completes with a local protection error and the QP
+ * errors out. A socket error moves the QP to error without a Terminate.
  */
 #include <errno.h>
 #include <string.h>
@@ -41,13 +46,24 @@
 static const uint8_t zeros[4];
 
 
-static int sge_iov(const struct rrr_sge *sg, uint32_t n, uint64_t off, uint64_t len,
-		   struct iovec *iov, int max)
+/*
+ * Payload pieces for bytes [off, off+len) of a WR's SGEs. An SGE's address
+ * is in its registration's virtual range, and the bytes are where the
+ * registration's chunk list puts them (a registration with gaps is not one
+ * range of memory). Returns the count (at most @max; the pieces may cover
+ * fewer than @len bytes when @max cuts them), or -1 when an SGE's
+ * registration is no longer valid (the WR's keys were good when it started:
+ * the caller invalidated it since).
+ */
+static int sge_iov(struct soft_qp *qp, const struct rrr_sge *sg, uint32_t n, uint64_t off,
+		   uint64_t len, struct iovec *iov, int max)
 {
 	int k = 0;
 
 	for (uint32_t i = 0; i < n && len && k < max; i++) {
-		uint64_t l = sg[i].length;
+		uint64_t l = sg[i].length, got = 0;
+		struct soft_mr *mr;
+		int m;
 
 		if (off >= l) {
 			off -= l;
@@ -57,11 +73,18 @@ static int sge_iov(const struct rrr_sge *sg, uint32_t n, uint64_t off, uint64_t 
 
 		if (take > len)
 			take = len;
-		iov[k].iov_base = (void *)(uintptr_t)(sg[i].addr + off);
-		iov[k].iov_len = take;
-		k++;
-		len -= take;
+		if (rrr__soft_mr_get(qp->dev, sg[i].lkey, qp->base.pd, 0, sg[i].addr + off, take,
+				     true, &mr))
+			return -1;
+		m = rrr__soft_mr_iov(mr, sg[i].addr + off, take, iov + k, max - k);
+		rrr__soft_mr_put(mr);
+		for (int j = 0; j < m; j++)
+			got += iov[k + j].iov_len;
+		k += m;
+		len -= got;
 		off = 0;
+		if (got < take)
+			break;
 	}
 	return k;
 }
@@ -318,7 +341,19 @@ static bool build_sq(struct soft_qp *qp)
 		uint32_t seg = left > maxpay ? maxpay : (uint32_t)left;
 		uint64_t got = 0;
 
-		np = sge_iov(w->sge, w->num_sge, w->done_bytes, seg, fiov(qp) + 1, SOFT_PAY_IOV);
+		np = sge_iov(qp, w->sge, w->num_sge, w->done_bytes, seg, fiov(qp) + 1,
+			     SOFT_PAY_IOV);
+		if (np < 0) {
+			/* a source registration was invalidated mid-message: a
+			 * local protection error, after the FPDUs already built */
+			if (qp->tx.active)
+				return false;
+			w->st = SOFT_WQE_DONE;
+			w->status = RRR_WC_LOC_PROT_ERR;
+			qp->sq_tx++;
+			rrr__soft_qp_fatal(qp, 0, false);
+			return false;
+		}
 		for (int i = 0; i < np; i++)
 			got += fiov(qp)[1 + i].iov_len;
 		seg = (uint32_t)got;
@@ -414,8 +449,8 @@ void rrr__soft_tx(struct soft_qp *qp)
 				qp->tx.term_sent = true;
 				break;
 			}
-			if (qp->state != SOFT_QP_RTS)
-				break;
+			if (qp->state != SOFT_QP_RTS || qp->tx_hold)
+				break; /* tx_hold: an MPA rev 1 responder speaks second */
 			if (qp->tx.kind == SOFT_TXK_IRQ ||
 			    (qp->tx.kind == SOFT_TXK_NONE && qp->irq_count)) {
 				if (qp->tx.active && !qp->tx.irq_more)
