@@ -27,8 +27,9 @@
  * buffers; the WRITEs take their bytes straight from a read-only mapping
  * of the source, so the transport copies them once, from the page cache
  * into the socket, instead of pread() into the ring first. The main
- * thread then only hands chunks out (and computes the checksum when
- * asked). Whether to map is the caller's choice (main.c: not for the verbs
+ * thread then maps each chunk's pages ahead of the WRITE (reading them
+ * from disk if they are not cached) and computes the checksum when asked.
+ * Whether to map is the caller's choice (main.c: not for the verbs
  * provider, not with --split).
  *
  * Checksums: CRC32C (rrr_crc32c) only when @crc_on, computed by the main
@@ -300,8 +301,23 @@ static void main_get(struct eng *e)
 	}
 }
 
-/* put: load the chunks in file order (pread into the ring; nothing to do
- * for a mapping but the checksum). */
+/* Map the pages of a mapped chunk now (MADV_POPULATE_READ, Linux 5.14+),
+ * reading them from disk if the source is not in the page cache, so the
+ * transport's send path does not stop on page faults. Kernels without it
+ * (EINVAL) fault the pages in on first touch instead; EFAULT/EIO mean the
+ * file shrank or cannot be read. */
+static bool populate(struct eng *e, const uint8_t *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+	if (madvise((void *)a, (size_t)((uintptr_t)p + len - a), MADV_POPULATE_READ) == 0 ||
+	    (errno != EFAULT && errno != EIO))
+		return true;
+	local_error(e, errno, "read (it shrank during the transfer)");
+	return false;
+}
+
+/* put: load the chunks in file order: pread into the ring, or populate
+ * the mapping's pages, while the chunks before them are on the wire. */
 static void main_put(struct eng *e)
 {
 	struct cli_xfer *x = e->x;
@@ -311,6 +327,8 @@ static void main_put(struct eng *e)
 		uint64_t off = i * e->chunk;
 		size_t len = len_of(e, i), got = 0;
 		uint8_t *p = buf_of(e, i);
+		if (x->map && !populate(e, p, len))
+			return;
 		while (!x->map && got < len) {
 			ssize_t n = pread(x->fd, p + got, len - got, (off_t)(off + got));
 			if (n < 0 && errno == EINTR)
