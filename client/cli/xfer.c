@@ -77,7 +77,8 @@ enum slot_state {
 struct slot {
 	uint64_t idx; /* the chunk this slot belongs to now */
 	enum slot_state state;
-	size_t got; /* get: bytes the READ returned */
+	size_t got;	   /* get: bytes the READ returned */
+	pthread_cond_t cv; /* the worker of chunk idx waits here */
 };
 
 struct eng {
@@ -91,7 +92,6 @@ struct eng {
 	size_t ring_len;
 	uint32_t stable; /* put: this pass's stability */
 	pthread_mutex_t mu;
-	pthread_cond_t cv_work; /* workers wait for their slot */
 	pthread_cond_t cv_main; /* the main thread waits for a chunk */
 	uint64_t next_claim;	/* next chunk a worker takes */
 	bool stop;
@@ -118,7 +118,8 @@ static size_t len_of(struct eng *e, uint64_t i)
 static void stop_locked(struct eng *e)
 {
 	e->stop = true;
-	pthread_cond_broadcast(&e->cv_work);
+	for (unsigned k = 0; k < e->nslots; k++)
+		pthread_cond_broadcast(&e->slots[k].cv);
 	pthread_cond_broadcast(&e->cv_main);
 }
 
@@ -210,7 +211,7 @@ static void *worker(void *arg)
 		uint64_t i = e->next_claim++;
 		struct slot *s = &e->slots[i % e->nslots];
 		while (!e->stop && !(s->idx == i && s->state == want))
-			pthread_cond_wait(&e->cv_work, &e->mu);
+			pthread_cond_wait(&s->cv, &e->mu);
 		if (e->stop) {
 			pthread_mutex_unlock(&e->mu);
 			return NULL;
@@ -267,7 +268,7 @@ static void main_release(struct eng *e, uint64_t i)
 		s->idx = i + e->nslots;
 		s->state = SLOT_FREE;
 	}
-	pthread_cond_broadcast(&e->cv_work);
+	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -380,8 +381,11 @@ static int run_pass(struct eng *e)
 	atomic_store(&e->written, 0);
 	x->done = 0;
 	x->crc = 0;
-	for (unsigned k = 0; k < e->nslots; k++)
-		e->slots[k] = (struct slot){.idx = k, .state = SLOT_FREE};
+	for (unsigned k = 0; k < e->nslots; k++) {
+		e->slots[k].idx = k;
+		e->slots[k].state = SLOT_FREE;
+		e->slots[k].got = 0;
+	}
 	unsigned nw = x->qd < e->nchunks ? x->qd : (unsigned)e->nchunks;
 	if (nw == 0)
 		return 0;
@@ -464,8 +468,9 @@ int cli_xfer_run(struct cli_xfer *x)
 		return 0;
 	}
 	pthread_mutex_init(&e.mu, NULL);
-	pthread_cond_init(&e.cv_work, NULL);
 	pthread_cond_init(&e.cv_main, NULL);
+	for (unsigned k = 0; k < e.nslots; k++)
+		pthread_cond_init(&e.slots[k].cv, NULL);
 
 	uint8_t v0[8], v[8];
 	bool unstable = x->put && x->stable == RRR_NFS3_UNSTABLE && x->size;
@@ -482,7 +487,8 @@ int cli_xfer_run(struct cli_xfer *x)
 	if (e.rc)
 		snprintf(x->emsg, sizeof(x->emsg), "%s", e.emsg);
 	pthread_cond_destroy(&e.cv_main);
-	pthread_cond_destroy(&e.cv_work);
+	for (unsigned k = 0; k < e.nslots; k++)
+		pthread_cond_destroy(&e.slots[k].cv);
 	pthread_mutex_destroy(&e.mu);
 	if (e.ring_map)
 		munmap(e.ring_map, e.ring_len);
