@@ -64,7 +64,8 @@
 #define ENCODE_START	 4096u
 #define ENCODE_MAX_RDMA	 (1u << 20) /* args without the payload */
 #define ENCODE_MAX_TCP	 (64u << 20)
-#define SPARE_MAX	 64u /* finished requests kept for reuse */
+#define SPARE_MAX	 64u	     /* finished requests kept for reuse */
+#define SPARE_BUF_MAX	 (64u << 10) /* ... with their encode buffer up to this */
 
 uint64_t rrr__clnt_now_ns(void)
 {
@@ -221,12 +222,15 @@ static void req_destroy(struct rrr__clnt_req *req)
 
 /*
  * Give a finished request back (core lock held): up to SPARE_MAX are kept,
- * with their first-size encode buffer, for the next submissions; the rest
- * (and buffers that grew or were handed to the transport) are freed.
+ * with their encode buffer when it is at most SPARE_BUF_MAX bytes, for the
+ * next submissions; the rest (and larger buffers) are freed. A TO_SERVER
+ * payload is not copied into the buffer (DDP hook, both transports), so
+ * the first size fits the common calls and the spares hold at most
+ * SPARE_MAX * SPARE_BUF_MAX bytes.
  */
 static void req_free_locked(struct rrr_clnt *c, struct rrr__clnt_req *req)
 {
-	if (req->buf && req->cap != ENCODE_START) {
+	if (req->buf && req->cap > SPARE_BUF_MAX) {
 		free(req->buf);
 		req->buf = NULL;
 	}
@@ -255,9 +259,10 @@ static struct rrr__clnt_req *req_get_locked(struct rrr_clnt *c)
 	c->spare = req->qnext;
 	c->nspare--;
 	uint8_t *buf = req->buf;
+	size_t cap = req->cap;
 	memset(req, 0, sizeof(*req));
 	req->buf = buf;
-	req->cap = buf ? ENCODE_START : 0;
+	req->cap = buf ? cap : 0;
 	return req;
 }
 
@@ -286,8 +291,9 @@ static void run_done(struct rrr_clnt *c)
 
 /* --- encoding (submitting thread) ------------------------------------------ */
 
-/* DDP encode hook for RDMA: record the first TO_SERVER payload (the
- * transport decides inline vs read chunk), copy any other inline. */
+/* DDP encode hook: record the first TO_SERVER payload (RDMA: the transport
+ * decides inline vs read chunk; TCP: it is sent from the caller's iovecs
+ * with sendmsg, never copied), copy any other inline. */
 static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov, unsigned niov,
 			  uint32_t len)
 {
@@ -295,7 +301,11 @@ static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *io
 	uint8_t *p;
 	int rc;
 
-	if (!req->has_payload && req->call->ddp == RRR_DDP_TO_SERVER) {
+	/* The iovec array may be the encoder's own (on its stack): keep a copy
+	 * for the transport. TCP sends the recorded iovecs with sendmsg(): at
+	 * most RRR_XDR_PAYLOAD_MAX_IOV of them, more are copied inline. */
+	if (!req->has_payload && req->call->ddp == RRR_DDP_TO_SERVER &&
+	    (req->clnt->ops != &rrr__clnt_tcp_ops || niov <= RRR_XDR_PAYLOAD_MAX_IOV)) {
 		if (xdr->pos > UINT32_MAX)
 			return -EMSGSIZE;
 		req->has_payload = true;
@@ -303,6 +313,11 @@ static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *io
 		req->payload_len = len;
 		req->payload_iov = iov;
 		req->payload_niov = niov;
+		if (niov <= RRR_XDR_PAYLOAD_MAX_IOV) {
+			if (niov)
+				memcpy(req->payload_iov_copy, iov, niov * sizeof(*iov));
+			req->payload_iov = req->payload_iov_copy;
+		}
 		return 0;
 	}
 	if (len > UINT32_MAX - 3u)
@@ -329,6 +344,9 @@ static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	struct rrr_xdr x;
 	int rc;
 
+	/* a buffer that grew before is reused at its size: no re-encoding */
+	if (req->buf && req->cap > cap && req->cap <= max)
+		cap = req->cap;
 	for (;;) {
 		if (!req->buf || req->cap != cap) {
 			free(req->buf);
@@ -339,8 +357,7 @@ static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
 		}
 		req->has_payload = false;
 		rrr_xdr_init(&x, req->buf + off, cap - off, RRR_XDR_ENCODE);
-		if (!tcp)
-			rrr_xdr_set_ddp(&x, &hook);
+		rrr_xdr_set_ddp(&x, &hook);
 		rc = rrr_rpc_encode_call(&x, req->xid, call->prog, call->vers, call->proc,
 					 call->cred);
 		if (rc == 0 && call->encode)
@@ -349,12 +366,18 @@ static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
 			req->len = off + rrr_xdr_pos(&x);
 			if (req->has_payload && req->payload_len > UINT32_MAX - 3u - req->len)
 				return -EMSGSIZE;
+			/* TCP: the whole record (payload and pad included) within
+			 * the bound a copied-in payload had */
+			if (tcp && req->has_payload &&
+			    req->len + (((uint64_t)req->payload_len + 3u) & ~3ull) > max)
+				return -EMSGSIZE;
 			return 0;
 		}
-		free(req->buf);
-		req->buf = NULL;
-		if (rc != -EMSGSIZE || cap >= max)
+		if (rc != -EMSGSIZE || cap >= max) {
+			free(req->buf);
+			req->buf = NULL;
 			return rc;
+		}
 		cap *= 4;
 		if (cap > max)
 			cap = max;

@@ -78,8 +78,9 @@ struct rrr__clnt_req {
 	bool has_payload;
 	uint32_t payload_pos;
 	uint32_t payload_len;
-	const struct iovec *payload_iov;
+	const struct iovec *payload_iov; /* payload_iov_copy, or the encoder's if longer */
 	unsigned payload_niov;
+	struct iovec payload_iov_copy[RRR_XDR_PAYLOAD_MAX_IOV];
 
 	/* Reply placement (RDMA write chunk): the server wrote placed_len
 	 * bytes straight into the caller's sink. */

@@ -4,11 +4,19 @@
  * section 11), a transport of the client core (clnt.c).
  *
  * Normal operation. The core encodes each call into one buffer that begins
- * with 4 bytes reserved for the record marker (the DDP payload is plain
- * opaque here, copied inline by the XDR layer). send() fills the marker -
- * one fragment, last-fragment bit set - and appends the request to the
- * output queue; the queue is written with non-blocking writes, and EPOLLOUT
- * is requested only while something remains. Replies are read into a
+ * with 4 bytes reserved for the record marker; a TO_SERVER DDP payload (a
+ * WRITE's data) is not in it: the encoder recorded its iovecs and where it
+ * belongs (after its length word, then its XDR pad). send() fills the
+ * marker - one fragment, last-fragment bit set - and appends an output
+ * entry to the queue; the queue is written with non-blocking sendmsg()
+ * calls that gather header, the caller's payload buffers, pad and the rest
+ * of the arguments, so the payload is never copied or staged in fresh
+ * memory. EPOLLOUT is requested only while something remains.
+ *
+ *   record: [marker][buf 4..payload_pos)[payload iovecs][pad][buf payload_pos..len)
+ *
+ * Output entries come from a free list kept by the transport (at most
+ * max_requests of them), so the steady state allocates nothing. Replies are read into a
  * reassembly buffer: a 4-byte marker, then the fragment; fragments are
  * concatenated until the last-fragment bit. A complete record is matched
  * to its call by xid, decoded by the core (the payload is copied into the
@@ -27,8 +35,11 @@
  *
  * Recovery. A read of 0 bytes or a socket error reports -ENOTCONN; the core
  * closes and retries or fails the outstanding calls. If a call is aborted
- * (timeout/cancel) while it is half written, its buffer is handed to the
- * output queue so the record can be finished without touching the caller.
+ * (timeout/cancel) while it is half written, the rest of its record is
+ * copied into a buffer the output entry owns, so the record can be
+ * finished without touching the caller's memory (which the caller may free
+ * once the call completed); if that copy cannot be allocated the
+ * connection is shut down instead, never left with half a record.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,16 +62,26 @@
 #define MAX_PAYLOAD (1u << 20)
 #define MAX_RECORD  (MAX_PAYLOAD + (256u << 10))
 
+/* One record on the output queue: head = buf[0..split), then the payload
+ * iovecs and pad bytes of zeros, then buf[split..blen). */
 struct out_ent {
 	struct out_ent *next;
 	struct rrr__clnt_req *req; /* NULL once orphaned */
 	uint8_t *buf;		   /* req->buf, or owned when orphaned */
-	size_t len, off;
+	size_t blen, split;	   /* bytes of buf; where the payload goes */
+	const struct iovec *piov;  /* payload (caller's), NULL: none */
+	unsigned pniov;
+	uint32_t plen, pad;
+	size_t len, off; /* record bytes in all; written */
 };
+
+#define OUT_IOV_MAX (RRR_XDR_PAYLOAD_MAX_IOV + 3)
 
 struct tcp_xprt {
 	int fd;
 	struct out_ent *out_head, *out_tail;
+	struct out_ent *ent_free; /* spare entries, at most max_requests */
+	unsigned nent_free;
 	bool want_out;
 	/* receive */
 	uint8_t hdr[4];
@@ -151,6 +172,35 @@ fail:
 			      strerror(-rc));
 }
 
+static struct out_ent *ent_get(struct tcp_xprt *t)
+{
+	struct out_ent *e = t->ent_free;
+
+	if (!e)
+		return malloc(sizeof(*e));
+	t->ent_free = e->next;
+	t->nent_free--;
+	return e;
+}
+
+/* Back to the free list (bounded by max_requests), its owned buffer freed. */
+static void ent_put(struct rrr_clnt *c, struct out_ent *e)
+{
+	struct tcp_xprt *t = X(c);
+
+	if (!e->req)
+		free(e->buf);
+	else
+		e->req->xprt = NULL;
+	if (t->nent_free >= c->opts.max_requests) {
+		free(e);
+		return;
+	}
+	e->next = t->ent_free;
+	t->ent_free = e;
+	t->nent_free++;
+}
+
 static void tcp_close(struct rrr_clnt *c)
 {
 	struct tcp_xprt *t = X(c);
@@ -163,11 +213,7 @@ static void tcp_close(struct rrr_clnt *c)
 	}
 	while ((e = t->out_head)) {
 		t->out_head = e->next;
-		if (!e->req)
-			free(e->buf);
-		else
-			e->req->xprt = NULL;
-		free(e);
+		ent_put(c, e);
 	}
 	t->out_tail = NULL;
 	tcp_reset_rx(t);
@@ -188,14 +234,49 @@ static int set_out_interest(struct rrr_clnt *c, bool want)
 	return rrr__clnt_watch(c, t->fd, EPOLLIN | (want ? EPOLLOUT : 0), TAG_SOCK);
 }
 
+static const uint8_t zero_pad[4];
+
+/* Append [p, p+len) minus what @skip still covers to @iov. */
+static void iov_add(struct iovec *iov, unsigned *n, size_t *skip, const void *p, size_t len)
+{
+	if (*skip >= len) {
+		*skip -= len;
+		return;
+	}
+	iov[*n].iov_base = (uint8_t *)p + *skip;
+	iov[*n].iov_len = len - *skip;
+	(*n)++;
+	*skip = 0;
+}
+
+/* The unwritten rest of @e's record as iovecs (at most OUT_IOV_MAX). */
+static unsigned out_iov(const struct out_ent *e, struct iovec *iov)
+{
+	size_t skip = e->off;
+	unsigned n = 0;
+
+	iov_add(iov, &n, &skip, e->buf, e->split);
+	for (unsigned i = 0; i < e->pniov; i++)
+		if (e->piov[i].iov_len)
+			iov_add(iov, &n, &skip, e->piov[i].iov_base, e->piov[i].iov_len);
+	iov_add(iov, &n, &skip, zero_pad, e->pad);
+	iov_add(iov, &n, &skip, e->buf + e->split, e->blen - e->split);
+	return n;
+}
+
 /* Write as much of the output queue as the socket takes. */
 static int flush_out(struct rrr_clnt *c)
 {
 	struct tcp_xprt *t = X(c);
+	struct iovec iov[OUT_IOV_MAX];
+	struct msghdr mh = {.msg_iov = iov};
 	struct out_ent *e;
 
 	while ((e = t->out_head)) {
-		ssize_t n = send(t->fd, e->buf + e->off, e->len - e->off, MSG_NOSIGNAL);
+		ssize_t n;
+
+		mh.msg_iovlen = out_iov(e, iov);
+		n = sendmsg(t->fd, &mh, MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -211,11 +292,7 @@ static int flush_out(struct rrr_clnt *c)
 		t->out_head = e->next;
 		if (!t->out_head)
 			t->out_tail = NULL;
-		if (e->req)
-			e->req->xprt = NULL;
-		else
-			free(e->buf);
-		free(e);
+		ent_put(c, e);
 	}
 	return set_out_interest(c, false) ? -ENOTCONN : 0;
 }
@@ -223,24 +300,46 @@ static int flush_out(struct rrr_clnt *c)
 static int tcp_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 {
 	struct tcp_xprt *t = X(c);
+	uint64_t len = req->len;
 	struct out_ent *e;
-	uint32_t rm;
+	uint32_t rm, pad = 0;
 
 	if (t->fd < 0)
 		return -ENOTCONN;
-	if (req->len - 4 > RRR_RPC_RM_LEN_MASK)
+	if (req->has_payload) {
+		if (4 + (uint64_t)req->payload_pos > req->len)
+			return -EINVAL;
+		pad = (4u - (req->payload_len & 3u)) & 3u;
+		len += (uint64_t)req->payload_len + pad;
+	}
+	if (len - 4 > RRR_RPC_RM_LEN_MASK)
 		return -EMSGSIZE;
-	e = calloc(1, sizeof(*e));
+	e = ent_get(t);
 	if (!e)
 		return -EAGAIN;
-	rm = RRR_RPC_RM_LAST | (uint32_t)(req->len - 4);
+	rm = RRR_RPC_RM_LAST | (uint32_t)(len - 4);
 	req->buf[0] = (uint8_t)(rm >> 24);
 	req->buf[1] = (uint8_t)(rm >> 16);
 	req->buf[2] = (uint8_t)(rm >> 8);
 	req->buf[3] = (uint8_t)rm;
+	e->next = NULL;
 	e->req = req;
 	e->buf = req->buf;
-	e->len = req->len;
+	e->blen = req->len;
+	e->split = req->len;
+	e->piov = NULL;
+	e->pniov = 0;
+	e->plen = e->pad = 0;
+	if (req->has_payload) {
+		/* payload_pos counts from the XDR stream, after the marker */
+		e->split = 4 + (size_t)req->payload_pos;
+		e->piov = req->payload_iov;
+		e->pniov = req->payload_niov;
+		e->plen = req->payload_len;
+		e->pad = pad;
+	}
+	e->len = (size_t)len;
+	e->off = 0;
 	req->xprt = e;
 	if (t->out_tail)
 		t->out_tail->next = e;
@@ -251,8 +350,33 @@ static int tcp_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	return flush_out(c);
 }
 
+/* Copy the unwritten rest of @e's record into a buffer @e owns (the
+ * caller's payload and the request's buffer are no longer used); false
+ * when it cannot be allocated (e->buf then is nothing to free). */
+static bool orphan(struct out_ent *e)
+{
+	struct iovec iov[OUT_IOV_MAX];
+	unsigned n = out_iov(e, iov);
+	size_t rest = e->len - e->off;
+	uint8_t *p = malloc(rest ? rest : 1), *q = p;
+
+	if (p)
+		for (unsigned i = 0; i < n; i++) {
+			memcpy(q, iov[i].iov_base, iov[i].iov_len);
+			q += iov[i].iov_len;
+		}
+	e->buf = p;
+	e->blen = e->split = p ? rest : 0;
+	e->piov = NULL;
+	e->pniov = 0;
+	e->plen = e->pad = 0;
+	e->len = p ? rest : 0;
+	e->off = 0;
+	return p != NULL;
+}
+
 /* Detach @req from the output queue: unsent -> removed; half sent -> the
- * queue takes its buffer. */
+ * entry keeps a copy of the rest of the record. */
 static void detach_out(struct rrr_clnt *c, struct rrr__clnt_req *req)
 {
 	struct tcp_xprt *t = X(c);
@@ -267,10 +391,21 @@ static void detach_out(struct rrr_clnt *c, struct rrr__clnt_req *req)
 			*pp = e->next;
 			if (t->out_tail == e)
 				t->out_tail = prev;
-			free(e);
-		} else {
-			e->req = NULL;
-			req->buf = NULL; /* now owned by the queue entry */
+			ent_put(c, e);
+			break;
+		}
+		/* half written: the entry keeps a private copy of the rest */
+		e->req = NULL;
+		if (!orphan(e)) {
+			/* cannot finish the record: end the connection, it
+			 * must not carry half a record followed by the next */
+			*pp = e->next;
+			if (t->out_tail == e)
+				t->out_tail = prev;
+			ent_put(c, e);
+			if (t->fd >= 0)
+				shutdown(t->fd, SHUT_RDWR);
+			c->broken = true;
 		}
 		break;
 	}
@@ -403,6 +538,12 @@ static void tcp_destroy(struct rrr_clnt *c)
 	if (!t)
 		return;
 	tcp_close(c);
+	while (t->ent_free) {
+		struct out_ent *e = t->ent_free;
+
+		t->ent_free = e->next;
+		free(e);
+	}
 	free(t->msg);
 	free(t);
 	c->xprt = NULL;

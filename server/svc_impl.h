@@ -104,8 +104,29 @@ enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr 
  * against a running server's counters of worker 0 (they are atomics). */
 int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void *out, size_t cap,
 			  size_t *out_len);
-/* Free the request's arena; call after the reply was sent or dropped. */
+/* Give back the request's arena (to the calling worker's block cache, or
+ * free it); call after the reply was sent or dropped. */
 void rrr__svc_req_end(struct rrr_svc_req *req);
+
+/* Arena blocks (svc.c): sizes and the per-worker cache bound. */
+#define RRR__SVC_ARENA_SMALL	   8192u       /* small block, 64-byte header included */
+#define RRR__SVC_ARENA_LARGE_ROUND (64u << 10) /* large block payloads: multiples */
+#define RRR__SVC_ARENA_CACHE_SMALL 32u	       /* small blocks kept per worker */
+#define RRR__SVC_ARENA_CACHE_LARGE 4u	       /* large blocks kept per worker */
+#define RRR__SVC_ARENA_CACHE_BYTES (4u << 20)  /* their payload bytes, in all */
+
+struct rrr__svc_arena_stats {
+	uint64_t allocated; /* blocks malloc'd (cache empty or no fit) */
+	uint64_t reused;    /* blocks taken from the cache */
+	uint64_t freed;	    /* blocks freed (cache full, or evicted) */
+	uint32_t cached_small, cached_large;
+	uint64_t cached_bytes; /* small blocks whole + large payloads */
+};
+/* Tests: give the calling thread an arena block cache like a worker's
+ * (@on), or drop it and free its blocks (!@on). -ENOMEM. */
+int rrr__svc_arena_thread(bool on);
+/* The calling thread's cache counters (zeros without a cache). */
+void rrr__svc_arena_stats(struct rrr__svc_arena_stats *st);
 
 /* Worker services for connections. */
 struct rrr_xprt_stats *rrr__svc_conn_stats(struct rrr__svc_conn *c);

@@ -21,7 +21,19 @@
  * one fragment; if the socket cannot take it all, the connection waits for
  * EPOLLOUT and reads nothing more until the reply is out (back-pressure:
  * one request at a time per connection, handlers run to completion).
- * The request arena is freed once the reply has left.
+ * The request arena is given back once the reply has left.
+ *
+ * Result payloads (a READ's data) are not copied into the reply buffer: a
+ * DDP hook on the reply stream records the first payload's iovecs (they
+ * point into the request arena, or other memory the handler keeps until
+ * the reply is sent, as rrr_svc_req_alloc's contract says) and takes its
+ * padded size off the stream's room, so the reply stays within the same
+ * bound; the reply is written with sendmsg() gathering
+ *
+ *   [marker][reply 0..pay_at)[payload iovecs][pad][reply pay_at..end)
+ *
+ * Other payloads, and a payload with more iovecs than the copy holds, are
+ * copied inline. An error reply (the stream re-initialised) drops it.
  *
  * Hostile input: a record may not exceed max_payload + 64 KiB (the record
  * bound); a fragment that would cross it closes the connection before any
@@ -68,11 +80,21 @@ struct tcp_conn {
 	/* output */
 	uint8_t *reply; /* 4-byte marker + reply message */
 	size_t reply_cap;
-	size_t out_len, out_off;
+	size_t out_len, out_off; /* record bytes (payload and pad included); sent */
+	size_t reply_len;	 /* bytes of reply[] in the record */
 	bool out_busy;
 	bool shutting;
 	struct rrr_svc_req req;
+	/* the result payload sent from where it lies (DDP hook) */
+	struct rrr_xdr_ddp ddp;
+	bool has_pay;
+	size_t pay_at; /* reply[] offset where it goes (after its length word) */
+	uint32_t pay_len, pay_pad;
+	unsigned pay_niov;
+	struct iovec pay_iov[RRR_XDR_PAYLOAD_MAX_IOV];
 };
+
+#define OUT_IOV_MAX (RRR_XDR_PAYLOAD_MAX_IOV + 3)
 
 static void tcp_close(struct tcp_conn *t)
 {
@@ -87,14 +109,87 @@ static void put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+/* DDP hook of the reply stream: record the first result payload (sent
+ * from where it lies), copy any other inline. */
+static int reply_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov, unsigned niov,
+			 uint32_t len)
+{
+	struct tcp_conn *t = ctx;
+	uint64_t padded = ((uint64_t)len + 3u) & ~(uint64_t)3u;
+	uint8_t *p;
+	int rc;
+
+	if (!t->has_pay && niov <= RRR_XDR_PAYLOAD_MAX_IOV) {
+		/* the bytes count against the reply's room as if copied */
+		if (padded > rrr_xdr_remaining(xdr))
+			return -EMSGSIZE;
+		xdr->len -= (size_t)padded;
+		t->has_pay = true;
+		t->pay_at = 4 + rrr_xdr_pos(xdr);
+		t->pay_len = len;
+		t->pay_pad = (uint32_t)(padded - len);
+		t->pay_niov = niov;
+		if (niov)
+			memcpy(t->pay_iov, iov, niov * sizeof(*iov));
+		return 0;
+	}
+	p = rrr_xdr_cursor(xdr);
+	rc = rrr_xdr_skip(xdr, len); /* zero-fills len + pad, checks room */
+	if (rc)
+		return rc;
+	for (unsigned i = 0; i < niov; i++) {
+		if (iov[i].iov_len)
+			memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	return 0;
+}
+
+static const uint8_t zero_pad[4];
+
+/* Append [p, p+len) minus what @skip still covers to @iov. */
+static void iov_add(struct iovec *iov, unsigned *n, size_t *skip, const void *p, size_t len)
+{
+	if (*skip >= len) {
+		*skip -= len;
+		return;
+	}
+	iov[*n].iov_base = (uint8_t *)p + *skip;
+	iov[*n].iov_len = len - *skip;
+	(*n)++;
+	*skip = 0;
+}
+
+/* The unsent rest of the reply record as iovecs (at most OUT_IOV_MAX). */
+static unsigned out_iov(const struct tcp_conn *t, struct iovec *iov)
+{
+	size_t skip = t->out_off, split = t->has_pay ? t->pay_at : t->reply_len;
+	unsigned n = 0;
+
+	iov_add(iov, &n, &skip, t->reply, split);
+	if (t->has_pay) {
+		for (unsigned i = 0; i < t->pay_niov; i++)
+			if (t->pay_iov[i].iov_len)
+				iov_add(iov, &n, &skip, t->pay_iov[i].iov_base,
+					t->pay_iov[i].iov_len);
+		iov_add(iov, &n, &skip, zero_pad, t->pay_pad);
+	}
+	iov_add(iov, &n, &skip, t->reply + split, t->reply_len - split);
+	return n;
+}
+
 /* Send what is pending; 1 when all is out, 0 when it must wait, -errno. */
 static int tcp_flush(struct tcp_conn *t)
 {
 	struct rrr_xprt_stats *st = rrr__svc_conn_stats(&t->base);
+	struct iovec iov[OUT_IOV_MAX];
+	struct msghdr mh = {.msg_iov = iov};
 
 	while (t->out_off < t->out_len) {
-		ssize_t n =
-		    send(t->base.fd, t->reply + t->out_off, t->out_len - t->out_off, MSG_NOSIGNAL);
+		ssize_t n;
+
+		mh.msg_iovlen = out_iov(t, iov);
+		n = sendmsg(t->base.fd, &mh, MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -107,6 +202,7 @@ static int tcp_flush(struct tcp_conn *t)
 		RRR__STAT_ADD(st, send_bytes, (uint64_t)n);
 	}
 	t->out_busy = false;
+	t->has_pay = false;
 	rrr__svc_req_end(&t->req);
 	return 1;
 }
@@ -129,14 +225,24 @@ static int tcp_handle_record(struct tcp_conn *t)
 	t->req.max_payload = rrr__svc_opts(t->base.svc)->max_payload;
 	rrr_xdr_init(&args, t->rec, t->rec_len, RRR_XDR_DECODE);
 	rrr_xdr_init(&res, t->reply + 4, t->reply_cap - 4, RRR_XDR_ENCODE);
+	t->has_pay = false;
+	t->ddp.encode = reply_payload;
+	t->ddp.decode = NULL;
+	t->ddp.ctx = t;
+	rrr_xdr_set_ddp(&res, &t->ddp);
 	v = rrr__svc_dispatch(&t->req, &args, &res);
 	t->rec_len = 0;
+	if (v != RRR__SVC_REPLY_OK)
+		t->has_pay = false; /* an error reply replaced the results */
 	if (v == RRR__SVC_NO_REPLY) {
 		rrr__svc_req_end(&t->req);
 		return 1;
 	}
-	put_be32(t->reply, RRR_RPC_RM_LAST | (uint32_t)rrr_xdr_pos(&res));
-	t->out_len = 4 + rrr_xdr_pos(&res);
+	t->reply_len = 4 + rrr_xdr_pos(&res);
+	t->out_len = t->reply_len;
+	if (t->has_pay)
+		t->out_len += (size_t)t->pay_len + t->pay_pad;
+	put_be32(t->reply, RRR_RPC_RM_LAST | (uint32_t)(t->out_len - 4));
 	t->out_off = 0;
 	t->out_busy = true;
 	RRR__STAT_ADD(rrr__svc_conn_stats(&t->base), replies, 1);

@@ -27,8 +27,9 @@
  * buffers; the WRITEs take their bytes straight from a read-only mapping
  * of the source, so the transport copies them once, from the page cache
  * into the socket, instead of pread() into the ring first. The main
- * thread then only hands chunks out (and computes the checksum when
- * asked). Whether to map is the caller's choice (main.c: not for the verbs
+ * thread then maps each chunk's pages ahead of the WRITE (reading them
+ * from disk if they are not cached) and computes the checksum when asked.
+ * Whether to map is the caller's choice (main.c: not for the verbs
  * provider, not with --split).
  *
  * Checksums: CRC32C (rrr_crc32c) only when @crc_on, computed by the main
@@ -76,7 +77,8 @@ enum slot_state {
 struct slot {
 	uint64_t idx; /* the chunk this slot belongs to now */
 	enum slot_state state;
-	size_t got; /* get: bytes the READ returned */
+	size_t got;	   /* get: bytes the READ returned */
+	pthread_cond_t cv; /* the worker of chunk idx waits here */
 };
 
 struct eng {
@@ -90,7 +92,6 @@ struct eng {
 	size_t ring_len;
 	uint32_t stable; /* put: this pass's stability */
 	pthread_mutex_t mu;
-	pthread_cond_t cv_work; /* workers wait for their slot */
 	pthread_cond_t cv_main; /* the main thread waits for a chunk */
 	uint64_t next_claim;	/* next chunk a worker takes */
 	bool stop;
@@ -117,7 +118,8 @@ static size_t len_of(struct eng *e, uint64_t i)
 static void stop_locked(struct eng *e)
 {
 	e->stop = true;
-	pthread_cond_broadcast(&e->cv_work);
+	for (unsigned k = 0; k < e->nslots; k++)
+		pthread_cond_broadcast(&e->slots[k].cv);
 	pthread_cond_broadcast(&e->cv_main);
 }
 
@@ -209,7 +211,7 @@ static void *worker(void *arg)
 		uint64_t i = e->next_claim++;
 		struct slot *s = &e->slots[i % e->nslots];
 		while (!e->stop && !(s->idx == i && s->state == want))
-			pthread_cond_wait(&e->cv_work, &e->mu);
+			pthread_cond_wait(&s->cv, &e->mu);
 		if (e->stop) {
 			pthread_mutex_unlock(&e->mu);
 			return NULL;
@@ -266,7 +268,7 @@ static void main_release(struct eng *e, uint64_t i)
 		s->idx = i + e->nslots;
 		s->state = SLOT_FREE;
 	}
-	pthread_cond_broadcast(&e->cv_work);
+	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -300,8 +302,23 @@ static void main_get(struct eng *e)
 	}
 }
 
-/* put: load the chunks in file order (pread into the ring; nothing to do
- * for a mapping but the checksum). */
+/* Map the pages of a mapped chunk now (MADV_POPULATE_READ, Linux 5.14+),
+ * reading them from disk if the source is not in the page cache, so the
+ * transport's send path does not stop on page faults. Kernels without it
+ * (EINVAL) fault the pages in on first touch instead; EFAULT/EIO mean the
+ * file shrank or cannot be read. */
+static bool populate(struct eng *e, const uint8_t *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+	if (madvise((void *)a, (size_t)((uintptr_t)p + len - a), MADV_POPULATE_READ) == 0 ||
+	    (errno != EFAULT && errno != EIO))
+		return true;
+	local_error(e, errno, "read (it shrank during the transfer)");
+	return false;
+}
+
+/* put: load the chunks in file order: pread into the ring, or populate
+ * the mapping's pages, while the chunks before them are on the wire. */
 static void main_put(struct eng *e)
 {
 	struct cli_xfer *x = e->x;
@@ -311,6 +328,8 @@ static void main_put(struct eng *e)
 		uint64_t off = i * e->chunk;
 		size_t len = len_of(e, i), got = 0;
 		uint8_t *p = buf_of(e, i);
+		if (x->map && !populate(e, p, len))
+			return;
 		while (!x->map && got < len) {
 			ssize_t n = pread(x->fd, p + got, len - got, (off_t)(off + got));
 			if (n < 0 && errno == EINTR)
@@ -362,8 +381,11 @@ static int run_pass(struct eng *e)
 	atomic_store(&e->written, 0);
 	x->done = 0;
 	x->crc = 0;
-	for (unsigned k = 0; k < e->nslots; k++)
-		e->slots[k] = (struct slot){.idx = k, .state = SLOT_FREE};
+	for (unsigned k = 0; k < e->nslots; k++) {
+		e->slots[k].idx = k;
+		e->slots[k].state = SLOT_FREE;
+		e->slots[k].got = 0;
+	}
 	unsigned nw = x->qd < e->nchunks ? x->qd : (unsigned)e->nchunks;
 	if (nw == 0)
 		return 0;
@@ -446,8 +468,9 @@ int cli_xfer_run(struct cli_xfer *x)
 		return 0;
 	}
 	pthread_mutex_init(&e.mu, NULL);
-	pthread_cond_init(&e.cv_work, NULL);
 	pthread_cond_init(&e.cv_main, NULL);
+	for (unsigned k = 0; k < e.nslots; k++)
+		pthread_cond_init(&e.slots[k].cv, NULL);
 
 	uint8_t v0[8], v[8];
 	bool unstable = x->put && x->stable == RRR_NFS3_UNSTABLE && x->size;
@@ -464,7 +487,8 @@ int cli_xfer_run(struct cli_xfer *x)
 	if (e.rc)
 		snprintf(x->emsg, sizeof(x->emsg), "%s", e.emsg);
 	pthread_cond_destroy(&e.cv_main);
-	pthread_cond_destroy(&e.cv_work);
+	for (unsigned k = 0; k < e.nslots; k++)
+		pthread_cond_destroy(&e.slots[k].cv);
 	pthread_mutex_destroy(&e.mu);
 	if (e.ring_map)
 		munmap(e.ring_map, e.ring_len);

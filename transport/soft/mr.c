@@ -15,16 +15,82 @@
  * makes the mapping VALID (stag.c), LOCAL_INV or a peer's Send with
  * Invalidate makes it INVALID again.
  *
+ * Memory. The registration engine (transport/frwr.c) allocates one MR per
+ * registration while its pool grows to max_mrs (on a client, credits x 3 x
+ * segments: the first thousand or so I/Os), and reuses them after that.
+ * So allocating an MR must not touch fresh memory: a record is small, and
+ * its pieces live in the record (SOFT_MR_INLINE of them, the common case:
+ * one contiguous buffer is one piece); the array of max_pages pieces is
+ * allocated only on the first map that needs more, and kept. Records come
+ * from a process-wide free list of deregistered ones (at most MR_FREE_MAX,
+ * without their big arrays) before malloc, so connections that come and go
+ * reuse them. A record enters that list only after rrr__soft_stag_free()
+ * returned, i.e. after an RCU grace period: no lookup can still hold it.
+ *
  * Recovery: rrr_mr_recover() forces INVALID (waiting out placements, as
  * an invalidation does) and rotates the key, so no old handle matches.
  * rrr_mr_dereg() clears the table slot and waits an RCU grace period
- * before freeing, so a concurrent lookup never touches freed memory.
+ * before recycling the record, so a concurrent lookup never touches a
+ * record that was reused or freed.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "soft.h"
+
+#define MR_FREE_MAX SOFT_MR_FREE_MAX /* deregistered records kept for reuse */
+
+static pthread_mutex_t mr_free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct soft_mr *mr_free;
+static unsigned mr_nfree;
+
+/* A zeroed record: a recycled one, else a new one. */
+static struct soft_mr *mr_new(void)
+{
+	struct soft_mr *mr;
+
+	pthread_mutex_lock(&mr_free_lock);
+	mr = mr_free;
+	if (mr) {
+		mr_free = mr->free_next;
+		mr_nfree--;
+	}
+	pthread_mutex_unlock(&mr_free_lock);
+	if (!mr)
+		return calloc(1, sizeof(*mr));
+	memset(mr, 0, sizeof(*mr));
+	return mr;
+}
+
+/* @mr is unreachable (its STag slot cleared and a grace period over, or it
+ * never had one): keep it for reuse within the bound, else free it. */
+static void mr_recycle(struct soft_mr *mr)
+{
+	free(mr->big);
+	mr->big = NULL;
+	pthread_mutex_lock(&mr_free_lock);
+	if (mr_nfree < MR_FREE_MAX) {
+		mr->free_next = mr_free;
+		mr_free = mr;
+		mr_nfree++;
+		mr = NULL;
+	}
+	pthread_mutex_unlock(&mr_free_lock);
+	free(mr);
+}
+
+unsigned rrr__soft_mr_free_count(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&mr_free_lock);
+	n = mr_nfree;
+	pthread_mutex_unlock(&mr_free_lock);
+	return n;
+}
 
 static void set_handles(struct soft_mr *mr)
 {
@@ -40,7 +106,7 @@ int rrr__soft_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access,
 
 	if ((uintptr_t)addr + len < (uintptr_t)addr)
 		return -EINVAL;
-	mr = calloc(1, sizeof(*mr));
+	mr = mr_new();
 	if (!mr)
 		return -ENOMEM;
 	mr->dev = dev;
@@ -48,9 +114,9 @@ int rrr__soft_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access,
 	mr->base.pd = pd;
 	mr->base.access = access;
 	mr->rights = access | RRR_ACCESS_LOCAL_WRITE;
-	mr->one.iov_base = addr;
-	mr->one.iov_len = len;
-	mr->chunks = &mr->one;
+	mr->inl[0].iov_base = addr;
+	mr->inl[0].iov_len = len;
+	mr->chunks = mr->inl;
 	mr->nchunks = mr->maxchunks = 1;
 	mr->iova = (uintptr_t)addr;
 	mr->length = len;
@@ -59,7 +125,7 @@ int rrr__soft_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access,
 	atomic_init(&mr->state, SOFT_MR_VALID);
 	rc = rrr__soft_stag_alloc(dev, mr);
 	if (rc) {
-		free(mr);
+		mr_recycle(mr);
 		return rc;
 	}
 	set_handles(mr);
@@ -78,14 +144,10 @@ int rrr__soft_mr_alloc(struct rrr_pd *pd, uint32_t max_pages, struct rrr_mr **ou
 	if (max_pages > dev->max_fr_pages)
 		return rrr__set_error(-EINVAL, "soft: max_pages %u exceeds max_fr_pages %u",
 				      max_pages, dev->max_fr_pages);
-	mr = calloc(1, sizeof(*mr));
+	mr = mr_new();
 	if (!mr)
 		return -ENOMEM;
-	mr->chunks = calloc(max_pages, sizeof(*mr->chunks));
-	if (!mr->chunks) {
-		free(mr);
-		return -ENOMEM;
-	}
+	mr->chunks = mr->inl; /* the big array comes with the first large map */
 	mr->dev = dev;
 	mr->fast = true;
 	mr->maxchunks = max_pages;
@@ -95,8 +157,7 @@ int rrr__soft_mr_alloc(struct rrr_pd *pd, uint32_t max_pages, struct rrr_mr **ou
 	atomic_init(&mr->state, SOFT_MR_INVALID);
 	rc = rrr__soft_stag_alloc(dev, mr);
 	if (rc) {
-		free(mr->chunks);
-		free(mr);
+		mr_recycle(mr);
 		return rc;
 	}
 	set_handles(mr);
@@ -122,9 +183,7 @@ int rrr__soft_mr_dereg(struct rrr_mr *base)
 	rrr__soft_stag_free(dev, mr);
 	container_of(base->pd, struct soft_pd, base)->refs--;
 	atomic_fetch_sub(&dev->nobj, 1);
-	if (mr->fast)
-		free(mr->chunks);
-	free(mr);
+	mr_recycle(mr); /* after the grace period rrr__soft_stag_free waited */
 	return 0;
 }
 
@@ -162,6 +221,17 @@ int rrr__soft_mr_map_sg(struct rrr_mr *base, const struct rrr_sg *sg, int nents,
 			}
 			pages += np;
 			prev_end = e;
+		}
+		if (n == SOFT_MR_INLINE && mr->chunks == mr->inl) {
+			/* first map of more pieces than the record holds:
+			 * the array stays with the MR (not VALID: no reader) */
+			if (!mr->big)
+				mr->big = malloc((size_t)mr->maxchunks * sizeof(*mr->big));
+			if (!mr->big)
+				return rrr__set_error(-ENOMEM,
+						      "soft: no memory for an MR's page list");
+			memcpy(mr->big, mr->inl, sizeof(mr->inl));
+			mr->chunks = mr->big;
 		}
 		mr->chunks[n].iov_base = (char *)sg[i].page + sg[i].offset;
 		mr->chunks[n].iov_len = sg[i].length;

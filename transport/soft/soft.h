@@ -247,6 +247,9 @@ enum soft_mr_state {
 	SOFT_MR_INVALIDATING,
 };
 
+/* Pieces a fast-registration MR maps without its big array. */
+#define SOFT_MR_INLINE 4u
+
 struct soft_mr {
 	struct rrr_mr base;
 	struct soft_dev *dev;
@@ -258,11 +261,18 @@ struct soft_mr {
 	unsigned rights;            /* access of the current registration */
 	uint64_t iova, length;
 	uint32_t nchunks, maxchunks;
-	struct iovec *chunks;       /* (addr, len) of each mapped piece */
-	struct iovec one;           /* storage for long-lived MRs */
+	struct iovec *chunks;       /* (addr, len) of each mapped piece: inl or big */
+	struct iovec *big;          /* maxchunks entries, made on the first map
+	                             * of more than SOFT_MR_INLINE pieces */
+	struct iovec inl[SOFT_MR_INLINE]; /* long-lived MRs, small maps */
+	struct soft_mr *free_next;  /* recycled records (mr.c) */
 };
 
 int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr);
+/* Deregistered MR records kept for reuse, process-wide: how many now
+ * (tests); at most SOFT_MR_FREE_MAX. */
+#define SOFT_MR_FREE_MAX 1024u
+unsigned rrr__soft_mr_free_count(void);
 /* Remove from the table and wait an RCU grace period (MAY BLOCK). */
 void rrr__soft_stag_free(struct soft_dev *dev, struct soft_mr *mr);
 
