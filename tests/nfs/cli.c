@@ -139,7 +139,7 @@ static long file_size(const char *p)
 /* Every data path for one size; names carry the size. */
 static void paths_for_size(struct env *e, size_t size, uint32_t seed)
 {
-	char name[64], local[400], remote[400], back[400], tmp[64];
+	char name[64], local[400], remote[400], back[400], tmp[96];
 	snprintf(name, sizeof(name), "f%zu.bin", size);
 	path_in(local, sizeof(local), e->s.dir, name);
 	cr_assert_eq(th_random_file(local, size, seed), 0);
