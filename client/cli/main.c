@@ -454,9 +454,24 @@ static int cmd_put(struct cli *c, const char *local, const char *remote)
 	double dt = cli_now() - t0;
 	if (map)
 		munmap((void *)(uintptr_t)map, (size_t)size);
+	int ret = EXIT_OK;
+	if (x.lerr || x.rc) {
+		/* A source truncated under us fails wherever it is noticed: a
+		 * short pread, populating the mapping, or the transport's copy
+		 * from it (then as a lost connection). Name the real cause. */
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size < size) {
+			fprintf(stderr,
+				"rrr-client: %s shrank during the transfer (%" PRIu64 " -> %" PRIu64
+				" bytes)\n",
+				local, size, (uint64_t)st.st_size);
+			ret = EXIT_LOCAL;
+		} else {
+			ret = xfer_fail(&x, rpath, local);
+		}
+	}
 	close(fd);
-	if (x.lerr || x.rc)
-		return xfer_fail(&x, rpath, local);
+	if (ret)
+		return ret;
 	if (c->verify) {
 		struct rrr_nfs3_fattr a;
 		rc = rrr_nfs3_getattr(c->nfs, &fh, &a);
@@ -464,7 +479,7 @@ static int cmd_put(struct cli *c, const char *local, const char *remote)
 			return fail_rc(rc, rpath);
 		uint32_t crc2 = 0;
 		if (a.size == size) {
-			int ret = remote_crc(c, &fh, size, rpath, &crc2);
+			ret = remote_crc(c, &fh, size, rpath, &crc2);
 			if (ret)
 				return ret;
 		}

@@ -313,7 +313,7 @@ static bool populate(struct eng *e, const uint8_t *p, size_t len)
 	if (madvise((void *)a, (size_t)((uintptr_t)p + len - a), MADV_POPULATE_READ) == 0 ||
 	    (errno != EFAULT && errno != EIO))
 		return true;
-	local_error(e, errno, "read (it shrank during the transfer)");
+	local_error(e, errno, "read");
 	return false;
 }
 
@@ -335,9 +335,7 @@ static void main_put(struct eng *e)
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0) {
-				local_error(e, n < 0 ? errno : EIO,
-					    n < 0 ? "read"
-						  : "read (it shrank during the transfer)");
+				local_error(e, n < 0 ? errno : EIO, "read");
 				return;
 			}
 			got += (size_t)n;
