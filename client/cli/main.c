@@ -91,6 +91,10 @@ static void usage(FILE *f)
 		"  --stats                    print the connection counters at the end\n"
 		"  --timeout MS               per-call timeout (default 30000)\n"
 		"  --no-remote-inv            do not offer Send With Invalidate to the server\n"
+		"  --wait MODE                how the client waits for replies: adaptive\n"
+		"                             (default: spin up to --spin-us while replies\n"
+		"                             stream in, else sleep), event or spin\n"
+		"  --spin-us N                spin budget per wait in microseconds (default 50)\n"
 		"  --help                     this text\n"
 		"\n"
 		"exit status: 0 ok, 1 the server returned an NFS error, 2 usage error,\n"
@@ -559,7 +563,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_TRANSPORT = 256, OPT_PROVIDER, OPT_POPTS, OPT_SERVER, OPT_PORT, OPT_MPORT, OPT_EXPORT, OPT_QD,
 	       OPT_RSIZE, OPT_WSIZE, OPT_SPLIT, OPT_SYNC, OPT_VERIFY, OPT_PROGRESS, OPT_NOPROGRESS, OPT_STATS,
-	       OPT_TIMEOUT, OPT_QUIET, OPT_NOREMINV, OPT_NCONNECT, OPT_NOMMAP, OPT_HELP };
+	       OPT_TIMEOUT, OPT_QUIET, OPT_NOREMINV, OPT_NCONNECT, OPT_NOMMAP, OPT_WAIT, OPT_SPIN, OPT_HELP };
 	static const struct option lopts[] = {
 		{"transport", required_argument, NULL, OPT_TRANSPORT},
 		{"provider", required_argument, NULL, OPT_PROVIDER},
@@ -581,6 +585,8 @@ int main(int argc, char **argv)
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"no-remote-inv", no_argument, NULL, OPT_NOREMINV},
 		{"nconnect", required_argument, NULL, OPT_NCONNECT},
+		{"wait", required_argument, NULL, OPT_WAIT},
+		{"spin-us", required_argument, NULL, OPT_SPIN},
 		{"no-mmap", no_argument, NULL, OPT_NOMMAP},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
@@ -652,6 +658,19 @@ int main(int argc, char **argv)
 			break;
 		case OPT_QUIET: c.quiet = true; break;
 		case OPT_NOREMINV: o.no_remote_inv = true; break;
+		case OPT_WAIT:
+			if (rrr_wait_mode_parse(optarg, &o.wait_mode)) {
+				fprintf(stderr, "rrr-client: --wait is event, adaptive or spin\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_SPIN:
+			if (!parse_u32(optarg, 0, RRR_WAIT_SPIN_US_MAX, &v)) {
+				fprintf(stderr, "rrr-client: --spin-us is 0..%u\n", RRR_WAIT_SPIN_US_MAX);
+				return EXIT_USAGE;
+			}
+			o.spin_us = v;
+			break;
 		case OPT_NCONNECT:
 			if (!parse_u32(optarg, 1, RRR_NFS3_MAX_NCONNECT, &v)) {
 				fprintf(stderr, "rrr-client: --nconnect is 1..%u\n", RRR_NFS3_MAX_NCONNECT);

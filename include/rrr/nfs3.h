@@ -48,6 +48,7 @@
 
 #include <rrr/oncrpc.h>
 #include <rrr/stats.h>
+#include <rrr/wait.h>
 #include <rrr/xdr.h>
 
 #ifdef __cplusplus
@@ -492,6 +493,9 @@ struct rrr_nfs3_opts {
 	unsigned nconnect;         /* connections to the server, 1 (default) ..
 				    * RRR_NFS3_MAX_NCONNECT; calls are spread
 				    * over them round-robin */
+	enum rrr_wait_mode wait_mode; /* how the connections' progress threads
+				       * wait (rrr/wait.h), default adaptive */
+	uint32_t spin_us;          /* their spin budget, 0 = default */
 };
 
 #define RRR_NFS3_MAX_NCONNECT 16u
