@@ -40,8 +40,8 @@
 # 1.0), vm-nfs-servers.rounds (one line per server, round and cell),
 # vm-nfs-counters.log (rxe0 hw counters and nfsd's rpc stats per server-round,
 # rrr-server's final counters per round), vm-io-{rrr,knfsd}.{json,txt}.
-# rrr-bench io uses 4 KiB and 256 KiB: nfsd in a 2 GiB VM takes at most 512 KiB
-# per READ/WRITE (it answered 1 MiB WRITEs with RDMA_ERROR / a TCP reset).
+# rrr-bench io uses 4 KiB and 256 KiB: nfsd in this 2 GiB VM advertises 256 KiB
+# per READ/WRITE (FSINFO; it answered 1 MiB WRITEs with RDMA_ERROR / a TCP reset).
 set -u
 S="$RRR_BUILD/rrr-server"
 B="$RRR_BUILD/rrr-bench"
