@@ -80,7 +80,7 @@ mkdir -p "$MNT" "$REXP" "$KEXP" /tmp/bench-state /var/lib/nfs /run/rpcbind /proc
 TOOL=fio
 FIO=$(command -v fio)
 if [ -z "$FIO" ]; then
-	TOOL=dd
+	TOOL="dd"
 	echo "NOTE: fio is not installed (make deps-vm installs it): falling back to dd,"
 	echo "NOTE: sequential QD1 only (write then read, $MB MiB at 1 MiB, $MB4K MiB at 4 KiB)."
 fi
