@@ -7,7 +7,8 @@
 # (bench.d with --bench) in name order under `timeout`, logging to
 # /rrr-results/NAME.log and one line per script to /rrr-results/summary:
 # "PASS name secs", "SKIP name secs", "FAIL name secs status".
-# Recovery: a script that hangs is killed at RRR_VM_TEST_TIMEOUT; a device that
+# Recovery: a script that hangs is killed at RRR_VM_TEST_TIMEOUT, or at the
+# `# vm-timeout: SECONDS` of its header when that is larger; a device that
 # never comes up fails the run with a FAIL line (the host prints the logs).
 set -u
 . /rrr-results/env
@@ -56,8 +57,12 @@ for t in "$dir"/*.sh; do
 	[ -f "$t" ] || continue
 	n=$(basename "$t" .sh)
 	echo "guest: == $n"
+	to=$RRR_VM_TEST_TIMEOUT
+	own=$(sed -n '1,30s/^# vm-timeout: *\([0-9][0-9]*\).*/\1/p' "$t" | head -n 1)
+	[ -n "$own" ] && [ "$own" -gt "$to" ] && to=$own
+	export RRR_VM_SCRIPT_TIMEOUT=$to
 	s=$(date +%s)
-	timeout --kill-after=5 "$RRR_VM_TEST_TIMEOUT" bash "$t" > "/rrr-results/$n.log" 2>&1
+	timeout --kill-after=5 "$to" bash "$t" > "/rrr-results/$n.log" 2>&1
 	rc=$?
 	d=$(( $(date +%s) - s ))
 	case $rc in

@@ -19,13 +19,17 @@
 #
 # Recovery: every step is bounded (RRR_VM_TIMEOUT for the whole VM, default 900 s,
 # 1800 s with --bench;
-# RRR_VM_TEST_TIMEOUT per script, default 300 s). On any failure the console log
-# and the failing scripts' logs are printed and the exit status is non-zero.
+# RRR_VM_TEST_TIMEOUT per script, default 300 s; a script that needs longer says so
+# in a header line `# vm-timeout: SECONDS` and gets the larger of the two). On any
+# failure the console log and the failing scripts' logs are printed and the exit
+# status is non-zero.
 #
 # Adding a test: drop an executable-or-not `NN-name.sh` into tests/vm/tests.d/.
 # It runs inside the VM as root with cwd = repository root and these variables:
 #   RRR_BUILD (absolute build dir), RRR_VM=1, RRR_VM_ADDR=10.0.2.15,
-#   RRR_VERBS_DEV=rxe0, RRR_VM_RESULTS (writable dir that comes back to the host).
+#   RRR_VERBS_DEV=rxe0, RRR_VM_RESULTS (writable dir that comes back to the host),
+#   RRR_VM_SCRIPT_TIMEOUT (the seconds it has), and every RRR_VM_BENCH_* variable
+#   of the host's environment (the bench scripts' knobs).
 # Exit 0 = pass, 77 = skipped (print why), anything else = fail.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -152,6 +156,8 @@ rm -rf "$RES" && mkdir -p "$RES" || die "cannot create $RES"
 	echo "RRR_VM_MODE=$MODE"
 	echo "RRR_VM_TEST_TIMEOUT=$TEST_TIMEOUT"
 	printf 'RRR_VM_SHELL_CMD=%q\n' "$SHELL_CMD"
+	# the bench scripts' knobs travel into the VM
+	for v in $(compgen -v RRR_VM_BENCH_); do printf 'export %s=%q\n' "$v" "${!v}"; done
 } > "$RES/env"
 CONSOLE="$VMDIR/console.log"
 log "booting $KVER under qemu TCG (timeout ${VM_TIMEOUT}s; console: $CONSOLE)"
