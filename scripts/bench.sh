@@ -226,14 +226,6 @@ goals() {
 			worst = 0
 			for (k in flt) if (k ~ /\/rdma$/ && flt[k] > worst) { worst = flt[k]; wk = k }
 			if (wk != "") printf "goal 4: page faults per I/O (client + server), worst rdma cell: %.2f (%s)\n", worst, wk
-			for (op = 0; op < 2; op++) {
-				o = op ? "write" : "read"
-				r = o "/4096/32/rdma-chunks"; p = o "/4096/32/persistent"
-				if ((r in iops) && (p in iops)) {
-					x = ratio(iops[r], iops[p])
-					printf "(issue 7) per-I/O vs persistent registration IOPS, %s 4 KiB QD32 (rdma-chunks): %.2f; target >= 0.95: %s\n", o, x, (x >= 0.95 ? "met" : "missed")
-				}
-			}
 		}'
 		for f in "$raw" "$rawev"; do
 			[[ -s $f ]] || continue
