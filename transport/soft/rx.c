@@ -501,6 +501,21 @@ static ssize_t take(struct soft_qp *qp, const uint8_t *src, size_t n)
 	return (ssize_t)off;
 }
 
+/* What a read or readv of the socket that returned @n means: 1 carry on
+ * with the bytes, 0 try again (EINTR), -1 stop (nothing more to read now:
+ * epoll brings us back; or end of stream or a socket error: the QP is
+ * moved to error without a Terminate). */
+static int rd_ok(struct soft_qp *qp, ssize_t n)
+{
+	if (n > 0)
+		return 1;
+	if (n < 0 && errno == EINTR)
+		return 0;
+	if (n == 0 || errno != EAGAIN)
+		rrr__soft_qp_fatal(qp, 0, false);
+	return -1;
+}
+
 /*
  * Every header read asks for HDR_READ bytes: an untagged header is that
  * long and no FPDU is shorter (a tagged header with no payload still has
@@ -564,16 +579,11 @@ void rrr__soft_rx(struct soft_qp *qp)
 					return; /* epoll brings us back */
 				if (qp->rx.small && qp->rx.have == 0) {
 					ssize_t n = read(qp->fd, qp->rx.stage, SOFT_RX_STAGE);
+					int ok = rd_ok(qp, n);
 
-					if (n == 0) {
-						rrr__soft_qp_fatal(qp, 0, false);
-						return;
-					}
-					if (n < 0) {
-						if (errno == EINTR)
+					if (ok <= 0) {
+						if (ok == 0)
 							continue;
-						if (errno != EAGAIN)
-							rrr__soft_qp_fatal(qp, 0, false);
 						return;
 					}
 					qp->rx.st_len = (uint32_t)n;
@@ -582,16 +592,11 @@ void rrr__soft_rx(struct soft_qp *qp)
 				}
 				size_t ask = HDR_READ - qp->rx.have;
 				ssize_t n = read(qp->fd, qp->rx.hb + qp->rx.have, ask);
+				int ok = rd_ok(qp, n);
 
-				if (n == 0) {
-					rrr__soft_qp_fatal(qp, 0, false);
-					return;
-				}
-				if (n < 0) {
-					if (errno == EINTR)
+				if (ok <= 0) {
+					if (ok == 0)
 						continue;
-					if (errno != EAGAIN)
-						rrr__soft_qp_fatal(qp, 0, false);
 					return;
 				}
 				qp->rx.have += (uint32_t)n;
@@ -634,15 +639,11 @@ void rrr__soft_rx(struct soft_qp *qp)
 		n = readv(qp->fd, iov, niov);
 		for (int g = 0; g < ng; g++)
 			rrr__soft_mr_put(guards[g]);
-		if (n == 0) {
-			rrr__soft_qp_fatal(qp, 0, false);
-			return;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
+		int ok = rd_ok(qp, n);
+
+		if (ok <= 0) {
+			if (ok == 0)
 				continue;
-			if (errno != EAGAIN)
-				rrr__soft_qp_fatal(qp, 0, false);
 			return;
 		}
 		size_t left = account(qp, iov, np, (size_t)n);
