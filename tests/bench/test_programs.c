@@ -189,6 +189,26 @@ Test(bench_programs, io_all_modes_on_soft, .timeout = 180)
 	free(j);
 }
 
+/* rrr-server and the client under each wait mode (--wait reaches both). */
+Test(bench_programs, io_wait_modes, .timeout = 120)
+{
+	need_bench();
+	const char *modes[] = {"event", "spin", "adaptive"};
+
+	for (int i = 0; i < 3; i++) {
+		char *argv[] = {NULL, "io", "--wait", (char *)modes[i], "--spin-us", "100",
+				"--modes", "rdma,nfs-tcp", "--sizes", "4k", "--qd", "1,8",
+				"--seconds", "0.1", "--rounds", "1", "--warmup", "0", NULL};
+
+		cr_assert_eq(run(argv, 60), 0, "--wait %s", modes[i]);
+	}
+	char *bad[] = {NULL, "io", "--wait", "busy", NULL};
+	char *badspin[] = {NULL, "io", "--spin-us", "99999", NULL};
+
+	cr_assert_eq(run(bad, 10), 2);
+	cr_assert_eq(run(badspin, 10), 2);
+}
+
 Test(bench_programs, crc, .timeout = 60)
 {
 	need_bench();

@@ -747,6 +747,66 @@ Test(rdma_opts, bounce, .init = init_bounce, .fini = fini, .timeout = 30)
 	long_lived_shapes();
 }
 
+/* --- wait modes: the progress thread waits by each policy (rrr/wait.h) ------- */
+
+static void tweak_wait_event(struct rrr_clnt_opts *o)
+{
+	o->wait_mode = RRR_WAIT_EVENT;
+}
+
+static void tweak_wait_spin(struct rrr_clnt_opts *o)
+{
+	o->wait_mode = RRR_WAIT_SPIN;
+	o->spin_us = 200;
+}
+
+static void init_wait_event(void)
+{
+	start(NULL, tweak_wait_event);
+}
+
+static void init_wait_spin(void)
+{
+	start(NULL, tweak_wait_spin);
+}
+
+/* Many synchronous echoes, each a full sleep or spin of the progress
+ * thread: every reply arrives, with its bytes. */
+static void echoes(void)
+{
+	uint8_t src[300], dst[300];
+	struct iovec s = {src, sizeof(src)};
+	struct pay p = {&s, 1, sizeof(src), 0};
+	struct rrr_call c;
+
+	for (int i = 0; i < 200; i++) {
+		struct got g = {.copy = dst};
+
+		memset(src, i, sizeof(src));
+		init_call(&c, RS_ECHO);
+		c.encode = enc_pay;
+		c.args = &p;
+		c.decode = dec_pay;
+		c.res = &g;
+		c.ddp = RRR_DDP_TO_SERVER;
+		c.payload = &s;
+		c.npayload = 1;
+		cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "call %d", i);
+		cr_assert_eq(g.len, sizeof(src));
+		cr_assert_eq(memcmp(src, dst, sizeof(src)), 0, "call %d", i);
+	}
+}
+
+Test(rdma_wait, event, .init = init_wait_event, .fini = fini, .timeout = 60)
+{
+	echoes();
+}
+
+Test(rdma_wait, spin, .init = init_wait_spin, .fini = fini, .timeout = 60)
+{
+	echoes();
+}
+
 /* --- many segments per chunk: a device with a shallow page list ------------- */
 
 static void tweak_shallow(struct rrr_clnt_opts *o)
