@@ -165,8 +165,12 @@ int rrr_cq_poll(struct rrr_cq *cq, struct rrr_wc *wc, int n);
 int rrr_cq_fd(struct rrr_cq *cq);
 /* After the fd was readable: consume the notification (never blocks). */
 int rrr_cq_ack_event(struct rrr_cq *cq);
-/* Request a notification for the next completion (like ibv_req_notify_cq).
- * Callers poll again after arming to close the race. */
+/* Request a notification for the next completion (like ibv_req_notify_cq:
+ * completions already queued do not notify). Callers poll again after
+ * arming to close the race, and sleep only when that poll found nothing: a
+ * completion a poll returns may leave no event behind (the soft provider
+ * writes none for completions its caller-driven progress step produced and
+ * the same poll returned). Never blocks. */
 int rrr_cq_arm(struct rrr_cq *cq);
 /* Convenience: poll; if empty, wait on the fd up to @timeout_ms (-1 forever)
  * and poll again. MAY BLOCK. Returns count, 0 on timeout, or -errno. */
