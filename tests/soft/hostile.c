@@ -293,7 +293,7 @@ Test(soft_hostile, read_without_rights, .timeout = 60)
 
 Test(soft_hostile, handle_of_other_pd, .timeout = 60)
 {
-	run(M_OTHER_PD, T_DDP_T(SOFT_ECODE_STAG_PD));
+	run(M_OTHER_PD, T_DDP_T(SOFT_ECODE_T_STAG_ASSOC));
 }
 
 Test(soft_hostile, write_after_local_invalidate, .timeout = 60)

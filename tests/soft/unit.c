@@ -229,7 +229,7 @@ Test(soft_unit, stag_checks)
 	cr_assert_eq(rrr__soft_mr_get(e.sd, 0xffffff00, e.pd, 0, va, 1, false, &got),
 		     FAILCODE(1, 1, SOFT_ECODE_INV_STAG));
 	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd2, 0, va, 1, false, &got),
-		     FAILCODE(1, 1, SOFT_ECODE_STAG_PD));
+		     FAILCODE(1, 1, SOFT_ECODE_T_STAG_ASSOC), "DDP tagged 0x02 (RFC 5041)");
 	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, RRR_ACCESS_REMOTE_READ, va, 1, false, &got),
 		     FAILCODE(0, 1, SOFT_ECODE_ACCESS));
 	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, va, 151, false, &got),
@@ -239,7 +239,7 @@ Test(soft_unit, stag_checks)
 	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, va + 150, 1, false, &got),
 		     FAILCODE(1, 1, SOFT_ECODE_BOUNDS));
 	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, UINT64_MAX - 2, 10, false, &got),
-		     FAILCODE(1, 1, SOFT_ECODE_TO_WRAP));
+		     FAILCODE(1, 1, SOFT_ECODE_T_TO_WRAP), "DDP tagged 0x03 (RFC 5041)");
 	cr_assert_eq(rrr__soft_mr_get(e.sd, h, e.pd, 0, va, 151, true, &got),
 		     FAILCODE(0, 1, SOFT_ECODE_BOUNDS));
 	/* invalidation: wrong key, wrong pd, then ok; the handle is dead */

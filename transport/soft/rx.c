@@ -86,7 +86,7 @@ static int hdr_process(struct soft_qp *qp)
 		return -1;
 	}
 	if (h->ddp_ver != 1) {
-		term(qp, h->tagged ? T_DDP_T(0x04) : T_DDP_U(SOFT_ECODE_UT_BAD_VER));
+		term(qp, h->tagged ? T_DDP_T(SOFT_ECODE_T_BAD_VER) : T_DDP_U(SOFT_ECODE_UT_BAD_VER));
 		return -1;
 	}
 	if (h->rdmap_ver != 1) {

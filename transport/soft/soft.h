@@ -159,6 +159,12 @@ struct soft_read_req {
 #define SOFT_ECODE_CANT_INV 0x09
 #define SOFT_ECODE_UNSPEC 0xff
 /* DDP untagged codes */
+/* DDP tagged buffer errors (RFC 5041 section 7.2) number differently */
+#define SOFT_ECODE_T_INV_STAG 0x00
+#define SOFT_ECODE_T_BOUNDS 0x01
+#define SOFT_ECODE_T_STAG_ASSOC 0x02 /* STag not associated with the stream */
+#define SOFT_ECODE_T_TO_WRAP 0x03
+#define SOFT_ECODE_T_BAD_VER 0x04
 #define SOFT_ECODE_UT_INV_QN 0x01
 #define SOFT_ECODE_UT_NO_BUF 0x02
 #define SOFT_ECODE_UT_MSN_RANGE 0x03

@@ -149,11 +149,20 @@ void rrr__soft_stag_free(struct soft_dev *dev, struct soft_mr *mr)
 	pthread_mutex_unlock(&dev->lock);
 }
 
+/* @code is an RDMAP remote protection code (RFC 5040 section 7.2); the DDP
+ * tagged buffer errors of RFC 5041 section 7.2 have no access-rights code
+ * (that one is always RDMAP's) and number the rest differently. */
 static uint32_t fail(bool rdmap, unsigned code)
 {
 	if (rdmap || code == SOFT_ECODE_ACCESS)
 		return SOFT_GET_FAIL |
 		       SOFT_TERM(SOFT_TERM_LAYER_RDMAP, SOFT_TERM_RDMAP_REM_PROT, code);
+	switch (code) {
+	case SOFT_ECODE_STAG_PD: code = SOFT_ECODE_T_STAG_ASSOC; break;
+	case SOFT_ECODE_TO_WRAP: code = SOFT_ECODE_T_TO_WRAP; break;
+	case SOFT_ECODE_BOUNDS: code = SOFT_ECODE_T_BOUNDS; break;
+	default: code = SOFT_ECODE_T_INV_STAG; break;
+	}
 	return SOFT_GET_FAIL | SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_TAGGED, code);
 }
 
