@@ -211,7 +211,8 @@ fuzz: fuzz-build
 
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
+	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+-include $(shell find build-fuzz/obj -name '*.d' 2>/dev/null)
 
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJS) -o $@ $(LIBS)
