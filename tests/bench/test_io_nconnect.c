@@ -17,69 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char bench[4096];
+#include "helpers/progs.h"
 
-static void need_bench(void)
-{
-	const char *b = getenv("RRR_BUILD");
 
-	if (!b)
-		cr_skip_test("RRR_BUILD is not set (run through make test-unit)");
-	snprintf(bench, sizeof(bench), "%s/rrr-bench", b);
-	if (access(bench, X_OK))
-		cr_skip_test("%s not built", bench);
-}
 
-/* Run rrr-bench with @argv (argv[0] ignored), stdout+stderr to @log; killed
- * after @timeout_s. Returns the exit status. */
-static int run(char **argv, const char *log, int timeout_s)
-{
-	FILE *lf = fopen(log, "w");
-	pid_t pid;
-	int st = 0, rc = -1;
-
-	cr_assert_not_null(lf);
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (!pid) {
-		dup2(fileno(lf), 1);
-		dup2(fileno(lf), 2);
-		closefrom(3);
-		argv[0] = bench;
-		execv(bench, argv);
-		_exit(127);
-	}
-	fclose(lf);
-	for (int i = 0; i < timeout_s * 20; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-			break;
-		}
-		usleep(50000);
-	}
-	if (rc < 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-	}
-	cr_assert(rc >= 0, "rrr-bench did not finish in %d s", timeout_s);
-	return rc;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	cr_assert(f, "%s: %s", path, strerror(errno));
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	return buf;
-}
 
 /* The value of member @key inside the object [obj, end), or NULL. */
 static const char *member(const char *obj, const char *end, const char *key)
@@ -130,7 +71,7 @@ static struct tally tally(const char *json, const char *mode, int nc)
 
 Test(bench_io_nconnect, usage)
 {
-	need_bench();
+	bench_need();
 	char log[] = "/tmp/rrr-bench-nc-log-XXXXXX";
 	int fd = mkstemp(log);
 	char *zero[] = {NULL, "io", "--nconnect", "0", NULL};
@@ -140,14 +81,14 @@ Test(bench_io_nconnect, usage)
 
 	cr_assert(fd >= 0);
 	close(fd);
-	cr_assert_eq(run(zero, log, 10), 2);
-	cr_assert_eq(run(big, log, 10), 2);
-	char *out = slurp(log);
+	cr_assert_eq(bench_run_log(zero, log, 10), 2);
+	cr_assert_eq(bench_run_log(big, log, 10), 2);
+	char *out = bench_slurp(log);
 	cr_assert(strstr(out, "--nconnect takes 1 .. 16"), "%s", out);
 	free(out);
-	cr_assert_eq(run(junk, log, 10), 2);
-	cr_assert_eq(run(help, log, 10), 0);
-	out = slurp(log);
+	cr_assert_eq(bench_run_log(junk, log, 10), 2);
+	cr_assert_eq(bench_run_log(help, log, 10), 0);
+	out = bench_slurp(log);
 	cr_assert(strstr(out, "--nconnect LIST"), "%s", out);
 	free(out);
 	unlink(log);
@@ -155,7 +96,7 @@ Test(bench_io_nconnect, usage)
 
 Test(bench_io_nconnect, cells_per_connection_count_with_faults, .timeout = 180)
 {
-	need_bench();
+	bench_need();
 	char path[] = "/tmp/rrr-bench-nc-XXXXXX", log[] = "/tmp/rrr-bench-nc-log-XXXXXX";
 	int fd = mkstemp(path), lfd = mkstemp(log);
 
@@ -167,10 +108,10 @@ Test(bench_io_nconnect, cells_per_connection_count_with_faults, .timeout = 180)
 			"--nconnect", "1,2", "--seconds", "0.15",
 			"--rounds",   "1",   "--warmup",  "0",
 			"--json",     path,  NULL};
-	int rc = run(argv, log, 160);
-	char *out = slurp(log);
+	int rc = bench_run_log(argv, log, 160);
+	char *out = bench_slurp(log);
 	cr_assert_eq(rc, 0, "%s", out);
-	char *j = slurp(path);
+	char *j = bench_slurp(path);
 	unlink(path);
 	unlink(log);
 	cr_assert_null(strstr(j, "\"error\""), "%s", j);
