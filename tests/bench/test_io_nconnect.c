@@ -19,9 +19,6 @@
 
 #include "helpers/progs.h"
 
-
-
-
 /* The value of member @key inside the object [obj, end), or NULL. */
 static const char *member(const char *obj, const char *end, const char *key)
 {

@@ -18,10 +18,6 @@
 
 #include "helpers/progs.h"
 
-
-
-
-
 /* Count the objects of the results array that have "key": "val" and a
  * positive number for @numkey. The writer puts one member per line. */
 static int count_results(const char *json, const char *key, const char *val, const char *numkey)
