@@ -125,7 +125,7 @@ $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
 # Debian packages the project needs; `make deps` installs the missing ones.
 DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal-dev \
 	    libcriterion-dev rdma-core clang libclang-rt-14-dev valgrind tshark \
-	    libnfs-utils gnuplot-nox
+	    libnfs-utils gnuplot-nox groff-base
 DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
 	       nfs-kernel-server nfs-common rpcbind fio
 # The peer `make bench-peer` measures rrr against: NFS-Ganesha + libnfs nfs-cp.
