@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -159,21 +160,19 @@ int fs_cidr_parse(const char *s, struct fs_cidr *out)
 
 bool fs_cidr_match(const struct fs_cidr *n, const struct sockaddr_storage *ss)
 {
-	const uint8_t *a;
-	int fam = ss->ss_family;
-	if (fam == AF_INET) {
-		a = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
-	} else if (fam == AF_INET6) {
-		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-		a = a6->s6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(a6)) {
-			a += 12;
-			fam = AF_INET;
-		}
-	} else {
-		return false;
+	/* an IPv4-mapped IPv6 peer (dual-stack listener) is both: its IPv4
+	 * address for IPv4 networks, ::ffff:a.b.c.d for IPv6 ones */
+	const uint8_t *a4 = NULL, *a6 = NULL;
+	if (ss->ss_family == AF_INET) {
+		a4 = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
+	} else if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *in6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		a6 = in6->s6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(in6))
+			a4 = a6 + 12;
 	}
-	if (fam != n->family)
+	const uint8_t *a = n->family == AF_INET ? a4 : n->family == AF_INET6 ? a6 : NULL;
+	if (!a)
 		return false;
 	unsigned full = n->bits / 8, rest = n->bits % 8;
 	if (memcmp(a, n->addr, full))
@@ -455,6 +454,12 @@ static int slurp(const char *path, char **out, size_t *outlen, char *err, size_t
 		snprintf(err, errlen, "cannot open config file %s: %s", path, strerror(e));
 		return -e;
 	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "config file %s is not a regular file", path);
+		return -EINVAL;
+	}
 	char *buf = malloc(FS_CONF_MAX_SIZE + 1);
 	if (!buf) {
 		close(fd);
@@ -498,10 +503,20 @@ int fs_conf_load(struct fs_conf *c, const char *path, char *err, size_t errlen)
 	int rc = slurp(path, &buf, &len, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (memchr(buf, '\0', len)) {
-		free(buf);
+	rc = fs_conf_parse(c, path, buf, len, err, errlen);
+	free(buf);
+	return rc;
+}
+
+int fs_conf_parse(struct fs_conf *c, const char *path, char *buf, size_t len, char *err,
+		  size_t errlen)
+{
+	int rc;
+	if (len > FS_CONF_MAX_SIZE)
+		return fail(err, errlen, "config file %s is larger than %u bytes", path,
+			    FS_CONF_MAX_SIZE);
+	if (memchr(buf, '\0', len))
 		return fail(err, errlen, "%s: a NUL byte in the file (not a text file?)", path);
-	}
 	uint64_t file_set = 0;
 	unsigned key_line[FS_K_COUNT] = {0};
 	bool in_export = false, had_export = false;
@@ -598,6 +613,5 @@ int fs_conf_load(struct fs_conf *c, const char *path, char *err, size_t errlen)
 	}
 	rc = 0;
 out:
-	free(buf);
 	return rc;
 }

@@ -70,6 +70,10 @@ void fs_conf_defaults(struct fs_conf *c);
  * FS_CONF_MAX_SIZE bytes; refuses NUL bytes, overlong lines, unknown
  * sections and keys, repeated keys, a second [export]. MAY BLOCK (file I/O). */
 int fs_conf_load(struct fs_conf *c, const char *path, char *err, size_t errlen);
+/* The same on @len bytes of @buf (buf[len] must be '\0'; the buffer is
+ * modified), @path only for messages. Never blocks. */
+int fs_conf_parse(struct fs_conf *c, const char *path, char *buf, size_t len, char *err,
+		  size_t errlen);
 /* Apply one key given as text (the command line uses this too): 0 or
  * -EINVAL with a sentence in @err (without file or line). */
 int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *val, char *err,
@@ -80,7 +84,8 @@ void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src);
 const char *fs_conf_key_name(enum fs_conf_key k);
 /* Parse "10.0.0.0/8", "127.0.0.1", "::1", "fd00::/8": 0 or -EINVAL. */
 int fs_cidr_parse(const char *s, struct fs_cidr *out);
-/* Whether @ss (IPv4-mapped IPv6 counts as IPv4) lies in @n. */
+/* Whether @ss lies in @n (an IPv4-mapped IPv6 address is matched as its
+ * IPv4 address against IPv4 networks, as itself against IPv6 ones). */
 bool fs_cidr_match(const struct fs_cidr *n, const struct sockaddr_storage *ss);
 /* The keys that need a restart and differ between @a and @b, as
  * "listen, rdma-port" into @out ("" when none). */

@@ -35,8 +35,13 @@ static int g_journal = -1; /* -1: not decided yet */
 static const char *const names[] = {"emerg", "alert", "crit", "error", "warning", "notice",
 				     "info", "debug"};
 
+static bool journal(void);
+
+/* Called by main() before any thread starts (and on reload): decides the
+ * format then, so threads only read it. */
 void fs_log_set_level(int level)
 {
+	(void)journal();
 	atomic_store(&g_level, level);
 }
 
