@@ -195,7 +195,6 @@ static void reload_cb(void *arg)
 		fs_log_at(LOG_ERR, "SIGHUP: out of memory; keeping the running settings");
 		return;
 	}
-	fs_log_set_level(next.log_level);
 	fs_conf_restart_diff(&g_conf, &next, diff, sizeof(diff));
 	if (diff[0])
 		fs_log_at(LOG_WARNING, "SIGHUP: %s changed in %s: takes effect at the next start",
@@ -208,8 +207,11 @@ static void reload_cb(void *arg)
 	memcpy(g_conf.allow, next.allow, sizeof(next.allow[0]) * next.nallow);
 	g_conf.set = (g_conf.set & ~(1ull << FS_K_ALLOW)) | (next.set & (1ull << FS_K_ALLOW));
 	describe_access(&g_conf, who, sizeof(who));
+	/* logged at the old level, so a reload is always seen (unless the old
+	 * level was below notice) */
 	fs_log_at(LOG_NOTICE, "reloaded %s: %s, %s, log level %s", g_config, who,
 		  g_conf.read_only ? "read-only" : "read-write", fs_log_level_name(g_conf.log_level));
+	fs_log_set_level(g_conf.log_level);
 }
 
 static int cli_set(enum fs_conf_key k, const char *v)

@@ -14,7 +14,9 @@
  * serves reads; SIGHUP applies a new allow list and read-only to
  * connected clients without dropping them; a bad file on SIGHUP keeps the
  * running settings and the log names the line; `rrr-server --stats`
- * prints the live counters, the same the server prints at SIGTERM.
+ * prints the live counters, the same the server prints at SIGTERM; IPv6
+ * clients (::1) and IPv4 clients of the dual-stack listener match the
+ * right networks; log levels filter and the journal format prefixes <N>.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -83,7 +85,7 @@ static struct rrr_clnt *raw_from(const char *src, bool rdma)
 	return c;
 }
 
-static struct rrr_nfs3 *mount_from(const char *src, bool rdma, int *rc)
+static struct rrr_nfs3 *mount_host(const char *host, const char *src, bool rdma, int *rc)
 {
 	char port[16], mport[16];
 	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
@@ -92,7 +94,7 @@ static struct rrr_nfs3 *mount_from(const char *src, bool rdma, int *rc)
 	rrr_nfs3_opts_init(&o);
 	o.transport = rdma ? "rdma" : "tcp";
 	o.provider = "soft";
-	o.host = "127.0.0.1";
+	o.host = host;
 	o.port = port;
 	o.mount_port = mport;
 	o.export_path = srv.export_dir;
@@ -101,6 +103,11 @@ static struct rrr_nfs3 *mount_from(const char *src, bool rdma, int *rc)
 	struct rrr_nfs3 *n = NULL;
 	*rc = rrr_nfs3_mount(&o, &n);
 	return n;
+}
+
+static struct rrr_nfs3 *mount_from(const char *src, bool rdma, int *rc)
+{
+	return mount_host("127.0.0.1", src, rdma, rc);
 }
 
 typedef int (*xfn)(struct rrr_xdr *, void *);
@@ -395,4 +402,81 @@ Test(nfs_access, stats_without_server)
 	char out[400];
 	cr_assert_eq(stats(out), 1);
 	cr_assert(th_file_contains(out, "no running rrr-server answers on"));
+}
+
+/* IPv6 clients: ::1 allowed by an IPv6 entry, IPv4 clients of the same
+ * dual-stack listener matched as IPv4 (127.0.0.1 out, then in via /8). */
+Test(nfs_access, ipv6_and_mapped_ipv4_tcp)
+{
+	need_server();
+	if (!th_have_ipv6_loopback())
+		cr_skip_test("no IPv6 on the loopback here (::1 cannot be bound)");
+	start(false, "allow = ::1/128\n");
+	int rc;
+	struct rrr_nfs3 *v6 = mount_host("::1", NULL, false, &rc);
+	cr_assert_eq(rc, 0, "mount from ::1: %s", rrr_last_error());
+	cr_assert_eq(rrr_nfs3_getattr(v6, rrr_nfs3_root(v6), NULL), 0);
+	struct rrr_nfs3 *v4 = mount_from(NULL, false, &rc);
+	cr_assert_null(v4);
+	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "127.0.0.1 is not ::1");
+	rrr_nfs3_umount(v6);
+	/* ::ffff:127.0.0.0/104 is an IPv4 network written as IPv6 */
+	rewrite("allow = ::ffff:127.0.0.0/104\n");
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "reloaded", 10));
+	v4 = mount_from(NULL, false, &rc);
+	cr_assert_eq(rc, 0, "127.0.0.1 in ::ffff:127.0.0.0/104: %s", rrr_last_error());
+	rrr_nfs3_umount(v4);
+	v6 = mount_host("::1", NULL, false, &rc);
+	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "::1 is not in it");
+}
+
+static int count(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	char line[1024];
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* Levels filter; under the journal format lines carry <N> priorities. */
+Test(nfs_access, log_levels_and_journal_prefixes)
+{
+	need_server();
+	setenv("RRR_LOG_FORMAT", "journal", 1);
+	start(false, "allow = " ALLOWED "\n");
+	int rc;
+	struct rrr_nfs3 *n = mount_from(DENIED, false, &rc);
+	cr_assert_null(n);
+	cr_assert(th_log_wait(&srv, "<4>MNT from " DENIED, 5), "warning, priority 4");
+	cr_assert(th_file_contains(srv.log, "<5>exporting "), "notice, priority 5");
+	cr_assert(!th_file_contains(srv.log, "<6>"), "no info lines at the default level");
+	cr_assert(!th_file_contains(srv.log, "rrr-server: "), "no plain prefixes");
+	/* log-level = error by reload: the reload itself is still logged, the
+	 * next refusal is not */
+	char conf[400];
+	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
+	FILE *f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"log-level = error\nrdma = no\nrdma-port = 0\nmount-port = 0\nthreads = 2\n"
+		"port-file = %s/ports\nstate-dir = %s\n[export %s]\nallow = " ALLOWED "\n",
+		srv.dir, srv.state_dir, srv.export_dir);
+	fclose(f);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "<5>reloaded", 10));
+	cr_assert(th_file_contains(srv.log, "log level error"));
+	n = mount_from(DENIED, false, &rc);
+	cr_assert_null(n);
+	cr_assert_eq(rc, RRR_NFS3ERR_ACCES);
+	cr_assert_eq(count(srv.log, "<4>MNT from"), 1, "the second refusal is below the level");
+	char out[400];
+	cr_assert_eq(stats(out), 0);
+	cr_assert_eq(th_counter(out, "access.denied_mount"), 2, "but counted");
 }

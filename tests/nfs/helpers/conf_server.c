@@ -4,7 +4,10 @@
  * nfs_helpers.c: ephemeral ports, bounded waits, children close inherited
  * descriptors.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +56,7 @@ int th_server_start_conf(struct th_server *s, const char *conf)
 			close(fd);
 		}
 		closefrom(3);
-		setenv("RRR_LOG_FORMAT", "plain", 1);
+		setenv("RRR_LOG_FORMAT", "plain", 0); /* a test may ask for journal */
 		execl(prog, prog, "--config", conf, (char *)NULL);
 		_exit(127);
 	}
@@ -113,4 +116,18 @@ long long th_counter(const char *path, const char *name)
 			v = x;
 	fclose(f);
 	return v;
+}
+
+bool th_have_ipv6_loopback(void)
+{
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	struct sockaddr_in6 a;
+	memset(&a, 0, sizeof(a));
+	a.sin6_family = AF_INET6;
+	a.sin6_addr = in6addr_loopback;
+	bool ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
 }
