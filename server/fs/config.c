@@ -223,6 +223,24 @@ static int set_str(char *dst, size_t cap, const char *v, const char *key, char *
 	return 0;
 }
 
+/* listen: up to FS_CONF_MAX_LISTEN host names or addresses. */
+static int check_listen(const char *v, char *err, size_t errlen)
+{
+	char buf[FS_CONF_MAX_LINE];
+	snprintf(buf, sizeof(buf), "%s", v);
+	unsigned n = 0;
+	char *save = NULL;
+	for (char *t = strtok_r(buf, " \t,", &save); t; t = strtok_r(NULL, " \t,", &save)) {
+		if (++n > FS_CONF_MAX_LISTEN)
+			return fail(err, errlen, "listen has more than %u addresses", FS_CONF_MAX_LISTEN);
+		for (const char *q = t; *q; q++)
+			if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+			      (*q >= '0' && *q <= '9') || strchr(".:-_%[]", *q)))
+				return fail(err, errlen, "listen: '%.64s' is not an address or host name", t);
+	}
+	return 0;
+}
+
 static int set_allow(struct fs_conf *c, const char *v, char *err, size_t errlen)
 {
 	char buf[FS_CONF_MAX_LINE];
@@ -296,7 +314,11 @@ int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *v, char *err,
 		break;
 	case K_STR:
 		switch (k) {
-		case FS_K_LISTEN: rc = set_str(c->listen, sizeof(c->listen), v, name, err, errlen); break;
+		case FS_K_LISTEN:
+			rc = set_str(c->listen, sizeof(c->listen), v, name, err, errlen);
+			if (rc == 0)
+				rc = check_listen(v, err, errlen);
+			break;
 		case FS_K_POPTS:
 			rc = set_str(c->provider_opts, sizeof(c->provider_opts), v, name, err, errlen);
 			break;

@@ -17,6 +17,7 @@
 #include <rrr/wait.h>
 
 #define FS_CONF_MAX_ALLOW 256u   /* networks in one export's allow list */
+#define FS_CONF_MAX_LISTEN 8u    /* addresses in listen */
 #define FS_CONF_MAX_LINE 4096u   /* bytes in one config line, newline included */
 #define FS_CONF_MAX_SIZE (1u << 20) /* bytes in a config file */
 

@@ -72,7 +72,7 @@ static void usage(FILE *f)
 		"                        default: every client)\n"
 		"  --provider NAME       soft (user-space iWARP over TCP, default) or verbs\n"
 		"  --provider-opts STR   provider options (e.g. dev=rxe0 for verbs)\n"
-		"  --listen ADDR         address to listen on (default: all)\n"
+		"  --listen LIST         addresses to listen on, up to 8 (default: all)\n"
 		"  --port N              NFS over RDMA port (default 20049; 0 = pick one)\n"
 		"  --mount-port N        MOUNT + NFS over TCP port (default 20048; 0 = pick one)\n"
 		"  --tcp-port N          another NFS + MOUNT over TCP port (default: none)\n"
@@ -351,7 +351,6 @@ int main(int argc, char **argv)
 		so.max_segs = cf->max_segs;
 	if (cf->max_payload)
 		so.max_payload = cf->max_payload;
-	const char *listen = cf->listen[0] ? cf->listen : NULL;
 	const char *port_file = cf->port_file[0] ? cf->port_file : NULL;
 	bool no_rdma = !cf->rdma;
 
@@ -391,35 +390,48 @@ int main(int argc, char **argv)
 	}
 
 	uint16_t bound_rdma = 0, bound_mount = 0, bound_tcp = 0;
-	char pbuf[16];
-	if (!no_rdma) {
-		snprintf(pbuf, sizeof(pbuf), "%d", cf->rdma_port);
-		rc = rrr_svc_listen_rdma(g_svc, listen, pbuf, &bound_rdma);
+	char pbuf[16], lbuf[sizeof(cf->listen)], *save = NULL;
+	const char *addrs[FS_CONF_MAX_LISTEN];
+	unsigned naddr = 0;
+	snprintf(lbuf, sizeof(lbuf), "%s", cf->listen);
+	for (char *t = strtok_r(lbuf, " \t,", &save); t && naddr < FS_CONF_MAX_LISTEN;
+	     t = strtok_r(NULL, " \t,", &save))
+		addrs[naddr++] = t;
+	if (!naddr)
+		addrs[naddr++] = NULL; /* every address */
+	/* the same ports on every address: port 0 picks them on the first */
+	for (unsigned i = 0; i < naddr; i++) {
+		const char *h = addrs[i], *hn = h ? h : "*";
+		if (!no_rdma) {
+			snprintf(pbuf, sizeof(pbuf), "%d", i ? bound_rdma : cf->rdma_port);
+			rc = rrr_svc_listen_rdma(g_svc, h, pbuf, i ? NULL : &bound_rdma);
+			if (rc < 0) {
+				fprintf(stderr,
+					"rrr-server: cannot listen for RDMA (%s) on %s port %s: %s\n%s",
+					cf->provider, hn, pbuf,
+					rrr_last_error() ? rrr_last_error() : strerror(-rc),
+					rc == -EADDRINUSE ? "  (another server on that port? try --port, "
+							    "or --no-rdma)\n"
+							  : "");
+				goto fail;
+			}
+		}
+		snprintf(pbuf, sizeof(pbuf), "%d", i ? bound_mount : cf->mount_port);
+		rc = rrr_svc_listen_tcp(g_svc, h, pbuf, i ? NULL : &bound_mount);
 		if (rc < 0) {
-			fprintf(stderr, "rrr-server: cannot listen for RDMA (%s) on port %d: %s\n%s",
-				cf->provider, cf->rdma_port,
-				rrr_last_error() ? rrr_last_error() : strerror(-rc),
-				rc == -EADDRINUSE ? "  (another server on that port? try --port, "
-						    "or --no-rdma)\n"
-						  : "");
+			fprintf(stderr, "rrr-server: cannot listen on TCP mount port %s on %s: %s\n"
+				"  (kernel rpc.mountd on 20048? pick another with --mount-port)\n",
+				pbuf, hn, rrr_last_error());
 			goto fail;
 		}
-	}
-	snprintf(pbuf, sizeof(pbuf), "%d", cf->mount_port);
-	rc = rrr_svc_listen_tcp(g_svc, listen, pbuf, &bound_mount);
-	if (rc < 0) {
-		fprintf(stderr, "rrr-server: cannot listen on TCP mount port %d: %s\n"
-			"  (kernel rpc.mountd on 20048? pick another with --mount-port)\n",
-			cf->mount_port, rrr_last_error());
-		goto fail;
-	}
-	if (cf->tcp_port >= 0) {
-		snprintf(pbuf, sizeof(pbuf), "%d", cf->tcp_port);
-		rc = rrr_svc_listen_tcp(g_svc, listen, pbuf, &bound_tcp);
-		if (rc < 0) {
-			fprintf(stderr, "rrr-server: cannot listen on TCP port %d: %s\n", cf->tcp_port,
-				rrr_last_error());
-			goto fail;
+		if (cf->tcp_port >= 0) {
+			snprintf(pbuf, sizeof(pbuf), "%d", i ? bound_tcp : cf->tcp_port);
+			rc = rrr_svc_listen_tcp(g_svc, h, pbuf, i ? NULL : &bound_tcp);
+			if (rc < 0) {
+				fprintf(stderr, "rrr-server: cannot listen on TCP port %s on %s: %s\n",
+					pbuf, hn, rrr_last_error());
+				goto fail;
+			}
 		}
 	}
 
@@ -448,6 +460,8 @@ int main(int argc, char **argv)
 		       bound_mount, cf->read_only ? ", read-only" : "");
 	if (bound_tcp)
 		fs_log("also NFS+MOUNT over TCP on port %u", bound_tcp);
+	if (cf->listen[0])
+		fs_log("listening on %s", cf->listen);
 	fs_log_at(LOG_INFO, "open to %s; stats socket %s; config %s", who, cf->stats_socket,
 		  g_config ? g_config : "none (flags only)");
 	if (port_file) {

@@ -480,3 +480,35 @@ Test(nfs_access, log_levels_and_journal_prefixes)
 	cr_assert_eq(stats(out), 0);
 	cr_assert_eq(th_counter(out, "access.denied_mount"), 2, "but counted");
 }
+
+/* listen = several addresses: the same ports on each, both transports. */
+Test(nfs_access, listen_on_two_addresses)
+{
+	need_server();
+	if (!th_have_ipv6_loopback())
+		cr_skip_test("no IPv6 on the loopback here (::1 cannot be bound)");
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	char conf[400];
+	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
+	FILE *f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "listen = 127.0.0.1, ::1\nrdma-port = 0\nmount-port = 0\nthreads = 2\n"
+		   "port-file = %s/ports\nstate-dir = %s\n[export %s]\nallow = 127.0.0.1 ::1\n",
+		srv.dir, srv.state_dir, srv.export_dir);
+	fclose(f);
+	int rc = th_server_start_conf(&srv, conf);
+	if (rc < 0) {
+		th_cleanup(&srv);
+		cr_skip_test("rrr-server could not listen on the soft provider (rc %d)", rc);
+	}
+	const char *hosts[] = {"127.0.0.1", "::1"};
+	for (int rdma = 0; rdma < 2; rdma++)
+		for (int i = 0; i < 2; i++) {
+			struct rrr_nfs3 *n = mount_host(hosts[i], NULL, rdma, &rc);
+			cr_assert_eq(rc, 0, "mount via %s over %s: %s", hosts[i], rdma ? "rdma" : "tcp",
+				     rrr_last_error());
+			cr_assert_eq(rrr_nfs3_getattr(n, rrr_nfs3_root(n), NULL), 0);
+			rrr_nfs3_umount(n);
+		}
+	cr_assert(th_file_contains(srv.log, "listening on 127.0.0.1, ::1"));
+}

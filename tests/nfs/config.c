@@ -95,6 +95,8 @@ Test(nfs_config, broken_files_name_the_line)
 	refused("provider = magic\n", "c.conf:1: provider 'magic'");
 	refused("state-dir =\n", "c.conf:1: state-dir is empty");
 	refused("rdma = no\n", "no export: give --export DIR");
+	refused("listen = a b c d e f g h i\n", "c.conf:1: listen has more than 8 addresses");
+	refused("listen = 1.2.3.4;rm\n", "c.conf:1: listen: '1.2.3.4;rm'");
 }
 
 Test(nfs_config, hostile_bytes)
