@@ -49,7 +49,7 @@ struct fs_conf {
 	unsigned threads;
 	char state_dir[PATH_MAX];
 	int log_level;               /* syslog priority, LOG_ERR .. LOG_DEBUG */
-	char stats_socket[108];      /* "" = the default, "none" = no socket */
+	char stats_socket[PATH_MAX]; /* "" = the default, "none" = no socket */
 	char port_file[PATH_MAX];
 	enum rrr_wait_mode wait_mode;
 	uint32_t spin_us;
@@ -123,9 +123,11 @@ void fs_ctl_default_socket(const char *state_dir, char *out, size_t len);
 /* Block SIGHUP in the calling thread (call before any thread starts). */
 void fs_ctl_block_sighup(void);
 /* Start the thread: SIGHUP calls @reload, a connection to @sock_path (NULL:
- * none) gets what @stats prints. 0 or -errno with a message on stderr. */
-int fs_ctl_start(const char *sock_path, fs_ctl_reload_fn reload, fs_ctl_stats_fn stats,
-		 void *arg, struct fs_ctl **out);
+ * none) gets what @stats prints. 0 or -errno with a message on stderr.
+ * Without @required a socket that cannot be set up is only a warning
+ * (except one another live server answers on). */
+int fs_ctl_start(const char *sock_path, bool required, fs_ctl_reload_fn reload,
+		 fs_ctl_stats_fn stats, void *arg, struct fs_ctl **out);
 /* Stop the thread and remove the socket. */
 void fs_ctl_stop(struct fs_ctl *ctl);
 /* rrr-server --stats: print what the server on @sock_path answers to

@@ -15,7 +15,10 @@
  *
  * Start-up: a socket path that a live server answers on is an error (two
  * servers, one path: set stats-socket); a stale socket file left by a
- * crash is removed and bound again. Stop: a pipe wakes the thread, it
+ * crash is removed and bound again. When the default path (in the state
+ * dir) cannot be bound, e.g. the state dir is not writable, the server
+ * runs without the socket and says so, as it runs without a persistent
+ * handle key then; a path the operator chose must work. Stop: a pipe wakes the thread, it
  * exits, the socket file is removed.
  */
 #include <errno.h>
@@ -115,11 +118,11 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
-static int listen_unix(struct fs_ctl *c, const char *path)
+static int listen_unix(struct fs_ctl *c, const char *path, int lvl)
 {
 	struct sockaddr_un sa;
 	if (unix_addr(path, &sa) < 0) {
-		fs_log_at(LOG_ERR, "stats socket path %s is too long (%zu bytes at most): set "
+		fs_log_at(lvl, "stats socket path %s is too long (%zu bytes at most): set "
 				   "stats-socket",
 			  path, sizeof(sa.sun_path) - 1);
 		return -ENAMETOOLONG;
@@ -132,7 +135,7 @@ static int listen_unix(struct fs_ctl *c, const char *path)
 		*slash = '\0';
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 			int e = errno;
-			fs_log_at(LOG_ERR, "cannot create %s for the stats socket: %s (set stats-socket, "
+			fs_log_at(lvl, "cannot create %s for the stats socket: %s (set stats-socket, "
 					   "or stats-socket = none)",
 				  dir, strerror(e));
 			return -e;
@@ -160,7 +163,7 @@ static int listen_unix(struct fs_ctl *c, const char *path)
 	}
 	if (brc < 0) {
 		int e = errno;
-		fs_log_at(LOG_ERR, "cannot bind the stats socket %s: %s (set stats-socket, or "
+		fs_log_at(lvl, "cannot bind the stats socket %s: %s (set stats-socket, or "
 				   "stats-socket = none)",
 			  path, strerror(e));
 		close(fd);
@@ -168,7 +171,7 @@ static int listen_unix(struct fs_ctl *c, const char *path)
 	}
 	if (chmod(path, 0660) < 0 || listen(fd, 16) < 0) {
 		int e = errno;
-		fs_log_at(LOG_ERR, "cannot listen on the stats socket %s: %s", path, strerror(e));
+		fs_log_at(lvl, "cannot listen on the stats socket %s: %s", path, strerror(e));
 		close(fd);
 		unlink(path);
 		return -e;
@@ -178,8 +181,8 @@ static int listen_unix(struct fs_ctl *c, const char *path)
 	return 0;
 }
 
-int fs_ctl_start(const char *sock_path, fs_ctl_reload_fn reload, fs_ctl_stats_fn stats, void *arg,
-		 struct fs_ctl **out)
+int fs_ctl_start(const char *sock_path, bool required, fs_ctl_reload_fn reload,
+		 fs_ctl_stats_fn stats, void *arg, struct fs_ctl **out)
 {
 	struct fs_ctl *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -199,8 +202,12 @@ int fs_ctl_start(const char *sock_path, fs_ctl_reload_fn reload, fs_ctl_stats_fn
 		fs_log_at(LOG_ERR, "cannot set up SIGHUP handling: %s", strerror(-rc));
 		goto fail;
 	}
-	if (sock_path && (rc = listen_unix(c, sock_path)) < 0)
-		goto fail;
+	if (sock_path && (rc = listen_unix(c, sock_path, required ? LOG_ERR : LOG_WARNING)) < 0) {
+		if (required || rc == -EADDRINUSE)
+			goto fail;
+		fs_log_at(LOG_WARNING, "running without a stats socket (rrr-server --stats will not "
+				       "reach this server): set a usable stats-socket or --state-dir");
+	}
 	rc = -pthread_create(&c->thread, NULL, ctl_main, c);
 	if (rc < 0) {
 		fs_log_at(LOG_ERR, "cannot start the control thread: %s", strerror(-rc));

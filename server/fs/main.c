@@ -435,8 +435,8 @@ int main(int argc, char **argv)
 		}
 	}
 
-	rc = fs_ctl_start(strcmp(cf->stats_socket, "none") ? cf->stats_socket : NULL, reload_cb,
-			  stats_cb, NULL, &ctl);
+	rc = fs_ctl_start(strcmp(cf->stats_socket, "none") ? cf->stats_socket : NULL,
+			  (cf->set & (1ull << FS_K_STATS_SOCKET)) != 0, reload_cb, stats_cb, NULL, &ctl);
 	if (rc < 0)
 		goto fail;
 

@@ -19,6 +19,7 @@
  * right networks; log levels filter and the journal format prefixes <N>.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -511,4 +512,58 @@ Test(nfs_access, listen_on_two_addresses)
 			rrr_nfs3_umount(n);
 		}
 	cr_assert(th_file_contains(srv.log, "listening on 127.0.0.1, ::1"));
+}
+
+/* The stats socket: a default path that cannot be bound is a warning, a
+ * chosen one an error; two servers on one path: the second refuses. */
+Test(nfs_access, stats_socket_paths)
+{
+	need_server();
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	/* a state dir whose socket path is longer than sun_path allows */
+	char deep[400];
+	snprintf(deep, sizeof(deep), "%s/%0100d", srv.dir, 0);
+	char conf[400];
+	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
+	FILE *f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\nstate-dir = %s\n"
+		   "[export %s]\n",
+		srv.dir, deep, srv.export_dir);
+	fclose(f);
+	cr_assert_eq(th_server_start_conf(&srv, conf), 0, "runs without the default socket");
+	cr_assert(th_file_contains(srv.log, "running without a stats socket"));
+	cr_assert_eq(th_server_stop(&srv), 0);
+
+	/* chosen: must work */
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\nstate-dir = %s\n"
+		   "stats-socket = %s/s\n[export %s]\n",
+		srv.dir, srv.state_dir, deep, srv.export_dir);
+	fclose(f);
+	cr_assert_eq(th_server_start_conf(&srv, conf), -ECHILD, "a chosen path that fails stops it");
+	cr_assert(th_file_contains(srv.log, "stats socket path"));
+
+	/* two servers, one socket */
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\nstate-dir = %s\n"
+		   "stats-socket = %s/shared.sock\n[export %s]\n",
+		srv.dir, srv.state_dir, srv.dir, srv.export_dir);
+	fclose(f);
+	cr_assert_eq(th_server_start_conf(&srv, conf), 0);
+	struct th_server second = srv;
+	snprintf(second.log, sizeof(second.log), "%s/second.log", srv.dir);
+	cr_assert_eq(th_server_start_conf(&second, conf), -ECHILD);
+	cr_assert(th_file_contains(second.log, "another rrr-server answers on the stats socket"));
+	char prog[512], args[600], out[400];
+	th_prog("rrr-server", prog, sizeof(prog));
+	snprintf(out, sizeof(out), "%s/stats.txt", srv.dir);
+	snprintf(args, sizeof(args), "--config '%s' --stats", conf);
+	cr_assert_eq(th_sh(prog, args, out), 0, "the first still answers, found through --config");
+	cr_assert(th_file_contains(out, "rrr-server: counters"));
+	cr_assert_eq(th_server_stop(&srv), 0);
+	snprintf(args, sizeof(args), "%s/shared.sock", srv.dir);
+	cr_assert_neq(access(args, F_OK), 0, "the socket file is removed at stop");
 }
