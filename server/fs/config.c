@@ -128,7 +128,7 @@ int fs_cidr_parse(const char *s, struct fs_cidr *out)
 	if (slash) {
 		*slash++ = '\0';
 		char *end;
-		if (!*slash || *slash == '-' || *slash == '+')
+		if (*slash < '0' || *slash > '9' || strlen(slash) > 3)
 			return -EINVAL;
 		bits = strtol(slash, &end, 10);
 		if (*end)

@@ -567,3 +567,60 @@ Test(nfs_access, stats_socket_paths)
 	snprintf(args, sizeof(args), "%s/shared.sock", srv.dir);
 	cr_assert_neq(access(args, F_OK), 0, "the socket file is removed at stop");
 }
+
+/* Bulk READ and WRITE (write and read chunks on RDMA) of a client the
+ * allow list leaves out after a reload: NFS3ERR_ACCES, the file unchanged. */
+static void bulk_denied(bool rdma)
+{
+	start(rdma, "allow = " ALLOWED "\n");
+	int rc;
+	struct rrr_nfs3 *n = mount_from(ALLOWED, rdma, &rc);
+	cr_assert_eq(rc, 0, "mount: %s", rrr_last_error());
+	size_t len = 256u << 10;
+	char *buf = malloc(len), *back = malloc(len);
+	cr_assert(buf && back);
+	memset(buf, 'a', len);
+	struct rrr_nfs3_fh fh;
+	cr_assert_eq(rrr_nfs3_create(n, rrr_nfs3_root(n), "big", 0644, false, &fh), 0);
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	uint32_t count = 0;
+	cr_assert_eq(rrr_nfs3_write(n, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count), 0);
+	cr_assert_eq(count, len);
+
+	char conf[400];
+	cr_assert_eq(th_conf_write(&srv, rdma, "allow = 192.0.2.0/24\n", conf), 0);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "reloaded", 10));
+	struct iovec riov = {.iov_base = back, .iov_len = len};
+	bool eof;
+	cr_assert_eq(rrr_nfs3_read(n, &fh, 0, &riov, 1, &count, &eof), RRR_NFS3ERR_ACCES);
+	memset(buf, 'b', len);
+	cr_assert_eq(rrr_nfs3_write(n, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count),
+		     RRR_NFS3ERR_ACCES);
+	cr_assert_eq(rrr_nfs3_getattr(n, &fh, NULL), RRR_NFS3ERR_ACCES);
+	/* the connection still works once allowed again */
+	cr_assert_eq(th_conf_write(&srv, rdma, "allow = " ALLOWED "\n", conf), 0);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	for (int i = 0; i < 500 && rrr_nfs3_getattr(n, &fh, NULL) != 0; i++)
+		usleep(10000);
+	cr_assert_eq(rrr_nfs3_read(n, &fh, 0, &riov, 1, &count, &eof), 0);
+	cr_assert_eq(count, len);
+	cr_assert_eq(back[0], 'a');
+	cr_assert_eq(back[len - 1], 'a', "the refused WRITE changed nothing");
+	rrr_nfs3_umount(n);
+	free(buf);
+	free(back);
+	char out[400];
+	cr_assert_eq(stats(out), 0);
+	cr_assert_geq(th_counter(out, "access.denied_nfs"), 3);
+}
+
+Test(nfs_access, bulk_io_denied_tcp)
+{
+	bulk_denied(false);
+}
+
+Test(nfs_access, bulk_io_denied_rdma)
+{
+	bulk_denied(true);
+}

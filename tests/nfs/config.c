@@ -88,6 +88,8 @@ Test(nfs_config, broken_files_name_the_line)
 	refused("[export /a]\nrdma-port = 1\n", "c.conf:2: 'rdma-port' belongs in [server]");
 	refused("[export /a]\nallow = 10.0.0.0/33\n", "c.conf:2: allow: '10.0.0.0/33'");
 	refused("[export /a]\nallow = 10.0.0.0/\n", "c.conf:2: allow: '10.0.0.0/'");
+	refused("[export /a]\nallow = 10.0.0.0/+8\n", "c.conf:2: allow: '10.0.0.0/+8'");
+	refused("[export /a]\nallow = ::1/0128\n", "c.conf:2: allow: '::1/0128'");
 	refused("[export /a]\nallow = host.example\n", "c.conf:2: allow: 'host.example'");
 	refused("[export /a]\nread-only = maybe\n", "c.conf:2: read-only 'maybe' is not yes or no");
 	refused("just words\n", "c.conf:1: want 'key = value'");
