@@ -12,6 +12,8 @@
  *     and NFS3ERR_ACCES on every NFS procedure except NULL (a ping), so a
  *     handle learnt elsewhere is of no use to it; MOUNT NULL, EXPORT, DUMP,
  *     UMNT and UMNTALL stay open (showmount works, as on Linux's nfsd);
+ *     EXPORT answers here, with the allow list as the export's groups
+ *     ("*" for everyone; not listed at all when nobody is allowed);
  *   - on a read-only export SETATTR, WRITE, CREATE, MKDIR, SYMLINK, MKNOD,
  *     REMOVE, RMDIR, RENAME and LINK get NFS3ERR_ROFS.
  * The refusal is a normal NFS result: the status, then the procedure's
@@ -38,6 +40,7 @@
 struct policy {
 	bool everyone;
 	bool read_only;
+	char groups[RRR_NFS3_MAXNAMLEN + 1]; /* MOUNT EXPORT: "*" or "10.0.0.0/8,..." */
 	unsigned n;
 	struct fs_cidr allow[];
 };
@@ -45,6 +48,28 @@ struct policy {
 static pthread_rwlock_t g_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct policy *g_policy;
 static atomic_uint_fast64_t g_denied_mount, g_denied_nfs, g_rofs;
+
+/* The allow list as MOUNT EXPORT groups, as many whole entries as fit. */
+static void groups_text(struct policy *p)
+{
+	if (p->everyone) {
+		snprintf(p->groups, sizeof(p->groups), "*");
+		return;
+	}
+	size_t used = 0;
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct fs_cidr *n = &p->allow[i];
+		char a[INET6_ADDRSTRLEN], one[INET6_ADDRSTRLEN + 8];
+		inet_ntop(n->family, n->addr, a, sizeof(a));
+		bool host = n->bits == (n->family == AF_INET ? 32u : 128u);
+		int len = host ? snprintf(one, sizeof(one), "%s", a)
+			       : snprintf(one, sizeof(one), "%s/%u", a, n->bits);
+		if (len < 0 || used + (used ? 1 : 0) + (size_t)len >= sizeof(p->groups))
+			break;
+		used += (size_t)snprintf(p->groups + used, sizeof(p->groups) - used, "%s%s",
+					 used ? "," : "", one);
+	}
+}
 
 int fs_access_set(const struct fs_conf *c)
 {
@@ -56,6 +81,7 @@ int fs_access_set(const struct fs_conf *c)
 	p->read_only = c->read_only;
 	p->n = everyone ? 0 : c->nallow;
 	memcpy(p->allow, c->allow, sizeof(p->allow[0]) * p->n);
+	groups_text(p);
 	pthread_rwlock_wrlock(&g_lock);
 	struct policy *old = g_policy;
 	g_policy = p;
@@ -157,6 +183,23 @@ static void peer_text(struct rrr_svc_req *req, char *out, size_t len)
 	}
 }
 
+/* EXPORT with the allow list as its groups (showmount -e); an export
+ * nobody may mount is not listed (no groups would read "everyone"). */
+static int mnt_export(struct rrr_svc_req *req, struct rrr_xdr *res)
+{
+	struct fs_export *ex = rrr_svc_req_program_ctx(req);
+	atomic_fetch_add(&ex->mnt_calls[RRR_MNT_EXPORT], 1);
+	struct rrr_mnt_export *e = rrr_svc_req_alloc(req, sizeof(*e));
+	if (!e)
+		return RRR_SVC_SYSTEM_ERR;
+	snprintf(e->dir, sizeof(e->dir), "%.1024s", ex->name);
+	pthread_rwlock_rdlock(&g_lock);
+	snprintf(e->groups, sizeof(e->groups), "%s", g_policy ? g_policy->groups : "*");
+	pthread_rwlock_unlock(&g_lock);
+	struct rrr_mnt_export_res r = {.entries = e, .n = e->groups[0] ? 1 : 0, .cap = 1};
+	return rrr_mnt_xdr_export_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
+}
+
 static int mnt_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	const struct rrr_rpc_call *call = rrr_svc_req_call(req);
@@ -171,6 +214,8 @@ static int mnt_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 		struct rrr_mnt_res r = {.status = RRR_MNT3ERR_ACCES};
 		return rrr_mnt_xdr_mnt_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
 	}
+	if (proc == RRR_MNT_EXPORT)
+		return mnt_export(req, res);
 	return fs_mnt_procs[proc].fn ? fs_mnt_procs[proc].fn(req, args, res) : RRR_SVC_SYSTEM_ERR;
 }
 

@@ -258,6 +258,15 @@ static void allowed_and_denied(bool rdma)
 	cr_assert_eq(raw_getattr(c2, &root), RRR_NFS3_OK);
 	cr_assert_eq(raw_lookup(c2, &root, "f"), RRR_NFS3_OK);
 
+	/* EXPORT (open to everyone) shows the allow list as its groups */
+	static struct rrr_mnt_export exps[2];
+	static struct rrr_mnt_export_res er = {.entries = exps, .cap = 2};
+	cr_assert_eq(raw_call(c, RRR_MNT_PROGRAM, RRR_MNT_EXPORT, NULL, NULL,
+			      XF(rrr_mnt_xdr_export_res), &er), 0);
+	cr_assert_eq(er.n, 1);
+	cr_assert_str_eq(exps[0].groups, ALLOWED);
+	cr_assert_str_eq(exps[0].dir, srv.export_dir);
+
 	char out[400];
 	cr_assert_eq(stats(out), 0, "rrr-server --stats");
 	cr_assert_eq(th_counter(out, "access.denied_mount"), 3, "one MNT from rrr_nfs3_mount, two raw");
