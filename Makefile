@@ -25,6 +25,10 @@ DESTDIR ?=
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+# the sample config goes to $(SYSCONFDIR)/rrr/ (never over an existing one)
+SYSCONFDIR ?= /etc
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
 ifneq ($(WERROR)$(CI),)
@@ -121,7 +125,7 @@ $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
 # Debian packages the project needs; `make deps` installs the missing ones.
 DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal-dev \
 	    libcriterion-dev rdma-core clang libclang-rt-14-dev valgrind tshark \
-	    libnfs-utils gnuplot-nox
+	    libnfs-utils gnuplot-nox groff-base
 DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
 	       nfs-kernel-server nfs-common rpcbind fio
 # The peer `make bench-peer` measures rrr against: NFS-Ganesha + libnfs nfs-cp.
@@ -143,7 +147,14 @@ test: deps
 	$(MAKE) all tests
 	$(MAKE) check
 
-check: test-unit test-install test-example
+check: test-unit test-install test-example test-man
+
+# Man pages: groff (and mandoc -Tlint when installed) without warnings, and
+# every option of each program's --help documented in its page.
+MAN_PAGES := $(sort $(wildcard man/*.[158]))
+.PHONY: test-man
+test-man: programs
+	@scripts/check-man.sh $(BUILD)
 
 # Install into a temporary DESTDIR and link an outside program via pkg-config.
 .PHONY: test-install
@@ -216,6 +227,8 @@ build-fuzz/obj/%.o: %.c
 
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJS) -o $@ $(LIBS)
+# fuzz_config compiles rrr-server's parser in (it is not in the library)
+build-fuzz/fuzz_config: server/fs/config.c server/fs/config.h server/fs/log.c server/fs/fs.h
 
 # ---------------------------------------------------------------- demo, bench, vm
 .PHONY: demo bench bench-peer test-vm bench-vm
@@ -255,12 +268,27 @@ install: lib programs
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 	    rrr.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/rrr.pc
 	for p in $(PROG_BINS); do install -m 0755 $$p $(DESTDIR)$(BINDIR)/; done
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	for m in $(MAN_PAGES); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/; done
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/rrr
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	    dist/rrr-server.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/rrr-server.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/rrr-server.service
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf ]; then \
+		echo "keeping $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf (the sample is dist/rrr-server.conf)"; \
+	else install -m 0644 dist/rrr-server.conf $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/librrr.so* $(DESTDIR)$(LIBDIR)/librrr.a
 	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/rrr.pc
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/rrr
 	for p in $(PROGRAMS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
+	for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m#man/}; done
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/rrr-server.service
+	@# the config only when it is still the sample (an edited one is the operator's)
+	@if cmp -s dist/rrr-server.conf $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf; \
+		rmdir $(DESTDIR)$(SYSCONFDIR)/rrr 2>/dev/null || true; fi
 
 # ---------------------------------------------------------------- housekeeping
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)

@@ -13,7 +13,12 @@
 #      the same program statically against librrr.a and runs it again;
 #   4. checks that the shared library exports only rrr_ symbols (no rrr__
 #      internals, nothing else);
-#   5. runs `make uninstall` and checks that no rrr file is left behind.
+#   5. checks the operator's files: man pages (rendered by groff without
+#      warnings), the systemd unit (paths filled in, `systemd-analyze verify`
+#      clean when systemd-analyze is there), the sample config in
+#      /etc/rrr/ (accepted by `rrr-server --check-config`, never overwritten
+#      by a second install, kept by uninstall once edited);
+#   6. runs `make uninstall` and checks that no rrr file is left behind.
 # Exits non-zero with a message on the first failure.
 set -euo pipefail
 
@@ -121,10 +126,55 @@ grep -qx rrr_crc32c <<<"$syms" || fail "rrr_crc32c is not exported"
 bad=$(grep -v '^rrr_[a-z0-9]' <<<"$syms" | grep -v '^RRR_[0-9]*$' || true)
 [[ -z $bad ]] || fail "symbols other than rrr_* exported: $(echo $bad)"
 
-# 5. uninstall
+# 5. man pages, unit, config (only when the programs were built and installed)
+mandir=$dest$prefix/share/man
+unit=$dest$prefix/lib/systemd/system/rrr-server.service
+conf=$dest/etc/rrr/rrr-server.conf
+extra=""
+if [[ -x $dest$prefix/bin/rrr-server ]]; then
+	for m in "$top"/man/*.[158]; do
+		n=$(basename "$m")
+		f=$mandir/man${n##*.}/$n
+		[[ -f $f ]] || fail "man page $n not installed in $prefix/share/man/man${n##*.}"
+		w=$(groff -man -Tutf8 -ww -z "$f" 2>&1) || fail "groff cannot render the installed $n"
+		[[ -z $w ]] || fail "the installed $n renders with warnings: $w"
+	done
+	[[ -f $unit ]] || fail "rrr-server.service not installed in $prefix/lib/systemd/system"
+	if grep -q '@[A-Z]*@' "$unit"; then fail "rrr-server.service has unsubstituted @VARS@"; fi
+	grep -q "^ExecStart=$prefix/bin/rrr-server --config /etc/rrr/rrr-server.conf\$" "$unit" ||
+		fail "rrr-server.service does not start $prefix/bin/rrr-server with /etc/rrr/rrr-server.conf"
+	for k in ProtectSystem=strict CapabilityBoundingSet= NoNewPrivileges=yes StateDirectory=rrr-server \
+		ExecReload=; do
+		grep -q "^$k" "$unit" || fail "rrr-server.service lacks $k"
+	done
+	if command -v systemd-analyze >/dev/null; then
+		# the unit as it would be in place: binaries of the DESTDIR, its man pages
+		sed "s|$prefix/bin/|$dest$prefix/bin/|g" "$unit" >"$tmp/rrr-server.service"
+		out=$(MANPATH=$mandir systemd-analyze verify "$tmp/rrr-server.service" 2>&1) ||
+			fail "systemd-analyze verify rrr-server.service: $out"
+		[[ -z $out ]] || fail "systemd-analyze verify rrr-server.service says: $out"
+		extra+=", unit verified"
+	fi
+	[[ -f $conf ]] || fail "rrr-server.conf not installed in /etc/rrr"
+	cmp -s "$conf" "$top/dist/rrr-server.conf" || fail "the installed rrr-server.conf is not the sample"
+	out=$("$dest$prefix/bin/rrr-server" --config "$conf" --export "$tmp" --check-config 2>&1) ||
+		fail "rrr-server --check-config refuses the sample config: $out"
+	echo "# edited by the operator" >>"$conf"
+	"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" install >"$tmp/install2.log" 2>&1 ||
+		{ cat "$tmp/install2.log" >&2; fail "a second make install failed"; }
+	grep -q "edited by the operator" "$conf" || fail "a second make install overwrote /etc/rrr/rrr-server.conf"
+	"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" uninstall >"$tmp/uninstall.log" 2>&1 ||
+		{ cat "$tmp/uninstall.log" >&2; fail "make uninstall failed"; }
+	[[ -f $conf ]] || fail "make uninstall removed an edited /etc/rrr/rrr-server.conf"
+	cp "$top/dist/rrr-server.conf" "$conf"
+	extra+=", $(ls "$top"/man/*.[158] | wc -l) man pages, unit, config"
+fi
+
+# 6. uninstall
 "$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" uninstall >"$tmp/uninstall.log" 2>&1 ||
 	{ cat "$tmp/uninstall.log" >&2; fail "make uninstall failed"; }
-left=$(find "$dest" \( -name 'librrr*' -o -name rrr.pc -o -path '*/include/rrr*' \) -print)
+left=$(find "$dest" \( -name 'librrr*' -o -name rrr.pc -o -path '*/include/rrr*' -o -name 'rrr-*' \
+	-o -path '*/etc/rrr*' \) -print)
 [[ -z $left ]] || fail "left after uninstall: $left"
 
-echo "check-install: ok ($real, soname librrr.so.$major, $(wc -l <<<"$syms") exported symbols)"
+echo "check-install: ok ($real, soname librrr.so.$major, $(wc -l <<<"$syms") exported symbols$extra)"

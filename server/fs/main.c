@@ -3,25 +3,32 @@
  * server/fs/main.c - rrr-server: a sample NFSv3 file server over
  * RPC-over-RDMA (soft or verbs provider) and plain TCP.
  *
- * Normal operation: parse options, open the export (fh.c), register the
+ * Normal operation: read the config file (--config, config.c) and the
+ * flags (which override the file, key by key), open the export (fh.c), register the
  * NFS (100003 v3) and MOUNT (100005 v3) programs with the server library,
  * listen for RPC-over-RDMA on --port (20049) and for ONC RPC over TCP on
  * --mount-port (MOUNT and NFS, for the kernel client's mountproto=tcp and
  * for libnfs tools) and optionally --tcp-port, then run worker threads
  * until SIGTERM or SIGINT. With --port-file the bound ports are written to
  * a file once listening (port 0 picks free ports; tests and the demo use
- * this).
+ * this). The NFS and MOUNT tables go through access.c (allow lists,
+ * read-only); a control thread (ctl.c) re-reads the config on SIGHUP and
+ * answers `rrr-server --stats` on a unix socket with the live counters.
  *
  * Shutdown and recovery: the signal handler only calls rrr_svc_stop()
  * (async-signal-safe); rrr_svc_run() returns after in-flight requests are
  * answered, then the final counters are printed to stderr and everything
- * is released. Every start draws a new write verifier so clients re-send
+ * is released. A config file that fails on SIGHUP changes nothing (the
+ * running settings stay, the log says which line is wrong); keys that
+ * need a restart (listeners, provider, threads, export) are logged and
+ * ignored until then. Every start draws a new write verifier so clients re-send
  * uncommitted UNSTABLE writes; file handles stay valid (fh.c).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <syslog.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,19 +38,14 @@
 #include <rrr/provider.h>
 #include <rrr/server.h>
 
+#include "server/fs/config.h"
 #include "server/fs/fs.h"
 
 static struct rrr_svc *g_svc;
-
-void fs_log(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("rrr-server: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+static struct fs_export g_ex;
+static struct fs_conf g_conf;    /* running settings (the control thread swaps the live keys) */
+static struct fs_conf g_cli;     /* what the command line set: wins over the file */
+static const char *g_config;     /* --config FILE, or NULL */
 
 static void on_signal(int sig)
 {
@@ -56,14 +58,21 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: rrr-server --export DIR [options]\n"
+		"       rrr-server --config FILE [options]\n"
+		"       rrr-server --stats [--stats-socket PATH | --config FILE | --state-dir DIR]\n"
 		"\n"
 		"Serve DIR over NFSv3 (RFC 1813) with RPC-over-RDMA (RFC 8166/8267) and TCP.\n"
 		"\n"
-		"  --export DIR          directory to export (required)\n"
+		"  --config FILE         read settings from FILE (rrr-server.conf(5)); the flags\n"
+		"                        below override it; SIGHUP re-reads it\n"
+		"  --check-config        check the config and the flags, then exit (0: valid)\n"
+		"  --export DIR          directory to export (required, here or in the config)\n"
 		"  --name PATH           path clients mount (default: DIR's real path; \"/\" works too)\n"
+		"  --allow LIST          client addresses/networks allowed (e.g. \"10.0.0.0/8 ::1\";\n"
+		"                        default: every client)\n"
 		"  --provider NAME       soft (user-space iWARP over TCP, default) or verbs\n"
 		"  --provider-opts STR   provider options (e.g. dev=rxe0 for verbs)\n"
-		"  --listen ADDR         address to listen on (default: all)\n"
+		"  --listen LIST         addresses to listen on, up to 8 (default: all)\n"
 		"  --port N              NFS over RDMA port (default 20049; 0 = pick one)\n"
 		"  --mount-port N        MOUNT + NFS over TCP port (default 20048; 0 = pick one)\n"
 		"  --tcp-port N          another NFS + MOUNT over TCP port (default: none)\n"
@@ -73,7 +82,11 @@ static void usage(FILE *f)
 		"                        /var/lib/rrr-server as root, else ~/.rrr-server)\n"
 		"  --read-only           refuse every modification (NFS3ERR_ROFS)\n"
 		"  --port-file FILE      write \"rdma=N mount=N tcp=N\" there once listening\n"
-		"  --verbose             log mounts\n"
+		"  --log-level LEVEL     error, warning, notice (default), info or debug\n"
+		"  --verbose             log mounts (--log-level info)\n"
+		"  --stats               print the counters of the running server and exit\n"
+		"  --stats-socket PATH   its unix socket (default STATE_DIR/stats.sock;\n"
+		"                        \"none\": no socket)\n"
 		"  --wait MODE           how workers wait for requests: adaptive (default: spin\n"
 		"                        up to --spin-us while requests stream in, else sleep),\n"
 		"                        event (always sleep) or spin (always spin first)\n"
@@ -82,53 +95,142 @@ static void usage(FILE *f)
 		"\n"
 		"Kernel client:  mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,\\\n"
 		"                      mountport=20048,nolock SERVER:/PATH /mnt\n"
-		"Stops cleanly on SIGTERM or SIGINT and prints its counters.\n"
-		"Exit status: 0 clean stop, 1 runtime failure, 2 usage error.\n");
+		"Stops cleanly on SIGTERM or SIGINT and prints its counters; SIGHUP re-reads\n"
+		"--config (allow, read-only, log-level change live).\n"
+		"Exit status: 0 clean stop, 1 runtime failure, 2 usage or config error.\n");
 }
 
-static int parse_port(const char *s, const char *what)
+static void print_counters(FILE *f, const char *title)
 {
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < 0 || v > 65535) {
-		fprintf(stderr, "rrr-server: bad %s '%s' (want 0..65535)\n", what, s);
-		return -1;
-	}
-	return (int)v;
-}
-
-static void print_counters(struct fs_export *ex)
-{
+	struct fs_export *ex = &g_ex;
 	struct rrr_xprt_stats st;
 	memset(&st, 0, sizeof(st));
 	rrr_svc_stats(g_svc, &st);
-	fprintf(stderr, "rrr-server: final counters\n");
-	rrr_xprt_stats_print(stderr, "  xprt.", &st);
+	fprintf(f, "rrr-server: %s\n", title);
+	rrr_xprt_stats_print(f, "  xprt.", &st);
 	for (unsigned i = 0; i < RRR_NFS3_NPROCS; i++) {
 		uint64_t n = atomic_load(&ex->nfs_calls[i]);
 		if (n)
-			fprintf(stderr, "  nfs.%s %llu\n", fs_nfs3_procs[i].name,
-				(unsigned long long)n);
+			fprintf(f, "  nfs.%s %llu\n", fs_nfs3_procs[i].name, (unsigned long long)n);
 	}
 	for (unsigned i = 0; i < RRR_MNT_NPROCS; i++) {
 		uint64_t n = atomic_load(&ex->mnt_calls[i]);
 		if (n)
-			fprintf(stderr, "  mount.%s %llu\n", fs_mnt_procs[i].name,
-				(unsigned long long)n);
+			fprintf(f, "  mount.%s %llu\n", fs_mnt_procs[i].name, (unsigned long long)n);
 	}
-	fprintf(stderr, "  fh.stale %llu\n  fh.scans %llu\n  fh.escapes_refused %llu\n",
+	fprintf(f, "  fh.stale %llu\n  fh.scans %llu\n  fh.escapes_refused %llu\n",
 		(unsigned long long)atomic_load(&ex->stale),
 		(unsigned long long)atomic_load(&ex->scans),
 		(unsigned long long)atomic_load(&ex->escapes));
-	fprintf(stderr, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n",
+	fprintf(f, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n",
 		(unsigned long long)atomic_load(&ex->fdc.hits),
 		(unsigned long long)atomic_load(&ex->fdc.misses));
+	fs_access_print(f, "  ");
+}
+
+static void stats_cb(FILE *f, void *arg)
+{
+	(void)arg;
+	print_counters(f, "counters");
+}
+
+/* Defaults that depend on who runs it: state dir, stats socket. */
+static void fill_defaults(struct fs_conf *c)
+{
+	if (!c->state_dir[0]) {
+		const char *home = getenv("HOME");
+		if (geteuid() == 0 || !home)
+			snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/rrr-server");
+		else
+			snprintf(c->state_dir, sizeof(c->state_dir), "%s/.rrr-server", home);
+	}
+	if (!c->stats_socket[0])
+		fs_ctl_default_socket(c->state_dir, c->stats_socket, sizeof(c->stats_socket));
+}
+
+/* File (if any) then flags into @c: 0, or -EINVAL with the reason in @err. */
+static int build_conf(struct fs_conf *c, char *err, size_t len)
+{
+	fs_conf_defaults(c);
+	if (g_config) {
+		int rc = fs_conf_load(c, g_config, err, len);
+		if (rc < 0)
+			return rc;
+	}
+	fs_conf_merge(c, &g_cli);
+	fill_defaults(c);
+	if (!c->export_dir[0]) {
+		snprintf(err, len, "no export: give --export DIR or an [export DIR] section%s%s",
+			 g_config ? " in " : "", g_config ? g_config : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void describe_access(const struct fs_conf *c, char *out, size_t len)
+{
+	if (!(c->set & (1ull << FS_K_ALLOW)))
+		snprintf(out, len, "every client");
+	else if (!c->nallow)
+		snprintf(out, len, "no client (empty allow list)");
+	else
+		snprintf(out, len, "%u allowed network%s", c->nallow, c->nallow == 1 ? "" : "s");
+}
+
+/* SIGHUP, on the control thread. */
+static void reload_cb(void *arg)
+{
+	(void)arg;
+	if (!g_config) {
+		fs_log_at(LOG_NOTICE, "SIGHUP: started without --config, nothing to re-read");
+		return;
+	}
+	static struct fs_conf next; /* only this thread reloads */
+	char err[768], diff[512], who[96];
+	if (build_conf(&next, err, sizeof(err)) < 0) {
+		fs_log_at(LOG_ERR, "SIGHUP: keeping the running settings: %s", err);
+		return;
+	}
+	if (fs_access_set(&next) < 0) {
+		fs_log_at(LOG_ERR, "SIGHUP: out of memory; keeping the running settings");
+		return;
+	}
+	fs_conf_restart_diff(&g_conf, &next, diff, sizeof(diff));
+	if (diff[0])
+		fs_log_at(LOG_WARNING, "SIGHUP: %s changed in %s: takes effect at the next start",
+			  diff, g_config);
+	/* keep the restart-only keys as running, take the live ones */
+	g_conf.read_only = next.read_only;
+	g_conf.root_squash = next.root_squash;
+	g_conf.log_level = next.log_level;
+	g_conf.nallow = next.nallow;
+	memcpy(g_conf.allow, next.allow, sizeof(next.allow[0]) * next.nallow);
+	g_conf.set = (g_conf.set & ~(1ull << FS_K_ALLOW)) | (next.set & (1ull << FS_K_ALLOW));
+	describe_access(&g_conf, who, sizeof(who));
+	/* logged at the old level, so a reload is always seen (unless the old
+	 * level was below notice) */
+	fs_log_at(LOG_NOTICE, "reloaded %s: %s, %s, log level %s", g_config, who,
+		  g_conf.read_only ? "read-only" : "read-write", fs_log_level_name(g_conf.log_level));
+	fs_log_set_level(g_conf.log_level);
+}
+
+static int cli_set(enum fs_conf_key k, const char *v)
+{
+	char err[512];
+	if (fs_conf_set(&g_cli, k, v, err, sizeof(err)) < 0) {
+		fprintf(stderr, "rrr-server: --%s: %s\n",
+			k == FS_K_RDMA_PORT ? "port" : k == FS_K_EXPORT ? "export" : fs_conf_key_name(k),
+			err);
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
-	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP };
+	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP,
+	       O_CONFIG, O_CHECK, O_ALLOW, O_LOGLEVEL, O_STATS, O_STATSSOCK };
 	static const struct option lopts[] = {
 		{"export", required_argument, NULL, O_EXPORT},
 		{"name", required_argument, NULL, O_NAME},
@@ -146,133 +248,197 @@ int main(int argc, char **argv)
 		{"verbose", no_argument, NULL, O_VERBOSE},
 		{"wait", required_argument, NULL, O_WAIT},
 		{"spin-us", required_argument, NULL, O_SPIN},
+		{"config", required_argument, NULL, O_CONFIG},
+		{"check-config", no_argument, NULL, O_CHECK},
+		{"allow", required_argument, NULL, O_ALLOW},
+		{"log-level", required_argument, NULL, O_LOGLEVEL},
+		{"stats", no_argument, NULL, O_STATS},
+		{"stats-socket", required_argument, NULL, O_STATSSOCK},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
-	const char *export_dir = NULL, *name = NULL, *listen = NULL, *state_dir = NULL;
-	const char *port_file = NULL;
-	int port = 20049, mport = 20048, tport = -1;
-	bool no_rdma = false, ro = false, verbose = false;
-	struct rrr_svc_opts so;
-	rrr_svc_opts_init(&so);
-	int c;
+	bool check_only = false, stats = false;
+	int c, bad = 0;
+	memset(&g_cli, 0, sizeof(g_cli));
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (c) {
-		case O_EXPORT: export_dir = optarg; break;
-		case O_NAME: name = optarg; break;
-		case O_PROVIDER: so.provider = optarg; break;
-		case O_POPTS: so.provider_opts = optarg; break;
-		case O_LISTEN: listen = optarg; break;
-		case O_PORT: if ((port = parse_port(optarg, "--port")) < 0) return 2; break;
-		case O_MPORT: if ((mport = parse_port(optarg, "--mount-port")) < 0) return 2; break;
-		case O_TPORT: if ((tport = parse_port(optarg, "--tcp-port")) < 0) return 2; break;
-		case O_NORDMA: no_rdma = true; break;
-		case O_THREADS: so.nthreads = (unsigned)atoi(optarg); break;
-		case O_STATE: state_dir = optarg; break;
-		case O_RO: ro = true; break;
-		case O_PORTFILE: port_file = optarg; break;
-		case O_VERBOSE: verbose = true; break;
-		case O_WAIT:
-			if (rrr_wait_mode_parse(optarg, &so.wait_mode)) {
-				fprintf(stderr, "rrr-server: --wait is event, adaptive or spin\n");
-				return 2;
-			}
-			break;
-		case O_SPIN: {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (!*optarg || *end || v > RRR_WAIT_SPIN_US_MAX) {
-				fprintf(stderr, "rrr-server: --spin-us is 0..%u\n", RRR_WAIT_SPIN_US_MAX);
-				return 2;
-			}
-			so.spin_us = (uint32_t)v;
-			break;
-		}
+		case O_EXPORT: bad |= cli_set(FS_K_EXPORT, optarg); break;
+		case O_NAME: bad |= cli_set(FS_K_NAME, optarg); break;
+		case O_PROVIDER: bad |= cli_set(FS_K_PROVIDER, optarg); break;
+		case O_POPTS: bad |= cli_set(FS_K_POPTS, optarg); break;
+		case O_LISTEN: bad |= cli_set(FS_K_LISTEN, optarg); break;
+		case O_PORT: bad |= cli_set(FS_K_RDMA_PORT, optarg); break;
+		case O_MPORT: bad |= cli_set(FS_K_MOUNT_PORT, optarg); break;
+		case O_TPORT: bad |= cli_set(FS_K_TCP_PORT, optarg); break;
+		case O_NORDMA: bad |= cli_set(FS_K_RDMA, "no"); break;
+		case O_THREADS: bad |= cli_set(FS_K_THREADS, optarg); break;
+		case O_STATE: bad |= cli_set(FS_K_STATE_DIR, optarg); break;
+		case O_RO: bad |= cli_set(FS_K_READ_ONLY, "yes"); break;
+		case O_PORTFILE: bad |= cli_set(FS_K_PORT_FILE, optarg); break;
+		case O_VERBOSE: bad |= cli_set(FS_K_LOG_LEVEL, "info"); break;
+		case O_WAIT: bad |= cli_set(FS_K_WAIT, optarg); break;
+		case O_SPIN: bad |= cli_set(FS_K_SPIN_US, optarg); break;
+		case O_ALLOW: bad |= cli_set(FS_K_ALLOW, optarg); break;
+		case O_LOGLEVEL: bad |= cli_set(FS_K_LOG_LEVEL, optarg); break;
+		case O_STATSSOCK: bad |= cli_set(FS_K_STATS_SOCKET, optarg); break;
+		case O_CONFIG: g_config = optarg; break;
+		case O_CHECK: check_only = true; break;
+		case O_STATS: stats = true; break;
 		case 'h':
 		case O_HELP: usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc || !export_dir) {
-		fprintf(stderr, "rrr-server: %s\n",
-			export_dir ? "unexpected arguments" : "--export DIR is required");
+	if (bad)
+		return 2;
+	if (optind != argc) {
+		fprintf(stderr, "rrr-server: unexpected arguments\n");
 		usage(stderr);
 		return 2;
 	}
-	if (so.provider && strcmp(so.provider, "soft") && strcmp(so.provider, "verbs")) {
-		fprintf(stderr, "rrr-server: unknown provider '%s' (soft or verbs)\n", so.provider);
+
+	char err[768];
+	if (stats) {
+		fs_conf_defaults(&g_conf);
+		if (g_config && fs_conf_load(&g_conf, g_config, err, sizeof(err)) < 0) {
+			fprintf(stderr, "rrr-server: %s\n", err);
+			return 2;
+		}
+		fs_conf_merge(&g_conf, &g_cli);
+		fill_defaults(&g_conf);
+		if (!strcmp(g_conf.stats_socket, "none")) {
+			fprintf(stderr, "rrr-server: stats-socket is none: the server has no stats "
+					"socket to ask\n");
+			return 1;
+		}
+		return fs_ctl_query(g_conf.stats_socket);
+	}
+	if (build_conf(&g_conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "rrr-server: %s\n", err);
+		if (!g_config && !g_conf.export_dir[0])
+			usage(stderr);
 		return 2;
 	}
-
-	char defstate[PATH_MAX];
-	if (!state_dir) {
-		const char *home = getenv("HOME");
-		if (geteuid() == 0 || !home)
-			snprintf(defstate, sizeof(defstate), "/var/lib/rrr-server");
-		else
-			snprintf(defstate, sizeof(defstate), "%s/.rrr-server", home);
-		state_dir = defstate;
+	if (check_only) {
+		char real[PATH_MAX], who[96];
+		if (!realpath(g_conf.export_dir, real)) {
+			fprintf(stderr, "rrr-server: the export %s: %s\n", g_conf.export_dir,
+				strerror(errno));
+			return 2;
+		}
+		describe_access(&g_conf, who, sizeof(who));
+		printf("rrr-server: %s is valid: export %s, %s, %s\n", g_config ? g_config : "the command line",
+		       real, who, g_conf.read_only ? "read-only" : "read-write");
+		return 0;
 	}
+	fs_log_set_level(g_conf.log_level);
 
-	static struct fs_export ex;
-	ex.root_fd = -1;
-	ex.read_only = ro;
-	ex.verbose = verbose;
-	if (name)
-		snprintf(ex.name, sizeof(ex.name), "%s", name);
-	int rc = fs_export_open(&ex, export_dir, state_dir);
+	static const struct fs_conf *const cf = &g_conf;
+	struct rrr_svc_opts so;
+	rrr_svc_opts_init(&so);
+	so.provider = cf->provider;
+	so.provider_opts = cf->provider_opts[0] ? cf->provider_opts : NULL;
+	so.nthreads = cf->threads;
+	so.wait_mode = cf->wait_mode;
+	so.spin_us = cf->spin_us;
+	if (cf->max_requests)
+		so.max_requests = cf->max_requests;
+	if (cf->inline_send)
+		so.inline_send = cf->inline_send;
+	if (cf->inline_recv)
+		so.inline_recv = cf->inline_recv;
+	if (cf->max_segs)
+		so.max_segs = cf->max_segs;
+	if (cf->max_payload)
+		so.max_payload = cf->max_payload;
+	const char *port_file = cf->port_file[0] ? cf->port_file : NULL;
+	bool no_rdma = !cf->rdma;
+
+	struct fs_export *ex = &g_ex;
+	ex->root_fd = -1;
+	ex->verbose = cf->log_level >= LOG_INFO;
+	if (cf->name[0])
+		snprintf(ex->name, sizeof(ex->name), "%s", cf->name);
+	if (fs_access_set(cf) < 0) {
+		fprintf(stderr, "rrr-server: out of memory\n");
+		return 1;
+	}
+	int rc = fs_export_open(ex, cf->export_dir, cf->state_dir);
 	if (rc < 0) {
-		fprintf(stderr, "rrr-server: cannot export '%s': %s\n", export_dir, strerror(-rc));
+		fprintf(stderr, "rrr-server: cannot export '%s': %s\n", cf->export_dir, strerror(-rc));
+		fs_access_free();
 		return 1;
 	}
 
+	/* before any thread exists, so only the control thread sees SIGHUP */
+	fs_ctl_block_sighup();
+	struct fs_ctl *ctl = NULL;
 	rc = rrr_svc_create(&so, &g_svc);
 	if (rc < 0) {
 		fprintf(stderr, "rrr-server: cannot create the server: %s\n", rrr_last_error());
-		fs_export_close(&ex);
+		fs_export_close(ex);
+		fs_access_free();
 		return 1;
 	}
-	const struct rrr_svc_program nfs = {RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, fs_nfs3_procs,
-					    RRR_NFS3_NPROCS, &ex};
-	const struct rrr_svc_program mnt = {RRR_MNT_PROGRAM, RRR_MNT_VERSION, fs_mnt_procs,
-					    RRR_MNT_NPROCS, &ex};
+	const struct rrr_svc_program nfs = {RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, fs_nfs3_guarded,
+					    RRR_NFS3_NPROCS, ex};
+	const struct rrr_svc_program mnt = {RRR_MNT_PROGRAM, RRR_MNT_VERSION, fs_mnt_guarded,
+					    RRR_MNT_NPROCS, ex};
 	if ((rc = rrr_svc_register(g_svc, &nfs)) < 0 || (rc = rrr_svc_register(g_svc, &mnt)) < 0) {
 		fprintf(stderr, "rrr-server: cannot register programs: %s\n", rrr_last_error());
 		goto fail;
 	}
 
 	uint16_t bound_rdma = 0, bound_mount = 0, bound_tcp = 0;
-	char pbuf[16];
-	if (!no_rdma) {
-		snprintf(pbuf, sizeof(pbuf), "%d", port);
-		rc = rrr_svc_listen_rdma(g_svc, listen, pbuf, &bound_rdma);
+	char pbuf[16], lbuf[sizeof(cf->listen)], *save = NULL;
+	const char *addrs[FS_CONF_MAX_LISTEN];
+	unsigned naddr = 0;
+	snprintf(lbuf, sizeof(lbuf), "%s", cf->listen);
+	for (char *t = strtok_r(lbuf, " \t,", &save); t && naddr < FS_CONF_MAX_LISTEN;
+	     t = strtok_r(NULL, " \t,", &save))
+		addrs[naddr++] = t;
+	if (!naddr)
+		addrs[naddr++] = NULL; /* every address */
+	/* the same ports on every address: port 0 picks them on the first */
+	for (unsigned i = 0; i < naddr; i++) {
+		const char *h = addrs[i], *hn = h ? h : "*";
+		if (!no_rdma) {
+			snprintf(pbuf, sizeof(pbuf), "%d", i ? bound_rdma : cf->rdma_port);
+			rc = rrr_svc_listen_rdma(g_svc, h, pbuf, i ? NULL : &bound_rdma);
+			if (rc < 0) {
+				fprintf(stderr,
+					"rrr-server: cannot listen for RDMA (%s) on %s port %s: %s\n%s",
+					cf->provider, hn, pbuf,
+					rrr_last_error() ? rrr_last_error() : strerror(-rc),
+					rc == -EADDRINUSE ? "  (another server on that port? try --port, "
+							    "or --no-rdma)\n"
+							  : "");
+				goto fail;
+			}
+		}
+		snprintf(pbuf, sizeof(pbuf), "%d", i ? bound_mount : cf->mount_port);
+		rc = rrr_svc_listen_tcp(g_svc, h, pbuf, i ? NULL : &bound_mount);
 		if (rc < 0) {
-			fprintf(stderr, "rrr-server: cannot listen for RDMA (%s) on port %d: %s\n%s",
-				so.provider ? so.provider : "soft", port,
-				rrr_last_error() ? rrr_last_error() : strerror(-rc),
-				rc == -EADDRINUSE ? "  (another server on that port? try --port, "
-						    "or --no-rdma)\n"
-						  : "");
+			fprintf(stderr, "rrr-server: cannot listen on TCP mount port %s on %s: %s\n"
+				"  (kernel rpc.mountd on 20048? pick another with --mount-port)\n",
+				pbuf, hn, rrr_last_error());
 			goto fail;
 		}
+		if (cf->tcp_port >= 0) {
+			snprintf(pbuf, sizeof(pbuf), "%d", i ? bound_tcp : cf->tcp_port);
+			rc = rrr_svc_listen_tcp(g_svc, h, pbuf, i ? NULL : &bound_tcp);
+			if (rc < 0) {
+				fprintf(stderr, "rrr-server: cannot listen on TCP port %s on %s: %s\n",
+					pbuf, hn, rrr_last_error());
+				goto fail;
+			}
+		}
 	}
-	snprintf(pbuf, sizeof(pbuf), "%d", mport);
-	rc = rrr_svc_listen_tcp(g_svc, listen, pbuf, &bound_mount);
-	if (rc < 0) {
-		fprintf(stderr, "rrr-server: cannot listen on TCP mount port %d: %s\n"
-			"  (kernel rpc.mountd on 20048? pick another with --mount-port)\n",
-			mport, rrr_last_error());
+
+	rc = fs_ctl_start(strcmp(cf->stats_socket, "none") ? cf->stats_socket : NULL,
+			  (cf->set & (1ull << FS_K_STATS_SOCKET)) != 0, reload_cb, stats_cb, NULL, &ctl);
+	if (rc < 0)
 		goto fail;
-	}
-	if (tport >= 0) {
-		snprintf(pbuf, sizeof(pbuf), "%d", tport);
-		rc = rrr_svc_listen_tcp(g_svc, listen, pbuf, &bound_tcp);
-		if (rc < 0) {
-			fprintf(stderr, "rrr-server: cannot listen on TCP port %d: %s\n", tport,
-				rrr_last_error());
-			goto fail;
-		}
-	}
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -282,18 +448,24 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	char who[96];
+	describe_access(cf, who, sizeof(who));
 	if (!no_rdma)
 		fs_log("exporting %s as '%s': NFS over RDMA (%s) on port %u, NFS+MOUNT over TCP "
 		       "on port %u%s",
-		       ex.root, ex.name, so.provider ? so.provider : "soft", bound_rdma,
-		       bound_mount, ro ? ", read-only" : "");
+		       ex->root, ex->name, cf->provider, bound_rdma, bound_mount,
+		       cf->read_only ? ", read-only" : "");
 	else
-		fs_log("exporting %s as '%s': NFS+MOUNT over TCP on port %u%s", ex.root, ex.name,
-		       bound_mount, ro ? ", read-only" : "");
+		fs_log("exporting %s as '%s': NFS+MOUNT over TCP on port %u%s", ex->root, ex->name,
+		       bound_mount, cf->read_only ? ", read-only" : "");
 	if (bound_tcp)
 		fs_log("also NFS+MOUNT over TCP on port %u", bound_tcp);
+	if (cf->listen[0])
+		fs_log("listening on %s", cf->listen);
+	fs_log_at(LOG_INFO, "open to %s; stats socket %s; config %s", who, cf->stats_socket,
+		  g_config ? g_config : "none (flags only)");
 	if (port_file) {
-		char tmp[PATH_MAX];
+		char tmp[PATH_MAX + 8];
 		snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
 		FILE *f = fopen(tmp, "w");
 		if (!f || fprintf(f, "rdma=%u mount=%u tcp=%u\n", bound_rdma, bound_mount,
@@ -309,15 +481,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rrr-server: stopped on error: %s\n", rrr_last_error());
 	else
 		fs_log("stopped");
-	print_counters(&ex);
+	fs_ctl_stop(ctl);
+	print_counters(stderr, "final counters");
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;
-	fs_export_close(&ex);
+	fs_export_close(ex);
+	fs_access_free();
 	return rc < 0 ? 1 : 0;
 
 fail:
+	fs_ctl_stop(ctl);
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;
-	fs_export_close(&ex);
+	fs_export_close(ex);
+	fs_access_free();
 	return 1;
 }

@@ -8,7 +8,8 @@
  * symlinks cannot climb out), answers with that directory's file handle and AUTH_SYS/AUTH_NONE as accepted
  * flavors, and records (client address, path) for DUMP. UMNT/UMNTALL
  * forget the caller's entries. EXPORT lists the one export, open to every
- * host ("*"). The same program is served on every listener, so the kernel
+ * host ("*"); rrr-server answers EXPORT in access.c instead, with the
+ * allow list as the groups, and refuses MNT there to clients not on it. The same program is served on every listener, so the kernel
  * client (mountproto=tcp) and libnfs find it on the TCP mount port, and
  * RDMA clients may also MNT over their NFS connection.
  *

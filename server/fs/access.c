@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/fs/access.c - who may use the export: client address lists and
+ * read-only, enforced in front of every NFS and MOUNT handler.
+ *
+ * Normal operation: main.c registers fs_nfs3_guarded and fs_mnt_guarded
+ * instead of the handler tables of nfs3_proc.c and mount.c. Each guarded
+ * entry looks up the connection's peer address (rrr_svc_req_peer: the TCP
+ * peer, or the RDMA connection's peer on either provider) in the current
+ * policy and then either calls the real handler or answers itself:
+ *   - a client outside the export's allow list gets MNT3ERR_ACCES on MNT
+ *     and NFS3ERR_ACCES on every NFS procedure except NULL (a ping), so a
+ *     handle learnt elsewhere is of no use to it; MOUNT NULL, EXPORT, DUMP,
+ *     UMNT and UMNTALL stay open (showmount works, as on Linux's nfsd);
+ *     EXPORT answers here, with the allow list as the export's groups
+ *     ("*" for everyone; not listed at all when nobody is allowed);
+ *   - on a read-only export SETATTR, WRITE, CREATE, MKDIR, SYMLINK, MKNOD,
+ *     REMOVE, RMDIR, RENAME and LINK get NFS3ERR_ROFS.
+ * The refusal is a normal NFS result: the status, then the procedure's
+ * failure arm with every optional attribute absent (RFC 1813: post_op_attr
+ * and pre_op_attr are "attributes follow: FALSE"), so any client decodes
+ * it. Nothing of the request is looked at beyond its header.
+ *
+ * Live changes: the policy is one immutable object behind a read-write
+ * lock; fs_access_set() (start, SIGHUP) builds a new one and swaps it in,
+ * so a request sees the old or the new policy whole, and connections stay
+ * up: the next request of an already-connected client that the new list
+ * leaves out gets NFS3ERR_ACCES. An empty allow list refuses everyone; no
+ * allow key at all lets everyone in (what rrr-server did before).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "server/fs/config.h"
+#include "server/fs/fs.h"
+
+struct policy {
+	bool everyone;
+	bool read_only;
+	char groups[RRR_NFS3_MAXNAMLEN + 1]; /* MOUNT EXPORT: "*" or "10.0.0.0/8,..." */
+	unsigned n;
+	struct fs_cidr allow[];
+};
+
+static pthread_rwlock_t g_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct policy *g_policy;
+static atomic_uint_fast64_t g_denied_mount, g_denied_nfs, g_rofs;
+
+/* The allow list as MOUNT EXPORT groups, as many whole entries as fit. */
+static void groups_text(struct policy *p)
+{
+	if (p->everyone) {
+		snprintf(p->groups, sizeof(p->groups), "*");
+		return;
+	}
+	size_t used = 0;
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct fs_cidr *n = &p->allow[i];
+		char a[INET6_ADDRSTRLEN], one[INET6_ADDRSTRLEN + 8];
+		inet_ntop(n->family, n->addr, a, sizeof(a));
+		bool host = n->bits == (n->family == AF_INET ? 32u : 128u);
+		int len = host ? snprintf(one, sizeof(one), "%s", a)
+			       : snprintf(one, sizeof(one), "%s/%u", a, n->bits);
+		if (len < 0 || used + (used ? 1 : 0) + (size_t)len >= sizeof(p->groups))
+			break;
+		used += (size_t)snprintf(p->groups + used, sizeof(p->groups) - used, "%s%s",
+					 used ? "," : "", one);
+	}
+}
+
+int fs_access_set(const struct fs_conf *c)
+{
+	bool everyone = !(c->set & (1ull << FS_K_ALLOW));
+	struct policy *p = calloc(1, sizeof(*p) + sizeof(p->allow[0]) * c->nallow);
+	if (!p)
+		return -ENOMEM;
+	p->everyone = everyone;
+	p->read_only = c->read_only;
+	p->n = everyone ? 0 : c->nallow;
+	memcpy(p->allow, c->allow, sizeof(p->allow[0]) * p->n);
+	groups_text(p);
+	pthread_rwlock_wrlock(&g_lock);
+	struct policy *old = g_policy;
+	g_policy = p;
+	pthread_rwlock_unlock(&g_lock);
+	free(old);
+	return 0;
+}
+
+void fs_access_free(void)
+{
+	pthread_rwlock_wrlock(&g_lock);
+	free(g_policy);
+	g_policy = NULL;
+	pthread_rwlock_unlock(&g_lock);
+}
+
+/* Whether the peer of @req is allowed, and whether the export is read-only. */
+static bool check(struct rrr_svc_req *req, bool *read_only)
+{
+	struct sockaddr_storage ss;
+	bool have = rrr_svc_req_peer(req, &ss) == 0;
+	bool ok = false;
+	pthread_rwlock_rdlock(&g_lock);
+	const struct policy *p = g_policy;
+	*read_only = p && p->read_only;
+	if (!p || p->everyone) {
+		ok = true;
+	} else if (have) {
+		for (unsigned i = 0; i < p->n && !ok; i++)
+			ok = fs_cidr_match(&p->allow[i], &ss);
+	}
+	pthread_rwlock_unlock(&g_lock);
+	return ok;
+}
+
+/* Words of "attributes follow: FALSE" in each procedure's failure arm. */
+static const uint8_t fail_words[RRR_NFS3_NPROCS] = {
+	[RRR_NFS3_GETATTR] = 0, [RRR_NFS3_SETATTR] = 2, [RRR_NFS3_LOOKUP] = 1,
+	[RRR_NFS3_ACCESS] = 1,  [RRR_NFS3_READLINK] = 1, [RRR_NFS3_READ] = 1,
+	[RRR_NFS3_WRITE] = 2,   [RRR_NFS3_CREATE] = 2,  [RRR_NFS3_MKDIR] = 2,
+	[RRR_NFS3_SYMLINK] = 2, [RRR_NFS3_MKNOD] = 2,   [RRR_NFS3_REMOVE] = 2,
+	[RRR_NFS3_RMDIR] = 2,   [RRR_NFS3_RENAME] = 4,  [RRR_NFS3_LINK] = 3,
+	[RRR_NFS3_READDIR] = 1, [RRR_NFS3_READDIRPLUS] = 1, [RRR_NFS3_FSSTAT] = 1,
+	[RRR_NFS3_FSINFO] = 1,  [RRR_NFS3_PATHCONF] = 1, [RRR_NFS3_COMMIT] = 2,
+};
+
+static bool modifies(uint32_t proc)
+{
+	switch (proc) {
+	case RRR_NFS3_SETATTR: case RRR_NFS3_WRITE: case RRR_NFS3_CREATE: case RRR_NFS3_MKDIR:
+	case RRR_NFS3_SYMLINK: case RRR_NFS3_MKNOD: case RRR_NFS3_REMOVE: case RRR_NFS3_RMDIR:
+	case RRR_NFS3_RENAME: case RRR_NFS3_LINK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int refuse(struct rrr_xdr *res, uint32_t proc, uint32_t status)
+{
+	if (rrr_xdr_put_u32(res, status) < 0)
+		return RRR_SVC_SYSTEM_ERR;
+	for (unsigned i = 0; i < fail_words[proc]; i++)
+		if (rrr_xdr_put_u32(res, 0) < 0)
+			return RRR_SVC_SYSTEM_ERR;
+	return 0;
+}
+
+static int nfs_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	const struct rrr_rpc_call *call = rrr_svc_req_call(req);
+	uint32_t proc = call->proc; /* the library dispatched on it: < RRR_NFS3_NPROCS */
+	bool ro;
+	if (proc != RRR_NFS3_NULL && !check(req, &ro)) {
+		atomic_fetch_add(&g_denied_nfs, 1);
+		return refuse(res, proc, RRR_NFS3ERR_ACCES);
+	}
+	if (proc != RRR_NFS3_NULL && ro && modifies(proc)) {
+		atomic_fetch_add(&g_rofs, 1);
+		return refuse(res, proc, RRR_NFS3ERR_ROFS);
+	}
+	return fs_nfs3_procs[proc].fn ? fs_nfs3_procs[proc].fn(req, args, res) : RRR_SVC_SYSTEM_ERR;
+}
+
+static void peer_text(struct rrr_svc_req *req, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	snprintf(out, len, "unknown");
+	if (rrr_svc_req_peer(req, &ss) < 0)
+		return;
+	if (ss.ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out, (socklen_t)len);
+	} else if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)len);
+		else
+			inet_ntop(AF_INET6, a, out, (socklen_t)len);
+	}
+}
+
+/* EXPORT with the allow list as its groups (showmount -e); an export
+ * nobody may mount is not listed (no groups would read "everyone"). */
+static int mnt_export(struct rrr_svc_req *req, struct rrr_xdr *res)
+{
+	struct fs_export *ex = rrr_svc_req_program_ctx(req);
+	atomic_fetch_add(&ex->mnt_calls[RRR_MNT_EXPORT], 1);
+	struct rrr_mnt_export *e = rrr_svc_req_alloc(req, sizeof(*e));
+	if (!e)
+		return RRR_SVC_SYSTEM_ERR;
+	snprintf(e->dir, sizeof(e->dir), "%.1024s", ex->name);
+	pthread_rwlock_rdlock(&g_lock);
+	snprintf(e->groups, sizeof(e->groups), "%s", g_policy ? g_policy->groups : "*");
+	pthread_rwlock_unlock(&g_lock);
+	struct rrr_mnt_export_res r = {.entries = e, .n = e->groups[0] ? 1 : 0, .cap = 1};
+	return rrr_mnt_xdr_export_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
+}
+
+static int mnt_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	const struct rrr_rpc_call *call = rrr_svc_req_call(req);
+	uint32_t proc = call->proc;
+	bool ro;
+	if (proc == RRR_MNT_MNT && !check(req, &ro)) {
+		atomic_fetch_add(&g_denied_mount, 1);
+		char host[INET6_ADDRSTRLEN];
+		peer_text(req, host, sizeof(host));
+		fs_log_at(LOG_WARNING, "MNT from %s over %s refused: not in the export's allow list",
+			  host, rrr_svc_req_transport(req));
+		struct rrr_mnt_res r = {.status = RRR_MNT3ERR_ACCES};
+		return rrr_mnt_xdr_mnt_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
+	}
+	if (proc == RRR_MNT_EXPORT)
+		return mnt_export(req, res);
+	return fs_mnt_procs[proc].fn ? fs_mnt_procs[proc].fn(req, args, res) : RRR_SVC_SYSTEM_ERR;
+}
+
+const struct rrr_svc_proc fs_nfs3_guarded[RRR_NFS3_NPROCS] = {
+	[RRR_NFS3_NULL] = {"NULL", nfs_guard},       [RRR_NFS3_GETATTR] = {"GETATTR", nfs_guard},
+	[RRR_NFS3_SETATTR] = {"SETATTR", nfs_guard}, [RRR_NFS3_LOOKUP] = {"LOOKUP", nfs_guard},
+	[RRR_NFS3_ACCESS] = {"ACCESS", nfs_guard},   [RRR_NFS3_READLINK] = {"READLINK", nfs_guard},
+	[RRR_NFS3_READ] = {"READ", nfs_guard},       [RRR_NFS3_WRITE] = {"WRITE", nfs_guard},
+	[RRR_NFS3_CREATE] = {"CREATE", nfs_guard},   [RRR_NFS3_MKDIR] = {"MKDIR", nfs_guard},
+	[RRR_NFS3_SYMLINK] = {"SYMLINK", nfs_guard}, [RRR_NFS3_MKNOD] = {"MKNOD", nfs_guard},
+	[RRR_NFS3_REMOVE] = {"REMOVE", nfs_guard},   [RRR_NFS3_RMDIR] = {"RMDIR", nfs_guard},
+	[RRR_NFS3_RENAME] = {"RENAME", nfs_guard},   [RRR_NFS3_LINK] = {"LINK", nfs_guard},
+	[RRR_NFS3_READDIR] = {"READDIR", nfs_guard},
+	[RRR_NFS3_READDIRPLUS] = {"READDIRPLUS", nfs_guard},
+	[RRR_NFS3_FSSTAT] = {"FSSTAT", nfs_guard},   [RRR_NFS3_FSINFO] = {"FSINFO", nfs_guard},
+	[RRR_NFS3_PATHCONF] = {"PATHCONF", nfs_guard}, [RRR_NFS3_COMMIT] = {"COMMIT", nfs_guard},
+};
+
+const struct rrr_svc_proc fs_mnt_guarded[RRR_MNT_NPROCS] = {
+	[RRR_MNT_NULL] = {"NULL", mnt_guard},     [RRR_MNT_MNT] = {"MNT", mnt_guard},
+	[RRR_MNT_DUMP] = {"DUMP", mnt_guard},     [RRR_MNT_UMNT] = {"UMNT", mnt_guard},
+	[RRR_MNT_UMNTALL] = {"UMNTALL", mnt_guard}, [RRR_MNT_EXPORT] = {"EXPORT", mnt_guard},
+};
+
+void fs_access_print(FILE *f, const char *prefix)
+{
+	fprintf(f, "%saccess.denied_mount %llu\n%saccess.denied_nfs %llu\n%saccess.rofs %llu\n",
+		prefix, (unsigned long long)atomic_load(&g_denied_mount), prefix,
+		(unsigned long long)atomic_load(&g_denied_nfs), prefix,
+		(unsigned long long)atomic_load(&g_rofs));
+}

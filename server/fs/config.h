@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/fs/config.h - rrr-server's settings (config file and command line),
+ * the client address policy, logging with levels, and the control thread
+ * (SIGHUP reload, the stats socket). See config.c, access.c, log.c, ctl.c.
+ */
+#ifndef RRR_SERVER_FS_CONFIG_H
+#define RRR_SERVER_FS_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include <rrr/server.h>
+#include <rrr/wait.h>
+
+#define FS_CONF_MAX_ALLOW 256u   /* networks in one export's allow list */
+#define FS_CONF_MAX_LISTEN 8u    /* addresses in listen */
+#define FS_CONF_MAX_LINE 4096u   /* bytes in one config line, newline included */
+#define FS_CONF_MAX_SIZE (1u << 20) /* bytes in a config file */
+
+/* One allowed network: family AF_INET or AF_INET6, prefix length. */
+struct fs_cidr {
+	int family;
+	unsigned bits;
+	uint8_t addr[16];
+};
+
+/* Keys, one bit each in fs_conf.set (which ones a file or the command line gave). */
+enum fs_conf_key {
+	FS_K_LISTEN, FS_K_RDMA_PORT, FS_K_MOUNT_PORT, FS_K_TCP_PORT, FS_K_RDMA,
+	FS_K_PROVIDER, FS_K_POPTS, FS_K_THREADS, FS_K_STATE_DIR, FS_K_LOG_LEVEL,
+	FS_K_STATS_SOCKET, FS_K_WAIT, FS_K_SPIN_US, FS_K_MAX_REQUESTS, FS_K_INLINE_SEND,
+	FS_K_INLINE_RECV, FS_K_MAX_SEGS, FS_K_MAX_PAYLOAD, FS_K_PORT_FILE,
+	/* [export DIR] */
+	FS_K_EXPORT, FS_K_NAME, FS_K_READ_ONLY, FS_K_ALLOW, FS_K_ROOT_SQUASH,
+	FS_K_COUNT
+};
+
+struct fs_conf {
+	uint64_t set; /* 1 << enum fs_conf_key for every key given */
+	char listen[256];
+	int rdma_port, mount_port, tcp_port; /* tcp_port -1: none */
+	bool rdma;
+	char provider[16];
+	char provider_opts[512];
+	unsigned threads;
+	char state_dir[PATH_MAX];
+	int log_level;               /* syslog priority, LOG_ERR .. LOG_DEBUG */
+	char stats_socket[PATH_MAX]; /* "" = the default, "none" = no socket */
+	char port_file[PATH_MAX];
+	enum rrr_wait_mode wait_mode;
+	uint32_t spin_us;
+	uint32_t max_requests, inline_send, inline_recv, max_segs, max_payload; /* 0: default */
+	/* the export */
+	char export_dir[PATH_MAX];
+	char name[PATH_MAX];
+	bool read_only;
+	bool root_squash;            /* accepted, not enforced yet (issue 14) */
+	unsigned nallow;             /* 0 with FS_K_ALLOW unset: every client */
+	struct fs_cidr allow[FS_CONF_MAX_ALLOW];
+};
+
+/* config.c */
+/* Defaults: ports 20049 / 20048 / none, RDMA on, soft, log level notice. */
+void fs_conf_defaults(struct fs_conf *c);
+/* Parse config file @path into @c (on top of what @c holds). 0, or -errno
+ * with a sentence naming the file and line in @err. Never reads more than
+ * FS_CONF_MAX_SIZE bytes; refuses NUL bytes, overlong lines, unknown
+ * sections and keys, repeated keys, a second [export]. MAY BLOCK (file I/O). */
+int fs_conf_load(struct fs_conf *c, const char *path, char *err, size_t errlen);
+/* The same on @len bytes of @buf (buf[len] must be '\0'; the buffer is
+ * modified), @path only for messages. Never blocks. */
+int fs_conf_parse(struct fs_conf *c, const char *path, char *buf, size_t len, char *err,
+		  size_t errlen);
+/* Apply one key given as text (the command line uses this too): 0 or
+ * -EINVAL with a sentence in @err (without file or line). */
+int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *val, char *err,
+		size_t errlen);
+/* Copy into @dst every key set in @src (command line over file). */
+void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src);
+/* Name of a key as written in the file ("rdma-port"). */
+const char *fs_conf_key_name(enum fs_conf_key k);
+/* Parse "10.0.0.0/8", "127.0.0.1", "::1", "fd00::/8": 0 or -EINVAL. */
+int fs_cidr_parse(const char *s, struct fs_cidr *out);
+/* Whether @ss lies in @n (an IPv4-mapped IPv6 address is matched as its
+ * IPv4 address against IPv4 networks, as itself against IPv6 ones). */
+bool fs_cidr_match(const struct fs_cidr *n, const struct sockaddr_storage *ss);
+/* The keys that need a restart and differ between @a and @b, as
+ * "listen, rdma-port" into @out ("" when none). */
+void fs_conf_restart_diff(const struct fs_conf *a, const struct fs_conf *b, char *out,
+			  size_t len);
+
+/* access.c: who may do what, swapped whole on reload. Thread-safe. */
+int fs_access_set(const struct fs_conf *c);
+/* Program tables that check the policy, then call the real handlers
+ * (fs_nfs3_procs, fs_mnt_procs): a client outside the allow list gets
+ * MNT3ERR_ACCES on MNT and NFS3ERR_ACCES on every NFS procedure but NULL;
+ * on a read-only export modifying procedures get NFS3ERR_ROFS. */
+extern const struct rrr_svc_proc fs_nfs3_guarded[];
+extern const struct rrr_svc_proc fs_mnt_guarded[];
+/* "access.denied_mount N" ... lines for the counters. */
+void fs_access_print(FILE *f, const char *prefix);
+void fs_access_free(void);
+
+/* log.c: stderr, with "<N>" priority prefixes when stderr is the journal
+ * (systemd's JOURNAL_STREAM) or with --log-format journal. */
+void fs_log_set_level(int level);
+int fs_log_level(void);
+/* Parse "error|warning|notice|info|debug" (or 3..7): the priority or -1. */
+int fs_log_level_parse(const char *s);
+const char *fs_log_level_name(int level);
+void fs_log_at(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ctl.c: the control thread. */
+struct fs_ctl;
+typedef void (*fs_ctl_reload_fn)(void *arg);
+typedef void (*fs_ctl_stats_fn)(FILE *f, void *arg);
+/* Default stats socket path for a state dir: STATE_DIR/stats.sock. */
+void fs_ctl_default_socket(const char *state_dir, char *out, size_t len);
+/* Block SIGHUP in the calling thread (call before any thread starts). */
+void fs_ctl_block_sighup(void);
+/* Start the thread: SIGHUP calls @reload, a connection to @sock_path (NULL:
+ * none) gets what @stats prints. 0 or -errno with a message on stderr.
+ * Without @required a socket that cannot be set up is only a warning
+ * (except one another live server answers on). */
+int fs_ctl_start(const char *sock_path, bool required, fs_ctl_reload_fn reload,
+		 fs_ctl_stats_fn stats, void *arg, struct fs_ctl **out);
+/* Stop the thread and remove the socket. */
+void fs_ctl_stop(struct fs_ctl *ctl);
+/* rrr-server --stats: print what the server on @sock_path answers to
+ * stdout. Exit status for main: 0, or 1 with a message. */
+int fs_ctl_query(const char *sock_path);
+
+#endif

@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/nfs/access.c - rrr-server's access control, config reload and live
+ * counters, against real server processes started with a config file, over
+ * TCP and over RPC-over-RDMA on the soft provider (ephemeral ports).
+ *
+ * The test process is client 127.0.0.2 or client 127.0.0.1 of the same
+ * server by choosing the source address of its connections
+ * (helpers/srcaddr.c). Asserted: an allowed client mounts and works; a
+ * client outside the allow list gets MNT3ERR_ACCES from MNT (over the TCP
+ * mount port and over the RDMA connection) and NFS3ERR_ACCES from NFS
+ * procedures even with a valid handle, with failure arms that decode; a
+ * read-only export answers NFS3ERR_ROFS to modifications and still
+ * serves reads; SIGHUP applies a new allow list and read-only to
+ * connected clients without dropping them; a bad file on SIGHUP keeps the
+ * running settings and the log names the line; `rrr-server --stats`
+ * prints the live counters, the same the server prints at SIGTERM; IPv6
+ * clients (::1) and IPv4 clients of the dual-stack listener match the
+ * right networks; log levels filter and the journal format prefixes <N>.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rrr/client.h>
+#include <rrr/nfs3.h>
+#include <rrr/provider.h>
+
+#include "tests/nfs/helpers/conf_server.h"
+#include "tests/nfs/helpers/srcaddr.h"
+
+#define ALLOWED "127.0.0.2"
+#define DENIED "127.0.0.1"
+
+static struct th_server srv;
+
+static void need_server(void)
+{
+	char p[512];
+	if (!th_prog("rrr-server", p, sizeof(p)))
+		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+}
+
+static void start(bool rdma, const char *export_lines)
+{
+	need_server();
+	char conf[400];
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	cr_assert_eq(th_conf_write(&srv, rdma, export_lines, conf), 0);
+	int rc = th_server_start_conf(&srv, conf);
+	if (rdma && rc < 0) {
+		th_cleanup(&srv);
+		cr_skip_test("rrr-server could not listen on the soft provider (rc %d)", rc);
+	}
+	cr_assert_eq(rc, 0, "server start");
+}
+
+static void fini(void)
+{
+	th_src_addr(NULL);
+	th_cleanup(&srv);
+}
+
+TestSuite(nfs_access, .fini = fini, .timeout = 90);
+
+/* A raw client from @src over @rdma (NFS port) or TCP (mount port). */
+static struct rrr_clnt *raw_from(const char *src, bool rdma)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
+	struct rrr_clnt_opts co;
+	rrr_clnt_opts_init(&co);
+	co.transport = rdma ? "rdma" : "tcp";
+	co.provider = "soft";
+	co.host = "127.0.0.1";
+	co.port = port;
+	co.timeout_ms = 10000;
+	th_src_addr(src);
+	struct rrr_clnt *c = NULL;
+	cr_assert_eq(rrr_clnt_create(&co, &c), 0, "connect from %s: %s", src, rrr_last_error());
+	return c;
+}
+
+static struct rrr_nfs3 *mount_host(const char *host, const char *src, bool rdma, int *rc)
+{
+	char port[16], mport[16];
+	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
+	snprintf(mport, sizeof(mport), "%u", srv.mount_port);
+	struct rrr_nfs3_opts o;
+	rrr_nfs3_opts_init(&o);
+	o.transport = rdma ? "rdma" : "tcp";
+	o.provider = "soft";
+	o.host = host;
+	o.port = port;
+	o.mount_port = mport;
+	o.export_path = srv.export_dir;
+	o.timeout_ms = 10000;
+	th_src_addr(src);
+	struct rrr_nfs3 *n = NULL;
+	*rc = rrr_nfs3_mount(&o, &n);
+	return n;
+}
+
+static struct rrr_nfs3 *mount_from(const char *src, bool rdma, int *rc)
+{
+	return mount_host("127.0.0.1", src, rdma, rc);
+}
+
+typedef int (*xfn)(struct rrr_xdr *, void *);
+struct raw_args {
+	xfn fn;
+	void *obj;
+};
+static int raw_enc(struct rrr_xdr *x, const void *a)
+{
+	const struct raw_args *r = a;
+	return r->fn ? r->fn(x, r->obj) : 0;
+}
+static int raw_dec(struct rrr_xdr *x, void *a)
+{
+	struct raw_args *r = a;
+	return r->fn ? r->fn(x, r->obj) : 0;
+}
+#define XF(f) ((xfn)(void (*)(void))(f))
+
+static int raw_call(struct rrr_clnt *c, uint32_t prog, uint32_t proc, xfn enc, void *args,
+		    xfn dec, void *res)
+{
+	struct raw_args a = {enc, args}, r = {dec, res};
+	struct rrr_call k;
+	memset(&k, 0, sizeof(k));
+	k.prog = prog;
+	k.vers = 3;
+	k.proc = proc;
+	k.encode = raw_enc;
+	k.args = &a;
+	k.decode = raw_dec;
+	k.res = &r;
+	return rrr_clnt_call(c, &k);
+}
+
+/* MNT of the export from @c: the mountstat3, fh into @fh when OK. */
+static uint32_t raw_mnt(struct rrr_clnt *c, struct rrr_nfs3_fh *fh)
+{
+	static struct rrr_mnt_dirpath d;
+	static struct rrr_mnt_res r;
+	memset(&r, 0, sizeof(r));
+	snprintf(d.path, sizeof(d.path), "%s", srv.export_dir);
+	cr_assert_eq(raw_call(c, RRR_MNT_PROGRAM, RRR_MNT_MNT, XF(rrr_mnt_xdr_dirpath), &d,
+			      XF(rrr_mnt_xdr_mnt_res), &r), 0, "MNT reply decodes");
+	if (fh && r.status == RRR_MNT3_OK)
+		*fh = r.fh;
+	return r.status;
+}
+
+static uint32_t raw_getattr(struct rrr_clnt *c, const struct rrr_nfs3_fh *fh)
+{
+	static struct rrr_nfs3_fh_args a;
+	static struct rrr_nfs3_getattr_res r;
+	a.fh = *fh;
+	memset(&r, 0, sizeof(r));
+	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_GETATTR, XF(rrr_nfs3_xdr_fh_args), &a,
+			      XF(rrr_nfs3_xdr_getattr_res), &r), 0, "GETATTR reply decodes");
+	return r.status;
+}
+
+static uint32_t raw_lookup(struct rrr_clnt *c, const struct rrr_nfs3_fh *dir, const char *name)
+{
+	static struct rrr_nfs3_diropargs a;
+	static struct rrr_nfs3_lookup_res r;
+	memset(&a, 0, sizeof(a));
+	a.dir = *dir;
+	snprintf(a.name, sizeof(a.name), "%s", name);
+	memset(&r, 0, sizeof(r));
+	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_LOOKUP, XF(rrr_nfs3_xdr_diropargs), &a,
+			      XF(rrr_nfs3_xdr_lookup_res), &r), 0, "LOOKUP reply decodes");
+	cr_assert(r.status == RRR_NFS3_OK || !r.dir_attr.present);
+	return r.status;
+}
+
+static uint32_t raw_create(struct rrr_clnt *c, const struct rrr_nfs3_fh *dir, const char *name)
+{
+	static struct rrr_nfs3_create_args a;
+	static struct rrr_nfs3_create_res r;
+	memset(&a, 0, sizeof(a));
+	a.where.dir = *dir;
+	snprintf(a.where.name, sizeof(a.where.name), "%s", name);
+	a.mode = RRR_NFS3_UNCHECKED;
+	memset(&r, 0, sizeof(r));
+	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_CREATE, XF(rrr_nfs3_xdr_create_args),
+			      &a, XF(rrr_nfs3_xdr_create_res), &r), 0, "CREATE reply decodes");
+	return r.status;
+}
+
+static uint32_t raw_null(struct rrr_clnt *c)
+{
+	return (uint32_t)raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_NULL, NULL, NULL, NULL, NULL);
+}
+
+/* `rrr-server --stats` for this server into s.dir/stats.txt: exit status. */
+static int stats(char *out)
+{
+	char prog[512], args[512];
+	th_prog("rrr-server", prog, sizeof(prog));
+	snprintf(out, 400, "%s/stats.txt", srv.dir);
+	snprintf(args, sizeof(args), "--stats --state-dir '%s'", srv.state_dir);
+	return th_sh(prog, args, out);
+}
+
+static void allowed_and_denied(bool rdma)
+{
+	start(rdma, "allow = " ALLOWED "\n");
+
+	/* allowed: mount, create, write, read back */
+	int rc;
+	struct rrr_nfs3 *ok = mount_from(ALLOWED, rdma, &rc);
+	cr_assert_eq(rc, 0, "mount from " ALLOWED ": %s", rrr_last_error());
+	struct rrr_nfs3_fh fh;
+	cr_assert_eq(rrr_nfs3_create(ok, rrr_nfs3_root(ok), "f", 0644, false, &fh), 0);
+	struct iovec iov = {.iov_base = "allowed", .iov_len = 7};
+	uint32_t count = 0;
+	cr_assert_eq(rrr_nfs3_write(ok, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count), 0);
+	cr_assert_eq(count, 7);
+	char back[16] = {0};
+	struct iovec riov = {.iov_base = back, .iov_len = sizeof(back)};
+	bool eof;
+	cr_assert_eq(rrr_nfs3_read(ok, &fh, 0, &riov, 1, &count, &eof), 0);
+	cr_assert_eq(count, 7);
+	cr_assert_eq(memcmp(back, "allowed", 7), 0);
+	struct rrr_nfs3_fh root = *rrr_nfs3_root(ok);
+
+	/* denied: MNT over the TCP mount port and over this transport */
+	struct rrr_nfs3 *no = mount_from(DENIED, rdma, &rc);
+	cr_assert_null(no);
+	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "rrr_nfs3_mount from " DENIED " gives %d", rc);
+	struct rrr_clnt *tcp = raw_from(DENIED, false);
+	cr_assert_eq(raw_mnt(tcp, NULL), RRR_MNT3ERR_ACCES, "MNT over TCP");
+	struct rrr_clnt *c = raw_from(DENIED, rdma);
+	cr_assert_eq(raw_mnt(c, NULL), RRR_MNT3ERR_ACCES, "MNT over %s", rdma ? "RDMA" : "TCP");
+	/* ... and NFS calls with a handle learnt elsewhere */
+	cr_assert_eq(raw_null(c), 0, "NULL stays open");
+	cr_assert_eq(raw_getattr(c, &root), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(raw_getattr(c, &fh), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(raw_lookup(c, &root, "f"), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(raw_create(c, &root, "evil"), RRR_NFS3ERR_ACCES);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/evil", srv.export_dir);
+	cr_assert_neq(access(path, F_OK), 0, "nothing was created");
+
+	/* the allowed client's raw calls pass the same checks */
+	struct rrr_clnt *c2 = raw_from(ALLOWED, rdma);
+	cr_assert_eq(raw_mnt(c2, NULL), RRR_MNT3_OK);
+	cr_assert_eq(raw_getattr(c2, &root), RRR_NFS3_OK);
+	cr_assert_eq(raw_lookup(c2, &root, "f"), RRR_NFS3_OK);
+
+	/* EXPORT (open to everyone) shows the allow list as its groups */
+	static struct rrr_mnt_export exps[2];
+	static struct rrr_mnt_export_res er = {.entries = exps, .cap = 2};
+	cr_assert_eq(raw_call(c, RRR_MNT_PROGRAM, RRR_MNT_EXPORT, NULL, NULL,
+			      XF(rrr_mnt_xdr_export_res), &er), 0);
+	cr_assert_eq(er.n, 1);
+	cr_assert_str_eq(exps[0].groups, ALLOWED);
+	cr_assert_str_eq(exps[0].dir, srv.export_dir);
+
+	char out[400];
+	cr_assert_eq(stats(out), 0, "rrr-server --stats");
+	cr_assert_eq(th_counter(out, "access.denied_mount"), 3, "one MNT from rrr_nfs3_mount, two raw");
+	cr_assert_eq(th_counter(out, "access.denied_nfs"), 4);
+	cr_assert_geq(th_counter(out, "nfs.LOOKUP"), 1);
+	cr_assert(th_log_wait(&srv, "MNT from " DENIED " over", 5), "the refusal is logged");
+
+	rrr_clnt_destroy(c2);
+	rrr_clnt_destroy(c);
+	rrr_clnt_destroy(tcp);
+	rrr_nfs3_umount(ok);
+	cr_assert_eq(th_server_stop(&srv), 0);
+	cr_assert_eq(th_counter(srv.log, "access.denied_nfs"), 4, "SIGTERM prints the same counter");
+}
+
+Test(nfs_access, allow_list_tcp)
+{
+	allowed_and_denied(false);
+}
+
+Test(nfs_access, allow_list_rdma)
+{
+	allowed_and_denied(true);
+}
+
+static void read_only(bool rdma)
+{
+	start(rdma, "allow = 127.0.0.0/8\nread-only = yes\n");
+	char path[400];
+	snprintf(path, sizeof(path), "%s/old", srv.export_dir);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("old data", f);
+	fclose(f);
+	int rc;
+	struct rrr_nfs3 *n = mount_from(DENIED, rdma, &rc); /* 127.0.0.1 is in 127/8 */
+	cr_assert_eq(rc, 0, "mount: %s", rrr_last_error());
+	const struct rrr_nfs3_fh *root = rrr_nfs3_root(n);
+	struct rrr_nfs3_fh fh;
+	cr_assert_eq(rrr_nfs3_lookup(n, root, "old", &fh, NULL), 0);
+	char back[16] = {0};
+	struct iovec riov = {.iov_base = back, .iov_len = sizeof(back)};
+	uint32_t count = 0;
+	bool eof;
+	cr_assert_eq(rrr_nfs3_read(n, &fh, 0, &riov, 1, &count, &eof), 0, "reads still work");
+	cr_assert_eq(count, 8);
+	struct iovec iov = {.iov_base = "new", .iov_len = 3};
+	cr_assert_eq(rrr_nfs3_write(n, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(rrr_nfs3_create(n, root, "c", 0644, false, NULL), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(rrr_nfs3_mkdir(n, root, "d", 0755, NULL), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(rrr_nfs3_rename(n, root, "old", root, "new"), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(rrr_nfs3_remove(n, root, "old"), RRR_NFS3ERR_ROFS);
+	struct rrr_nfs3_sattr s = {.set_size = true, .size = 0};
+	cr_assert_eq(rrr_nfs3_setattr(n, &fh, &s), RRR_NFS3ERR_ROFS);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 8, "the file is untouched");
+	rrr_nfs3_umount(n);
+	char out[400];
+	cr_assert_eq(stats(out), 0);
+	cr_assert_eq(th_counter(out, "access.rofs"), 6);
+	cr_assert_eq(th_counter(out, "access.denied_nfs"), 0);
+}
+
+Test(nfs_access, read_only_tcp)
+{
+	read_only(false);
+}
+
+Test(nfs_access, read_only_rdma)
+{
+	read_only(true);
+}
+
+static void rewrite(const char *export_lines)
+{
+	char conf[400];
+	cr_assert_eq(th_conf_write(&srv, false, export_lines, conf), 0);
+}
+
+/* SIGHUP: a new allow list and read-only reach connected clients; the
+ * connections stay; a bad file changes nothing. */
+Test(nfs_access, sighup_reload)
+{
+	start(false, "allow = " ALLOWED "\n");
+	int rc;
+	struct rrr_nfs3 *a = mount_from(ALLOWED, false, &rc);
+	cr_assert_eq(rc, 0);
+	struct rrr_nfs3_fh root = *rrr_nfs3_root(a);
+	struct rrr_clnt *d = raw_from(DENIED, false);
+	cr_assert_eq(raw_mnt(d, NULL), RRR_MNT3ERR_ACCES);
+	cr_assert_eq(raw_getattr(d, &root), RRR_NFS3ERR_ACCES);
+
+	/* swap: 127.0.0.1 in, 127.0.0.2 out, read-only */
+	rewrite("allow = " DENIED "\nread-only = yes\n");
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "reloaded", 10), "the reload is logged");
+	cr_assert(th_file_contains(srv.log, "1 allowed network, read-only"));
+	cr_assert_eq(raw_mnt(d, NULL), RRR_MNT3_OK, "the same connection may mount now");
+	cr_assert_eq(raw_getattr(d, &root), RRR_NFS3_OK);
+	cr_assert_eq(raw_create(d, &root, "x"), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(rrr_nfs3_getattr(a, &root, NULL), RRR_NFS3ERR_ACCES,
+		     "the connected client left out gets ACCES, not a dropped connection");
+
+	/* a bad file: the log says where, the settings stay */
+	rewrite("allow = " DENIED "\nallow = 10.0.0.0/8\n");
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "keeping the running settings", 10));
+	cr_assert(th_file_contains(srv.log, "rrr-server.conf:12: 'allow' is already set on line 11"),
+		  "the line is named");
+	cr_assert_eq(raw_getattr(d, &root), RRR_NFS3_OK, "old allow list still in force");
+	cr_assert_eq(raw_create(d, &root, "x"), RRR_NFS3ERR_ROFS, "still read-only");
+
+	/* restart-only keys are reported, live ones applied */
+	char conf[400];
+	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
+	FILE *f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "rdma = no\nrdma-port = 0\nmount-port = 1\nthreads = 2\nport-file = %s/ports\n"
+		   "state-dir = %s\n[export %s]\nallow = *\n",
+		srv.dir, srv.state_dir, srv.export_dir);
+	fclose(f);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "mount-port changed", 10), "restart-only key reported");
+	cr_assert_eq(rrr_nfs3_getattr(a, &root, NULL), 0, "allow = * lets everyone in");
+	cr_assert_eq(raw_create(d, &root, "x"), RRR_NFS3_OK, "read-write again");
+
+	struct rrr_xprt_stats st;
+	memset(&st, 0, sizeof(st));
+	rrr_clnt_stats(d, &st);
+	cr_assert_eq(st.connects, 1, "one connection through three reloads");
+	cr_assert_eq(st.disconnects, 0);
+	cr_assert_eq(st.recoveries, 0);
+	rrr_clnt_destroy(d);
+	rrr_nfs3_umount(a);
+	cr_assert_eq(th_server_stop(&srv), 0);
+}
+
+Test(nfs_access, stats_without_server)
+{
+	need_server();
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	char out[400];
+	cr_assert_eq(stats(out), 1);
+	cr_assert(th_file_contains(out, "no running rrr-server answers on"));
+}
+
+/* IPv6 clients: ::1 allowed by an IPv6 entry, IPv4 clients of the same
+ * dual-stack listener matched as IPv4 (127.0.0.1 out, then in via /8). */
+Test(nfs_access, ipv6_and_mapped_ipv4_tcp)
+{
+	need_server();
+	if (!th_have_ipv6_loopback())
+		cr_skip_test("no IPv6 on the loopback here (::1 cannot be bound)");
+	start(false, "allow = ::1/128\n");
+	int rc;
+	struct rrr_nfs3 *v6 = mount_host("::1", NULL, false, &rc);
+	cr_assert_eq(rc, 0, "mount from ::1: %s", rrr_last_error());
+	cr_assert_eq(rrr_nfs3_getattr(v6, rrr_nfs3_root(v6), NULL), 0);
+	struct rrr_nfs3 *v4 = mount_from(NULL, false, &rc);
+	cr_assert_null(v4);
+	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "127.0.0.1 is not ::1");
+	rrr_nfs3_umount(v6);
+	/* ::ffff:127.0.0.0/104 is an IPv4 network written as IPv6 */
+	rewrite("allow = ::ffff:127.0.0.0/104\n");
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "reloaded", 10));
+	v4 = mount_from(NULL, false, &rc);
+	cr_assert_eq(rc, 0, "127.0.0.1 in ::ffff:127.0.0.0/104: %s", rrr_last_error());
+	rrr_nfs3_umount(v4);
+	v6 = mount_host("::1", NULL, false, &rc);
+	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "::1 is not in it");
+}
+
+static int count(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	char line[1024];
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* Levels filter; under the journal format lines carry <N> priorities. */
+Test(nfs_access, log_levels_and_journal_prefixes)
+{
+	need_server();
+	setenv("RRR_LOG_FORMAT", "journal", 1);
+	start(false, "allow = " ALLOWED "\n");
+	int rc;
+	struct rrr_nfs3 *n = mount_from(DENIED, false, &rc);
+	cr_assert_null(n);
+	cr_assert(th_log_wait(&srv, "<4>MNT from " DENIED, 5), "warning, priority 4");
+	cr_assert(th_file_contains(srv.log, "<5>exporting "), "notice, priority 5");
+	cr_assert(!th_file_contains(srv.log, "<6>"), "no info lines at the default level");
+	cr_assert(!th_file_contains(srv.log, "rrr-server: "), "no plain prefixes");
+	/* log-level = error by reload: the reload itself is still logged, the
+	 * next refusal is not */
+	char conf[400];
+	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
+	FILE *f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"log-level = error\nrdma = no\nrdma-port = 0\nmount-port = 0\nthreads = 2\n"
+		"port-file = %s/ports\nstate-dir = %s\n[export %s]\nallow = " ALLOWED "\n",
+		srv.dir, srv.state_dir, srv.export_dir);
+	fclose(f);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "<5>reloaded", 10));
+	cr_assert(th_file_contains(srv.log, "log level error"));
+	n = mount_from(DENIED, false, &rc);
+	cr_assert_null(n);
+	cr_assert_eq(rc, RRR_NFS3ERR_ACCES);
+	cr_assert_eq(count(srv.log, "<4>MNT from"), 1, "the second refusal is below the level");
+	char out[400];
+	cr_assert_eq(stats(out), 0);
+	cr_assert_eq(th_counter(out, "access.denied_mount"), 2, "but counted");
+}
+
+/* listen = several addresses: the same ports on each, both transports. */
+Test(nfs_access, listen_on_two_addresses)
+{
+	need_server();
+	if (!th_have_ipv6_loopback())
+		cr_skip_test("no IPv6 on the loopback here (::1 cannot be bound)");
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	char conf[400];
+	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
+	FILE *f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "listen = 127.0.0.1, ::1\nrdma-port = 0\nmount-port = 0\nthreads = 2\n"
+		   "port-file = %s/ports\nstate-dir = %s\n[export %s]\nallow = 127.0.0.1 ::1\n",
+		srv.dir, srv.state_dir, srv.export_dir);
+	fclose(f);
+	int rc = th_server_start_conf(&srv, conf);
+	if (rc < 0) {
+		th_cleanup(&srv);
+		cr_skip_test("rrr-server could not listen on the soft provider (rc %d)", rc);
+	}
+	const char *hosts[] = {"127.0.0.1", "::1"};
+	for (int rdma = 0; rdma < 2; rdma++)
+		for (int i = 0; i < 2; i++) {
+			struct rrr_nfs3 *n = mount_host(hosts[i], NULL, rdma, &rc);
+			cr_assert_eq(rc, 0, "mount via %s over %s: %s", hosts[i], rdma ? "rdma" : "tcp",
+				     rrr_last_error());
+			cr_assert_eq(rrr_nfs3_getattr(n, rrr_nfs3_root(n), NULL), 0);
+			rrr_nfs3_umount(n);
+		}
+	cr_assert(th_file_contains(srv.log, "listening on 127.0.0.1, ::1"));
+}
+
+/* The stats socket: a default path that cannot be bound is a warning, a
+ * chosen one an error; two servers on one path: the second refuses. */
+Test(nfs_access, stats_socket_paths)
+{
+	need_server();
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	/* a state dir whose socket path is longer than sun_path allows */
+	char deep[400];
+	snprintf(deep, sizeof(deep), "%s/%0100d", srv.dir, 0);
+	char conf[400];
+	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
+	FILE *f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\nstate-dir = %s\n"
+		   "[export %s]\n",
+		srv.dir, deep, srv.export_dir);
+	fclose(f);
+	cr_assert_eq(th_server_start_conf(&srv, conf), 0, "runs without the default socket");
+	cr_assert(th_file_contains(srv.log, "running without a stats socket"));
+	cr_assert_eq(th_server_stop(&srv), 0);
+
+	/* chosen: must work */
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\nstate-dir = %s\n"
+		   "stats-socket = %s/s\n[export %s]\n",
+		srv.dir, srv.state_dir, deep, srv.export_dir);
+	fclose(f);
+	cr_assert_eq(th_server_start_conf(&srv, conf), -ECHILD, "a chosen path that fails stops it");
+	cr_assert(th_file_contains(srv.log, "stats socket path"));
+
+	/* two servers, one socket */
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\nstate-dir = %s\n"
+		   "stats-socket = %s/shared.sock\n[export %s]\n",
+		srv.dir, srv.state_dir, srv.dir, srv.export_dir);
+	fclose(f);
+	cr_assert_eq(th_server_start_conf(&srv, conf), 0);
+	struct th_server second = srv;
+	snprintf(second.log, sizeof(second.log), "%s/second.log", srv.dir);
+	cr_assert_eq(th_server_start_conf(&second, conf), -ECHILD);
+	cr_assert(th_file_contains(second.log, "another rrr-server answers on the stats socket"));
+	char prog[512], args[600], out[400];
+	th_prog("rrr-server", prog, sizeof(prog));
+	snprintf(out, sizeof(out), "%s/stats.txt", srv.dir);
+	snprintf(args, sizeof(args), "--config '%s' --stats", conf);
+	cr_assert_eq(th_sh(prog, args, out), 0, "the first still answers, found through --config");
+	cr_assert(th_file_contains(out, "rrr-server: counters"));
+	cr_assert_eq(th_server_stop(&srv), 0);
+	snprintf(args, sizeof(args), "%s/shared.sock", srv.dir);
+	cr_assert_neq(access(args, F_OK), 0, "the socket file is removed at stop");
+}
+
+/* Bulk READ and WRITE (write and read chunks on RDMA) of a client the
+ * allow list leaves out after a reload: NFS3ERR_ACCES, the file unchanged. */
+static void bulk_denied(bool rdma)
+{
+	start(rdma, "allow = " ALLOWED "\n");
+	int rc;
+	struct rrr_nfs3 *n = mount_from(ALLOWED, rdma, &rc);
+	cr_assert_eq(rc, 0, "mount: %s", rrr_last_error());
+	size_t len = 256u << 10;
+	char *buf = malloc(len), *back = malloc(len);
+	cr_assert(buf && back);
+	memset(buf, 'a', len);
+	struct rrr_nfs3_fh fh;
+	cr_assert_eq(rrr_nfs3_create(n, rrr_nfs3_root(n), "big", 0644, false, &fh), 0);
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	uint32_t count = 0;
+	cr_assert_eq(rrr_nfs3_write(n, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count), 0);
+	cr_assert_eq(count, len);
+
+	char conf[400];
+	cr_assert_eq(th_conf_write(&srv, rdma, "allow = 192.0.2.0/24\n", conf), 0);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "reloaded", 10));
+	struct iovec riov = {.iov_base = back, .iov_len = len};
+	bool eof;
+	cr_assert_eq(rrr_nfs3_read(n, &fh, 0, &riov, 1, &count, &eof), RRR_NFS3ERR_ACCES);
+	memset(buf, 'b', len);
+	cr_assert_eq(rrr_nfs3_write(n, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count),
+		     RRR_NFS3ERR_ACCES);
+	cr_assert_eq(rrr_nfs3_getattr(n, &fh, NULL), RRR_NFS3ERR_ACCES);
+	/* the connection still works once allowed again */
+	cr_assert_eq(th_conf_write(&srv, rdma, "allow = " ALLOWED "\n", conf), 0);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	for (int i = 0; i < 500 && rrr_nfs3_getattr(n, &fh, NULL) != 0; i++)
+		usleep(10000);
+	cr_assert_eq(rrr_nfs3_read(n, &fh, 0, &riov, 1, &count, &eof), 0);
+	cr_assert_eq(count, len);
+	cr_assert_eq(back[0], 'a');
+	cr_assert_eq(back[len - 1], 'a', "the refused WRITE changed nothing");
+	rrr_nfs3_umount(n);
+	free(buf);
+	free(back);
+	char out[400];
+	cr_assert_eq(stats(out), 0);
+	cr_assert_geq(th_counter(out, "access.denied_nfs"), 3);
+}
+
+Test(nfs_access, bulk_io_denied_tcp)
+{
+	bulk_denied(false);
+}
+
+Test(nfs_access, bulk_io_denied_rdma)
+{
+	bulk_denied(true);
+}

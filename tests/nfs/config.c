@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/nfs/config.c - rrr-server's config file parser through
+ * `rrr-server --config FILE --check-config` (the parser lives in the
+ * program, server/fs/config.c): hostile and broken files are refused with
+ * exit status 2 and a message naming file and line; a valid file passes;
+ * command-line flags override the file.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/nfs/helpers/conf_server.h"
+
+static struct th_server srv;
+static char prog[512];
+
+static void setup(void)
+{
+	if (!th_prog("rrr-server", prog, sizeof(prog)))
+		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	cr_assert_eq(th_mkdirs(&srv), 0);
+}
+
+static void teardown(void)
+{
+	th_cleanup(&srv);
+}
+
+TestSuite(nfs_config, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Write @len bytes of @text as the config, run --check-config with @flags:
+ * exit status; output in @out. */
+static int check(const char *text, size_t len, const char *flags, char *out)
+{
+	char conf[400], args[1024];
+	snprintf(conf, sizeof(conf), "%s/c.conf", srv.dir);
+	snprintf(out, 400, "%s/out.txt", srv.dir);
+	FILE *f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(text, 1, len, f), len);
+	fclose(f);
+	snprintf(args, sizeof(args), "--config '%s' --check-config %s", conf, flags);
+	return th_sh(prog, args, out);
+}
+
+static void refused(const char *text, const char *want)
+{
+	char out[400];
+	cr_assert_eq(check(text, strlen(text), "", out), 2, "refused: %s", text);
+	cr_assert(th_file_contains(out, want), "message '%s' for: %s", want, text);
+}
+
+Test(nfs_config, valid_file_and_flag_override)
+{
+	char text[1024], out[400];
+	snprintf(text, sizeof(text),
+		 "  # a comment\n; another\n\nlisten = 127.0.0.1\n[server]\n rdma-port=20049 \n"
+		 "tcp-port = none\nprovider = soft\nlog-level = debug\nmax-requests = 64\n"
+		 "inline-send = 4096\nmax-payload = 1048576\nwait = event\n"
+		 "[export %s]\nname = /data\nallow = 10.0.0.0/8, 192.0.2.7 ::1 fd00::/8\n"
+		 "read-only = no\nroot-squash = yes\n",
+		 srv.export_dir);
+	cr_assert_eq(check(text, strlen(text), "", out), 0);
+	cr_assert(th_file_contains(out, "4 allowed networks, read-write"));
+	cr_assert_eq(check(text, strlen(text), "--read-only --allow 127.0.0.1", out), 0);
+	cr_assert(th_file_contains(out, "1 allowed network, read-only"), "flags win");
+	/* the export may come from the command line alone */
+	cr_assert_eq(check("rdma = no\n", 10, "--export /", out), 0);
+	cr_assert(th_file_contains(out, "every client"));
+}
+
+Test(nfs_config, broken_files_name_the_line)
+{
+	refused("[server]\nfoo = 1\n", "c.conf:2: unknown key 'foo'");
+	refused("rdma-port = 70000\n", "c.conf:1: rdma-port '70000' is not a port");
+	refused("rdma-port = 12x\n", "c.conf:1: rdma-port '12x'");
+	refused("rdma-port = -1\n", "c.conf:1: rdma-port");
+	refused("threads = 99999999999999999999\n", "c.conf:1: threads");
+	refused("rdma-port = 1\nrdma-port = 2\n", "c.conf:2: 'rdma-port' is already set on line 1");
+	refused("[clients]\n", "c.conf:1: unknown section '[clients]'");
+	refused("[server\n", "c.conf:1: a section is");
+	refused("[export relative/dir]\n", "c.conf:1: the export 'relative/dir' is not an absolute");
+	refused("[export /a]\n[export /b]\n", "c.conf:2: a second [export]");
+	refused("allow = 10.0.0.0/8\n", "c.conf:1: 'allow' belongs in an [export DIR] section");
+	refused("[export /a]\nrdma-port = 1\n", "c.conf:2: 'rdma-port' belongs in [server]");
+	refused("[export /a]\nallow = 10.0.0.0/33\n", "c.conf:2: allow: '10.0.0.0/33'");
+	refused("[export /a]\nallow = 10.0.0.0/\n", "c.conf:2: allow: '10.0.0.0/'");
+	refused("[export /a]\nallow = 10.0.0.0/+8\n", "c.conf:2: allow: '10.0.0.0/+8'");
+	refused("[export /a]\nallow = ::1/0128\n", "c.conf:2: allow: '::1/0128'");
+	refused("[export /a]\nallow = host.example\n", "c.conf:2: allow: 'host.example'");
+	refused("[export /a]\nread-only = maybe\n", "c.conf:2: read-only 'maybe' is not yes or no");
+	refused("just words\n", "c.conf:1: want 'key = value'");
+	refused("log-level = loud\n", "c.conf:1: log-level 'loud'");
+	refused("provider = magic\n", "c.conf:1: provider 'magic'");
+	refused("state-dir =\n", "c.conf:1: state-dir is empty");
+	refused("rdma = no\n", "no export: give --export DIR");
+	refused("listen = a b c d e f g h i\n", "c.conf:1: listen has more than 8 addresses");
+	refused("listen = 1.2.3.4;rm\n", "c.conf:1: listen: '1.2.3.4;rm'");
+}
+
+Test(nfs_config, hostile_bytes)
+{
+	char out[400];
+	/* a NUL byte */
+	cr_assert_eq(check("rdma = no\0x\n", 12, "", out), 2);
+	cr_assert(th_file_contains(out, "a NUL byte"));
+	/* a line over the limit */
+	size_t n = 5000;
+	char *big = malloc(n + 16);
+	cr_assert_not_null(big);
+	memcpy(big, "name = ", 7);
+	memset(big + 7, 'a', n);
+	big[n + 7] = '\n';
+	cr_assert_eq(check(big, n + 8, "", out), 2);
+	cr_assert(th_file_contains(out, "c.conf:1: line longer than"));
+	free(big);
+	/* a file over the size limit */
+	size_t m = (1u << 20) + 10;
+	char *huge = malloc(m);
+	cr_assert_not_null(huge);
+	memset(huge, '\n', m);
+	cr_assert_eq(check(huge, m, "", out), 2);
+	cr_assert(th_file_contains(out, "larger than"));
+	free(huge);
+	/* too many networks */
+	size_t cap = 300 * 16 + 64, used = 0;
+	char *many = malloc(cap);
+	cr_assert_not_null(many);
+	used += (size_t)snprintf(many, cap, "[export /a]\nallow =");
+	for (int i = 0; i < 300; i++)
+		used += (size_t)snprintf(many + used, cap - used, " 10.0.%d.%d", i / 250, i % 250);
+	many[used++] = '\n';
+	cr_assert_eq(check(many, used, "", out), 2);
+	cr_assert(th_file_contains(out, "c.conf:2: allow lists more than 256 networks"));
+	free(many);
+	/* a missing file */
+	char args[600];
+	snprintf(args, sizeof(args), "--config '%s/nope.conf' --check-config", srv.dir);
+	cr_assert_eq(th_sh(prog, args, out), 2);
+	cr_assert(th_file_contains(out, "cannot open config file"));
+}
+
+Test(nfs_config, bad_flags_are_usage_errors)
+{
+	char out[400];
+	snprintf(out, sizeof(out), "%s/out.txt", srv.dir);
+	cr_assert_eq(th_sh(prog, "--export / --port 99999 --check-config", out), 2);
+	cr_assert(th_file_contains(out, "--port: rdma-port '99999' is not a port"));
+	cr_assert_eq(th_sh(prog, "--export / --allow nonsense --check-config", out), 2);
+	cr_assert(th_file_contains(out, "--allow"));
+	cr_assert_eq(th_sh(prog, "--export / --log-level chatty --check-config", out), 2);
+	cr_assert_eq(th_sh(prog, "--export / --log-level warning --check-config", out), 0);
+}
