@@ -31,6 +31,7 @@
 #include <rrr/provider.h>
 #include <rrr/server.h>
 
+#include "server/fs/drc.h"
 #include "server/fs/fs.h"
 
 static struct rrr_svc *g_svc;
@@ -78,6 +79,8 @@ static void usage(FILE *f)
 		"                        up to --spin-us while requests stream in, else sleep),\n"
 		"                        event (always sleep) or spin (always spin first)\n"
 		"  --spin-us N           spin budget per wait in microseconds (default 50)\n"
+		"  --drc-entries N       duplicate request cache entries for the NFS procedures\n"
+		"                        that must not run twice (default 1024, 0 = off)\n"
 		"  --help                this text\n"
 		"\n"
 		"Kernel client:  mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,\\\n"
@@ -123,12 +126,13 @@ static void print_counters(struct fs_export *ex)
 	fprintf(stderr, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n",
 		(unsigned long long)atomic_load(&ex->fdc.hits),
 		(unsigned long long)atomic_load(&ex->fdc.misses));
+	fs_drc_print(stderr);
 }
 
 int main(int argc, char **argv)
 {
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
-	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP };
+	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_DRC, O_HELP };
 	static const struct option lopts[] = {
 		{"export", required_argument, NULL, O_EXPORT},
 		{"name", required_argument, NULL, O_NAME},
@@ -146,6 +150,7 @@ int main(int argc, char **argv)
 		{"verbose", no_argument, NULL, O_VERBOSE},
 		{"wait", required_argument, NULL, O_WAIT},
 		{"spin-us", required_argument, NULL, O_SPIN},
+		{"drc-entries", required_argument, NULL, O_DRC},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -153,6 +158,7 @@ int main(int argc, char **argv)
 	const char *port_file = NULL;
 	int port = 20049, mport = 20048, tport = -1;
 	bool no_rdma = false, ro = false, verbose = false;
+	unsigned drc_entries = FS_DRC_DEFAULT_ENTRIES;
 	struct rrr_svc_opts so;
 	rrr_svc_opts_init(&so);
 	int c;
@@ -186,6 +192,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			so.spin_us = (uint32_t)v;
+			break;
+		}
+		case O_DRC: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || v > FS_DRC_MAX_ENTRIES) {
+				fprintf(stderr, "rrr-server: --drc-entries is 0..%u\n",
+					FS_DRC_MAX_ENTRIES);
+				return 2;
+			}
+			drc_entries = (unsigned)v;
 			break;
 		}
 		case 'h':
@@ -232,8 +249,13 @@ int main(int argc, char **argv)
 		fs_export_close(&ex);
 		return 1;
 	}
-	const struct rrr_svc_program nfs = {RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, fs_nfs3_procs,
-					    RRR_NFS3_NPROCS, &ex};
+	if ((rc = fs_drc_init(fs_nfs3_procs, drc_entries)) < 0) {
+		fprintf(stderr, "rrr-server: no memory for %u duplicate request cache entries\n",
+			drc_entries);
+		goto fail;
+	}
+	const struct rrr_svc_program nfs = {RRR_NFS3_PROGRAM, RRR_NFS3_VERSION,
+					    fs_drc_nfs3_procs(), RRR_NFS3_NPROCS, &ex};
 	const struct rrr_svc_program mnt = {RRR_MNT_PROGRAM, RRR_MNT_VERSION, fs_mnt_procs,
 					    RRR_MNT_NPROCS, &ex};
 	if ((rc = rrr_svc_register(g_svc, &nfs)) < 0 || (rc = rrr_svc_register(g_svc, &mnt)) < 0) {
@@ -313,11 +335,13 @@ int main(int argc, char **argv)
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;
 	fs_export_close(&ex);
+	fs_drc_fini();
 	return rc < 0 ? 1 : 0;
 
 fail:
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;
 	fs_export_close(&ex);
+	fs_drc_fini();
 	return 1;
 }

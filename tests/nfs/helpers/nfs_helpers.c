@@ -71,10 +71,14 @@ int th_server_start(struct th_server *s, bool rdma)
 			close(fd);
 		}
 		closefrom(3); /* never hand Criterion's pipes to the server */
-		const char *argv[] = {prog, "--export", s->export_dir, "--state-dir", s->state_dir,
-				      "--port", "0", "--mount-port", "0", "--port-file", ports,
-				      "--threads", "2", rdma ? "--provider" : "--no-rdma",
-				      rdma ? "soft" : NULL, NULL};
+		const char *argv[32] = {prog, "--export", s->export_dir, "--state-dir", s->state_dir,
+					"--port", "0", "--mount-port", "0", "--port-file", ports,
+					"--threads", "2", rdma ? "--provider" : "--no-rdma",
+					rdma ? "soft" : NULL, NULL};
+		int n = rdma ? 15 : 14;
+		for (int i = 0; s->extra_args && s->extra_args[i] && n < 31; i++)
+			argv[n++] = s->extra_args[i];
+		argv[n] = NULL;
 		execv(prog, (char *const *)argv);
 		_exit(127);
 	}

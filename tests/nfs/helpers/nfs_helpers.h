@@ -19,6 +19,7 @@ struct th_server {
 	char state_dir[300];
 	char log[300];
 	unsigned rdma_port, mount_port;
+	const char *const *extra_args; /* more rrr-server options (NULL-terminated), or NULL */
 };
 
 /* $RRR_BUILD/<prog>, or NULL when RRR_BUILD is unset or the file is missing. */
