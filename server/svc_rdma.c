@@ -884,6 +884,9 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	rc->base.fd = -1;
 	rc->base.events = EPOLLIN;
 	rrr_cm_id_peer_addr(ev->id, &rc->base.peer);
+	err = rrr__svc_admit(rrr__svc_limits(l->svc), &rc->base, "RDMA");
+	if (err)
+		goto err_free;
 	rc->recv_size = min_u32(o->inline_recv, peer.send_size);
 	rc->inline_send = min_u32(o->inline_send, peer.recv_size);
 	rc->remote_inv = peer.remote_inv && !o->no_remote_inv && l->attr.send_with_inv;
@@ -991,6 +994,7 @@ err_ctx:
 err_qp:
 	rrr_qp_destroy(rc->qp);
 err_free:
+	rrr__svc_unadmit(rrr__svc_limits(l->svc), &rc->base);
 	conn_free(rc);
 	return err;
 }
@@ -1061,6 +1065,15 @@ int rrr__svc_rdma_listen(struct rrr_svc *svc, const char *host, const char *port
 	err = rrr_cm_create(l->dev, &l->cm);
 	if (err)
 		goto err_pd;
+	{
+		struct rrr_cm_limits lim = {.setup_timeout_ms = o->setup_timeout_ms,
+					    .max_setup = o->max_setup};
+
+		err = rrr_cm_set_limits(l->cm, &lim);
+		if (err && err != -EOPNOTSUPP)
+			goto err_cm;
+		err = 0; /* verbs: the kernel's rdma_cm handles set-up */
+	}
 	err = rrr_cm_id_create(l->cm, NULL, &l->lid);
 	if (err)
 		goto err_cm;
@@ -1098,6 +1111,11 @@ err_free:
 		rrr__set_error(err, "cannot listen for RPC-over-RDMA on %s:%s", host ? host : "*",
 			       port);
 	return err;
+}
+
+int rrr__svc_rdma_limit_stats(struct rrr__svc_rdma_listener *l, struct rrr_cm_limit_stats *st)
+{
+	return rrr_cm_limit_stats(l->cm, st);
 }
 
 int rrr__svc_rdma_listener_fd(struct rrr__svc_rdma_listener *l)

@@ -81,6 +81,14 @@ static void usage(FILE *f)
 		"  --spin-us N           spin budget per wait in microseconds (default 50)\n"
 		"  --drc-entries N       duplicate request cache entries for the NFS procedures\n"
 		"                        that must not run twice (default 1024, 0 = off)\n"
+		"  --max-conns N         connections at once, RDMA + TCP (default: from the fd\n"
+		"                        limit, (ulimit -n - 64 - max-setup) / 4; 0 = no limit)\n"
+		"  --max-conns-per-addr N  connections from one IP address (default 128; 0 = no limit)\n"
+		"  --idle-timeout MS     close connections without traffic for MS (default 360000;\n"
+		"                        0 = never)\n"
+		"  --setup-timeout MS    RDMA connection set-up must finish within MS (default 10000)\n"
+		"  --max-setup N         RDMA connections in set-up at once; the oldest is pushed\n"
+		"                        out (default 256)\n"
 		"  --help                this text\n"
 		"\n"
 		"Kernel client:  mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,\\\n"
@@ -127,12 +135,16 @@ static void print_counters(struct fs_export *ex)
 		(unsigned long long)atomic_load(&ex->fdc.hits),
 		(unsigned long long)atomic_load(&ex->fdc.misses));
 	fs_drc_print(stderr);
+	struct rrr_svc_limit_stats ls;
+	rrr_svc_limit_stats(g_svc, &ls);
+	rrr_svc_limit_stats_print(stderr, "  limits.", &ls);
 }
 
 int main(int argc, char **argv)
 {
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
-	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_DRC, O_HELP };
+	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_DRC, O_MAXC, O_MAXCA, O_IDLE, O_SETUP, O_MAXSETUP,
+	       O_HELP };
 	static const struct option lopts[] = {
 		{"export", required_argument, NULL, O_EXPORT},
 		{"name", required_argument, NULL, O_NAME},
@@ -151,6 +163,11 @@ int main(int argc, char **argv)
 		{"wait", required_argument, NULL, O_WAIT},
 		{"spin-us", required_argument, NULL, O_SPIN},
 		{"drc-entries", required_argument, NULL, O_DRC},
+		{"max-conns", required_argument, NULL, O_MAXC},
+		{"max-conns-per-addr", required_argument, NULL, O_MAXCA},
+		{"idle-timeout", required_argument, NULL, O_IDLE},
+		{"setup-timeout", required_argument, NULL, O_SETUP},
+		{"max-setup", required_argument, NULL, O_MAXSETUP},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -203,6 +220,34 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			drc_entries = (unsigned)v;
+			break;
+		}
+		case O_MAXC:
+		case O_MAXCA:
+		case O_IDLE:
+		case O_SETUP:
+		case O_MAXSETUP: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			uint32_t u;
+			if (!*optarg || *end || v >= RRR_SVC_UNLIMITED ||
+			    (v == 0 && (c == O_SETUP || c == O_MAXSETUP))) {
+				fprintf(stderr, "rrr-server: bad value '%s' for a limit (%s)\n", optarg,
+					c == O_SETUP || c == O_MAXSETUP ? "1 or more"
+									: "0 = none, or more");
+				return 2;
+			}
+			u = v ? (uint32_t)v : RRR_SVC_UNLIMITED;
+			if (c == O_MAXC)
+				so.max_conns = u;
+			else if (c == O_MAXCA)
+				so.max_conns_per_addr = u;
+			else if (c == O_IDLE)
+				so.idle_timeout_ms = u;
+			else if (c == O_SETUP)
+				so.setup_timeout_ms = u;
+			else
+				so.max_setup = u;
 			break;
 		}
 		case 'h':
