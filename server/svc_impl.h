@@ -167,6 +167,7 @@ void rrr__svc_rdma_listener_destroy(struct rrr__svc_rdma_listener *l);
 /* --- svc_limits.c: admission, idle and set-up limits, shedding ------------- */
 
 #define RRR_SVC_IDLE_TIMEOUT_MS	   360000u
+#define RRR_SVC_STAG_BUDGET	   65536u /* registrations a device offers (soft's table) */
 #define RRR_SVC_MAX_CONNS_PER_ADDR 128u
 #define RRR__SVC_PEER_BUCKETS	   64u
 

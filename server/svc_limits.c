@@ -25,7 +25,9 @@
  *
  * Defaults (rrr/server.h): setup 10 s, 256 in set-up, idle 6 min, max_conns
  * from the fd limit ((RLIMIT_NOFILE - 64 - max_setup) / 4, since a soft
- * RDMA connection holds 3 descriptors: 176 at 1,024), 128 per address.
+ * RDMA connection holds 3 descriptors: 176 at 1,024) and from the STag
+ * budget (65,536 registrations, the soft device's table, over (credits +
+ * 4) x 4 + 4 per connection: 442 with 32 credits), 128 per address.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,6 +43,7 @@
 #include <unistd.h>
 
 #include "server/svc_impl.h"
+#include "server/svc_rdma_impl.h"
 
 #define LOG_EVERY_MS 10000
 
@@ -71,7 +74,7 @@ void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
 		o->max_conns_per_addr = RRR_SVC_MAX_CONNS_PER_ADDR;
 	if (!o->max_conns) {
 		struct rlimit rl;
-		uint64_t n = 1024, reserve = 64u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u
+		uint64_t stag, n = 1024, reserve = 64u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u
 										       : o->max_setup);
 
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
@@ -79,6 +82,12 @@ void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
 		else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 			n = 1u << 20;
 		n = n > reserve ? (n - reserve) / 4 : 0;
+		/* and what a device-wide table of RRR_SVC_STAG_BUDGET registrations
+		 * can serve: each connection may hold 4 READ-sink registrations
+		 * per request context (iWARP) plus its own few */
+		stag = RRR_SVC_STAG_BUDGET / ((uint64_t)(o->max_requests + SVC_RDMA_CTX_SLACK) * 4u + 4u);
+		if (n > stag)
+			n = stag;
 		o->max_conns = n < 16 ? 16 : n > 4096 ? 4096 : (uint32_t)n;
 	}
 }
