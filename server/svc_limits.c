@@ -74,8 +74,9 @@ void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
 		o->max_conns_per_addr = RRR_SVC_MAX_CONNS_PER_ADDR;
 	if (!o->max_conns) {
 		struct rlimit rl;
-		uint64_t stag, n = 1024, reserve = 64u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u
-										       : o->max_setup);
+		uint64_t stag,
+		    n = 1024,
+		    reserve = 64u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u : o->max_setup);
 
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 			n = rl.rlim_cur;
@@ -85,7 +86,8 @@ void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
 		/* and what a device-wide table of RRR_SVC_STAG_BUDGET registrations
 		 * can serve: each connection may hold 4 READ-sink registrations
 		 * per request context (iWARP) plus its own few */
-		stag = RRR_SVC_STAG_BUDGET / ((uint64_t)(o->max_requests + SVC_RDMA_CTX_SLACK) * 4u + 4u);
+		stag = RRR_SVC_STAG_BUDGET /
+		       ((uint64_t)(o->max_requests + SVC_RDMA_CTX_SLACK) * 4u + 4u);
 		if (n > stag)
 			n = stag;
 		o->max_conns = n < 16 ? 16 : n > 4096 ? 4096 : (uint32_t)n;
@@ -258,7 +260,8 @@ void rrr__svc_idle_closed(struct rrr__svc_limits *L, uint32_t idle_ms)
 }
 
 void rrr__svc_setup_seen(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *before,
-			 const struct rrr_cm_limit_stats *now, uint32_t setup_ms, uint32_t max_setup)
+			 const struct rrr_cm_limit_stats *now, uint32_t setup_ms,
+			 uint32_t max_setup)
 {
 	uint64_t t = now->setup_timeouts - before->setup_timeouts;
 	uint64_t e = now->setup_evicted - before->setup_evicted;

@@ -62,7 +62,7 @@ struct key {
 };
 
 struct ent {
-	struct ent *hnext;	  /* hash chain, or free list */
+	struct ent *hnext;	   /* hash chain, or free list */
 	struct ent *lprev, *lnext; /* LRU list, newest first */
 	struct key k;
 	uint64_t gen; /* bumped when the entry is removed */
@@ -114,8 +114,8 @@ static unsigned key_hash(const struct key *k)
 
 static bool key_eq(const struct key *a, const struct key *b)
 {
-	return a->xid == b->xid && a->vers == b->vers && a->proc == b->proc &&
-	       a->csum == b->csum && a->fam == b->fam && !memcmp(a->addr, b->addr, sizeof(a->addr));
+	return a->xid == b->xid && a->vers == b->vers && a->proc == b->proc && a->csum == b->csum &&
+	       a->fam == b->fam && !memcmp(a->addr, b->addr, sizeof(a->addr));
 }
 
 static int make_key(struct rrr_svc_req *req, const struct rrr_rpc_call *call,

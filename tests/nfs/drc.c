@@ -36,7 +36,8 @@ static void start(const char *const *extra)
 {
 	char p[512], port[16];
 	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+		cr_skip_test(
+		    "RRR_BUILD unset or rrr-server not built (run through make test-unit)");
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	srv.extra_args = extra;
 	cr_assert_eq(th_server_start(&srv, false), 0);
@@ -265,7 +266,8 @@ Test(nfs_drc, bounded_least_recently_used, .init = setup_small)
 		snprintf(name, sizeof(name), "f%d", i);
 		make_file(name);
 		dirop(&d, name);
-		build(&m, 0x5eed3000u + (uint32_t)i, RRR_NFS3_REMOVE, XF(rrr_nfs3_xdr_diropargs), &d);
+		build(&m, 0x5eed3000u + (uint32_t)i, RRR_NFS3_REMOVE, XF(rrr_nfs3_xdr_diropargs),
+		      &d);
 		roundtrip(&m, &r);
 		cr_assert_eq(nfs_status(&r), RRR_NFS3_OK);
 	}

@@ -147,10 +147,24 @@ static int client(const char *out, const char *a1, const char *a2, const char *a
 	th_prog("rrr-client", prog, sizeof(prog));
 	snprintf(port, sizeof(port), "%u", srv.rdma_port);
 	snprintf(mport, sizeof(mport), "%u", srv.mount_port);
-	const char *argv[] = {prog,	    "--provider",    "soft", "--server", "127.0.0.1",
-			      "--port",	    port,	     "--mount-port", mport,	 "--export",
-			      srv.export_dir, "--no-progress", "--timeout", "20000",	 a1,
-			      a2,	    a3,		     NULL};
+	const char *argv[] = {prog,
+			      "--provider",
+			      "soft",
+			      "--server",
+			      "127.0.0.1",
+			      "--port",
+			      port,
+			      "--mount-port",
+			      mport,
+			      "--export",
+			      srv.export_dir,
+			      "--no-progress",
+			      "--timeout",
+			      "20000",
+			      a1,
+			      a2,
+			      a3,
+			      NULL};
 	return th_run((char *const *)argv, out, 60);
 }
 
@@ -159,8 +173,9 @@ Test(nfs_limits, stalled_connects_do_not_lock_out_clients)
 	struct rlimit rl;
 	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 2200)
-		cr_skip_test("needs 2,200 file descriptors for the stalled connections (hard limit %llu)",
-			     (unsigned long long)rl.rlim_max);
+		cr_skip_test(
+		    "needs 2,200 file descriptors for the stalled connections (hard limit %llu)",
+		    (unsigned long long)rl.rlim_max);
 	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 8192 ? 8192 : rl.rlim_max;
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
 
@@ -204,8 +219,8 @@ Test(nfs_limits, setup_timeout_closes_stalled_connections)
 	stall(srv.rdma_port, 50);
 	double t0 = now_s();
 	for (int i = 0; i < 50; i++)
-		cr_assert(closed_by_server(fds[i], 5000), "connection %d still held after %.1f s", i,
-			  now_s() - t0);
+		cr_assert(closed_by_server(fds[i], 5000), "connection %d still held after %.1f s",
+			  i, now_s() - t0);
 	cr_log_info("50 stalled connections closed after %.2f s", now_s() - t0);
 	cr_assert_lt(now_s() - t0, 4.0);
 	cr_assert_eq(client(NULL, "ls", NULL, NULL), 0, "a client still works");

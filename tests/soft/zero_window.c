@@ -76,8 +76,11 @@ static int stalled_peer(int oob)
 		return 5;
 	if (th_oob_recv(oob, &k, sizeof(k), TH_TIMEOUT_MS))
 		return 6;
-	q = (struct soft_read_req){.sink_stag = 0x4242, .sink_to = 0, .size = (uint32_t)k.len,
-				   .src_stag = k.rkey, .src_to = k.addr};
+	q = (struct soft_read_req){.sink_stag = 0x4242,
+				   .sink_to = 0,
+				   .size = (uint32_t)k.len,
+				   .src_stag = k.rkey,
+				   .src_to = k.addr};
 	n = rrr__soft_hdr_untagged(f, SOFT_OP_READ_REQ, true, 0, SOFT_QN_READ, 1, 0,
 				   SOFT_READ_REQ_LEN);
 	rrr__soft_read_req_encode(f + n, &q);
@@ -101,8 +104,8 @@ Test(soft_zero_window, local_inv_not_blocked_by_a_stalled_read_response, .timeou
 {
 	uint8_t *buf = aligned_alloc(PG, (size_t)NPAGES * PG);
 	struct rrr_sg sg = {buf, 0, NPAGES * PG};
-	struct rrr_send_wr inv = {.wr_id = 77, .opcode = RRR_WR_LOCAL_INV,
-				  .flags = RRR_SEND_SIGNALED};
+	struct rrr_send_wr inv = {
+	    .wr_id = 77, .opcode = RRR_WR_LOCAL_INV, .flags = RRR_SEND_SIGNALED};
 	struct rrr_mr *fr;
 	struct rrr_wc wc;
 	struct th_ep s;
@@ -141,7 +144,8 @@ Test(soft_zero_window, local_inv_not_blocked_by_a_stalled_read_response, .timeou
 	/* the call timed out: invalidate its registration */
 	inv.u.inv.rkey = rrr_mr_rkey(fr);
 	cr_assert_eq(rrr_qp_post_send(s.qp, &inv, NULL), 0);
-	cr_assert_eq(th_wc(&s, &wc, 2000), 1, "the LOCAL_INV waited behind the stalled Read Response");
+	cr_assert_eq(th_wc(&s, &wc, 2000), 1,
+		     "the LOCAL_INV waited behind the stalled Read Response");
 	cr_assert_eq(wc.wr_id, 77);
 	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
 	/* the rest of the Read Response would come from invalidated memory: the

@@ -108,9 +108,8 @@ static void setup(void)
 	c.src = p;
 	for (unsigned i = 0; i < NCALLS * CHUNK; i++)
 		c.src[i] = (uint8_t)(i * 7);
-	cr_assert_eq(rrr_mr_reg(c.pd, c.mem, (NRECV + NCALLS) * BUFSZ, RRR_ACCESS_LOCAL_WRITE,
-				&c.mr),
-		     0);
+	cr_assert_eq(
+	    rrr_mr_reg(c.pd, c.mem, (NRECV + NCALLS) * BUFSZ, RRR_ACCESS_LOCAL_WRITE, &c.mr), 0);
 	cr_assert_eq(rrr_mr_reg(c.pd, c.src, NCALLS * CHUNK,
 				RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ, &c.src_mr),
 		     0);
@@ -170,13 +169,35 @@ static void send_call(unsigned i)
 {
 	uint64_t off = (uint64_t)(uintptr_t)(c.src + i * CHUNK);
 	uint32_t xid = 0x7a000000u + i;
-	uint32_t w[] = {xid, 1, CREDITS, RRR_RDMA_MSG,
-			1, 44, rrr_mr_rkey(c.src_mr), CHUNK, (uint32_t)(off >> 32), (uint32_t)off,
-			0, 0, 0, /* end of read list, no write list, no reply chunk */
-			xid, RRR_RPC_CALL, 2, TPROG, TPROG_V1, TP_SUM, 0, 0, 0, 0, CHUNK};
+	uint32_t w[] = {xid,
+			1,
+			CREDITS,
+			RRR_RDMA_MSG,
+			1,
+			44,
+			rrr_mr_rkey(c.src_mr),
+			CHUNK,
+			(uint32_t)(off >> 32),
+			(uint32_t)off,
+			0,
+			0,
+			0, /* end of read list, no write list, no reply chunk */
+			xid,
+			RRR_RPC_CALL,
+			2,
+			TPROG,
+			TPROG_V1,
+			TP_SUM,
+			0,
+			0,
+			0,
+			0,
+			CHUNK};
 	uint8_t *sb = c.mem + (NRECV + i) * BUFSZ;
 	struct rrr_sge sge = {(uint64_t)(uintptr_t)sb, sizeof(w), rrr_mr_lkey(c.mr)};
-	struct rrr_send_wr wr = {.wr_id = 1000 + i, .opcode = RRR_WR_SEND, .sg_list = &sge,
+	struct rrr_send_wr wr = {.wr_id = 1000 + i,
+				 .opcode = RRR_WR_SEND,
+				 .sg_list = &sge,
 				 .num_sge = 1},
 			   *bad;
 
@@ -225,7 +246,8 @@ Test(svc_quota, contexts_bounded_by_credits_plus_slack)
 			cr_assert_lt(i, NCALLS);
 			cr_assert_eq(get32(b + 12), RRR_RDMA_MSG);
 			cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
-			cr_assert_eq(get32(b + 13 * 4), CHUNK, "call %u: the server read its chunk", i);
+			cr_assert_eq(get32(b + 13 * 4), CHUNK, "call %u: the server read its chunk",
+				     i);
 			cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, CHUNK));
 		}
 		post_recv((unsigned)wc.wr_id);
@@ -234,5 +256,6 @@ Test(svc_quota, contexts_bounded_by_credits_plus_slack)
 	rrr_svc_stats(srv.svc, &st);
 	cr_assert_geq(st.credit_stalls, NCALLS - CREDITS - SVC_RDMA_CTX_SLACK,
 		      "the calls over the bound waited for a context");
-	cr_assert_eq(st.disconnects, 0, "a client over its grant but within its receives is served");
+	cr_assert_eq(st.disconnects, 0,
+		     "a client over its grant but within its receives is served");
 }
