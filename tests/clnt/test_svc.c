@@ -26,6 +26,13 @@
 #include "../test_env.h"
 
 #define CS_PROG 0x20000097u
+
+/* Time scale of the late-reply case: sanitizers slow everything down. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SLOW 4u
+#else
+#define SLOW 1u
+#endif
 enum { CS_NULL, CS_ECHO, CS_FILL, CS_BIG, CS_SUM, CS_SLEEP, CS_SLOWFILL };
 
 /* --- server process ------------------------------------------------------- */
@@ -773,7 +780,7 @@ Test(svc, rdma_call_survives_server_restart, .init = init_rdma)
  */
 static void late_reply_case(int want_b)
 {
-	uint32_t aa[2] = {4000, 600}, ba[2] = {2000, 100};
+	uint32_t aa[2] = {4000, 600 * SLOW}, ba[2] = {2000, 100 * SLOW};
 	uint8_t da[8192], db[4096];
 	struct iovec ia = {da, sizeof(da)}, ib = {db, sizeof(db)};
 	struct got ga = {0}, gb = {0};
@@ -791,17 +798,18 @@ static void late_reply_case(int want_b)
 	a.ddp = RRR_DDP_FROM_SERVER;
 	a.payload = &ia;
 	a.npayload = 1;
-	a.timeout_ms = 200;
+	a.timeout_ms = 200 * (int)SLOW;
 	b = a;
 	b.args = ba;
 	b.res = &gb;
 	b.payload = &ib;
-	b.timeout_ms = 1000;
+	b.timeout_ms = 1000 * (int)SLOW;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &a, note_done, NULL), 0);
-	cr_assert_eq(wait_done(&a, 2000), -ETIMEDOUT);
-	usleep(100000);
+	cr_assert_eq(wait_done(&a, 2000 * (int)SLOW), -ETIMEDOUT);
+	usleep(100000 * SLOW);
 	cr_assert_eq(rrr_clnt_call_async(clnt, &b, note_done, NULL), 0);
-	cr_assert_eq(wait_done(&b, 3000), want_b, "B: %d, expected %d", last_status, want_b);
+	cr_assert_eq(wait_done(&b, 3000 * (int)SLOW), want_b, "B: %d, expected %d", last_status,
+		     want_b);
 	if (want_b == 0) {
 		cr_assert_eq(b.payload_len, 2000);
 		for (uint32_t i = 0; i < 2000; i++)

@@ -219,7 +219,15 @@ Test(svc_quota, contexts_bounded_by_credits_plus_slack)
 	/* a second burst before any reply: a client ignoring its credits */
 	for (unsigned i = CREDITS; i < NCALLS; i++)
 		send_call(i);
-	usleep(300000);
+	/* until the server has received them all (it waits for the READs) */
+	for (int i = 0; i < 500; i++) {
+		rrr_svc_stats(srv.svc, &st);
+		if (st.recv_bytes >= NCALLS * 24u * 4u)
+			break;
+		usleep(10000);
+	}
+	cr_assert_geq(st.recv_bytes, NCALLS * 24u * 4u, "the server received every call");
+	usleep(100000);
 	cr_log_info("contexts busy at most: %u (credits %u + slack %u)", rrr__svc_rdma_ctx_peak(),
 		    CREDITS, SVC_RDMA_CTX_SLACK);
 	cr_assert_leq(rrr__svc_rdma_ctx_peak(), CREDITS + SVC_RDMA_CTX_SLACK,
