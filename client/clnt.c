@@ -33,9 +33,16 @@
  *
  * Recovery. When the transport reports the connection lost, the core asks
  * it to close: every MR of every call it held is recovered before close()
- * returns. Calls the caller marked idempotent are re-queued once (same xid,
- * so a server duplicate-request cache can recognise them, counted as
- * retransmits); the rest complete with -ECONNRESET. The core reconnects
+ * returns. Then, like the kernel's NFS client on a hard mount, every call
+ * still outstanding is re-queued (same xid, so the server's duplicate
+ * request cache can recognise a call it already executed; counted as
+ * retransmits) and re-sent on the next connection, again after every
+ * reconnect, until its own deadline: no call is lost to a connection
+ * problem, and a connection killed by one call's late reply (see
+ * clnt_rdma.c) costs the other calls a re-send, not a failure. With the
+ * fail_fast option only calls marked idempotent are re-queued, once, and
+ * the rest complete with -ECONNRESET (the old behaviour). Calls being
+ * aborted (timeout, cancel) are never re-sent. The core reconnects
  * when there is work, with exponential backoff (100 ms doubling to 5 s).
  * Calls waiting for a connection still time out. rrr_clnt_destroy fails
  * everything outstanding with -ECANCELED after the transport has closed.
@@ -566,7 +573,11 @@ static void conn_lost(struct rrr_clnt *c)
 		r->qnext = NULL;
 		if (r->aborting) {
 			rrr__clnt_complete(c, r, r->status);
-		} else if (r->call->idempotent && !r->retried && !c->stopping) {
+		} else if (!c->stopping &&
+			   (!c->opts.fail_fast || (r->call->idempotent && !r->retried))) {
+			/* hard (the default): every call is re-sent after each
+			 * reconnect until its own deadline; fail_fast: only
+			 * idempotent calls, once */
 			r->retried = true;
 			r->state = RRR__REQ_QUEUED;
 			r->placed = false;

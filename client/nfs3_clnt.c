@@ -266,6 +266,7 @@ int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out)
 	co.port = opts->port ? opts->port : "20049";
 	co.timeout_ms = n->timeout_ms;
 	co.no_remote_inv = opts->no_remote_inv;
+	co.fail_fast = opts->fail_fast;
 	co.wait_mode = opts->wait_mode;
 	co.spin_us = opts->spin_us;
 	rc = rrr_clnt_create(&co, &n->clnt[0]);

@@ -148,7 +148,13 @@ struct rrr_svc {
 	int donefd;	/* eventfd: a worker exited */
 	atomic_bool stopping;
 	atomic_bool running;
+	struct rrr__svc_limits limits; /* svc_limits.c */
 };
+
+struct rrr__svc_limits *rrr__svc_limits(struct rrr_svc *svc)
+{
+	return &svc->limits;
+}
 
 /* ------------------------------------------------------------------ options */
 
@@ -201,6 +207,7 @@ static int opts_check(struct rrr_svc_opts *o)
 	}
 	if (o->nthreads > SVC_MAX_THREADS)
 		o->nthreads = SVC_MAX_THREADS;
+	rrr__svc_limits_defaults(o);
 	return 0;
 }
 
@@ -266,6 +273,7 @@ int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out)
 	rc = opts_check(&svc->opts);
 	if (rc)
 		goto err_free;
+	rrr__svc_limits_init(&svc->limits, &svc->opts);
 	svc->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	svc->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (svc->stopfd < 0 || svc->donefd < 0) {
@@ -295,6 +303,7 @@ err_fds:
 		close(svc->stopfd);
 	if (svc->donefd >= 0)
 		close(svc->donefd);
+	rrr__svc_limits_fini(&svc->limits);
 err_free:
 	free(svc);
 	return rc;
@@ -772,6 +781,7 @@ static void reap(struct rrr__svc_worker *w)
 		c->in_epoll = false;
 		w->nconns--;
 		RRR__STAT_ADD(&w->st, disconnects, 1);
+		rrr__svc_unadmit(&w->svc->limits, c);
 		rrr__svc_conn_put(c);
 	}
 }
@@ -828,6 +838,14 @@ int rrr__svc_post_msg(struct rrr__svc_conn *c, const void *msg, size_t len)
 	return inbox_push(c->w, it);
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 {
 	struct inbox_item *it, *n;
@@ -852,6 +870,7 @@ static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 				rrr__svc_conn_close(c);
 			} else {
 				c->in_epoll = true;
+				c->last_ms = now_ms();
 				list_add(&w->conns, c);
 				w->nconns++;
 				RRR__STAT_ADD(&w->st, connects, 1);
@@ -867,26 +886,21 @@ static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 	}
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void *worker_main(void *arg)
 {
 	struct rrr__svc_worker *w = arg;
 	struct rrr_svc *svc = w->svc;
 	struct epoll_event evs[64];
 	bool shut = false;
-	int64_t deadline = 0;
+	int64_t deadline = 0, next_idle_scan = 0;
+	uint32_t idle = svc->opts.idle_timeout_ms;
+	int idle_tick = idle == RRR_SVC_UNLIMITED ? -1 : idle / 4 > 1000 ? 1000 : (int)(idle / 4) + 1;
 
 	tls_arena = &w->arena;
 	for (;;) {
 		bool stopping = atomic_load(&svc->stopping);
-		int timeout = stopping ? 20 : -1;
+		int timeout = stopping ? 20 : idle_tick;
+		int64_t now;
 		int n, i;
 
 		if (stopping && !shut) {
@@ -911,6 +925,7 @@ static void *worker_main(void *arg)
 		n = rrr__wait_epoll(&w->waiter, w->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR)
 			break;
+		now = now_ms();
 		for (i = 0; i < n; i++) {
 			struct rrr__svc_conn *c = evs[i].data.ptr;
 
@@ -918,7 +933,22 @@ static void *worker_main(void *arg)
 				drain_inbox(w, shut);
 				continue;
 			}
+			c->last_ms = now;
 			c->ops->on_event(c, evs[i].events);
+		}
+		if (idle_tick >= 0 && !shut && now >= next_idle_scan) {
+			struct rrr__svc_conn *c, *next;
+
+			/* no traffic for idle_timeout_ms: finish and close */
+			next_idle_scan = now + idle_tick;
+			for (c = w->conns; c; c = next) {
+				next = c->next;
+				if (c->idle_shut || now - c->last_ms < (int64_t)idle)
+					continue;
+				c->idle_shut = true;
+				rrr__svc_idle_closed(&svc->limits, idle);
+				c->ops->shutdown(c);
+			}
 		}
 		reap(w);
 	}
@@ -945,6 +975,22 @@ static void close_listeners(struct rrr_svc *svc, int epfd)
 		close(svc->tcp_fds[i]);
 	}
 	svc->ntcp = 0;
+}
+
+/* Destroy the RDMA listeners, keeping their set-up counters. */
+static void destroy_rdma_listeners(struct rrr_svc *svc)
+{
+	pthread_mutex_lock(&svc->limits.lock);
+	for (unsigned i = 0; i < svc->nrdma; i++) {
+		struct rrr_cm_limit_stats st;
+
+		if (rrr__svc_rdma_limit_stats(svc->rdma[i], &st) == 0)
+			rrr__svc_fold_cm(&svc->limits, &st);
+		rrr__svc_rdma_listener_destroy(svc->rdma[i]);
+		svc->rdma[i] = NULL;
+	}
+	svc->nrdma = 0;
+	pthread_mutex_unlock(&svc->limits.lock);
 }
 
 int rrr_svc_run(struct rrr_svc *svc)
@@ -1025,8 +1071,15 @@ int rrr_svc_run(struct rrr_svc *svc)
 				if (r == (ssize_t)sizeof(v))
 					done += (unsigned)v;
 			} else if (id >= 0x200) {
+				struct rrr_cm_limit_stats b, a;
+				int have = rrr__svc_rdma_limit_stats(svc->rdma[id - 0x200], &b) == 0;
+
 				/* CM events keep flowing while workers close connections */
 				rrr__svc_rdma_cm_events(svc->rdma[id - 0x200]);
+				if (have && rrr__svc_rdma_limit_stats(svc->rdma[id - 0x200], &a) == 0)
+					rrr__svc_setup_seen(&svc->limits, &b, &a,
+							    svc->opts.setup_timeout_ms,
+							    svc->opts.max_setup);
 			} else if (id >= 0x100 && !atomic_load(&svc->stopping)) {
 				rrr__svc_tcp_accept(svc, svc->tcp_fds[id - 0x100]);
 			}
@@ -1038,9 +1091,7 @@ int rrr_svc_run(struct rrr_svc *svc)
 			svc->workers[i].started = false;
 		}
 	}
-	for (i = 0; i < svc->nrdma; i++)
-		rrr__svc_rdma_listener_destroy(svc->rdma[i]);
-	svc->nrdma = 0;
+	destroy_rdma_listeners(svc);
 	close(epfd);
 out:
 	atomic_store(&svc->running, false);
@@ -1060,13 +1111,13 @@ void rrr_svc_destroy(struct rrr_svc *svc)
 	if (!svc)
 		return;
 	close_listeners(svc, -1);
-	for (i = 0; i < svc->nrdma; i++)
-		rrr__svc_rdma_listener_destroy(svc->rdma[i]);
+	destroy_rdma_listeners(svc);
 	for (i = 0; i < svc->nworkers; i++)
 		worker_fini(&svc->workers[i]);
 	free(svc->workers);
 	close(svc->stopfd);
 	close(svc->donefd);
+	rrr__svc_limits_fini(&svc->limits);
 	free(svc);
 }
 
@@ -1118,4 +1169,34 @@ void rrr_svc_stats(struct rrr_svc *svc, struct rrr_xprt_stats *out)
 #undef SUM
 #undef MAX
 	}
+}
+
+void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st)
+{
+	struct rrr__svc_limits *L;
+
+	if (!st)
+		return;
+	memset(st, 0, sizeof(*st));
+	if (!svc)
+		return;
+	L = &svc->limits;
+	pthread_mutex_lock(&L->lock);
+	*st = L->st;
+	st->setup_timeouts += L->cm_folded.setup_timeouts;
+	st->setup_evicted += L->cm_folded.setup_evicted;
+	st->accept_shed += L->cm_folded.accept_shed;
+	for (unsigned i = 0; i < svc->nrdma; i++) {
+		struct rrr_cm_limit_stats c;
+
+		if (svc->rdma[i] && rrr__svc_rdma_limit_stats(svc->rdma[i], &c) == 0) {
+			st->setup_timeouts += c.setup_timeouts;
+			st->setup_evicted += c.setup_evicted;
+			st->accept_shed += c.accept_shed;
+		}
+	}
+	st->conns = L->nconns;
+	st->max_conns = L->max_conns;
+	st->max_conns_per_addr = L->max_per_addr;
+	pthread_mutex_unlock(&L->lock);
 }

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include <rrr/oncrpc.h>
+#include <rrr/provider.h>
 #include <rrr/server.h>
 #include <rrr/stats.h>
 #include <rrr/xdr.h>
@@ -60,6 +61,9 @@ struct rrr__svc_conn {
 	bool in_epoll; /* fd added to the worker's epoll set */
 	int refs;      /* atomic; freed by destroy at 0 */
 	struct rrr__svc_conn *next, *prev;
+	bool admitted;	 /* counted by rrr__svc_admit() (svc_limits.c) */
+	bool idle_shut;	 /* shut down by the idle timeout */
+	int64_t last_ms; /* last traffic (worker clock, ms) */
 };
 
 /* Per-request arena block (rrr_svc_req_alloc). */
@@ -159,5 +163,58 @@ int rrr__svc_rdma_listener_fd(struct rrr__svc_rdma_listener *l);
 /* The CM fd is readable: handle pending CM events. */
 void rrr__svc_rdma_cm_events(struct rrr__svc_rdma_listener *l);
 void rrr__svc_rdma_listener_destroy(struct rrr__svc_rdma_listener *l);
+
+/* --- svc_limits.c: admission, idle and set-up limits, shedding ------------- */
+
+#define RRR_SVC_IDLE_TIMEOUT_MS	   360000u
+#define RRR_SVC_STAG_BUDGET	   65536u /* registrations a device offers (soft's table) */
+#define RRR_SVC_MAX_CONNS_PER_ADDR 128u
+#define RRR__SVC_PEER_BUCKETS	   64u
+
+enum {
+	RRR__SVC_LOG_MAX_CONNS = 0,
+	RRR__SVC_LOG_PER_ADDR,
+	RRR__SVC_LOG_IDLE,
+	RRR__SVC_LOG_SETUP,
+	RRR__SVC_LOG_SHED,
+	RRR__SVC_LOG_KINDS
+};
+
+struct rrr__svc_peer;
+
+struct rrr__svc_limits {
+	pthread_mutex_t lock;
+	struct rrr__svc_peer *peers[RRR__SVC_PEER_BUCKETS];
+	uint32_t nconns;
+	uint32_t max_conns, max_per_addr;
+	struct rrr_svc_limit_stats st;	     /* counters (lock) */
+	struct rrr_cm_limit_stats cm_folded; /* of listeners already destroyed (lock) */
+	int reserve_fd;			     /* given up to shed when out of fds */
+	int64_t last_log[RRR__SVC_LOG_KINDS];
+	uint64_t pending_log[RRR__SVC_LOG_KINDS];
+};
+
+/* Fill the limit options left 0 with their defaults. */
+void rrr__svc_limits_defaults(struct rrr_svc_opts *o);
+int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o);
+void rrr__svc_limits_fini(struct rrr__svc_limits *L);
+struct rrr__svc_limits *rrr__svc_limits(struct rrr_svc *svc);
+/* Admit @c (its peer set) or refuse it: -EBUSY (counted, logged). Accept
+ * thread; thread-safe. */
+int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const char *transport);
+/* Give back @c's admission (no-op if it had none). Thread-safe. */
+void rrr__svc_unadmit(struct rrr__svc_limits *L, struct rrr__svc_conn *c);
+/* Count (and log) one connection closed by the idle timeout. */
+void rrr__svc_idle_closed(struct rrr__svc_limits *L, uint32_t idle_ms);
+/* Log when a CM's set-up counters moved from @before to @now. */
+void rrr__svc_setup_seen(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *before,
+			 const struct rrr_cm_limit_stats *now, uint32_t setup_ms, uint32_t max_setup);
+/* Keep a destroyed listener's CM counters (lock held by the caller). */
+void rrr__svc_fold_cm(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *st);
+/* accept() on @lfd failed with EMFILE/ENFILE: accept one connection with the
+ * reserved descriptor and close it. true when one was shed (try again). */
+bool rrr__svc_shed(struct rrr__svc_limits *L, int lfd);
+/* svc_rdma.c: the listener's CM counters (0, or -EOPNOTSUPP on verbs). */
+int rrr__svc_rdma_limit_stats(struct rrr__svc_rdma_listener *l, struct rrr_cm_limit_stats *st);
 
 #endif /* RRR_SERVER_SVC_IMPL_H */

@@ -41,8 +41,18 @@
  * the single handle a call carried, never on error replies. A chain that
  * does not fit the send queue waits its turn (counted as a credit stall).
  *
+ * Contexts. A connection has at most max_requests + SVC_RDMA_CTX_SLACK (4)
+ * request contexts (each may hold up to max_payload + 64 KiB of registered
+ * buffers), not twice the credits: a call that arrives while every context
+ * is busy - a client's next call can overtake the Send completion of the
+ * reply that freed its credit - waits in a ring with its receive buffer
+ * held (counted as a credit stall) and runs when a context is free. So a
+ * client can make the server hold no more than credits + 4 contexts, and no
+ * more waiting calls than receives posted (max_requests + batch); a client
+ * that sends beyond those breaks its own connection.
+ *
  * Recovery. Any failed or flushed completion, a post failure or a client
- * that sends more calls than it has credits for disconnects the connection.
+ * that sends more calls than it has receives for disconnects the connection.
  * In-flight requests finish with their flushed completions (READ sink
  * registrations are recovered, never left valid); when none is busy and the
  * disconnect was issued or seen, the worker closes the connection: QP and
@@ -134,6 +144,14 @@ static void buf_free(struct svc_rdma_buf *b)
 
 /* ------------------------------------------------------------------ contexts */
 
+/* Most contexts one connection held at once, process-wide (tests). */
+static uint32_t ctx_peak;
+
+uint32_t rrr__svc_rdma_ctx_peak(void)
+{
+	return __atomic_load_n(&ctx_peak, __ATOMIC_RELAXED);
+}
+
 static struct svc_rdma_ctx *ctx_get(struct svc_rdma_conn *rc)
 {
 	struct svc_rdma_ctx *ctx = rc->ctx_free;
@@ -173,6 +191,10 @@ static struct svc_rdma_ctx *ctx_get(struct svc_rdma_conn *rc)
 	ctx->has_inv = false;
 	memset(&ctx->req, 0, sizeof(ctx->req));
 	rc->busy++;
+	for (uint32_t p = __atomic_load_n(&ctx_peak, __ATOMIC_RELAXED); rc->busy > p;)
+		if (__atomic_compare_exchange_n(&ctx_peak, &p, rc->busy, false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			break;
 	return ctx;
 }
 
@@ -497,17 +519,43 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
+/* A call that found no free context waits here, its receive buffer held
+ * (so a client can have no more calls waiting than receives posted). */
+static bool defer_call(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
+{
+	uint32_t t;
+
+	if (rc->ndefer >= rc->nrecv)
+		return false;
+	t = (rc->defer_head + rc->ndefer) % rc->nrecv;
+	rc->defer_idx[t] = idx;
+	rc->defer_len[t] = len;
+	rc->ndefer++;
+	RRR__STAT_ADD(svc_rdma_stats(rc), credit_stalls, 1);
+	return true;
+}
+
+static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bool resumed)
 {
 	struct rrr_xprt_stats *st = svc_rdma_stats(rc);
 	uint8_t *buf = rc->recv_region + (size_t)idx * rc->recv_size;
 	struct svc_rdma_ctx *ctx;
 	int err;
 
-	RRR__STAT_ADD(st, recv_bytes, len);
-	set_gauges(rc); /* the ESTABLISHED event may still be on its way */
+	if (!resumed) {
+		RRR__STAT_ADD(st, recv_bytes, len);
+		set_gauges(rc); /* the ESTABLISHED event may still be on its way */
+	}
 	if (rc->shutting || rc->broken || len > rc->recv_size) {
 		repost(rc, idx, false);
+		return;
+	}
+	if (!resumed && rc->ndefer) {
+		/* behind the calls already waiting for a context */
+		if (!defer_call(rc, idx, len)) {
+			repost(rc, idx, false);
+			svc_rdma_fail(rc, "client sent more calls than it was granted");
+		}
 		return;
 	}
 	if (len < 16) {
@@ -540,8 +588,11 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
 	}
 	ctx = ctx_get(rc);
 	if (!ctx) {
-		repost(rc, idx, false);
-		svc_rdma_fail(rc, "client sent more calls than it was granted");
+		/* every context busy (credits + slack): wait for one */
+		if (!defer_call(rc, idx, len)) {
+			repost(rc, idx, false);
+			svc_rdma_fail(rc, "client sent more calls than it was granted");
+		}
 		return;
 	}
 	{
@@ -666,7 +717,7 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 					  "does not accept");
 			return;
 		}
-		handle_recv(rc, idx, wc->byte_len);
+		handle_recv(rc, idx, wc->byte_len, false);
 		return;
 	}
 	ctx = (struct svc_rdma_ctx *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
@@ -746,6 +797,15 @@ static void conn_poll(struct svc_rdma_conn *rc)
 			break;
 		rrr_cq_arm(rc->cq);
 		armed = true;
+	}
+	/* calls that waited for a context, while contexts are free */
+	while (rc->ndefer && (rc->ctx_free || rc->nctx < rc->max_ctx || rc->broken ||
+			      rc->shutting)) {
+		uint32_t h = rc->defer_head;
+
+		rc->defer_head = (h + 1) % rc->nrecv;
+		rc->ndefer--;
+		handle_recv(rc, rc->defer_idx[h], rc->defer_len[h], true);
 	}
 	repost(rc, UINT32_MAX, true);
 	maybe_finish(rc);
@@ -830,6 +890,8 @@ static void conn_free(struct svc_rdma_conn *rc)
 	free(rc->send_region);
 	free(rc->repost);
 	free(rc->scratch);
+	free(rc->defer_idx);
+	free(rc->defer_len);
 	free(rc);
 }
 
@@ -884,6 +946,9 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	rc->base.fd = -1;
 	rc->base.events = EPOLLIN;
 	rrr_cm_id_peer_addr(ev->id, &rc->base.peer);
+	err = rrr__svc_admit(rrr__svc_limits(l->svc), &rc->base, "RDMA");
+	if (err)
+		goto err_free;
 	rc->recv_size = min_u32(o->inline_recv, peer.send_size);
 	rc->inline_send = min_u32(o->inline_send, peer.recv_size);
 	rc->remote_inv = peer.remote_inv && !o->no_remote_inv && l->attr.send_with_inv;
@@ -896,7 +961,7 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	if (rc->batch > RDMA_BATCH_MAX)
 		rc->batch = RDMA_BATCH_MAX;
 	rc->nrecv = rc->max_requests + rc->batch;
-	rc->max_ctx = 2 * rc->max_requests + rc->batch;
+	rc->max_ctx = rc->max_requests + SVC_RDMA_CTX_SLACK;
 	rc->sq_depth = min_u32(l->attr.max_qp_wr ? l->attr.max_qp_wr : 1024, 4096);
 	if (rc->sq_depth < SVC_RDMA_MAX_WRS) {
 		err = rrr__set_error(-EINVAL, "device send queue (%u WRs) is too small",
@@ -920,8 +985,11 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	err = -ENOMEM;
 	rc->repost = calloc(rc->nrecv, sizeof(*rc->repost));
 	rc->scratch = calloc(1, sizeof(*rc->scratch));
+	rc->defer_idx = calloc(rc->nrecv, sizeof(*rc->defer_idx));
+	rc->defer_len = calloc(rc->nrecv, sizeof(*rc->defer_len));
 	sz = (size_t)rc->nrecv * rc->recv_size;
-	if (!rc->repost || !rc->scratch || posix_memalign(&p, 4096, sz))
+	if (!rc->repost || !rc->scratch || !rc->defer_idx || !rc->defer_len ||
+	    posix_memalign(&p, 4096, sz))
 		goto err_free;
 	rc->recv_region = p;
 	sz = (size_t)rc->max_ctx * (SVC_RDMA_HDR_AREA + rc->inline_send);
@@ -991,6 +1059,7 @@ err_ctx:
 err_qp:
 	rrr_qp_destroy(rc->qp);
 err_free:
+	rrr__svc_unadmit(rrr__svc_limits(l->svc), &rc->base);
 	conn_free(rc);
 	return err;
 }
@@ -1061,6 +1130,15 @@ int rrr__svc_rdma_listen(struct rrr_svc *svc, const char *host, const char *port
 	err = rrr_cm_create(l->dev, &l->cm);
 	if (err)
 		goto err_pd;
+	{
+		struct rrr_cm_limits lim = {.setup_timeout_ms = o->setup_timeout_ms,
+					    .max_setup = o->max_setup};
+
+		err = rrr_cm_set_limits(l->cm, &lim);
+		if (err && err != -EOPNOTSUPP)
+			goto err_cm;
+		err = 0; /* verbs: the kernel's rdma_cm handles set-up */
+	}
 	err = rrr_cm_id_create(l->cm, NULL, &l->lid);
 	if (err)
 		goto err_cm;
@@ -1098,6 +1176,11 @@ err_free:
 		rrr__set_error(err, "cannot listen for RPC-over-RDMA on %s:%s", host ? host : "*",
 			       port);
 	return err;
+}
+
+int rrr__svc_rdma_limit_stats(struct rrr__svc_rdma_listener *l, struct rrr_cm_limit_stats *st)
+{
+	return rrr_cm_limit_stats(l->cm, st);
 }
 
 int rrr__svc_rdma_listener_fd(struct rrr__svc_rdma_listener *l)

@@ -107,9 +107,13 @@ struct svc_rdma_conn {
 	/* send queue accounting */
 	uint32_t sq_depth, sq_free;
 	struct svc_rdma_ctx *sq_wait_head, *sq_wait_tail;
-	/* request contexts */
+	/* request contexts: at most max_requests + SVC_RDMA_CTX_SLACK; a call
+	 * that finds none waits (its receive buffer held) in the deferred
+	 * ring until one is free */
 	struct svc_rdma_ctx *ctx_free, *ctx_all;
 	uint32_t nctx, max_ctx, busy;
+	uint32_t *defer_idx, *defer_len; /* ring of nrecv entries */
+	uint32_t defer_head, ndefer;
 	/* lifecycle */
 	bool established;
 	bool gauges_set;    /* credits/inline sizes published in the stats */
@@ -120,8 +124,14 @@ struct svc_rdma_conn {
 	bool detached;	    /* cm id ctx cleared */
 };
 
+/* Contexts beyond the credits granted: room for the replies whose Send
+ * completion has not been seen yet when the client's next call arrives. */
+#define SVC_RDMA_CTX_SLACK 4u
+
 /* svc_rdma.c */
 struct rrr_xprt_stats *svc_rdma_stats(struct svc_rdma_conn *rc);
+/* Tests: the most request contexts one connection had busy at once. */
+uint32_t rrr__svc_rdma_ctx_peak(void);
 /* Post @ctx->chain (sq_need WRs) now or when the send queue has room. */
 void svc_rdma_post_chain(struct svc_rdma_ctx *ctx);
 /* Make sure @b holds at least @len bytes, locally registered. */

@@ -402,8 +402,14 @@ void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd)
 		int fd, one = 1;
 
 		fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			/* out of fds: shed one so the backlog does not fill up
+			 * and the listener does not stay readable for nothing */
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    rrr__svc_shed(rrr__svc_limits(svc), lfd))
+				continue;
 			return; /* EAGAIN, or a transient error: epoll calls again */
+		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		t = calloc(1, sizeof(*t));
 		if (!t) {
@@ -415,7 +421,13 @@ void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd)
 		t->base.events = EPOLLIN;
 		t->base.peer = ss;
 		t->max_record = o->max_payload + RRR__SVC_REPLY_SLACK;
+		if (rrr__svc_admit(rrr__svc_limits(svc), &t->base, "TCP")) {
+			close(fd);
+			free(t);
+			continue;
+		}
 		if (rrr__svc_adopt(svc, &t->base)) {
+			rrr__svc_unadmit(rrr__svc_limits(svc), &t->base);
 			close(fd);
 			free(t);
 		}

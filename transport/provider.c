@@ -487,6 +487,20 @@ int rrr_cm_accept(struct rrr_cm_id *id, const struct rrr_conn_param *param)
 	DISPATCH(id->cm->dev, cm_accept, id, param);
 }
 
+int rrr_cm_set_limits(struct rrr_cm *cm, const struct rrr_cm_limits *lim)
+{
+	if (!cm || !lim)
+		return -EINVAL;
+	DISPATCH(cm->dev, cm_set_limits, cm, lim);
+}
+
+int rrr_cm_limit_stats(struct rrr_cm *cm, struct rrr_cm_limit_stats *st)
+{
+	if (!cm || !st)
+		return -EINVAL;
+	DISPATCH(cm->dev, cm_limit_stats, cm, st);
+}
+
 int rrr_cm_reject(struct rrr_cm_id *id, const void *private_data, uint32_t len)
 {
 	if (!id || len > RRR_CM_MAX_PRIVATE_DATA)

@@ -114,6 +114,8 @@ struct rrr__provider_ops {
 	int (*cm_accept)(struct rrr_cm_id *id, const struct rrr_conn_param *param);
 	int (*cm_reject)(struct rrr_cm_id *id, const void *pdata, uint32_t len);
 	int (*cm_disconnect)(struct rrr_cm_id *id);
+	int (*cm_set_limits)(struct rrr_cm *cm, const struct rrr_cm_limits *lim);
+	int (*cm_limit_stats)(struct rrr_cm *cm, struct rrr_cm_limit_stats *st);
 };
 
 /* The two providers (defined in transport/soft/ and transport/verbs/). */

@@ -91,6 +91,8 @@ static void usage(FILE *f)
 		"  --stats                    print the connection counters at the end\n"
 		"  --timeout MS               per-call timeout (default 30000)\n"
 		"  --no-remote-inv            do not offer Send With Invalidate to the server\n"
+		"  --fail-fast                a lost connection fails calls that are not idempotent\n"
+		"                             (default: re-send every call after the reconnect)\n"
 		"  --wait MODE                how the client waits for replies: adaptive\n"
 		"                             (default: spin up to --spin-us while replies\n"
 		"                             stream in, else sleep), event or spin\n"
@@ -563,7 +565,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_TRANSPORT = 256, OPT_PROVIDER, OPT_POPTS, OPT_SERVER, OPT_PORT, OPT_MPORT, OPT_EXPORT, OPT_QD,
 	       OPT_RSIZE, OPT_WSIZE, OPT_SPLIT, OPT_SYNC, OPT_VERIFY, OPT_PROGRESS, OPT_NOPROGRESS, OPT_STATS,
-	       OPT_TIMEOUT, OPT_QUIET, OPT_NOREMINV, OPT_NCONNECT, OPT_NOMMAP, OPT_WAIT, OPT_SPIN, OPT_HELP };
+	       OPT_TIMEOUT, OPT_QUIET, OPT_NOREMINV, OPT_FAILFAST, OPT_NCONNECT, OPT_NOMMAP, OPT_WAIT, OPT_SPIN, OPT_HELP };
 	static const struct option lopts[] = {
 		{"transport", required_argument, NULL, OPT_TRANSPORT},
 		{"provider", required_argument, NULL, OPT_PROVIDER},
@@ -584,6 +586,7 @@ int main(int argc, char **argv)
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"no-remote-inv", no_argument, NULL, OPT_NOREMINV},
+		{"fail-fast", no_argument, NULL, OPT_FAILFAST},
 		{"nconnect", required_argument, NULL, OPT_NCONNECT},
 		{"wait", required_argument, NULL, OPT_WAIT},
 		{"spin-us", required_argument, NULL, OPT_SPIN},
@@ -658,6 +661,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_QUIET: c.quiet = true; break;
 		case OPT_NOREMINV: o.no_remote_inv = true; break;
+		case OPT_FAILFAST: o.fail_fast = true; break;
 		case OPT_WAIT:
 			if (rrr_wait_mode_parse(optarg, &o.wait_mode)) {
 				fprintf(stderr, "rrr-client: --wait is event, adaptive or spin\n");

@@ -20,7 +20,9 @@
  * is never called and the call was not sent.
  *
  * Errors (call status): 0; -ETIMEDOUT timeout; -ECANCELED cancelled;
- * -ECONNRESET connection lost (not retried); -EBADMSG undecodable reply;
+ * -ECONNRESET connection lost (only with opts.fail_fast: by default a call
+ * is re-sent after a reconnect until its deadline, then -ETIMEDOUT);
+ * -EBADMSG undecodable reply;
  * -EPROTO RPC-level error (see call->rpc_stat); -EREMOTEIO RDMA_ERROR reply;
  * -EMSGSIZE the call cannot be conveyed with the negotiated sizes.
  */
@@ -64,6 +66,11 @@ struct rrr_clnt_opts {
 	enum rrr_wait_mode wait_mode; /* how the progress thread waits (rrr/wait.h):
 				       * default RRR_WAIT_ADAPTIVE */
 	uint32_t spin_us;	   /* its spin budget, 0 = RRR_WAIT_SPIN_US_DEFAULT */
+	bool fail_fast;		   /* connection loss fails calls not marked idempotent
+				    * with -ECONNRESET and re-sends idempotent ones
+				    * once; default false: every outstanding call is
+				    * re-sent (same xid) after each reconnect until
+				    * its deadline, like a hard NFS mount */
 };
 
 /* Fill defaults. */
@@ -95,7 +102,8 @@ struct rrr_call {
 			      * write chunk unless the hint says the whole
 			      * reply fits inline */
 	int timeout_ms;	     /* 0: the client's default; < 0: none */
-	bool idempotent;     /* may be retried once on a new connection */
+	bool idempotent;     /* fail_fast clients: may be retried once on a new
+			      * connection (others re-send every call) */
 	/* results, set when the call completes */
 	uint32_t rpc_stat;    /* accept_stat, or RRR_RPC_STAT_DENIED |
 			       * reject_stat << 8 | auth_stat, when -EPROTO */
@@ -128,8 +136,9 @@ void rrr_clnt_destroy(struct rrr_clnt *clnt);
  * top of this file); it may submit new calls. Returns 0, or -EINVAL (bad
  * arguments, npayload > RRR_XDR_PAYLOAD_MAX_IOV), -ESHUTDOWN (client being
  * destroyed), -ENOMEM, or the encode callback's error: then @done never
- * runs. call->timeout_ms < 0 means no timeout. Retried calls (idempotent,
- * after a reconnect) keep their xid.
+ * runs. call->timeout_ms < 0 means no timeout (on a connection problem
+ * such a call is re-sent until it is answered or cancelled). Re-sent
+ * calls (after a reconnect) keep their xid.
  */
 int rrr_clnt_call_async(struct rrr_clnt *clnt, struct rrr_call *call, rrr_call_done_fn done,
 			void *arg);

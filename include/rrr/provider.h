@@ -369,6 +369,38 @@ int rrr_cm_reject(struct rrr_cm_id *id, const void *private_data, uint32_t len);
  * and its outstanding WRs complete with RRR_WC_WR_FLUSH_ERR. */
 int rrr_cm_disconnect(struct rrr_cm_id *id);
 
+/*
+ * Limits on passive connection set-up (connections a listener accepted
+ * whose set-up - on soft: the MPA Request, and after rrr_cm_accept() the
+ * initiator's ready-to-receive message - is not finished). A connection
+ * that does not finish set-up within setup_timeout_ms is closed (before
+ * CONNECT_REQUEST: silently; after rrr_cm_accept(): UNREACHABLE with
+ * -ETIMEDOUT). At most max_setup connections are in set-up at once: a new
+ * one pushes out the oldest that has not sent its Request yet, so a flood
+ * of stalled connections cannot keep a well-behaved peer out. When the
+ * process runs out of file descriptors, a pending connection is accepted
+ * and closed at once (shed) instead of staying in the backlog.
+ */
+struct rrr_cm_limits {
+	uint32_t setup_timeout_ms; /* default RRR_CM_SETUP_TIMEOUT_MS; 0: keep */
+	uint32_t max_setup;	   /* default RRR_CM_MAX_SETUP; 0: keep */
+};
+#define RRR_CM_SETUP_TIMEOUT_MS 10000u
+#define RRR_CM_MAX_SETUP	256u
+
+struct rrr_cm_limit_stats {
+	uint64_t setup_timeouts; /* closed: set-up not finished in time */
+	uint64_t setup_evicted;	 /* closed: pushed out by a newer connection (max_setup) */
+	uint64_t accept_shed;	 /* accepted and closed at once: out of file descriptors */
+	uint32_t setup_now;	 /* connections in set-up now */
+};
+
+/* Set @cm's set-up limits (every listener of @cm). -EOPNOTSUPP where the
+ * provider does not manage set-up itself (verbs: the kernel does). */
+int rrr_cm_set_limits(struct rrr_cm *cm, const struct rrr_cm_limits *lim);
+/* Counters of those limits; -EOPNOTSUPP as above. Thread-safe. */
+int rrr_cm_limit_stats(struct rrr_cm *cm, struct rrr_cm_limit_stats *st);
+
 /* Resolve "host" and "port" strings into a sockaddr (numeric or name). */
 int rrr_addr_parse(const char *host, const char *port, struct sockaddr_storage *ss,
 		   socklen_t *len);

@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 #include <rrr/oncrpc.h>
@@ -80,7 +81,23 @@ struct rrr_svc_opts {
 	enum rrr_wait_mode wait_mode; /* how workers wait (rrr/wait.h), default
 				       * RRR_WAIT_ADAPTIVE */
 	uint32_t spin_us;          /* their spin budget, 0 = RRR_WAIT_SPIN_US_DEFAULT */
+	/* Limits against stalled, idle and greedy peers (rrr_svc_limit_stats(),
+	 * docs/fileserver.md "Limits"). 0 = the default; RRR_SVC_UNLIMITED
+	 * turns a limit off. */
+	uint32_t setup_timeout_ms; /* RDMA connection set-up (soft: MPA Request,
+				    * RTR) must finish within this, default 10000 */
+	uint32_t max_setup;        /* RDMA connections in set-up at once per
+				    * listener (the oldest is pushed out), default 256 */
+	uint32_t idle_timeout_ms;  /* close a connection with no traffic for this
+				    * long, default 360000 (6 min, like nfsd) */
+	uint32_t max_conns;        /* connections (RDMA + TCP) at once, default
+				    * (RLIMIT_NOFILE - 64 - max_setup) / 4, at most
+				    * 65536 / ((max_requests + 4) * 4 + 4) (the STag
+				    * table: 442 with 32 credits), 16..4096 */
+	uint32_t max_conns_per_addr; /* ... from one peer IP address, default 128 */
 };
+
+#define RRR_SVC_UNLIMITED 0xffffffffu
 
 void rrr_svc_opts_init(struct rrr_svc_opts *opts);
 int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out);
@@ -109,6 +126,22 @@ void rrr_svc_destroy(struct rrr_svc *svc);
  * counts malformed messages received and rdma_errors_sent the RDMA_ERROR
  * answers. Thread-safe, any time. */
 void rrr_svc_stats(struct rrr_svc *svc, struct rrr_xprt_stats *st);
+
+struct rrr_svc_limit_stats {
+	uint64_t refused_max_conns; /* connections refused: max_conns reached */
+	uint64_t refused_per_addr;  /* ... max_conns_per_addr reached */
+	uint64_t idle_closed;	    /* closed after idle_timeout_ms without traffic */
+	uint64_t setup_timeouts;    /* closed: set-up not finished in setup_timeout_ms */
+	uint64_t setup_evicted;	    /* closed in set-up: pushed out by newer ones (max_setup) */
+	uint64_t accept_shed;	    /* accepted and closed at once: out of file descriptors */
+	uint32_t conns;		    /* connections now */
+	uint32_t max_conns, max_conns_per_addr; /* the limits in force */
+};
+/* The limits' counters (listeners closed by rrr_svc_run() included).
+ * Thread-safe, any time. */
+void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st);
+/* Print them as "  PREFIXname value" lines. */
+void rrr_svc_limit_stats_print(FILE *f, const char *prefix, const struct rrr_svc_limit_stats *st);
 
 /* --- inside a handler ------------------------------------------------------ */
 const struct rrr_rpc_call *rrr_svc_req_call(const struct rrr_svc_req *req);

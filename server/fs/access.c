@@ -150,6 +150,15 @@ static int refuse(struct rrr_xdr *res, uint32_t proc, uint32_t status)
 	return 0;
 }
 
+/* Where allowed NFS calls go: the handlers, or the duplicate request
+ * cache in front of them (fs_access_set_inner). Set before any thread runs. */
+static const struct rrr_svc_proc *g_inner = fs_nfs3_procs;
+
+void fs_access_set_inner(const struct rrr_svc_proc *procs)
+{
+	g_inner = procs ? procs : fs_nfs3_procs;
+}
+
 static int nfs_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	const struct rrr_rpc_call *call = rrr_svc_req_call(req);
@@ -163,7 +172,7 @@ static int nfs_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 		atomic_fetch_add(&g_rofs, 1);
 		return refuse(res, proc, RRR_NFS3ERR_ROFS);
 	}
-	return fs_nfs3_procs[proc].fn ? fs_nfs3_procs[proc].fn(req, args, res) : RRR_SVC_SYSTEM_ERR;
+	return g_inner[proc].fn ? g_inner[proc].fn(req, args, res) : RRR_SVC_SYSTEM_ERR;
 }
 
 static void peer_text(struct rrr_svc_req *req, char *out, size_t len)

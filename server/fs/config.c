@@ -65,6 +65,12 @@ static const struct key {
 	[FS_K_MAX_SEGS] = {"max-segs", false, false, K_U32},
 	[FS_K_MAX_PAYLOAD] = {"max-payload", false, false, K_U32},
 	[FS_K_PORT_FILE] = {"port-file", false, false, K_STR},
+	[FS_K_DRC_ENTRIES] = {"drc-entries", false, false, K_U32},
+	[FS_K_MAX_CONNS] = {"max-conns", false, false, K_U32},
+	[FS_K_MAX_CONNS_PER_ADDR] = {"max-conns-per-addr", false, false, K_U32},
+	[FS_K_IDLE_TIMEOUT] = {"idle-timeout", false, false, K_U32},
+	[FS_K_SETUP_TIMEOUT] = {"setup-timeout", false, false, K_U32},
+	[FS_K_MAX_SETUP] = {"max-setup", false, false, K_U32},
 	[FS_K_EXPORT] = {"export", true, false, K_STR},
 	[FS_K_NAME] = {"name", true, false, K_STR},
 	[FS_K_READ_ONLY] = {"read-only", true, true, K_BOOL},
@@ -85,6 +91,12 @@ static void bounds(enum fs_conf_key k, uint32_t *lo, uint32_t *hi)
 	case FS_K_INLINE_RECV: *lo = 1024; *hi = 1u << 20; break;
 	case FS_K_MAX_SEGS: *lo = 1; *hi = 1024; break;
 	case FS_K_MAX_PAYLOAD: *lo = 4096; *hi = 64u << 20; break;
+	case FS_K_DRC_ENTRIES: *hi = 65536; break; /* FS_DRC_MAX_ENTRIES */
+	case FS_K_MAX_CONNS:
+	case FS_K_MAX_CONNS_PER_ADDR:
+	case FS_K_IDLE_TIMEOUT: *hi = RRR_SVC_UNLIMITED - 1; break;
+	case FS_K_SETUP_TIMEOUT:
+	case FS_K_MAX_SETUP: *lo = 1; *hi = RRR_SVC_UNLIMITED - 1; break;
 	default: break;
 	}
 }
@@ -309,6 +321,12 @@ int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *v, char *err,
 		case FS_K_INLINE_SEND: c->inline_send = u; break;
 		case FS_K_INLINE_RECV: c->inline_recv = u; break;
 		case FS_K_MAX_SEGS: c->max_segs = u; break;
+		case FS_K_DRC_ENTRIES: c->drc_entries = u; break;
+		case FS_K_MAX_CONNS: c->max_conns = u; break;
+		case FS_K_MAX_CONNS_PER_ADDR: c->max_conns_per_addr = u; break;
+		case FS_K_IDLE_TIMEOUT: c->idle_timeout_ms = u; break;
+		case FS_K_SETUP_TIMEOUT: c->setup_timeout_ms = u; break;
+		case FS_K_MAX_SETUP: c->max_setup = u; break;
 		default: c->max_payload = u; break;
 		}
 		break;
@@ -401,6 +419,12 @@ void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src)
 		case FS_K_INLINE_RECV: dst->inline_recv = src->inline_recv; break;
 		case FS_K_MAX_SEGS: dst->max_segs = src->max_segs; break;
 		case FS_K_MAX_PAYLOAD: dst->max_payload = src->max_payload; break;
+		case FS_K_DRC_ENTRIES: dst->drc_entries = src->drc_entries; break;
+		case FS_K_MAX_CONNS: dst->max_conns = src->max_conns; break;
+		case FS_K_MAX_CONNS_PER_ADDR: dst->max_conns_per_addr = src->max_conns_per_addr; break;
+		case FS_K_IDLE_TIMEOUT: dst->idle_timeout_ms = src->idle_timeout_ms; break;
+		case FS_K_SETUP_TIMEOUT: dst->setup_timeout_ms = src->setup_timeout_ms; break;
+		case FS_K_MAX_SETUP: dst->max_setup = src->max_setup; break;
 		case FS_K_PORT_FILE: memcpy(dst->port_file, src->port_file, sizeof(dst->port_file)); break;
 		case FS_K_EXPORT: memcpy(dst->export_dir, src->export_dir, sizeof(dst->export_dir)); break;
 		case FS_K_NAME: memcpy(dst->name, src->name, sizeof(dst->name)); break;
@@ -436,6 +460,12 @@ static bool differs(const struct fs_conf *a, const struct fs_conf *b, enum fs_co
 	case FS_K_INLINE_RECV: return a->inline_recv != b->inline_recv;
 	case FS_K_MAX_SEGS: return a->max_segs != b->max_segs;
 	case FS_K_MAX_PAYLOAD: return a->max_payload != b->max_payload;
+	case FS_K_DRC_ENTRIES: return a->drc_entries != b->drc_entries;
+	case FS_K_MAX_CONNS: return a->max_conns != b->max_conns;
+	case FS_K_MAX_CONNS_PER_ADDR: return a->max_conns_per_addr != b->max_conns_per_addr;
+	case FS_K_IDLE_TIMEOUT: return a->idle_timeout_ms != b->idle_timeout_ms;
+	case FS_K_SETUP_TIMEOUT: return a->setup_timeout_ms != b->setup_timeout_ms;
+	case FS_K_MAX_SETUP: return a->max_setup != b->max_setup;
 	case FS_K_PORT_FILE: return strcmp(a->port_file, b->port_file) != 0;
 	case FS_K_EXPORT: return strcmp(a->export_dir, b->export_dir) != 0;
 	case FS_K_NAME: return strcmp(a->name, b->name) != 0;

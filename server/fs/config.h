@@ -34,6 +34,9 @@ enum fs_conf_key {
 	FS_K_PROVIDER, FS_K_POPTS, FS_K_THREADS, FS_K_STATE_DIR, FS_K_LOG_LEVEL,
 	FS_K_STATS_SOCKET, FS_K_WAIT, FS_K_SPIN_US, FS_K_MAX_REQUESTS, FS_K_INLINE_SEND,
 	FS_K_INLINE_RECV, FS_K_MAX_SEGS, FS_K_MAX_PAYLOAD, FS_K_PORT_FILE,
+	/* limits (issue 11): 0 = none where the key allows it */
+	FS_K_DRC_ENTRIES, FS_K_MAX_CONNS, FS_K_MAX_CONNS_PER_ADDR, FS_K_IDLE_TIMEOUT,
+	FS_K_SETUP_TIMEOUT, FS_K_MAX_SETUP,
 	/* [export DIR] */
 	FS_K_EXPORT, FS_K_NAME, FS_K_READ_ONLY, FS_K_ALLOW, FS_K_ROOT_SQUASH,
 	FS_K_COUNT
@@ -54,6 +57,10 @@ struct fs_conf {
 	enum rrr_wait_mode wait_mode;
 	uint32_t spin_us;
 	uint32_t max_requests, inline_send, inline_recv, max_segs, max_payload; /* 0: default */
+	/* used only when their key is set; max_conns, max_conns_per_addr and
+	 * idle_timeout_ms 0 = no limit, drc_entries 0 = no cache */
+	uint32_t drc_entries, max_conns, max_conns_per_addr, idle_timeout_ms, setup_timeout_ms,
+		max_setup;
 	/* the export */
 	char export_dir[PATH_MAX];
 	char name[PATH_MAX];
@@ -101,6 +108,10 @@ int fs_access_set(const struct fs_conf *c);
  * on a read-only export modifying procedures get NFS3ERR_ROFS. */
 extern const struct rrr_svc_proc fs_nfs3_guarded[];
 extern const struct rrr_svc_proc fs_mnt_guarded[];
+/* The NFS table fs_nfs3_guarded hands allowed calls to (NULL: fs_nfs3_procs;
+ * main.c passes the duplicate request cache's, so a refused client is never
+ * answered from the cache). Not thread-safe: call before the server runs. */
+void fs_access_set_inner(const struct rrr_svc_proc *procs);
 /* "access.denied_mount N" ... lines for the counters. */
 void fs_access_print(FILE *f, const char *prefix);
 void fs_access_free(void);

@@ -39,6 +39,7 @@
 #include <rrr/server.h>
 
 #include "server/fs/config.h"
+#include "server/fs/drc.h"
 #include "server/fs/fs.h"
 
 static struct rrr_svc *g_svc;
@@ -91,6 +92,16 @@ static void usage(FILE *f)
 		"                        up to --spin-us while requests stream in, else sleep),\n"
 		"                        event (always sleep) or spin (always spin first)\n"
 		"  --spin-us N           spin budget per wait in microseconds (default 50)\n"
+		"  --drc-entries N       duplicate request cache entries for the NFS procedures\n"
+		"                        that must not run twice (default 1024, 0 = off)\n"
+		"  --max-conns N         connections at once, RDMA + TCP (default: from the fd\n"
+		"                        limit, (ulimit -n - 64 - max-setup) / 4; 0 = no limit)\n"
+		"  --max-conns-per-addr N  connections from one IP address (default 128; 0 = no limit)\n"
+		"  --idle-timeout MS     close connections without traffic for MS (default 360000;\n"
+		"                        0 = never)\n"
+		"  --setup-timeout MS    RDMA connection set-up must finish within MS (default 10000)\n"
+		"  --max-setup N         RDMA connections in set-up at once; the oldest is pushed\n"
+		"                        out (default 256)\n"
 		"  --help                this text\n"
 		"\n"
 		"Kernel client:  mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,\\\n"
@@ -126,6 +137,10 @@ static void print_counters(FILE *f, const char *title)
 		(unsigned long long)atomic_load(&ex->fdc.hits),
 		(unsigned long long)atomic_load(&ex->fdc.misses));
 	fs_access_print(f, "  ");
+	fs_drc_print(f);
+	struct rrr_svc_limit_stats ls;
+	rrr_svc_limit_stats(g_svc, &ls);
+	rrr_svc_limit_stats_print(f, "  limits.", &ls);
 }
 
 static void stats_cb(FILE *f, void *arg)
@@ -230,7 +245,8 @@ int main(int argc, char **argv)
 {
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
 	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP,
-	       O_CONFIG, O_CHECK, O_ALLOW, O_LOGLEVEL, O_STATS, O_STATSSOCK };
+	       O_CONFIG, O_CHECK, O_ALLOW, O_LOGLEVEL, O_STATS, O_STATSSOCK, O_DRC, O_MAXC,
+	       O_MAXCA, O_IDLE, O_SETUP, O_MAXSETUP };
 	static const struct option lopts[] = {
 		{"export", required_argument, NULL, O_EXPORT},
 		{"name", required_argument, NULL, O_NAME},
@@ -254,6 +270,12 @@ int main(int argc, char **argv)
 		{"log-level", required_argument, NULL, O_LOGLEVEL},
 		{"stats", no_argument, NULL, O_STATS},
 		{"stats-socket", required_argument, NULL, O_STATSSOCK},
+		{"drc-entries", required_argument, NULL, O_DRC},
+		{"max-conns", required_argument, NULL, O_MAXC},
+		{"max-conns-per-addr", required_argument, NULL, O_MAXCA},
+		{"idle-timeout", required_argument, NULL, O_IDLE},
+		{"setup-timeout", required_argument, NULL, O_SETUP},
+		{"max-setup", required_argument, NULL, O_MAXSETUP},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -281,6 +303,12 @@ int main(int argc, char **argv)
 		case O_ALLOW: bad |= cli_set(FS_K_ALLOW, optarg); break;
 		case O_LOGLEVEL: bad |= cli_set(FS_K_LOG_LEVEL, optarg); break;
 		case O_STATSSOCK: bad |= cli_set(FS_K_STATS_SOCKET, optarg); break;
+		case O_DRC: bad |= cli_set(FS_K_DRC_ENTRIES, optarg); break;
+		case O_MAXC: bad |= cli_set(FS_K_MAX_CONNS, optarg); break;
+		case O_MAXCA: bad |= cli_set(FS_K_MAX_CONNS_PER_ADDR, optarg); break;
+		case O_IDLE: bad |= cli_set(FS_K_IDLE_TIMEOUT, optarg); break;
+		case O_SETUP: bad |= cli_set(FS_K_SETUP_TIMEOUT, optarg); break;
+		case O_MAXSETUP: bad |= cli_set(FS_K_MAX_SETUP, optarg); break;
 		case O_CONFIG: g_config = optarg; break;
 		case O_CHECK: check_only = true; break;
 		case O_STATS: stats = true; break;
@@ -351,6 +379,20 @@ int main(int argc, char **argv)
 		so.max_segs = cf->max_segs;
 	if (cf->max_payload)
 		so.max_payload = cf->max_payload;
+	/* limits: a key given with 0 means "none" (the library's RRR_SVC_UNLIMITED) */
+#define FS_LIMIT(key, field)                                                                      \
+	do {                                                                                      \
+		if (cf->set & (1ull << (key)))                                                    \
+			so.field = cf->field ? cf->field : RRR_SVC_UNLIMITED;                     \
+	} while (0)
+	FS_LIMIT(FS_K_MAX_CONNS, max_conns);
+	FS_LIMIT(FS_K_MAX_CONNS_PER_ADDR, max_conns_per_addr);
+	FS_LIMIT(FS_K_IDLE_TIMEOUT, idle_timeout_ms);
+	FS_LIMIT(FS_K_SETUP_TIMEOUT, setup_timeout_ms);
+	FS_LIMIT(FS_K_MAX_SETUP, max_setup);
+#undef FS_LIMIT
+	unsigned drc_entries = (cf->set & (1ull << FS_K_DRC_ENTRIES)) ? cf->drc_entries
+								       : FS_DRC_DEFAULT_ENTRIES;
 	const char *port_file = cf->port_file[0] ? cf->port_file : NULL;
 	bool no_rdma = !cf->rdma;
 
@@ -380,6 +422,12 @@ int main(int argc, char **argv)
 		fs_access_free();
 		return 1;
 	}
+	if ((rc = fs_drc_init(fs_nfs3_procs, drc_entries)) < 0) {
+		fprintf(stderr, "rrr-server: no memory for %u duplicate request cache entries "
+				"(lower drc-entries)\n", drc_entries);
+		goto fail;
+	}
+	fs_access_set_inner(fs_drc_nfs3_procs());
 	const struct rrr_svc_program nfs = {RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, fs_nfs3_guarded,
 					    RRR_NFS3_NPROCS, ex};
 	const struct rrr_svc_program mnt = {RRR_MNT_PROGRAM, RRR_MNT_VERSION, fs_mnt_guarded,
@@ -487,6 +535,7 @@ int main(int argc, char **argv)
 	g_svc = NULL;
 	fs_export_close(ex);
 	fs_access_free();
+	fs_drc_fini();
 	return rc < 0 ? 1 : 0;
 
 fail:
@@ -495,5 +544,6 @@ fail:
 	g_svc = NULL;
 	fs_export_close(ex);
 	fs_access_free();
+	fs_drc_fini();
 	return 1;
 }

@@ -66,6 +66,18 @@ static void init_default(void)
 	start(NULL, NULL);
 }
 
+/* The tests of what a connection loss does to the calls on it use the
+ * fail_fast client (a default client would re-send them). */
+static void tweak_fail_fast(struct rrr_clnt_opts *o)
+{
+	o->fail_fast = true;
+}
+
+static void init_fail_fast(void)
+{
+	start(NULL, tweak_fail_fast);
+}
+
 static void init_call(struct rrr_call *c, uint32_t proc)
 {
 	memset(c, 0, sizeof(*c));
@@ -503,7 +515,7 @@ Test(rdma, rdma_error_and_garbage)
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "connection still usable");
 }
 
-Test(rdma, disconnect_mid_call)
+Test(rdma, disconnect_mid_call, .init = init_fail_fast)
 {
 	uint8_t dst[8192];
 	struct iovec d = {dst, sizeof(dst)};
@@ -583,7 +595,7 @@ Test(rdma, cancel_invalidates)
 	cr_assert_geq(st.local_inv, 1);
 }
 
-Test(rdma, stale_handle_places_nothing)
+Test(rdma, stale_handle_places_nothing, .init = init_fail_fast)
 {
 	uint8_t *dst = malloc(8192);
 	struct rsrv_stats ss;
@@ -603,7 +615,7 @@ Test(rdma, stale_handle_places_nothing)
 	free(dst);
 }
 
-Test(rdma, foreign_invalidation_disconnects)
+Test(rdma, foreign_invalidation_disconnects, .init = init_fail_fast)
 {
 	uint8_t dst[8192];
 	struct iovec d = {dst, sizeof(dst)};
@@ -637,7 +649,7 @@ static void init_batch600(void)
 {
 	struct rsrv_opts o = {.batch_ms = 600};
 
-	start(&o, NULL);
+	start(&o, tweak_fail_fast);
 }
 
 Test(rdma_ghost, late_reply_foreign_invalidation_disconnects, .init = init_batch600, .fini = fini,

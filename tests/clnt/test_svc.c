@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rrr/client.h>
@@ -25,7 +26,14 @@
 #include "../test_env.h"
 
 #define CS_PROG 0x20000097u
-enum { CS_NULL, CS_ECHO, CS_FILL, CS_BIG, CS_SUM, CS_SLEEP };
+
+/* Time scale of the late-reply case: sanitizers slow everything down. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SLOW 4u
+#else
+#define SLOW 1u
+#endif
+enum { CS_NULL, CS_ECHO, CS_FILL, CS_BIG, CS_SUM, CS_SLEEP, CS_SLOWFILL };
 
 /* --- server process ------------------------------------------------------- */
 
@@ -114,9 +122,29 @@ static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return 0;
 }
 
+/* args: n, ms. Sleeps ms, then returns n bytes like CS_FILL (write chunk). */
+static int h_slowfill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	uint32_t n, ms;
+	uint8_t *buf;
+	struct iovec out;
+
+	if (rrr_xdr_get_u32(a, &n) || rrr_xdr_get_u32(a, &ms) || n > (1u << 20) || ms > 5000)
+		return RRR_SVC_GARBAGE_ARGS;
+	usleep(ms * 1000u);
+	buf = rrr_svc_req_alloc(r, n ? n : 1);
+	if (!buf)
+		return RRR_SVC_SYSTEM_ERR;
+	for (uint32_t i = 0; i < n; i++)
+		buf[i] = (uint8_t)(i * 7 + 3);
+	out = (struct iovec){buf, n};
+	return rrr_xdr_encode_payload(s, &out, 1, n) ? RRR_SVC_SYSTEM_ERR : 0;
+}
+
 static const struct rrr_svc_proc procs[] = {
     [CS_NULL] = {"null", h_null}, [CS_ECHO] = {"echo", h_echo}, [CS_FILL] = {"fill", h_filld},
     [CS_BIG] = {"big", h_big},	  [CS_SUM] = {"sum", h_sum},	[CS_SLEEP] = {"sleep", h_sleep},
+    [CS_SLOWFILL] = {"slowfill", h_slowfill},
 };
 
 static void on_term(int sig)
@@ -126,11 +154,14 @@ static void on_term(int sig)
 		rrr_svc_stop(child_svc);
 }
 
-static void child_main(int wfd, uint32_t credits)
+/* @want: ports to listen on (a restarted server takes its predecessor's),
+ * or NULL for ephemeral ones. */
+static void child_main(int wfd, uint32_t credits, const uint16_t *want)
 {
 	struct rrr_svc_program prog = {CS_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
 	struct rrr_svc_opts o;
 	uint16_t ports[2] = {0, 0};
+	char pr[16] = "0", pt[16] = "0";
 
 	rrr_svc_opts_init(&o);
 	o.nthreads = 2;
@@ -138,9 +169,13 @@ static void child_main(int wfd, uint32_t credits)
 	o.provider_opts = tenv_provider_opts();
 	if (credits)
 		o.max_requests = credits;
+	if (want) {
+		snprintf(pr, sizeof(pr), "%u", want[0]);
+		snprintf(pt, sizeof(pt), "%u", want[1]);
+	}
 	if (rrr_svc_create(&o, &child_svc) || rrr_svc_register(child_svc, &prog) ||
-	    rrr_svc_listen_rdma(child_svc, tenv_addr(), "0", &ports[0]) ||
-	    rrr_svc_listen_tcp(child_svc, "127.0.0.1", "0", &ports[1])) {
+	    rrr_svc_listen_rdma(child_svc, tenv_addr(), pr, &ports[0]) ||
+	    rrr_svc_listen_tcp(child_svc, "127.0.0.1", pt, &ports[1])) {
 		fprintf(stderr, "child server: %s\n", rrr_last_error());
 		_exit(2);
 	}
@@ -159,7 +194,7 @@ static pid_t child;
 static uint16_t ports[2];
 static struct rrr_clnt *clnt;
 
-static void start_server(uint32_t credits)
+static void start_server_on(uint32_t credits, const uint16_t *want)
 {
 	int p[2];
 
@@ -169,13 +204,20 @@ static void start_server(uint32_t credits)
 	if (child == 0) {
 		close(p[0]);
 		alarm(60); /* never outlive a broken test */
-		child_main(p[1], credits);
+		child_main(p[1], credits, want);
 	}
 	close(p[1]);
 	cr_assert_eq(read(p[0], ports, sizeof(ports)), (ssize_t)sizeof(ports),
 		     "server process did not start");
 	close(p[0]);
 }
+
+static void start_server(uint32_t credits)
+{
+	start_server_on(credits, NULL);
+}
+
+static bool fail_fast; /* the next connect_clnt() sets opts.fail_fast */
 
 static void connect_clnt(const char *transport)
 {
@@ -195,6 +237,7 @@ static void connect_clnt(const char *transport)
 	o.port = port;
 	o.timeout_ms = 10000;
 	o.connect_timeout_ms = 3000;
+	o.fail_fast = fail_fast;
 	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
 }
 
@@ -225,6 +268,14 @@ static void init_rdma(void)
 	connect_clnt("rdma");
 }
 
+static void init_rdma_fail_fast(void)
+{
+	fail_fast = true;
+	start_server(0);
+	connect_clnt("rdma");
+	fail_fast = false;
+}
+
 static void init_tcp(void)
 {
 	start_server(0);
@@ -248,6 +299,67 @@ static void call_init(struct rrr_call *c, uint32_t proc)
 static int enc_u32(struct rrr_xdr *x, const void *a)
 {
 	return rrr_xdr_put_u32(x, *(const uint32_t *)a);
+}
+
+static int enc_u32x2(struct rrr_xdr *x, const void *a)
+{
+	const uint32_t *v = a;
+
+	return rrr_xdr_put_u32(x, v[0]) ? -EMSGSIZE : rrr_xdr_put_u32(x, v[1]);
+}
+
+/* Completion of async calls: call->priv is the library's, so the status is
+ * kept in a small table keyed by the call. */
+static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+static struct {
+	struct rrr_call *call;
+	int status;
+} done_tab[8];
+static int last_status = 1;
+
+static void note_done(struct rrr_call *call, int status, void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&done_mu);
+	for (int i = 0; i < 8; i++)
+		if (!done_tab[i].call) {
+			done_tab[i].call = call;
+			done_tab[i].status = status;
+			break;
+		}
+	pthread_cond_broadcast(&done_cv);
+	pthread_mutex_unlock(&done_mu);
+}
+
+/* Wait up to @ms for @call's callback; returns its status, 1 on timeout. */
+static int wait_done(struct rrr_call *call, int ms)
+{
+	struct timespec ts;
+	int st = 1;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&done_mu);
+	for (;;) {
+		for (int i = 0; i < 8; i++)
+			if (done_tab[i].call == call) {
+				st = done_tab[i].status;
+				done_tab[i].call = NULL;
+				goto out;
+			}
+		if (pthread_cond_timedwait(&done_cv, &done_mu, &ts))
+			break;
+	}
+out:
+	pthread_mutex_unlock(&done_mu);
+	last_status = st;
+	return st;
 }
 
 struct pay {
@@ -559,7 +671,7 @@ Test(svc, rdma_64_concurrent_small_grant, .init = init_rdma_credits4)
 	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv);
 }
 
-Test(svc, rdma_server_dies_mid_call, .init = init_rdma)
+Test(svc, rdma_server_dies_mid_call_fail_fast, .init = init_rdma_fail_fast)
 {
 	uint8_t dst[65536];
 	struct iovec d = {dst, sizeof(dst)};
@@ -585,4 +697,142 @@ Test(svc, rdma_server_dies_mid_call, .init = init_rdma)
 	cr_assert_geq(st.disconnects, 1);
 	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv + st.recoveries,
 		     "the sink was invalidated or recovered");
+}
+
+/* Default (hard) client: the server dies mid-call and does not come back;
+ * the call is re-sent on every reconnect attempt until its own deadline. */
+Test(svc, rdma_server_dies_hard_call_times_out, .init = init_rdma)
+{
+	uint8_t dst[65536];
+	struct iovec d = {dst, sizeof(dst)};
+	struct rrr_xprt_stats st;
+	struct rrr_call c;
+	int s;
+
+	do_write_chunk(1000);
+	call_init(&c, CS_SLEEP);
+	c.ddp = RRR_DDP_FROM_SERVER;
+	c.payload = &d;
+	c.npayload = 1;
+	c.timeout_ms = 1500;
+	if (fork() == 0) {
+		usleep(200000);
+		if (child > 0)
+			kill(child, SIGKILL);
+		_exit(0);
+	}
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT, "no -ECONNRESET: the call waits");
+	wait(&s);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_geq(st.disconnects, 1);
+	cr_assert_geq(st.retransmits, 1, "the call was queued again for the next connection");
+	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv + st.recoveries);
+}
+
+/* A call on the wire when the server process is killed and started again
+ * (same ports) is re-sent with its xid on the new connection and succeeds,
+ * though it is not marked idempotent. */
+Test(svc, rdma_call_survives_server_restart, .init = init_rdma)
+{
+	uint32_t args[2] = {3000, 1500};
+	uint8_t dst[4000];
+	struct iovec d = {dst, sizeof(dst)};
+	struct rrr_xprt_stats st;
+	struct got g = {0};
+	struct rrr_call c;
+	int ws;
+
+	do_write_chunk(1000);
+	memset(dst, 0xee, sizeof(dst));
+	call_init(&c, CS_SLOWFILL);
+	c.encode = enc_u32x2;
+	c.args = args;
+	c.decode = dec_pay;
+	c.res = &g;
+	c.ddp = RRR_DDP_FROM_SERVER;
+	c.payload = &d;
+	c.npayload = 1;
+	c.timeout_ms = 8000;
+	cr_assert_eq(rrr_clnt_call_async(clnt, &c, note_done, NULL), 0);
+	usleep(300000); /* the server sleeps in the handler */
+	kill(child, SIGKILL);
+	waitpid(child, &ws, 0);
+	child = 0;
+	start_server_on(0, ports);
+	cr_assert_eq(wait_done(&c, 7000), 0, "the re-sent call was answered: %d", last_status);
+	cr_assert_eq(c.payload_len, 3000);
+	for (uint32_t i = 0; i < 3000; i++)
+		cr_assert_eq(dst[i], (uint8_t)(i * 7 + 3), "byte %u", i);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_geq(st.disconnects, 1);
+	cr_assert_geq(st.retransmits, 1);
+	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv + st.recoveries);
+}
+
+/*
+ * A late reply to a timed-out call with chunks (docs/client.md, "Late
+ * replies"). Call A (write chunk, 200 ms timeout) runs a 600 ms handler; B
+ * (write chunk, 1 s timeout, not idempotent) is sent after A timed out and
+ * waits behind A on the server's worker. A's MRs were invalidated when it
+ * timed out, so the server's late RDMA Write names a dead handle and the
+ * client's provider terminates the connection. B must not fail: the client
+ * reconnects and re-sends it with its xid. Nothing is placed in A's memory.
+ */
+static void late_reply_case(int want_b)
+{
+	uint32_t aa[2] = {4000, 600 * SLOW}, ba[2] = {2000, 100 * SLOW};
+	uint8_t da[8192], db[4096];
+	struct iovec ia = {da, sizeof(da)}, ib = {db, sizeof(db)};
+	struct got ga = {0}, gb = {0};
+	struct rrr_xprt_stats st;
+	struct rrr_call a, b;
+
+	do_write_chunk(1000); /* credits granted */
+	memset(da, 0xee, sizeof(da));
+	memset(db, 0xee, sizeof(db));
+	call_init(&a, CS_SLOWFILL);
+	a.encode = enc_u32x2;
+	a.args = aa;
+	a.decode = dec_pay;
+	a.res = &ga;
+	a.ddp = RRR_DDP_FROM_SERVER;
+	a.payload = &ia;
+	a.npayload = 1;
+	a.timeout_ms = 200 * (int)SLOW;
+	b = a;
+	b.args = ba;
+	b.res = &gb;
+	b.payload = &ib;
+	b.timeout_ms = 1000 * (int)SLOW;
+	cr_assert_eq(rrr_clnt_call_async(clnt, &a, note_done, NULL), 0);
+	cr_assert_eq(wait_done(&a, 2000 * (int)SLOW), -ETIMEDOUT);
+	usleep(100000 * SLOW);
+	cr_assert_eq(rrr_clnt_call_async(clnt, &b, note_done, NULL), 0);
+	cr_assert_eq(wait_done(&b, 3000 * (int)SLOW), want_b, "B: %d, expected %d", last_status,
+		     want_b);
+	if (want_b == 0) {
+		cr_assert_eq(b.payload_len, 2000);
+		for (uint32_t i = 0; i < 2000; i++)
+			cr_assert_eq(db[i], (uint8_t)(i * 7 + 3), "B byte %u", i);
+	}
+	usleep(300000); /* whatever else the server might send has arrived */
+	for (size_t i = 0; i < sizeof(da); i++)
+		cr_assert_eq(da[i], 0xee, "byte %zu of the timed-out call's sink was written", i);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_geq(st.timeouts, 1);
+	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv + st.recoveries,
+		     "every registration invalidated or recovered");
+	do_write_chunk(3000); /* the client still works */
+}
+
+Test(svc, rdma_late_reply_spares_other_calls, .init = init_rdma)
+{
+	late_reply_case(0);
+}
+
+/* The same with fail_fast: B is not idempotent, so the connection loss the
+ * late reply causes fails it (the behaviour callers can still ask for). */
+Test(svc, rdma_late_reply_fail_fast, .init = init_rdma_fail_fast)
+{
+	late_reply_case(-ECONNRESET);
 }

@@ -23,6 +23,8 @@ static struct tsrv *srv;
 static struct rrr_clnt *clnt;
 static char portstr[16];
 
+static bool fail_fast;
+
 static void setup(void)
 {
 	struct rrr_clnt_opts o;
@@ -35,7 +37,15 @@ static void setup(void)
 	o.host = "127.0.0.1";
 	o.port = portstr;
 	o.timeout_ms = 5000;
+	o.fail_fast = fail_fast;
 	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "%s", rrr_last_error());
+}
+
+static void setup_fail_fast(void)
+{
+	fail_fast = true;
+	setup();
+	fail_fast = false;
 }
 
 static void teardown(void)
@@ -297,7 +307,7 @@ Test(tcp, cancel)
 	cr_assert_eq(rrr_clnt_cancel(clnt, &c), -ENOENT);
 }
 
-Test(tcp, hangup_fails_then_reconnects)
+Test(tcp, hangup_fails_then_reconnects, .init = setup_fail_fast)
 {
 	struct rrr_call c;
 	struct rrr_xprt_stats st;
@@ -312,7 +322,7 @@ Test(tcp, hangup_fails_then_reconnects)
 	cr_assert_eq(tsrv_accepts(srv), 2);
 }
 
-Test(tcp, hangup_idempotent_retried_once)
+Test(tcp, hangup_idempotent_retried_once, .init = setup_fail_fast)
 {
 	struct rrr_call c;
 	struct rrr_xprt_stats st;
@@ -323,6 +333,24 @@ Test(tcp, hangup_idempotent_retried_once)
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.retransmits, 1);
 	cr_assert_eq(tsrv_calls(srv), 2, "sent twice: original and one retry");
+}
+
+/* Default (hard) client: a call whose connection drops is re-sent after
+ * every reconnect, idempotent or not, until its deadline. */
+Test(tcp, hangup_hard_resends_until_deadline)
+{
+	struct rrr_call c;
+	struct rrr_xprt_stats st;
+
+	init_call(&c, TSRV_HANGUP);
+	c.timeout_ms = 1500;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_geq(st.retransmits, 1);
+	cr_assert_geq(tsrv_calls(srv), 2, "sent again on the next connection");
+	cr_assert_leq(tsrv_calls(srv), st.retransmits + 1, "at most once per connection");
+	init_call(&c, TSRV_NULL);
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 }
 
 Test(tcp, rpc_errors)

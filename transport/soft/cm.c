@@ -39,6 +39,21 @@
  * socket; the active side gets UNREACHABLE, an unreported passive
  * connection just disappears. rrr_cm_id_destroy() removes queued events
  * that name the id, so no event ever points at freed memory.
+ *
+ * Hostile or stalled peers (rrr_cm_set_limits): every passive connection
+ * in set-up - accepted, no MPA Request yet (REQ_WAIT), or answered and
+ * waiting for the RTR (REP_SENT) - has a deadline (setup_timeout_ms,
+ * default 10 s). While any exists, a periodic timerfd in the CM's epoll
+ * set makes the CM fd readable, and rrr_cm_get_event() closes the ones
+ * past their deadline: unreported ones silently, accepted ones with
+ * UNREACHABLE (-ETIMEDOUT). At most max_setup (default 256) are in set-up
+ * at once: accepting one more first closes the oldest that sent no
+ * Request (evicted), so a flood of idle TCP connects costs each of them
+ * its slot, not a well-behaved peer, whose Request arrives at once. When
+ * accept() fails for lack of file descriptors the oldest such connection
+ * is closed to make room; with none, a reserved descriptor is given up to
+ * accept the connection and close it at once (shed), so the backlog never
+ * fills with connections nobody will serve.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +62,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "soft.h"
@@ -63,6 +80,12 @@ struct soft_cm {
 	int ep, evfd;
 	struct cm_ev *head, *tail;
 	struct soft_id *ids; /* all ids of this cm */
+	/* set-up limits (cm->lock) */
+	int tfd;	/* periodic timer while nsetup > 0, or -1 */
+	bool timer_on;
+	int reserve_fd; /* given up to shed a connection when out of fds */
+	uint32_t setup_timeout_ms, max_setup, nsetup;
+	struct rrr_cm_limit_stats lst;
 };
 
 enum id_state {
@@ -95,6 +118,8 @@ struct soft_id {
 	size_t have, need;
 	struct soft_mpa_rr *peer;   /* received Request/Reply */
 	struct soft_mpa_rr *mine;   /* our Request (active side) */
+	bool in_setup;              /* passive, set-up not finished: counted in nsetup */
+	uint64_t setup_deadline;    /* CLOCK_MONOTONIC ns */
 };
 
 static struct soft_cm *soft_cm(struct rrr_cm *c)
@@ -196,6 +221,53 @@ static void id_unlink(struct soft_cm *cm, struct soft_id *id)
 	id->next = id->prev = NULL;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Arm the sweep timer while connections are in set-up, disarm it after. */
+static void timer_update(struct soft_cm *cm)
+{
+	struct itimerspec it;
+	uint32_t ms;
+
+	if (cm->tfd < 0 || (cm->nsetup > 0) == cm->timer_on)
+		return;
+	memset(&it, 0, sizeof(it));
+	if (cm->nsetup) {
+		ms = cm->setup_timeout_ms / 4;
+		ms = ms < 20 ? 20 : ms > 1000 ? 1000 : ms;
+		it.it_value.tv_sec = ms / 1000;
+		it.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+		it.it_interval = it.it_value;
+	}
+	if (timerfd_settime(cm->tfd, 0, &it, NULL) == 0)
+		cm->timer_on = cm->nsetup > 0;
+}
+
+static void setup_begin(struct soft_cm *cm, struct soft_id *id)
+{
+	if (!id->in_setup) {
+		id->in_setup = true;
+		cm->nsetup++;
+	}
+	id->setup_deadline = mono_ns() + (uint64_t)cm->setup_timeout_ms * 1000000ull;
+	timer_update(cm);
+}
+
+static void setup_end(struct soft_cm *cm, struct soft_id *id)
+{
+	if (!id->in_setup)
+		return;
+	id->in_setup = false;
+	cm->nsetup--;
+	timer_update(cm);
+}
+
 static struct soft_id *id_new(struct soft_cm *cm, void *ctx)
 {
 	struct soft_id *id = calloc(1, sizeof(*id));
@@ -220,6 +292,7 @@ static void id_free(struct soft_cm *cm, struct soft_id *id)
 	struct cm_ev **pp, *e;
 
 	ep_set(id, 0);
+	setup_end(cm, id);
 	if (id->fd >= 0)
 		close(id->fd);
 	id_unlink(cm, id);
@@ -273,6 +346,7 @@ static void handover(struct soft_id *id)
 	struct soft_qp *qp = soft_qp(id->base.qp);
 
 	ep_set(id, 0);
+	setup_end(id->cm, id);
 	id->state = ID_ESTABLISHED;
 	/* ESTABLISHED first: attaching may already see the peer's close */
 	post(id, RRR_CM_EVENT_ESTABLISHED, 0, id->peer);
@@ -334,14 +408,83 @@ static int read_frame(struct soft_id *id, bool reply)
 	}
 }
 
+/* Close the oldest connection that has not sent its MPA Request yet;
+ * false when there is none. */
+static bool evict_oldest(struct soft_cm *cm)
+{
+	struct soft_id *old = NULL;
+
+	for (struct soft_id *id = cm->ids; id; id = id->next)
+		if (id->in_setup && id->state == ID_REQ_WAIT &&
+		    (!old || id->setup_deadline < old->setup_deadline))
+			old = id;
+	if (!old)
+		return false;
+	id_free(cm, old);
+	cm->lst.setup_evicted++;
+	return true;
+}
+
+/* Close what is past its set-up deadline (timer tick). */
+static void sweep(struct soft_cm *cm)
+{
+	uint64_t now = mono_ns(), v;
+
+	if (read(cm->tfd, &v, sizeof(v)) < 0) {
+		/* not expired yet: nothing to consume */
+	}
+	for (struct soft_id *id = cm->ids, *nx; id; id = nx) {
+		nx = id->next;
+		if (!id->in_setup || id->setup_deadline > now)
+			continue;
+		cm->lst.setup_timeouts++;
+		if (id->state == ID_REQ_WAIT) {
+			id_free(cm, id); /* never reported: ours */
+			continue;
+		}
+		ep_set(id, 0);
+		setup_end(cm, id);
+		id->state = ID_CLOSED;
+		if (id->fd >= 0)
+			shutdown(id->fd, SHUT_RDWR);
+		rrr__set_error(-ETIMEDOUT, "soft: peer did not finish MPA set-up in %u ms",
+			       cm->setup_timeout_ms);
+		post(id, RRR_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+	}
+}
+
+/* accept() failed with EMFILE/ENFILE: make room. Returns true to retry. */
+static bool out_of_fds(struct soft_cm *cm, struct soft_id *l)
+{
+	int fd;
+
+	if (evict_oldest(cm))
+		return true;
+	if (cm->reserve_fd < 0)
+		return false;
+	close(cm->reserve_fd);
+	fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		cm->lst.accept_shed++;
+	}
+	cm->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd >= 0 && cm->reserve_fd >= 0;
+}
+
 static void on_listen(struct soft_cm *cm, struct soft_id *l)
 {
 	for (;;) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct soft_id *id;
 
-		if (fd < 0)
+		if (fd < 0) {
+			if ((errno == EMFILE || errno == ENFILE) && out_of_fds(cm, l))
+				continue;
 			return;
+		}
+		if (cm->nsetup >= cm->max_setup)
+			evict_oldest(cm);
 		id = id_new(cm, NULL);
 		if (!id) {
 			close(fd);
@@ -351,6 +494,7 @@ static void on_listen(struct soft_cm *cm, struct soft_id *l)
 		id->listener = l;
 		id->state = ID_REQ_WAIT;
 		id->need = SOFT_MPA_HDR;
+		setup_begin(cm, id);
 		ep_set(id, EPOLLIN);
 	}
 }
@@ -455,6 +599,7 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 			break;
 		}
 		id->rev1 = id->peer->rev == 1;
+		setup_end(cm, id); /* the user decides now (accept restarts the clock) */
 		id->state = ID_REQ_PENDING;
 		id->crc = id->peer->crc || dev->crc;
 		ep_set(id, 0);
@@ -480,6 +625,7 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 			break;
 		if (rc < 0 || !rrr__soft_mpa_is_rtr(id->buf, id->crc)) {
 			ep_set(id, 0);
+			setup_end(cm, id);
 			id->state = ID_CLOSED;
 			rrr__set_error(-EPROTO, "soft: peer sent no valid ready-to-receive message");
 			post(id, RRR_CM_EVENT_UNREACHABLE, -EPROTO, NULL);
@@ -514,6 +660,10 @@ int rrr__soft_cm_create(struct rrr_device *dev, struct rrr_cm **out)
 	}
 	pthread_mutex_init(&cm->lock, NULL);
 	pthread_mutex_init(&cm->evlock, NULL);
+	cm->tfd = -1;
+	cm->reserve_fd = -1;
+	cm->setup_timeout_ms = RRR_CM_SETUP_TIMEOUT_MS;
+	cm->max_setup = RRR_CM_MAX_SETUP;
 	cm->base.dev = dev;
 	atomic_fetch_add(&soft_dev(dev)->nobj, 1);
 	*out = &cm->base;
@@ -539,6 +689,10 @@ void rrr__soft_cm_destroy(struct rrr_cm *base)
 	}
 	close(cm->ep);
 	close(cm->evfd);
+	if (cm->tfd >= 0)
+		close(cm->tfd);
+	if (cm->reserve_fd >= 0)
+		close(cm->reserve_fd);
 	pthread_mutex_destroy(&cm->lock);
 	pthread_mutex_destroy(&cm->evlock);
 	atomic_fetch_sub(&soft_dev(base->dev)->nobj, 1);
@@ -560,7 +714,9 @@ int rrr__soft_cm_get_event(struct rrr_cm *base, struct rrr_cm_event *ev)
 	pthread_mutex_lock(&cm->lock);
 	n = epoll_wait(cm->ep, evs, 16, 0);
 	for (int i = 0; i < n; i++) {
-		if (evs[i].data.ptr)
+		if (evs[i].data.ptr == &cm->tfd)
+			sweep(cm);
+		else if (evs[i].data.ptr)
 			on_ready(cm, evs[i].data.ptr, evs[i].events);
 	}
 	pthread_mutex_unlock(&cm->lock);
@@ -675,6 +831,17 @@ int rrr__soft_cm_listen(struct rrr_cm_id *base, const struct sockaddr *addr, soc
 	id->fd = fd;
 	id->state = ID_LISTEN;
 	ep_set(id, EPOLLIN);
+	if (cm->tfd < 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cm->tfd};
+
+		cm->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (cm->tfd >= 0 && epoll_ctl(cm->ep, EPOLL_CTL_ADD, cm->tfd, &ev) < 0) {
+			close(cm->tfd);
+			cm->tfd = -1;
+		}
+	}
+	if (cm->reserve_fd < 0)
+		cm->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 out:
 	pthread_mutex_unlock(&cm->lock);
 	return rc;
@@ -784,6 +951,7 @@ int rrr__soft_cm_accept(struct rrr_cm_id *base, const struct rrr_conn_param *par
 	id->state = ID_REP_SENT;
 	id->have = 0;
 	id->need = SOFT_HDR_TAGGED + 4;
+	setup_begin(cm, id);
 	ep_set(id, EPOLLIN);
 out:
 	pthread_mutex_unlock(&cm->lock);
@@ -831,5 +999,33 @@ int rrr__soft_cm_disconnect(struct rrr_cm_id *base)
 		pthread_mutex_unlock(&qp->lock);
 	}
 	rrr__soft_cm_conn_lost(id, 0);
+	return 0;
+}
+
+int rrr__soft_cm_set_limits(struct rrr_cm *base, const struct rrr_cm_limits *lim)
+{
+	struct soft_cm *cm = soft_cm(base);
+
+	pthread_mutex_lock(&cm->lock);
+	if (lim->setup_timeout_ms)
+		cm->setup_timeout_ms = lim->setup_timeout_ms;
+	if (lim->max_setup)
+		cm->max_setup = lim->max_setup;
+	if (cm->timer_on) { /* re-arm with the new period */
+		cm->timer_on = false;
+		timer_update(cm);
+	}
+	pthread_mutex_unlock(&cm->lock);
+	return 0;
+}
+
+int rrr__soft_cm_limit_stats(struct rrr_cm *base, struct rrr_cm_limit_stats *st)
+{
+	struct soft_cm *cm = soft_cm(base);
+
+	pthread_mutex_lock(&cm->lock);
+	*st = cm->lst;
+	st->setup_now = cm->nsetup;
+	pthread_mutex_unlock(&cm->lock);
 	return 0;
 }

@@ -302,5 +302,7 @@ const struct rrr__provider_ops rrr__soft_ops = {
 	.cm_connect = rrr__soft_cm_connect,
 	.cm_accept = rrr__soft_cm_accept,
 	.cm_reject = rrr__soft_cm_reject,
+	.cm_set_limits = rrr__soft_cm_set_limits,
+	.cm_limit_stats = rrr__soft_cm_limit_stats,
 	.cm_disconnect = rrr__soft_cm_disconnect,
 };

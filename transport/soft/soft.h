@@ -549,6 +549,8 @@ int rrr__soft_cm_resolve(struct rrr_cm_id *id, const struct sockaddr *dst, sockl
 int rrr__soft_cm_connect(struct rrr_cm_id *id, const struct rrr_conn_param *param);
 int rrr__soft_cm_accept(struct rrr_cm_id *id, const struct rrr_conn_param *param);
 int rrr__soft_cm_reject(struct rrr_cm_id *id, const void *pdata, uint32_t len);
+int rrr__soft_cm_set_limits(struct rrr_cm *cm, const struct rrr_cm_limits *lim);
+int rrr__soft_cm_limit_stats(struct rrr_cm *cm, struct rrr_cm_limit_stats *st);
 int rrr__soft_cm_disconnect(struct rrr_cm_id *id);
 
 /* Big-endian helpers. */

@@ -19,7 +19,15 @@
  * sent between whole SQ messages, before the next SQ WR starts.
  *
  * Order of the send queue: WRs start in posting order; REG_MR and
- * LOCAL_INV execute when reached; the local keys of a SEND/WRITE/READ are
+ * LOCAL_INV execute when reached - and a LOCAL_INV earlier, as soon as no
+ * WR before it that is still queued or on the wire names its STag as a
+ * local key and no REG_MR or fenced WR precedes it (eager_local_inv): it
+ * needs no wire, so a peer that stops reading (zero window) while Read
+ * Responses or other FPDUs wait cannot hold a registration valid, and a
+ * timed-out call's invalidation completes (in SQ order: at once when the
+ * WRs before it are done). A Read Response partly on the wire whose source
+ * is invalidated that way aborts the connection at once (no Terminate can
+ * get through a zero window). The local keys of a SEND/WRITE/READ are
  * checked again when it starts (a REG_MR earlier in the same chain may
  * only now have made them valid; a failure is a local protection error
  * that moves the QP to error); a fenced WR waits for outstanding
@@ -429,10 +437,63 @@ static void batch_compact(struct soft_qp *qp)
 	qp->tx.fdone = 0;
 }
 
+/* Does a WR among the first @k of the SQ that is not done name @key as a
+ * local key? */
+static bool earlier_uses(const struct soft_qp *qp, uint32_t k, uint32_t key)
+{
+	for (uint32_t j = 0; j < k; j++) {
+		const struct soft_swqe *w = &qp->sq[(qp->sq_head + j) % qp->sq_size];
+
+		if (w->st == SOFT_WQE_DONE)
+			continue;
+		for (uint32_t i = 0; i < w->num_sge; i++)
+			if (w->sge[i].lkey == key)
+				return true;
+	}
+	return false;
+}
+
+/* Run the LOCAL_INVs that nothing before them can still depend on, without
+ * waiting for the wire (see the top of this file). */
+static void eager_local_inv(struct soft_qp *qp)
+{
+	bool any = false, abort = false;
+
+	for (uint32_t k = qp->sq_tx; k < qp->sq_count; k++) {
+		struct soft_swqe *w = &qp->sq[(qp->sq_head + k) % qp->sq_size];
+		int rc;
+
+		if (w->st != SOFT_WQE_QUEUED)
+			continue;
+		if (w->opcode == RRR_WR_REG_MR || (w->flags & RRR_SEND_FENCE))
+			break; /* keep order behind a registration or a fence */
+		if (w->opcode != RRR_WR_LOCAL_INV || earlier_uses(qp, k, w->rkey))
+			continue;
+		rc = rrr__soft_invalidate(qp->dev, w->rkey, qp->base.pd, false);
+		w->st = SOFT_WQE_DONE;
+		w->status = rc ? RRR_WC_LOC_PROT_ERR : RRR_WC_SUCCESS;
+		any = true;
+		/* a Read Response half on the wire from that registration can
+		 * neither go on nor be taken back: end the connection now, not
+		 * when the peer's window opens again */
+		if (!rc && qp->tx.active && qp->tx.src_guard && qp->tx.src_handle == w->rkey)
+			abort = true;
+	}
+	if (any)
+		rrr__soft_sq_complete(qp);
+	if (abort)
+		rrr__soft_qp_fatal(qp, 0, false);
+}
+
 void rrr__soft_tx(struct soft_qp *qp)
 {
 	if (qp->fd < 0)
 		return;
+	if (qp->state == SOFT_QP_RTS && (qp->tx.active || qp->irq_count)) {
+		eager_local_inv(qp);
+		if (qp->state != SOFT_QP_RTS)
+			return;
+	}
 	for (;;) {
 		if (qp->tx.active && qp->tx.fdone && qp->dev->tx_refill)
 			batch_compact(qp);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -71,10 +72,21 @@ int th_server_start(struct th_server *s, bool rdma)
 			close(fd);
 		}
 		closefrom(3); /* never hand Criterion's pipes to the server */
-		const char *argv[] = {prog, "--export", s->export_dir, "--state-dir", s->state_dir,
-				      "--port", "0", "--mount-port", "0", "--port-file", ports,
-				      "--threads", "2", rdma ? "--provider" : "--no-rdma",
-				      rdma ? "soft" : NULL, NULL};
+		if (s->nofile) {
+			struct rlimit rl;
+			if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+				rl.rlim_cur = s->nofile;
+				setrlimit(RLIMIT_NOFILE, &rl);
+			}
+		}
+		const char *argv[32] = {prog, "--export", s->export_dir, "--state-dir", s->state_dir,
+					"--port", "0", "--mount-port", "0", "--port-file", ports,
+					"--threads", "2", rdma ? "--provider" : "--no-rdma",
+					rdma ? "soft" : NULL, NULL};
+		int n = rdma ? 15 : 14;
+		for (int i = 0; s->extra_args && s->extra_args[i] && n < 31; i++)
+			argv[n++] = s->extra_args[i];
+		argv[n] = NULL;
 		execv(prog, (char *const *)argv);
 		_exit(127);
 	}

@@ -19,6 +19,8 @@ struct th_server {
 	char state_dir[300];
 	char log[300];
 	unsigned rdma_port, mount_port;
+	const char *const *extra_args; /* more rrr-server options (NULL-terminated), or NULL */
+	unsigned nofile;               /* the server's RLIMIT_NOFILE soft limit, 0: inherited */
 };
 
 /* $RRR_BUILD/<prog>, or NULL when RRR_BUILD is unset or the file is missing. */

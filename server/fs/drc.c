@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/fs/drc.c - duplicate request cache (DRC) for the NFSv3 procedures
+ * that are not idempotent: SETATTR, WRITE, CREATE, MKDIR, SYMLINK, MKNOD,
+ * REMOVE, RMDIR, RENAME, LINK.
+ *
+ * Why. The rrr client (like the kernel's on a hard mount) re-sends every
+ * call still outstanding after a reconnect, with the same xid. A REMOVE
+ * that the server executed but whose reply was lost with the connection
+ * would, executed again, answer NFS3ERR_NOENT for a file the caller did
+ * remove; a GUARDED CREATE would answer NFS3ERR_EXIST; a RENAME would
+ * fail. The cache answers such a re-sent call with the reply of the first
+ * execution instead of executing it twice.
+ *
+ * Normal operation. fs_drc_init() builds a copy of the NFSv3 dispatch
+ * table whose non-idempotent entries point at drc_handler(). A call there
+ * is keyed like Linux nfsd's cache: the peer's IP address (not the port: a
+ * reconnect comes from a new one), xid, program version, procedure, and a
+ * CRC32C of the first 256 bytes of the arguments (so two clients on one
+ * host that happen to pick the same xid, or a client restarted with an
+ * xid it used before, are not confused). A miss inserts an entry "in
+ * progress", runs the real handler without the lock, then stores the
+ * encoded results (the bytes the handler put in the result stream, at
+ * most FS_DRC_REPLY_MAX: every non-idempotent reply is a few hundred
+ * bytes) and marks it done. A hit on a done entry copies those bytes into
+ * the result stream and returns the original verdict: the procedure does
+ * not run again. A hit on an entry in progress (the re-sent call arrived on
+ * a new connection, served by another worker, while the original still
+ * runs) waits for it, up to FS_DRC_WAIT_MS, then answers from the cache;
+ * if the original did not finish by then the duplicate is dropped (no
+ * reply; the client re-sends or times out).
+ *
+ * Bounds. A fixed table of `entries` (--drc-entries, default 1024; 0 turns
+ * the cache off) allocated at start, about 1.1 KiB each; a new entry
+ * replaces the least recently used finished one (evictions). When every
+ * entry is in progress the call runs uncached (counted). Handler failures
+ * (SYSTEM_ERR, GARBAGE_ARGS, DROP, a negative errno) are not cached: the
+ * entry is removed and a re-sent call runs again.
+ *
+ * Locking: one mutex and one condition variable for the whole cache; the
+ * handler itself runs without them.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <rrr/crc32c.h>
+#include <rrr/oncrpc.h>
+
+#include "server/fs/drc.h"
+
+#define CSUM_BYTES 256u
+
+struct key {
+	uint32_t xid, vers, proc, csum;
+	uint32_t fam;
+	uint8_t addr[16];
+};
+
+struct ent {
+	struct ent *hnext;	   /* hash chain, or free list */
+	struct ent *lprev, *lnext; /* LRU list, newest first */
+	struct key k;
+	uint64_t gen; /* bumped when the entry is removed */
+	bool used, done;
+	int rc;
+	uint32_t len;
+	uint8_t reply[FS_DRC_REPLY_MAX];
+};
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ent *ents;
+	struct ent **bucket;
+	unsigned nbucket;
+	unsigned cap;
+	struct ent *free;
+	struct ent lru; /* sentinel */
+	const struct rrr_svc_proc *base;
+	struct rrr_svc_proc tab[RRR_NFS3_NPROCS];
+	struct fs_drc_stats st;
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+bool fs_drc_cached_proc(uint32_t proc)
+{
+	switch (proc) {
+	case RRR_NFS3_SETATTR:
+	case RRR_NFS3_WRITE:
+	case RRR_NFS3_CREATE:
+	case RRR_NFS3_MKDIR:
+	case RRR_NFS3_SYMLINK:
+	case RRR_NFS3_MKNOD:
+	case RRR_NFS3_REMOVE:
+	case RRR_NFS3_RMDIR:
+	case RRR_NFS3_RENAME:
+	case RRR_NFS3_LINK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static unsigned key_hash(const struct key *k)
+{
+	uint32_t h = rrr_crc32c(k->xid ^ k->proc, k->addr, sizeof(k->addr));
+
+	return (h ^ k->csum) % g.nbucket;
+}
+
+static bool key_eq(const struct key *a, const struct key *b)
+{
+	return a->xid == b->xid && a->vers == b->vers && a->proc == b->proc && a->csum == b->csum &&
+	       a->fam == b->fam && !memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
+static int make_key(struct rrr_svc_req *req, const struct rrr_rpc_call *call,
+		    const struct rrr_xdr *args, struct key *k)
+{
+	struct sockaddr_storage ss;
+	size_t n = rrr_xdr_remaining(args);
+
+	memset(k, 0, sizeof(*k));
+	if (rrr_svc_req_peer(req, &ss))
+		return -ENOTCONN;
+	k->fam = ss.ss_family;
+	if (ss.ss_family == AF_INET)
+		memcpy(k->addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+	else if (ss.ss_family == AF_INET6)
+		memcpy(k->addr, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+	else
+		return -EAFNOSUPPORT;
+	k->xid = call->xid;
+	k->vers = call->vers;
+	k->proc = call->proc;
+	k->csum = rrr_crc32c(0, rrr_xdr_cursor(args), n < CSUM_BYTES ? n : CSUM_BYTES);
+	return 0;
+}
+
+static void lru_unlink(struct ent *e)
+{
+	e->lprev->lnext = e->lnext;
+	e->lnext->lprev = e->lprev;
+	e->lprev = e->lnext = NULL;
+}
+
+static void lru_front(struct ent *e)
+{
+	e->lnext = g.lru.lnext;
+	e->lprev = &g.lru;
+	g.lru.lnext->lprev = e;
+	g.lru.lnext = e;
+}
+
+static struct ent *lookup(const struct key *k)
+{
+	for (struct ent *e = g.bucket[key_hash(k)]; e; e = e->hnext)
+		if (key_eq(&e->k, k))
+			return e;
+	return NULL;
+}
+
+/* Unhash, unlink and put @e on the free list (lock held). */
+static void remove_ent(struct ent *e)
+{
+	struct ent **pp = &g.bucket[key_hash(&e->k)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	lru_unlink(e);
+	e->used = e->done = false;
+	e->gen++;
+	e->hnext = g.free;
+	g.free = e;
+	g.st.entries--;
+}
+
+/* A free entry, evicting the least recently used finished one if needed;
+ * NULL when every entry is in progress (lock held). */
+static struct ent *take_ent(void)
+{
+	struct ent *e = g.free;
+
+	if (!e) {
+		for (e = g.lru.lprev; e != &g.lru && !e->done; e = e->lprev)
+			;
+		if (e == &g.lru)
+			return NULL;
+		remove_ent(e);
+		g.st.evictions++;
+		e = g.free;
+	}
+	g.free = e->hnext;
+	e->hnext = NULL;
+	return e;
+}
+
+static int replay(const struct ent *e, struct rrr_xdr *res)
+{
+	if (rrr_xdr_remaining(res) < e->len)
+		return RRR_SVC_SYSTEM_ERR;
+	memcpy(rrr_xdr_cursor(res), e->reply, e->len);
+	res->pos += e->len;
+	return e->rc;
+}
+
+static void deadline_in(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static int drc_handler(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	const struct rrr_rpc_call *call = rrr_svc_req_call(req);
+	rrr_svc_handler_fn fn = g.base[call->proc].fn;
+	size_t start = rrr_xdr_pos(res);
+	struct ent *e;
+	struct key k;
+	int rc;
+
+	if (make_key(req, call, args, &k))
+		return fn(req, args, res);
+	pthread_mutex_lock(&g.mu);
+	e = lookup(&k);
+	if (e) {
+		uint64_t gen = e->gen;
+		struct timespec ts;
+
+		if (!e->done) {
+			g.st.waits++;
+			deadline_in(&ts, FS_DRC_WAIT_MS);
+			while (e->gen == gen && !e->done)
+				if (pthread_cond_timedwait(&g.cv, &g.mu, &ts))
+					break;
+		}
+		if (e->gen == gen && e->done) {
+			g.st.hits++;
+			lru_unlink(e);
+			lru_front(e);
+			rc = replay(e, res);
+		} else {
+			g.st.drops++;
+			rc = RRR_SVC_DROP;
+		}
+		pthread_mutex_unlock(&g.mu);
+		return rc;
+	}
+	e = take_ent();
+	if (!e) {
+		g.st.uncached++;
+		pthread_mutex_unlock(&g.mu);
+		return fn(req, args, res);
+	}
+	e->k = k;
+	e->used = true;
+	e->done = false;
+	e->hnext = g.bucket[key_hash(&k)];
+	g.bucket[key_hash(&k)] = e;
+	lru_front(e);
+	g.st.entries++;
+	g.st.misses++;
+	pthread_mutex_unlock(&g.mu);
+
+	rc = fn(req, args, res);
+
+	pthread_mutex_lock(&g.mu);
+	if (rc == 0 && rrr_xdr_pos(res) >= start && rrr_xdr_pos(res) - start <= FS_DRC_REPLY_MAX) {
+		e->len = (uint32_t)(rrr_xdr_pos(res) - start);
+		memcpy(e->reply, res->buf + start, e->len);
+		e->rc = rc;
+		e->done = true;
+	} else {
+		remove_ent(e); /* failures run again when re-sent */
+	}
+	pthread_cond_broadcast(&g.cv);
+	pthread_mutex_unlock(&g.mu);
+	return rc;
+}
+
+int fs_drc_init(const struct rrr_svc_proc *base, unsigned entries)
+{
+	g.base = base;
+	memcpy(g.tab, base, sizeof(g.tab));
+	g.lru.lnext = g.lru.lprev = &g.lru;
+	g.cap = entries > FS_DRC_MAX_ENTRIES ? FS_DRC_MAX_ENTRIES : entries;
+	g.st.capacity = g.cap;
+	if (!g.cap)
+		return 0;
+	g.nbucket = g.cap;
+	g.ents = calloc(g.cap, sizeof(*g.ents));
+	g.bucket = calloc(g.nbucket, sizeof(*g.bucket));
+	if (!g.ents || !g.bucket) {
+		fs_drc_fini();
+		return -ENOMEM;
+	}
+	for (unsigned i = g.cap; i-- > 0;) {
+		g.ents[i].hnext = g.free;
+		g.free = &g.ents[i];
+	}
+	for (uint32_t p = 0; p < RRR_NFS3_NPROCS; p++)
+		if (fs_drc_cached_proc(p) && base[p].fn)
+			g.tab[p].fn = drc_handler;
+	return 0;
+}
+
+const struct rrr_svc_proc *fs_drc_nfs3_procs(void)
+{
+	return g.tab;
+}
+
+void fs_drc_stats(struct fs_drc_stats *st)
+{
+	pthread_mutex_lock(&g.mu);
+	*st = g.st;
+	pthread_mutex_unlock(&g.mu);
+}
+
+void fs_drc_print(FILE *f)
+{
+	struct fs_drc_stats s;
+
+	fs_drc_stats(&s);
+	fprintf(f,
+		"  drc.hits %llu\n  drc.misses %llu\n  drc.waits %llu\n  drc.drops %llu\n"
+		"  drc.evictions %llu\n  drc.uncached %llu\n  drc.entries %u\n  drc.capacity %u\n",
+		(unsigned long long)s.hits, (unsigned long long)s.misses,
+		(unsigned long long)s.waits, (unsigned long long)s.drops,
+		(unsigned long long)s.evictions, (unsigned long long)s.uncached, s.entries,
+		s.capacity);
+}
+
+void fs_drc_fini(void)
+{
+	free(g.ents);
+	free(g.bucket);
+	g.ents = NULL;
+	g.bucket = NULL;
+	g.free = NULL;
+	g.cap = 0;
+	g.lru.lnext = g.lru.lprev = &g.lru;
+	memset(&g.st, 0, sizeof(g.st));
+}

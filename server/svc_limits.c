@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/svc_limits.c - what keeps one peer (or a flood of stalled TCP
+ * connects) from locking every other client out of the server: admission
+ * of connections (max_conns in total, max_conns_per_addr per peer IP
+ * address), the idle timeout's bookkeeping, connection set-up limits
+ * handed to the provider's CM, shedding when the process runs out of file
+ * descriptors, the counters of all of these, and the log lines an
+ * operator reads when a limit is hit.
+ *
+ * Normal operation. The accept thread admits every new connection before
+ * it allocates anything for it (RDMA: at CONNECT_REQUEST, which is then
+ * rejected; TCP: right after accept(), then closed): one lock, a count in
+ * total and a small hash table of counts per address. A connection holds
+ * its admission until its worker reaps it (rrr__svc_unadmit). Set-up
+ * limits (setup_timeout_ms, max_setup) are enforced by the provider's CM
+ * (rrr_cm_set_limits: soft closes connections that never send their MPA
+ * Request and pushes out the oldest when max_setup are waiting); the
+ * accept thread reads the CM's counters after each batch of CM events and
+ * logs when they moved. Idle connections are found by their worker
+ * (svc.c) and counted here.
+ *
+ * Log lines are rate-limited: at most one per kind every 10 s, with the
+ * count since the last one, so a flood cannot flood the log too.
+ *
+ * Defaults (rrr/server.h): setup 10 s, 256 in set-up, idle 6 min, max_conns
+ * from the fd limit ((RLIMIT_NOFILE - 64 - max_setup) / 4, since a soft
+ * RDMA connection holds 3 descriptors: 176 at 1,024) and from the STag
+ * budget (65,536 registrations, the soft device's table, over (credits +
+ * 4) x 4 + 4 per connection: 442 with 32 credits), 128 per address.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/svc_impl.h"
+#include "server/svc_rdma_impl.h"
+
+#define LOG_EVERY_MS 10000
+
+struct rrr__svc_peer {
+	struct rrr__svc_peer *next;
+	uint32_t fam;
+	uint8_t addr[16];
+	uint32_t n;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
+{
+	if (!o->setup_timeout_ms)
+		o->setup_timeout_ms = RRR_CM_SETUP_TIMEOUT_MS;
+	if (!o->max_setup)
+		o->max_setup = RRR_CM_MAX_SETUP;
+	if (!o->idle_timeout_ms)
+		o->idle_timeout_ms = RRR_SVC_IDLE_TIMEOUT_MS;
+	if (!o->max_conns_per_addr)
+		o->max_conns_per_addr = RRR_SVC_MAX_CONNS_PER_ADDR;
+	if (!o->max_conns) {
+		struct rlimit rl;
+		uint64_t stag,
+		    n = 1024,
+		    reserve = 64u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u : o->max_setup);
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+			n = rl.rlim_cur;
+		else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+			n = 1u << 20;
+		n = n > reserve ? (n - reserve) / 4 : 0;
+		/* and what a device-wide table of RRR_SVC_STAG_BUDGET registrations
+		 * can serve: each connection may hold 4 READ-sink registrations
+		 * per request context (iWARP) plus its own few */
+		stag = RRR_SVC_STAG_BUDGET /
+		       ((uint64_t)(o->max_requests + SVC_RDMA_CTX_SLACK) * 4u + 4u);
+		if (n > stag)
+			n = stag;
+		o->max_conns = n < 16 ? 16 : n > 4096 ? 4096 : (uint32_t)n;
+	}
+}
+
+int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o)
+{
+	memset(L, 0, sizeof(*L));
+	pthread_mutex_init(&L->lock, NULL);
+	L->max_conns = o->max_conns;
+	L->max_per_addr = o->max_conns_per_addr;
+	L->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	for (int k = 0; k < RRR__SVC_LOG_KINDS; k++)
+		L->last_log[k] = -LOG_EVERY_MS;
+	return 0;
+}
+
+void rrr__svc_limits_fini(struct rrr__svc_limits *L)
+{
+	for (unsigned b = 0; b < RRR__SVC_PEER_BUCKETS; b++) {
+		struct rrr__svc_peer *p, *n;
+
+		for (p = L->peers[b]; p; p = n) {
+			n = p->next;
+			free(p);
+		}
+		L->peers[b] = NULL;
+	}
+	if (L->reserve_fd >= 0)
+		close(L->reserve_fd);
+	L->reserve_fd = -1;
+	pthread_mutex_destroy(&L->lock);
+}
+
+static void addr_of(const struct sockaddr_storage *ss, uint32_t *fam, uint8_t addr[16])
+{
+	memset(addr, 0, 16);
+	*fam = ss->ss_family;
+	if (ss->ss_family == AF_INET)
+		memcpy(addr, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	else if (ss->ss_family == AF_INET6)
+		memcpy(addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+}
+
+static void addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	const void *a = ss->ss_family == AF_INET6
+			    ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+			    : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+
+	if (!inet_ntop(ss->ss_family == AF_INET6 ? AF_INET6 : AF_INET, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+static unsigned bucket_of(uint32_t fam, const uint8_t addr[16])
+{
+	uint32_t h = fam * 2654435761u;
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ addr[i]) * 16777619u;
+	return h % RRR__SVC_PEER_BUCKETS;
+}
+
+/* Rate-limited operator log (lock held): kind @k, @n events since the last line. */
+static void log_limit(struct rrr__svc_limits *L, int k, const char *fmt, ...)
+{
+	int64_t now = mono_ms();
+	va_list ap;
+
+	L->pending_log[k]++;
+	if (now - L->last_log[k] < LOG_EVERY_MS)
+		return;
+	L->last_log[k] = now;
+	fputs("rrr server: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (L->pending_log[k] > 1)
+		fprintf(stderr, " (%llu times since the last such line)",
+			(unsigned long long)L->pending_log[k]);
+	fputc('\n', stderr);
+	L->pending_log[k] = 0;
+}
+
+int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const char *transport)
+{
+	struct rrr__svc_peer *p;
+	uint8_t addr[16];
+	uint32_t fam;
+	unsigned b;
+	char who[64];
+
+	addr_of(&c->peer, &fam, addr);
+	b = bucket_of(fam, addr);
+	pthread_mutex_lock(&L->lock);
+	if (L->max_conns != RRR_SVC_UNLIMITED && L->nconns >= L->max_conns) {
+		L->st.refused_max_conns++;
+		addr_str(&c->peer, who, sizeof(who));
+		log_limit(L, RRR__SVC_LOG_MAX_CONNS,
+			  "refused a %s connection from %s: %u connections are open "
+			  "(max_conns; rrr-server --max-conns N, or raise ulimit -n)",
+			  transport, who, L->nconns);
+		pthread_mutex_unlock(&L->lock);
+		return -EBUSY;
+	}
+	for (p = L->peers[b]; p; p = p->next)
+		if (p->fam == fam && !memcmp(p->addr, addr, 16))
+			break;
+	if (p && L->max_per_addr != RRR_SVC_UNLIMITED && p->n >= L->max_per_addr) {
+		L->st.refused_per_addr++;
+		addr_str(&c->peer, who, sizeof(who));
+		log_limit(L, RRR__SVC_LOG_PER_ADDR,
+			  "refused a %s connection from %s: it has %u open "
+			  "(max_conns_per_addr; rrr-server --max-conns-per-addr N)",
+			  transport, who, p->n);
+		pthread_mutex_unlock(&L->lock);
+		return -EBUSY;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			pthread_mutex_unlock(&L->lock);
+			return -ENOMEM;
+		}
+		p->fam = fam;
+		memcpy(p->addr, addr, 16);
+		p->next = L->peers[b];
+		L->peers[b] = p;
+	}
+	p->n++;
+	L->nconns++;
+	c->admitted = true;
+	pthread_mutex_unlock(&L->lock);
+	return 0;
+}
+
+void rrr__svc_unadmit(struct rrr__svc_limits *L, struct rrr__svc_conn *c)
+{
+	struct rrr__svc_peer *p, **pp;
+	uint8_t addr[16];
+	uint32_t fam;
+
+	if (!c->admitted)
+		return;
+	c->admitted = false;
+	addr_of(&c->peer, &fam, addr);
+	pthread_mutex_lock(&L->lock);
+	for (pp = &L->peers[bucket_of(fam, addr)]; (p = *pp); pp = &p->next)
+		if (p->fam == fam && !memcmp(p->addr, addr, 16))
+			break;
+	if (p && --p->n == 0) {
+		*pp = p->next;
+		free(p);
+	}
+	if (L->nconns)
+		L->nconns--;
+	pthread_mutex_unlock(&L->lock);
+}
+
+void rrr__svc_idle_closed(struct rrr__svc_limits *L, uint32_t idle_ms)
+{
+	pthread_mutex_lock(&L->lock);
+	L->st.idle_closed++;
+	log_limit(L, RRR__SVC_LOG_IDLE,
+		  "closed a connection without traffic for %u ms (idle_timeout_ms; "
+		  "rrr-server --idle-timeout MS)",
+		  idle_ms);
+	pthread_mutex_unlock(&L->lock);
+}
+
+void rrr__svc_setup_seen(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *before,
+			 const struct rrr_cm_limit_stats *now, uint32_t setup_ms,
+			 uint32_t max_setup)
+{
+	uint64_t t = now->setup_timeouts - before->setup_timeouts;
+	uint64_t e = now->setup_evicted - before->setup_evicted;
+	uint64_t s = now->accept_shed - before->accept_shed;
+
+	if (!t && !e && !s)
+		return;
+	pthread_mutex_lock(&L->lock);
+	log_limit(L, RRR__SVC_LOG_SETUP,
+		  "closed RDMA connections in set-up: %llu without MPA set-up within %u ms "
+		  "(setup_timeout_ms), %llu pushed out by newer ones (max_setup %u), %llu shed "
+		  "for lack of file descriptors: a peer connects and sends nothing "
+		  "(rrr-server --setup-timeout MS, --max-setup N)",
+		  (unsigned long long)t, setup_ms, (unsigned long long)e, max_setup,
+		  (unsigned long long)s);
+	pthread_mutex_unlock(&L->lock);
+}
+
+void rrr__svc_fold_cm(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *st)
+{
+	L->cm_folded.setup_timeouts += st->setup_timeouts;
+	L->cm_folded.setup_evicted += st->setup_evicted;
+	L->cm_folded.accept_shed += st->accept_shed;
+}
+
+bool rrr__svc_shed(struct rrr__svc_limits *L, int lfd)
+{
+	int fd;
+	bool ok;
+
+	pthread_mutex_lock(&L->lock);
+	if (L->reserve_fd < 0) {
+		pthread_mutex_unlock(&L->lock);
+		return false;
+	}
+	close(L->reserve_fd);
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		L->st.accept_shed++;
+		log_limit(L, RRR__SVC_LOG_SHED,
+			  "out of file descriptors: closed a new TCP connection at once "
+			  "(raise ulimit -n, or lower max_conns)");
+	}
+	L->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ok = fd >= 0 && L->reserve_fd >= 0;
+	pthread_mutex_unlock(&L->lock);
+	return ok;
+}
+
+void rrr_svc_limit_stats_print(FILE *f, const char *prefix, const struct rrr_svc_limit_stats *st)
+{
+	if (!prefix)
+		prefix = "";
+#define P(x) fprintf(f, "%s%s %llu\n", prefix, #x, (unsigned long long)st->x)
+	P(refused_max_conns);
+	P(refused_per_addr);
+	P(idle_closed);
+	P(setup_timeouts);
+	P(setup_evicted);
+	P(accept_shed);
+	P(conns);
+	P(max_conns);
+	P(max_conns_per_addr);
+#undef P
+}

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/svc/quota.c - a client cannot make the server hold more request
+ * contexts (each with up to max_payload + 64 KiB of registered buffers)
+ * than its credits and a small slack (SVC_RDMA_CTX_SLACK). A raw
+ * RPC-over-RDMA client (provider interface, no progress while it is not
+ * polled, so it answers no RDMA READ) sends calls with read chunks in two
+ * bursts of a full grant: the server takes a context for each call it can
+ * and pulls its chunk; with every context busy, the rest wait holding
+ * their receive buffers. Before the bound a client reached 2 x credits.
+ * Then the client lets the READs through and every call is answered.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <rrr/oncrpc.h>
+#include <rrr/provider.h>
+#include <rrr/rpcrdma.h>
+#include <rrr/server.h>
+
+#include "../test_env.h"
+#include "helpers/svc_test.h"
+#include "server/svc_rdma_impl.h"
+
+#define CREDITS 8u
+#define NCALLS	(2u * CREDITS)
+#define NRECV	16u
+#define BUFSZ	4096u
+#define CHUNK	4096u
+
+static struct tsvc srv;
+static struct {
+	struct rrr_device *dev;
+	struct rrr_pd *pd;
+	struct rrr_cq *cq;
+	struct rrr_cm *cm;
+	struct rrr_cm_id *id;
+	struct rrr_qp *qp;
+	struct rrr_mr *mr, *src_mr;
+	uint8_t *mem; /* NRECV receive buffers, then NCALLS send buffers */
+	uint8_t *src; /* NCALLS chunks the server reads */
+} c;
+
+static void post_recv(unsigned i)
+{
+	struct rrr_sge sge = {(uint64_t)(uintptr_t)(c.mem + i * BUFSZ), BUFSZ, rrr_mr_lkey(c.mr)};
+	struct rrr_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	cr_assert_eq(rrr_qp_post_recv(c.qp, &wr, &bad), 0);
+}
+
+static int wait_ev(enum rrr_cm_event_type want)
+{
+	struct rrr_cm_event ev;
+	int rc = rrr_cm_wait_event(c.cm, &ev, 5000);
+
+	return rc ? rc : ev.type == want ? 0 : -EPROTO;
+}
+
+static void setup(void)
+{
+	struct rrr_svc_opts o;
+	struct rrr_qp_init_attr qa;
+	struct rrr_conn_param cp;
+	struct rrr_rdma_cm_pd pd = {.remote_inv = false, .send_size = BUFSZ, .recv_size = BUFSZ};
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	uint8_t pdb[RRR_RDMA_PD_LEN];
+	char ps[16];
+	void *p;
+
+	if (!tenv_is_soft())
+		cr_skip_test("needs a client that answers no RDMA READ until it polls (soft)");
+	rrr_svc_opts_init(&o);
+	o.nthreads = 1;
+	o.max_requests = CREDITS;
+	o.provider = tenv_provider();
+	o.provider_opts = tenv_provider_opts();
+	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
+
+	cr_assert_eq(rrr_device_open("soft", "progress_thread=0", &c.dev), 0);
+	cr_assert_eq(rrr_pd_alloc(c.dev, &c.pd), 0);
+	cr_assert_eq(rrr_cq_create(c.dev, 256, &c.cq), 0);
+	cr_assert_eq(rrr_cm_create(c.dev, &c.cm), 0);
+	cr_assert_eq(rrr_cm_id_create(c.cm, NULL, &c.id), 0);
+	snprintf(ps, sizeof(ps), "%u", srv.rdma_port);
+	cr_assert_eq(rrr_addr_parse(tenv_addr(), ps, &ss, &sl), 0);
+	cr_assert_eq(rrr_cm_resolve(c.id, (struct sockaddr *)&ss, sl, 5000), 0);
+	cr_assert_eq(wait_ev(RRR_CM_EVENT_RESOLVED), 0);
+	memset(&qa, 0, sizeof(qa));
+	qa.pd = c.pd;
+	qa.send_cq = c.cq;
+	qa.recv_cq = c.cq;
+	qa.max_send_wr = 64;
+	qa.max_recv_wr = NRECV;
+	qa.max_send_sge = 1;
+	qa.max_recv_sge = 1;
+	qa.max_rd_atomic = 16;
+	cr_assert_eq(rrr_qp_create(c.id, &qa, &c.qp), 0);
+	cr_assert_eq(posix_memalign(&p, 4096, (NRECV + NCALLS) * BUFSZ), 0);
+	c.mem = p;
+	cr_assert_eq(posix_memalign(&p, 4096, NCALLS * CHUNK), 0);
+	c.src = p;
+	for (unsigned i = 0; i < NCALLS * CHUNK; i++)
+		c.src[i] = (uint8_t)(i * 7);
+	cr_assert_eq(
+	    rrr_mr_reg(c.pd, c.mem, (NRECV + NCALLS) * BUFSZ, RRR_ACCESS_LOCAL_WRITE, &c.mr), 0);
+	cr_assert_eq(rrr_mr_reg(c.pd, c.src, NCALLS * CHUNK,
+				RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ, &c.src_mr),
+		     0);
+	for (unsigned i = 0; i < NRECV; i++)
+		post_recv(i);
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = pdb;
+	cp.private_data_len = (uint32_t)rrr_rdma_cm_pd_encode(pdb, &pd);
+	cp.ord = 16;
+	cp.ird = 16;
+	cr_assert_eq(rrr_cm_connect(c.id, &cp), 0);
+	cr_assert_eq(wait_ev(RRR_CM_EVENT_ESTABLISHED), 0);
+}
+
+static void teardown(void)
+{
+	if (c.qp) {
+		rrr_cm_disconnect(c.id);
+		rrr_qp_destroy(c.qp);
+	}
+	if (c.id)
+		rrr_cm_id_destroy(c.id);
+	if (c.mr)
+		rrr_mr_dereg(c.mr);
+	if (c.src_mr)
+		rrr_mr_dereg(c.src_mr);
+	if (c.cq)
+		rrr_cq_destroy(c.cq);
+	if (c.cm)
+		rrr_cm_destroy(c.cm);
+	if (c.pd)
+		rrr_pd_free(c.pd);
+	if (c.dev)
+		rrr_device_close(c.dev);
+	free(c.mem);
+	free(c.src);
+	memset(&c, 0, sizeof(c));
+	if (srv.svc)
+		cr_assert_eq(tsvc_stop(&srv), 0);
+}
+
+TestSuite(svc_quota, .init = setup, .fini = teardown, .timeout = 60);
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Call @i: RDMA_MSG, TP_SUM, its CHUNK-byte payload in a read chunk. */
+static void send_call(unsigned i)
+{
+	uint64_t off = (uint64_t)(uintptr_t)(c.src + i * CHUNK);
+	uint32_t xid = 0x7a000000u + i;
+	uint32_t w[] = {xid,
+			1,
+			CREDITS,
+			RRR_RDMA_MSG,
+			1,
+			44,
+			rrr_mr_rkey(c.src_mr),
+			CHUNK,
+			(uint32_t)(off >> 32),
+			(uint32_t)off,
+			0,
+			0,
+			0, /* end of read list, no write list, no reply chunk */
+			xid,
+			RRR_RPC_CALL,
+			2,
+			TPROG,
+			TPROG_V1,
+			TP_SUM,
+			0,
+			0,
+			0,
+			0,
+			CHUNK};
+	uint8_t *sb = c.mem + (NRECV + i) * BUFSZ;
+	struct rrr_sge sge = {(uint64_t)(uintptr_t)sb, sizeof(w), rrr_mr_lkey(c.mr)};
+	struct rrr_send_wr wr = {.wr_id = 1000 + i,
+				 .opcode = RRR_WR_SEND,
+				 .sg_list = &sge,
+				 .num_sge = 1},
+			   *bad;
+
+	for (unsigned k = 0; k < sizeof(w) / 4; k++)
+		put32(sb + 4 * k, w[k]);
+	cr_assert_eq(rrr_qp_post_send(c.qp, &wr, &bad), 0);
+}
+
+Test(svc_quota, contexts_bounded_by_credits_plus_slack)
+{
+	struct rrr_xprt_stats st;
+	unsigned answered = 0;
+	struct timespec t0, t1;
+
+	/* the first burst: a full grant, every call waits for its READ */
+	for (unsigned i = 0; i < CREDITS; i++)
+		send_call(i);
+	usleep(300000);
+	/* a second burst before any reply: a client ignoring its credits */
+	for (unsigned i = CREDITS; i < NCALLS; i++)
+		send_call(i);
+	/* until the server has received them all (it waits for the READs) */
+	for (int i = 0; i < 500; i++) {
+		rrr_svc_stats(srv.svc, &st);
+		if (st.recv_bytes >= NCALLS * 24u * 4u)
+			break;
+		usleep(10000);
+	}
+	cr_assert_geq(st.recv_bytes, NCALLS * 24u * 4u, "the server received every call");
+	usleep(100000);
+	cr_log_info("contexts busy at most: %u (credits %u + slack %u)", rrr__svc_rdma_ctx_peak(),
+		    CREDITS, SVC_RDMA_CTX_SLACK);
+	cr_assert_leq(rrr__svc_rdma_ctx_peak(), CREDITS + SVC_RDMA_CTX_SLACK,
+		      "the server held %u contexts for a grant of %u", rrr__svc_rdma_ctx_peak(),
+		      CREDITS);
+
+	/* now answer the READs: every call completes, the waiting ones too */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (answered < NCALLS) {
+		struct rrr_wc wc;
+		int n = rrr_cq_wait(c.cq, &wc, 1, 100);
+
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "%u of %u answered", answered, NCALLS);
+		if (n <= 0)
+			continue;
+		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
+		if (wc.opcode != RRR_WC_RECV)
+			continue;
+		{
+			const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
+			uint32_t xid = get32(b), i = xid - 0x7a000000u;
+
+			cr_assert_lt(i, NCALLS);
+			cr_assert_eq(get32(b + 12), RRR_RDMA_MSG);
+			cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
+			cr_assert_eq(get32(b + 13 * 4), CHUNK, "call %u: the server read its chunk",
+				     i);
+			cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, CHUNK));
+		}
+		post_recv((unsigned)wc.wr_id);
+		answered++;
+	}
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_geq(st.credit_stalls, NCALLS - CREDITS - SVC_RDMA_CTX_SLACK,
+		      "the calls over the bound waited for a context");
+	cr_assert_eq(st.disconnects, 0,
+		     "a client over its grant but within its receives is served");
+}
