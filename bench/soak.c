@@ -23,9 +23,10 @@
  * last generation it wrote (the final pass: data lost across the restart
  * shows here). The main thread restarts the server at --restart-at: SIGTERM,
  * wait for it to exit, start it again on the same export, state directory
- * and ports. It samples its own and the server's RSS and open fds once all
- * clients are mounted (start) and after the final pass, connections still
- * up (end).
+ * and ports. It samples its own and the server's RSS and open fds once
+ * every client has verified its first file and a tenth of the run has
+ * passed, before the restart (start), and after the final pass,
+ * connections still up (end).
  *
  * Failures, counted apart. A write or read of a file, a CREATE or a mount
  * that returns an error is a failed operation: until the client re-sends
@@ -900,8 +901,13 @@ int rrr__bench_soak_main(int argc, char **argv)
 			break;
 		usleep(10000);
 	}
+	/* ... and a tenth of the run in, before the restart: allocators warm */
+	while (!atomic_load(&s->stop) && !past(s, s->t0 + (uint64_t)(s->cfg.seconds * 1e8)) &&
+	       (s->cfg.restart_at < 0 ||
+		!past(s, s->t0 + (uint64_t)(s->cfg.restart_at * 1e9) - 100000000ull)))
+		usleep(10000);
 	sample(s, &rss0, &fds0, &srss0, &sfds0);
-	printf("start: %u of %u clients mounted, first files verified after %.1f s; rss %ld KiB, fds %ld; server rss "
+	printf("start: %u of %u clients mounted, figures at %.1f s; rss %ld KiB, fds %ld; server rss "
 	       "%ld KiB, fds %ld\n",
 	       mounted, s->cfg.clients, (double)(rrr__bench_now_ns() - s->t0) / 1e9, rss0, fds0,
 	       srss0, sfds0);
@@ -983,8 +989,8 @@ int rrr__bench_soak_main(int argc, char **argv)
 	       (unsigned long long)(f1.stalls - f0.stalls),
 	       (unsigned long long)(f1.points - f0.points));
 	printf("server restarts: %u%s\n", s->restarts, s->restart_failed ? " (one FAILED)" : "");
-	printf("rss KiB: soak %ld -> %ld, server %ld -> %ld (a new process after a restart)\n",
-	       rss0, rss1, srss0, srss1);
+	printf("rss KiB: soak %ld -> %ld, server %ld -> %ld%s\n", rss0, rss1, srss0, srss1,
+	       s->restarts ? " (a new process since the restart)" : "");
 	printf("fds: soak %ld -> %ld, server %ld -> %ld\n", fds0, fds1, sfds0, sfds1);
 	print_repro(&s->cfg);
 	pass = sum[4] == 0 && sum[5] == 0 && sum[10] == 0 && never == 0 && !s->restart_failed &&
