@@ -128,7 +128,7 @@ DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils 
 DEB_PKGS_PEER := nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
 
 # tests/net/netns.sh: ip netns, veth, tc netem.
-DEB_PKGS_NETNS := iproute2 kmod
+DEB_PKGS_NETNS := iproute2 kmod nftables
 
 .PHONY: deps deps-vm deps-peer deps-netns
 deps:
