@@ -860,6 +860,7 @@ int rrr__bench_soak_main(int argc, char **argv)
 		}
 		printf("server: pid %d, export %s/export, rdma port %s, mount port %s\n",
 		       (int)s->pid, s->dir, s->port, s->mport);
+		fflush(stdout);
 	}
 	rrr__soft_fault_totals(&f0);
 	s->t0 = rrr__bench_now_ns();
@@ -907,10 +908,11 @@ int rrr__bench_soak_main(int argc, char **argv)
 		!past(s, s->t0 + (uint64_t)(s->cfg.restart_at * 1e9) - 100000000ull)))
 		usleep(10000);
 	sample(s, &rss0, &fds0, &srss0, &sfds0);
-	printf("start: %u of %u clients mounted, figures at %.1f s; rss %ld KiB, fds %ld; server rss "
-	       "%ld KiB, fds %ld\n",
-	       mounted, s->cfg.clients, (double)(rrr__bench_now_ns() - s->t0) / 1e9, rss0, fds0,
-	       srss0, sfds0);
+	printf("start: %u of %u clients mounted, figures at %.1f s; rss %ld KiB, fds %ld",
+	       mounted, s->cfg.clients, (double)(rrr__bench_now_ns() - s->t0) / 1e9, rss0, fds0);
+	if (srss0 >= 0)
+		printf("; server rss %ld KiB, fds %ld", srss0, sfds0);
+	printf("\n");
 	fflush(stdout);
 	if (s->cfg.restart_at >= 0 && !atomic_load(&s->stop)) {
 		uint64_t at = s->t0 + (uint64_t)(s->cfg.restart_at * 1e9);
@@ -989,9 +991,15 @@ int rrr__bench_soak_main(int argc, char **argv)
 	       (unsigned long long)(f1.stalls - f0.stalls),
 	       (unsigned long long)(f1.points - f0.points));
 	printf("server restarts: %u%s\n", s->restarts, s->restart_failed ? " (one FAILED)" : "");
-	printf("rss KiB: soak %ld -> %ld, server %ld -> %ld%s\n", rss0, rss1, srss0, srss1,
-	       s->restarts ? " (a new process since the restart)" : "");
-	printf("fds: soak %ld -> %ld, server %ld -> %ld\n", fds0, fds1, sfds0, sfds1);
+	if (srss0 >= 0) {
+		printf("rss KiB: soak %ld -> %ld, server %ld -> %ld%s\n", rss0, rss1, srss0, srss1,
+		       s->restarts ? " (a new process since the restart)" : "");
+		printf("fds: soak %ld -> %ld, server %ld -> %ld\n", fds0, fds1, sfds0, sfds1);
+	} else {
+		printf("rss KiB: soak %ld -> %ld (the server is not the soak's child)\n", rss0,
+		       rss1);
+		printf("fds: soak %ld -> %ld\n", fds0, fds1);
+	}
 	print_repro(&s->cfg);
 	pass = sum[4] == 0 && sum[5] == 0 && sum[10] == 0 && never == 0 && !s->restart_failed &&
 	       mounted == s->cfg.clients && !(s->cfg.resend && failed);
