@@ -301,8 +301,11 @@ static int spawn_server(struct soak *s)
 
 			fclose(f);
 			if (got >= 2 && rd && mt) {
-				snprintf(s->port, sizeof(s->port), "%u", rd);
-				snprintf(s->mport, sizeof(s->mport), "%u", mt);
+				/* written once: clients read them without a lock */
+				if (!s->port[0]) {
+					snprintf(s->port, sizeof(s->port), "%u", rd);
+					snprintf(s->mport, sizeof(s->mport), "%u", mt);
+				}
 				return 0;
 			}
 		}
