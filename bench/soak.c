@@ -75,7 +75,8 @@ struct soak_cfg {
 	uint32_t seed, drop_ppm, server_drop_ppm;
 	bool resend, keep;
 	int timeout_ms;
-	const char *server_path, *host, *port, *mount_port, *export_path, *provider_opts;
+	const char *server_path, *host, *port, *mount_port, *export_path;
+	const char *client_opts, *server_opts; /* more provider options (faults) */
 };
 
 struct soak_file {
@@ -91,7 +92,7 @@ struct soak_client {
 	pthread_t thr;
 	bool started;
 	struct rrr_nfs3 *m;
-	char popts[512];
+	char popts[640];
 	uint8_t *wbuf, *rbuf;
 	struct soak_file *f;
 	atomic_bool mounted;
@@ -246,7 +247,7 @@ static int find_server(struct soak *s)
 static int spawn_server(struct soak *s)
 {
 	char pfile[PATH_MAX + 16], state[PATH_MAX + 16], exp[PATH_MAX + 16], log[PATH_MAX + 16];
-	char popts[128];
+	char popts[640];
 	uint64_t deadline;
 	int st;
 
@@ -254,8 +255,9 @@ static int spawn_server(struct soak *s)
 	snprintf(state, sizeof(state), "%s/state", s->dir);
 	snprintf(exp, sizeof(exp), "%s/export", s->dir);
 	snprintf(log, sizeof(log), "%s/server.log", s->dir);
-	snprintf(popts, sizeof(popts), "fault_seed=%u,fault_drop_ppm=%u", s->cfg.seed + 100000u,
-		 s->cfg.server_drop_ppm);
+	snprintf(popts, sizeof(popts), "fault_seed=%u,fault_drop_ppm=%u%s%s",
+		 s->cfg.seed + 100000u, s->cfg.server_drop_ppm, s->cfg.server_opts ? "," : "",
+		 s->cfg.server_opts ? s->cfg.server_opts : "");
 	unlink(pfile);
 	s->pid = fork();
 	if (s->pid < 0) {
@@ -283,7 +285,7 @@ static int spawn_server(struct soak *s)
 		av[k++] = s->mport[0] ? s->mport : "0";
 		av[k++] = "--port-file";
 		av[k++] = pfile;
-		if (s->cfg.server_drop_ppm) {
+		if (s->cfg.server_drop_ppm || s->cfg.server_opts) {
 			av[k++] = "--provider-opts";
 			av[k++] = popts;
 		}
@@ -563,6 +565,9 @@ static void usage(FILE *f)
 		"  --seed N            seed of the data and of the faults (default 1)\n"
 		"  --drop-ppm N        clients' fault_drop_ppm (default 200; 0: no drops)\n"
 		"  --server-drop-ppm N the server's fault_drop_ppm (default 0)\n"
+		"  --client-opts STR   more soft provider options for the clients, e.g.\n"
+		"                      fault_stall_ms=50,fault_stall_ppm=100\n"
+		"  --server-opts STR   the same for the server\n"
 		"  --timeout-ms N      call timeout (default 10000)\n"
 		"  --resend            the client re-sends calls after a reconnect: failed\n"
 		"                      operations fail the run too\n"
@@ -604,6 +609,8 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 	    {"drop-ppm", required_argument, NULL, 'd'},
 	    {"server-drop-ppm", required_argument, NULL, 'D'},
 	    {"timeout-ms", required_argument, NULL, 't'},
+	    {"client-opts", required_argument, NULL, 'o'},
+	    {"server-opts", required_argument, NULL, 'O'},
 	    {"resend", no_argument, NULL, 'R'},
 	    {"server", required_argument, NULL, 'P'},
 	    {"host", required_argument, NULL, 'H'},
@@ -703,6 +710,18 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 				return 2;
 			cfg->timeout_ms = (int)v;
 			break;
+		case 'o':
+		case 'O':
+			if (strlen(optarg) > 500) {
+				fprintf(stderr, "rrr-bench soak: --%s is at most 500 characters\n",
+					opt == 'o' ? "client-opts" : "server-opts");
+				return 2;
+			}
+			if (opt == 'o')
+				cfg->client_opts = optarg;
+			else
+				cfg->server_opts = optarg;
+			break;
 		case 'R':
 			cfg->resend = true;
 			break;
@@ -765,6 +784,10 @@ static void print_repro(const struct soak_cfg *c)
 	       c->clients, c->qd, (unsigned long long)c->io_size,
 	       (unsigned long long)c->file_size, c->files, c->seconds, c->restart_at, c->seed,
 	       c->drop_ppm, c->server_drop_ppm, c->timeout_ms, c->resend ? " --resend" : "");
+	if (c->client_opts)
+		printf(" --client-opts '%s'", c->client_opts);
+	if (c->server_opts)
+		printf(" --server-opts '%s'", c->server_opts);
 	if (c->host)
 		printf(" --host %s --port %s --mount-port %s --export %s", c->host,
 		       c->port ? c->port : "20049", c->mount_port ? c->mount_port : "20048",
@@ -874,8 +897,9 @@ int rrr__bench_soak_main(int argc, char **argv)
 
 		c->s = s;
 		c->idx = i;
-		snprintf(c->popts, sizeof(c->popts), "fault_seed=%u,fault_drop_ppm=%u",
-			 s->cfg.seed + i, s->cfg.drop_ppm);
+		snprintf(c->popts, sizeof(c->popts), "fault_seed=%u,fault_drop_ppm=%u%s%s",
+			 s->cfg.seed + i, s->cfg.drop_ppm, s->cfg.client_opts ? "," : "",
+			 s->cfg.client_opts ? s->cfg.client_opts : "");
 		c->wbuf = aligned_alloc(4096, (s->cfg.file_size + 4095) / 4096 * 4096);
 		c->rbuf = aligned_alloc(4096, (s->cfg.file_size + 4095) / 4096 * 4096);
 		c->f = calloc(s->cfg.files, sizeof(*c->f));
