@@ -12,7 +12,8 @@
  * export once (rrr_nfs3_mount, one RPC-over-RDMA connection on the soft
  * provider, its own device) with the soft provider's fault injection in its
  * provider options (fault_seed = --seed + client index, fault_drop_ppm =
- * --drop-ppm: transport/soft/fault.c), then loops until the deadline over
+ * --drop-ppm, plus --client-opts: transport/soft/fault.c; the server gets
+ * --server-drop-ppm and --server-opts), then loops until the deadline over
  * its --files files: fill the write buffer with a pattern keyed by (seed,
  * client, file, generation), CREATE, rrr_nfs3_write_all() with --qd WRITEs
  * of --io-size in flight (UNSTABLE + COMMIT; a changed verifier after the
@@ -80,8 +81,8 @@ struct soak_cfg {
 };
 
 struct soak_file {
-	uint64_t gen;	/* generation last committed (0: none yet) */
-	uint32_t crc;	/* rrr_crc32c of it */
+	uint64_t gen; /* generation last committed (0: none yet) */
+	uint32_t crc; /* rrr_crc32c of it */
 };
 
 struct soak;
@@ -133,8 +134,9 @@ static uint64_t splitmix(uint64_t x)
 static void fill(uint8_t *buf, uint64_t len, uint32_t seed, unsigned client, unsigned file,
 		 uint64_t gen)
 {
-	uint64_t x = splitmix(((uint64_t)seed << 32) ^ ((uint64_t)client << 20) ^ file ^
-			      (gen << 40) ^ gen) | 1;
+	uint64_t x =
+	    splitmix(((uint64_t)seed << 32) ^ ((uint64_t)client << 20) ^ file ^ (gen << 40) ^ gen) |
+	    1;
 
 	for (uint64_t i = 0; i < len; i += 8) {
 		x ^= x << 13;
@@ -230,13 +232,14 @@ static int find_server(struct soak *s)
 		if (slash) {
 			*slash = '\0';
 			if (snprintf(s->srv_path, sizeof(s->srv_path), "%s/rrr-server", self) <
-				    (int)sizeof(s->srv_path) &&
+				(int)sizeof(s->srv_path) &&
 			    !access(s->srv_path, X_OK))
 				return 0;
 		}
 	}
-	if (b && snprintf(s->srv_path, sizeof(s->srv_path), "%s/rrr-server", b) <
-			 (int)sizeof(s->srv_path) &&
+	if (b &&
+	    snprintf(s->srv_path, sizeof(s->srv_path), "%s/rrr-server", b) <
+		(int)sizeof(s->srv_path) &&
 	    !access(s->srv_path, X_OK))
 		return 0;
 	return -ENOENT;
@@ -255,8 +258,8 @@ static int spawn_server(struct soak *s)
 	snprintf(state, sizeof(state), "%s/state", s->dir);
 	snprintf(exp, sizeof(exp), "%s/export", s->dir);
 	snprintf(log, sizeof(log), "%s/server.log", s->dir);
-	snprintf(popts, sizeof(popts), "fault_seed=%u,fault_drop_ppm=%u%s%s",
-		 s->cfg.seed + 100000u, s->cfg.server_drop_ppm, s->cfg.server_opts ? "," : "",
+	snprintf(popts, sizeof(popts), "fault_seed=%u,fault_drop_ppm=%u%s%s", s->cfg.seed + 100000u,
+		 s->cfg.server_drop_ppm, s->cfg.server_opts ? "," : "",
 		 s->cfg.server_opts ? s->cfg.server_opts : "");
 	unlink(pfile);
 	s->pid = fork();
@@ -437,6 +440,9 @@ static int write_file(struct soak_client *c, unsigned k, uint64_t gen)
 
 	fill(c->wbuf, len, s->cfg.seed, c->idx, k, gen);
 	file_name(c, k, name, sizeof(name));
+	/* being overwritten: the old generation is no longer promised (an
+	 * abandoned rewrite must not read as corruption in the final pass) */
+	c->f[k].gen = 0;
 	for (unsigned n = 1;; n++) {
 		rc = rrr_nfs3_create(c->m, rrr_nfs3_root(c->m), name, 0644, false, &fh);
 		if (rc) {
@@ -781,9 +787,9 @@ static void print_repro(const struct soak_cfg *c)
 	printf("reproduce: rrr-bench soak --clients %u --qd %u --io-size %llu --file-size %llu "
 	       "--files %u --seconds %g --restart-at %g --seed %u --drop-ppm %u "
 	       "--server-drop-ppm %u --timeout-ms %d%s",
-	       c->clients, c->qd, (unsigned long long)c->io_size,
-	       (unsigned long long)c->file_size, c->files, c->seconds, c->restart_at, c->seed,
-	       c->drop_ppm, c->server_drop_ppm, c->timeout_ms, c->resend ? " --resend" : "");
+	       c->clients, c->qd, (unsigned long long)c->io_size, (unsigned long long)c->file_size,
+	       c->files, c->seconds, c->restart_at, c->seed, c->drop_ppm, c->server_drop_ppm,
+	       c->timeout_ms, c->resend ? " --resend" : "");
 	if (c->client_opts)
 		printf(" --client-opts '%s'", c->client_opts);
 	if (c->server_opts)
@@ -935,8 +941,8 @@ int rrr__bench_soak_main(int argc, char **argv)
 		!past(s, s->t0 + (uint64_t)(s->cfg.restart_at * 1e9) - 100000000ull)))
 		usleep(10000);
 	sample(s, &rss0, &fds0, &srss0, &sfds0);
-	printf("start: %u of %u clients mounted, figures at %.1f s; rss %ld KiB, fds %ld",
-	       mounted, s->cfg.clients, (double)(rrr__bench_now_ns() - s->t0) / 1e9, rss0, fds0);
+	printf("start: %u of %u clients mounted, figures at %.1f s; rss %ld KiB, fds %ld", mounted,
+	       s->cfg.clients, (double)(rrr__bench_now_ns() - s->t0) / 1e9, rss0, fds0);
 	if (srss0 >= 0)
 		printf("; server rss %ld KiB, fds %ld", srss0, sfds0);
 	printf("\n");
@@ -950,12 +956,12 @@ int rrr__bench_soak_main(int argc, char **argv)
 		printf("restart: %s at %.1f s (old server: %s %d)\n",
 		       s->restart_failed ? "FAILED" : "done",
 		       (double)(rrr__bench_now_ns() - s->t0) / 1e9,
-		       s->term_status[0] < 0		  ? "killed after 10 s, status"
+		       s->term_status[0] < 0	      ? "killed after 10 s, status"
 		       : WIFEXITED(s->term_status[0]) ? "exit"
-						       : "signal",
-		       s->term_status[0] < 0		  ? -1
+						      : "signal",
+		       s->term_status[0] < 0	      ? -1
 		       : WIFEXITED(s->term_status[0]) ? WEXITSTATUS(s->term_status[0])
-						       : WTERMSIG(s->term_status[0]));
+						      : WTERMSIG(s->term_status[0]));
 		fflush(stdout);
 	}
 	for (unsigned i = 0; i < s->cfg.clients; i++)
@@ -1005,8 +1011,7 @@ int rrr__bench_soak_main(int argc, char **argv)
 	printf("failed operations: %llu (write %llu, read %llu, create %llu, mount %llu), each "
 	       "retried by the soak; abandoned: %llu\n",
 	       (unsigned long long)failed, (unsigned long long)sum[6], (unsigned long long)sum[7],
-	       (unsigned long long)sum[8], (unsigned long long)sum[9],
-	       (unsigned long long)sum[10]);
+	       (unsigned long long)sum[8], (unsigned long long)sum[9], (unsigned long long)sum[10]);
 	printf("calls: %llu sent, %llu replies, %llu re-sent by the library, %llu timed out; "
 	       "connections: %llu made, %llu lost\n",
 	       (unsigned long long)tot.calls, (unsigned long long)tot.replies,
@@ -1034,8 +1039,12 @@ int rrr__bench_soak_main(int argc, char **argv)
 		int st = stop_server(s);
 
 		printf("server stop: %s %d\n",
-		       st < 0 ? "killed after 10 s, status" : WIFEXITED(st) ? "exit" : "signal",
-		       st < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		       st < 0	       ? "killed after 10 s, status"
+		       : WIFEXITED(st) ? "exit"
+				       : "signal",
+		       st < 0	       ? -1
+		       : WIFEXITED(st) ? WEXITSTATUS(st)
+				       : WTERMSIG(st));
 		if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			pass = false;
 			print_server_log(s);

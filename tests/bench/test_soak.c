@@ -62,8 +62,9 @@ Test(bench_soak, sixty_seconds_drops_and_a_restart, .timeout = 300)
 
 	cr_assert(fd >= 0);
 	close(fd);
-	char *argv[] = {NULL, "soak", "--clients", "4", "--qd", "8", "--seconds", "60",
-			"--restart-at", "30", "--drop-ppm", "200", "--seed", "11", NULL};
+	char *argv[] = {
+	    NULL,	    "soak", "--clients",  "4",	 "--qd",   "8",	 "--seconds", "60",
+	    "--restart-at", "30",   "--drop-ppm", "200", "--seed", "11", NULL};
 	int rc = bench_run_log(argv, log, 280);
 	char *out = bench_slurp(log);
 

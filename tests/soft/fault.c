@@ -38,9 +38,11 @@ Test(soft_fault, options_bounds_and_off_by_default)
 	cr_assert_eq(d->fault_drop_ppm, 0);
 	rrr_device_close(dev);
 
-	cr_assert_eq(rrr_device_open("soft", "fault_seed=7,fault_drop_ppm=10,fault_delay_us=5,"
-					     "fault_delay_ppm=20,fault_stall_ms=3,fault_stall_ppm=30",
-				     &dev), 0);
+	cr_assert_eq(rrr_device_open("soft",
+				     "fault_seed=7,fault_drop_ppm=10,fault_delay_us=5,"
+				     "fault_delay_ppm=20,fault_stall_ms=3,fault_stall_ppm=30",
+				     &dev),
+		     0);
 	d = soft_dev(dev);
 	cr_assert(d->fault_on);
 	cr_assert_eq(d->fault_seed, 7);
@@ -52,8 +54,8 @@ Test(soft_fault, options_bounds_and_off_by_default)
 	rrr_device_close(dev);
 
 	/* a seed alone, or a delay with probability 0, injects nothing */
-	cr_assert_eq(rrr_device_open("soft", "fault_seed=9,fault_delay_us=100,fault_delay_ppm=0",
-				     &dev), 0);
+	cr_assert_eq(
+	    rrr_device_open("soft", "fault_seed=9,fault_delay_us=100,fault_delay_ppm=0", &dev), 0);
 	cr_assert(!soft_dev(dev)->fault_on);
 	rrr_device_close(dev);
 
@@ -133,8 +135,8 @@ static int drop_server(struct th_ep *e, void *arg)
 	static uint8_t buf[4096];
 	struct rrr_mr *mr;
 	struct rrr_wc wc;
-	struct rrr_sge sge = { (uintptr_t)buf, sizeof(buf), 0 };
-	struct rrr_recv_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 };
+	struct rrr_sge sge = {(uintptr_t)buf, sizeof(buf), 0};
+	struct rrr_recv_wr wr = {.wr_id = 7, .sg_list = &sge, .num_sge = 1};
 	char go = 'g';
 
 	(void)arg;
@@ -160,9 +162,12 @@ static int drop_client(struct th_ep *e, void *arg)
 	struct rrr__soft_fault_stats st;
 	struct rrr_mr *mr;
 	struct rrr_wc wc;
-	struct rrr_sge sge = { (uintptr_t)buf, sizeof(buf), 0 };
-	struct rrr_send_wr wr = { .wr_id = 1, .opcode = RRR_WR_SEND, .flags = RRR_SEND_SIGNALED,
-				  .sg_list = &sge, .num_sge = 1 };
+	struct rrr_sge sge = {(uintptr_t)buf, sizeof(buf), 0};
+	struct rrr_send_wr wr = {.wr_id = 1,
+				 .opcode = RRR_WR_SEND,
+				 .flags = RRR_SEND_SIGNALED,
+				 .sg_list = &sge,
+				 .num_sge = 1};
 	char go;
 
 	(void)arg;
@@ -196,8 +201,8 @@ static int slow_server(struct th_ep *e, void *arg)
 	struct rrr_mr *mr, *nmr;
 	struct rrr_wc wc;
 	struct th_key k;
-	struct rrr_sge sge = { (uintptr_t)note, sizeof(note), 0 };
-	struct rrr_recv_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 };
+	struct rrr_sge sge = {(uintptr_t)note, sizeof(note), 0};
+	struct rrr_recv_wr wr = {.wr_id = 9, .sg_list = &sge, .num_sge = 1};
 
 	(void)arg;
 	memset(sink, 0, sizeof(sink));
@@ -206,7 +211,7 @@ static int slow_server(struct th_ep *e, void *arg)
 	TH_CHECK(rrr_mr_reg(e->pd, note, sizeof(note), RRR_ACCESS_LOCAL_WRITE, &nmr) == 0);
 	sge.lkey = rrr_mr_lkey(nmr);
 	TH_CHECK(rrr_qp_post_recv(e->qp, &wr, NULL) == 0);
-	k = (struct th_key){ (uintptr_t)sink, sizeof(sink), rrr_mr_rkey(mr), 0 };
+	k = (struct th_key){(uintptr_t)sink, sizeof(sink), rrr_mr_rkey(mr), 0};
 	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
 	/* the SEND behind the WRITE says the WRITE has been placed */
 	TH_CHECK(th_wc(e, &wc, 30000) == 1);
@@ -227,10 +232,10 @@ static int slow_client(struct th_ep *e, void *arg)
 	struct rrr_mr *mr;
 	struct rrr_wc wc;
 	struct th_key k;
-	struct rrr_sge sge = { (uintptr_t)src, DLEN, 0 };
+	struct rrr_sge sge = {(uintptr_t)src, DLEN, 0};
 	struct rrr_send_wr wr[2] = {
-		{ .wr_id = 1, .opcode = RRR_WR_RDMA_WRITE, .sg_list = &sge, .num_sge = 1 },
-		{ .wr_id = 2, .opcode = RRR_WR_SEND, .flags = RRR_SEND_SIGNALED },
+	    {.wr_id = 1, .opcode = RRR_WR_RDMA_WRITE, .sg_list = &sge, .num_sge = 1},
+	    {.wr_id = 2, .opcode = RRR_WR_SEND, .flags = RRR_SEND_SIGNALED},
 	};
 	uint64_t t0;
 
