@@ -41,6 +41,11 @@
  * was committed) always fail the run. A run also fails when a client never
  * verified a file, or the restart did not bring the server back.
  *
+ * --damage corrupt|truncate checks the checks: before the final pass,
+ * client 0's first file is changed in the export behind the server's back
+ * (a byte flipped, or its second half cut off), and the run must count it
+ * and fail (tests/bench/test_soak.c).
+ *
  * Exit status: 0 pass, 1 fail, 2 usage.
  */
 #include <dirent.h>
@@ -75,10 +80,13 @@ struct soak_cfg {
 	double seconds, restart_at; /* restart_at < 0: no restart */
 	uint32_t seed, drop_ppm, server_drop_ppm;
 	bool resend, keep;
+	int damage; /* DAMAGE_*: a self-test of the checks (--damage) */
 	int timeout_ms;
 	const char *server_path, *host, *port, *mount_port, *export_path;
 	const char *client_opts, *server_opts; /* more provider options (faults) */
 };
+
+enum { DAMAGE_NONE = 0, DAMAGE_CORRUPT, DAMAGE_TRUNCATE };
 
 struct soak_file {
 	uint64_t gen; /* generation last committed (0: none yet) */
@@ -525,6 +533,37 @@ static int verify_file(struct soak_client *c, unsigned k, bool have_pattern, uin
 	return 0;
 }
 
+/* --damage: change client 0's file 0 behind the server's back, in the
+ * export, before the final pass: one byte flipped in its middle (corrupt)
+ * or its second half cut off (truncate). The final pass must count it. */
+static void damage(struct soak_client *c)
+{
+	struct soak *s = c->s;
+	uint64_t len = s->cfg.file_size;
+	char name[96], path[PATH_MAX + 128];
+	uint8_t b;
+	int fd;
+
+	if (!c->f[0].gen || !s->dir[0])
+		return;
+	file_name(c, 0, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/export/%s", s->dir, name);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (s->cfg.damage == DAMAGE_TRUNCATE) {
+		if (ftruncate(fd, (off_t)(len / 2)) == 0)
+			printf("damage: %s cut to %llu bytes\n", path,
+			       (unsigned long long)(len / 2));
+	} else if (pread(fd, &b, 1, (off_t)(len / 2)) == 1) {
+		b ^= 0x5a;
+		if (pwrite(fd, &b, 1, (off_t)(len / 2)) == 1)
+			printf("damage: %s byte %llu flipped\n", path,
+			       (unsigned long long)(len / 2));
+	}
+	close(fd);
+}
+
 static void *client_main(void *arg)
 {
 	struct soak_client *c = arg;
@@ -543,6 +582,8 @@ static void *client_main(void *arg)
 		c->rounds++;
 		atomic_store(&c->warm, true);
 	}
+	if (s->cfg.damage && c->idx == 0)
+		damage(c);
 	/* the final pass: every file against its last committed generation */
 	for (unsigned k = 0; k < s->cfg.files; k++)
 		if (verify_file(c, k, false, &c->final_verified))
@@ -580,7 +621,11 @@ static void usage(FILE *f)
 		"  --server PATH       rrr-server to spawn (default: next to rrr-bench)\n"
 		"  --host H --port P --mount-port M --export PATH\n"
 		"                      use a running server instead (no restart)\n"
-		"  --keep              keep the temporary export and server log\n\n"
+		"  --keep              keep the temporary export and server log\n"
+		"  --damage corrupt|truncate\n"
+		"                      self-test of the checks: before the final pass, flip\n"
+		"                      a byte of (or cut in half) client 0's first file in the\n"
+		"                      export; the run must then FAIL (not with --host)\n\n"
 		"Goal (docs/reliability.md): rrr-bench soak --clients 64 --qd 32 --seconds 600\n"
 		"with 0 corrupted and 0 lost bytes, RSS and fds flat.\n",
 		SOAK_MAX_CLIENTS, SOAK_MAX_QD);
@@ -624,6 +669,7 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 	    {"mount-port", required_argument, NULL, 'm'},
 	    {"export", required_argument, NULL, 'e'},
 	    {"keep", no_argument, NULL, 'k'},
+	    {"damage", required_argument, NULL, 'x'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -749,6 +795,17 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 		case 'k':
 			cfg->keep = true;
 			break;
+		case 'x':
+			if (!strcmp(optarg, "corrupt")) {
+				cfg->damage = DAMAGE_CORRUPT;
+			} else if (!strcmp(optarg, "truncate")) {
+				cfg->damage = DAMAGE_TRUNCATE;
+			} else {
+				fprintf(stderr,
+					"rrr-bench soak: --damage is corrupt or truncate\n");
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -774,6 +831,11 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 				"(not --host)\n");
 		return 2;
 	}
+	if (cfg->host && cfg->damage) {
+		fprintf(stderr, "rrr-bench soak: --damage needs a server the soak starts "
+				"(not --host)\n");
+		return 2;
+	}
 	if (cfg->restart_at >= cfg->seconds) {
 		fprintf(stderr, "rrr-bench soak: --restart-at must be before --seconds\n");
 		return 2;
@@ -794,6 +856,8 @@ static void print_repro(const struct soak_cfg *c)
 		printf(" --client-opts '%s'", c->client_opts);
 	if (c->server_opts)
 		printf(" --server-opts '%s'", c->server_opts);
+	if (c->damage)
+		printf(" --damage %s", c->damage == DAMAGE_CORRUPT ? "corrupt" : "truncate");
 	if (c->host)
 		printf(" --host %s --port %s --mount-port %s --export %s", c->host,
 		       c->port ? c->port : "20049", c->mount_port ? c->mount_port : "20048",
