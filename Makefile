@@ -131,9 +131,14 @@ DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils 
 # The peer `make bench-peer` measures rrr against: NFS-Ganesha + libnfs nfs-cp.
 DEB_PKGS_PEER := nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
 
-.PHONY: deps deps-vm deps-peer
+# tests/net/netns.sh: ip netns, veth, tc netem.
+DEB_PKGS_NETNS := iproute2 kmod nftables
+
+.PHONY: deps deps-vm deps-peer deps-netns
 deps:
 	@scripts/deps.sh $(DEB_PKGS)
+deps-netns:
+	@scripts/deps.sh $(DEB_PKGS_NETNS)
 deps-vm:
 	@scripts/deps.sh $(DEB_PKGS_VM)
 deps-peer:
@@ -247,6 +252,24 @@ bench-peer: deps deps-peer
 	$(MAKE) all
 	scripts/bench-peer.sh $(BUILD) $${BENCH_OUT:-docs/bench}
 
+# The soak of docs/reliability.md: SOAK_CLIENTS x SOAK_QD for SOAK_SECONDS on one
+# rrr-server, injected connection drops, a server restart halfway; exit 0 when
+# no byte was corrupted or lost. SOAK_OPTS adds options (e.g. --resend, --seed N).
+SOAK_CLIENTS ?= 64
+SOAK_QD ?= 32
+SOAK_SECONDS ?= 600
+.PHONY: soak
+soak: deps
+	$(MAKE) all
+	$(BUILD)/rrr-bench soak --clients $(SOAK_CLIENTS) --qd $(SOAK_QD) \
+		--seconds $(SOAK_SECONDS) $(SOAK_OPTS)
+
+# Two network namespaces, veth + netem delay and 1 % loss (root; skips without).
+.PHONY: test-netns
+test-netns: deps deps-netns
+	$(MAKE) all
+	tests/net/netns.sh $(BUILD)
+
 test-vm: deps deps-vm
 	$(MAKE) all tests
 	tests/vm/run.sh $(BUILD)
@@ -303,5 +326,5 @@ clean:
 
 help:
 	@echo "targets: all deps test demo install uninstall asan ubsan tsan fuzz bench"
-	@echo "         bench-peer test-vm bench-vm format format-check clean"
+	@echo "         bench-peer soak test-netns test-vm bench-vm format format-check clean"
 	@echo "vars:    BUILD=$(BUILD) PREFIX=$(PREFIX) DESTDIR= WERROR=1 FUZZ_TIME=$(FUZZ_TIME)"

@@ -8,5 +8,6 @@ int rrr__bench_raw_main(int argc, char **argv); /* bench/raw.c: provider WRITE/R
 int rrr__bench_reg_main(int argc, char **argv); /* bench/reg.c: per-I/O registration cost */
 int rrr__bench_io_main(int argc, char **argv);  /* bench/io.c: end-to-end NFSv3 I/O */
 int rrr__bench_crc_main(int argc, char **argv); /* bench/crc.c: CRC32C vs memcpy GB/s */
+int rrr__bench_soak_main(int argc, char **argv); /* bench/soak.c: faults, restart, verify */
 
 #endif

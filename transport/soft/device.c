@@ -20,6 +20,9 @@
  *                        behave like an FRWR page list (rrr_mr_map_sg stops
  *                        at page holes, max_fr_pages counts pages), so the
  *                        registration engine's hole splitting runs on soft
+ *   fault_seed=N, fault_drop_ppm=N, fault_delay_us=N, fault_delay_ppm=N,
+ *   fault_stall_ms=N, fault_stall_ppm=N
+ *                        fault injection, off by default (fault.c)
  * and reports the attributes callers plan with: the map model, Send with
  * Invalidate supported, RDMA READ sinks need REMOTE_WRITE (iWARP).
  *
@@ -86,10 +89,24 @@ static int opt(void *arg, const char *key, const char *val)
 	} else if (strcmp(key, "max_fr_pages") == 0 &&
 		   !parse_u32(val, 1, SOFT_MAX_FR_PAGES_MAX, &v)) {
 		d->max_fr_pages = v;
+	} else if (strcmp(key, "fault_seed") == 0 && !parse_u32(val, 0, UINT32_MAX, &v)) {
+		d->fault_seed = v;
+	} else if (strcmp(key, "fault_drop_ppm") == 0 && !parse_u32(val, 0, 1000000, &v)) {
+		d->fault_drop_ppm = v;
+	} else if (strcmp(key, "fault_delay_us") == 0 && !parse_u32(val, 0, 1000000, &v)) {
+		d->fault_delay_us = v;
+	} else if (strcmp(key, "fault_delay_ppm") == 0 && !parse_u32(val, 0, 1000000, &v)) {
+		d->fault_delay_ppm = v;
+	} else if (strcmp(key, "fault_stall_ms") == 0 && !parse_u32(val, 0, 60000, &v)) {
+		d->fault_stall_ms = v;
+	} else if (strcmp(key, "fault_stall_ppm") == 0 && !parse_u32(val, 0, 1000000, &v)) {
+		d->fault_stall_ppm = v;
 	} else {
 		fprintf(stderr, "rrr soft: bad option '%s=%s' (known: crc=0|1, progress_thread=0|1, "
 				"mulpdu=%u..%u, tx_batch=1..%u, tx_refill=0|1, max_fr_pages=1..%u, "
-				"map_model=page_list|gaps)\n",
+				"map_model=page_list|gaps, fault_seed=N, fault_drop_ppm=0..1000000, "
+				"fault_delay_us=0..1000000, fault_delay_ppm=N, fault_stall_ms=0..60000, "
+				"fault_stall_ppm=N)\n",
 			key, val, SOFT_MULPDU_MIN, SOFT_MULPDU_MAX, SOFT_TX_BATCH,
 			SOFT_MAX_FR_PAGES_MAX);
 		return rrr__set_error(-EINVAL, "soft: bad option '%s=%s'", key, val);
@@ -169,12 +186,17 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 	d->tx_batch = SOFT_TX_BATCH_DEF;
 	d->tx_refill = true;
 	d->max_fr_pages = SOFT_MAX_FR_PAGES_DEF;
+	d->fault_seed = 1;
+	d->fault_delay_ppm = 1000000;
+	d->fault_stall_ppm = 1000;
 	pthread_mutex_init(&d->lock, NULL);
 	rc = rrr__opts_parse(opts, opt, d);
 	if (rc) {
 		dev_free(d);
 		return rc;
 	}
+	d->fault_on = (d->fault_drop_ppm > 0) || (d->fault_delay_us && d->fault_delay_ppm) ||
+		      (d->fault_stall_ms && d->fault_stall_ppm);
 	d->stags = calloc(SOFT_MAX_STAGS, sizeof(*d->stags));
 	d->free_idx = calloc(SOFT_MAX_STAGS, sizeof(*d->free_idx));
 	if (!d->stags || !d->free_idx) {

@@ -96,6 +96,7 @@ int rrr__soft_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *att
 	qp->rx.msn_send = qp->rx.msn_read = qp->rx.msn_term = 1;
 	qp->rx.need = SOFT_HDR_TAGGED;
 	qp->id = rrr__soft_id_of(id);
+	rrr__soft_fault_qp_init(qp);
 	atomic_fetch_add(&qp->scq->refs, 1);
 	atomic_fetch_add(&qp->rcq->refs, 1);
 	container_of(attr->pd, struct soft_pd, base)->refs++;

@@ -81,6 +81,11 @@ static int hdr_process(struct soft_qp *qp)
 	struct soft_hdr *h = &qp->rx.h;
 	uint32_t hl, code;
 
+	if (soft_fault_point(qp)) {
+		/* injected drop (fault.c): as a lost connection */
+		rrr__soft_qp_fatal(qp, 0, false);
+		return -1;
+	}
 	if (rrr__soft_hdr_decode(qp->rx.hb, h)) {
 		term(qp, T_LLP(SOFT_ECODE_LLP_BAD_ULPDU));
 		return -1;

@@ -15,6 +15,7 @@
  *   cq.c        completion queues, caller-driven progress (epoll)
  *   cm.c        connection management over TCP (MPA setup, events)
  *   device.c    device open/options, PDs, progress thread, ops table
+ *   fault.c     fault injection (fault_* options): drop, delay, stall
  *
  * Lock order (outer to inner):
  *   cq->prog_lock  ->  cm->lock  ->  qp->lock  ->  cq->lock, cm->evlock, dev->lock (leaves)
@@ -226,6 +227,13 @@ struct soft_dev {
 	atomic_bool thr_stop;
 	atomic_bool thr_ready;            /* the thread registered with liburcu */
 	atomic_uint_fast64_t epoch;      /* finished progress-thread passes */
+	/* fault injection (fault.c); all zero unless a fault_* option is set */
+	bool fault_on;                   /* drop, delay or stall configured */
+	uint64_t fault_seed;
+	uint32_t fault_drop_ppm, fault_delay_ppm, fault_stall_ppm;
+	uint32_t fault_delay_us, fault_stall_ms;
+	atomic_uint_fast64_t fault_qps;  /* QPs created: each one's stream */
+	atomic_uint_fast64_t fault_drops, fault_delays, fault_stalls;
 };
 
 struct soft_pd {
@@ -469,6 +477,7 @@ struct soft_qp {
 	uint32_t term_sent, term_rcvd;  /* packed codes, 0x80000000 flag when set */
 	struct soft_id *id;
 	uint64_t bytes_placed;
+	uint64_t fault_rng;             /* fault.c: this QP's draws (0: off) */
 };
 
 static inline struct soft_qp *soft_qp(struct rrr_qp *q)
@@ -505,6 +514,30 @@ void rrr__soft_qp_detach(struct soft_qp *qp);
 /* Internal test hooks: last Terminate sent/received (packed), state. */
 int rrr__soft_qp_info(struct rrr_qp *qp, uint32_t *term_sent, uint32_t *term_rcvd,
 		      int *state);
+
+/* ------------------------------------------------------------ fault.c */
+/* Injected faults: process-wide (every soft device) or one device's. */
+struct rrr__soft_fault_stats {
+	uint64_t points; /* fault points passed with injection on (totals only) */
+	uint64_t drops, delays, stalls;
+};
+
+/* At QP creation: seed the QP's draws (no-op when injection is off). */
+void rrr__soft_fault_qp_init(struct soft_qp *qp);
+/* A fault point, under qp->lock, injection on: maybe delay or stall (MAY
+ * BLOCK, qp->lock held), maybe drop the connection: then the socket is shut
+ * down and true is returned; the caller moves the QP to error as on a
+ * socket error (rrr__soft_qp_fatal(qp, 0, false)) and stops. */
+bool rrr__soft_fault(struct soft_qp *qp);
+/* Zero cost when off: one branch on a device field. */
+static inline bool soft_fault_point(struct soft_qp *qp)
+{
+	return qp->dev->fault_on && rrr__soft_fault(qp);
+}
+/* Sums over every soft device of the process since it started. Thread-safe. */
+void rrr__soft_fault_totals(struct rrr__soft_fault_stats *st);
+/* One device's counters; -EINVAL if @dev is not a soft device. */
+int rrr__soft_fault_dev_stats(struct rrr_device *dev, struct rrr__soft_fault_stats *st);
 
 /* ------------------------------------------------------------ cm.c */
 struct soft_id;

@@ -162,6 +162,11 @@ static int tx_write(struct soft_qp *qp)
 		/* sendmsg with MSG_NOSIGNAL, never writev: a peer that vanished
 		 * must end in EPIPE and flushed work, not in a SIGPIPE that
 		 * kills the caller's process */
+		if (soft_fault_point(qp)) {
+			/* injected drop (fault.c): as a broken pipe */
+			rrr__soft_mr_put(guard);
+			return -EPIPE;
+		}
 		msg.msg_iov = qp->tx.iov + qp->tx.idx;
 		msg.msg_iovlen = qp->tx.niov - qp->tx.idx;
 		n = sendmsg(qp->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
