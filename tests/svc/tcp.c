@@ -388,7 +388,11 @@ Test(svc_tcp, stop_with_open_connection)
 	cr_assert_eq(send(fd, "\x80\x00", 2, MSG_NOSIGNAL), 2);
 	usleep(50 * 1000);
 	cr_assert_eq(tsvc_stop(&srv), 0);
-	cr_assert_eq(recv(fd, buf, sizeof(buf), 0), 0, "connection closed by stop");
+	/* closed by stop: a FIN, or a RST when the server closed before it had
+	 * read the two bytes (a loaded machine): both mean the server let go */
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+	cr_assert(n == 0 || (n < 0 && errno == ECONNRESET),
+		  "connection closed by stop (recv %zd, errno %d)", n, n < 0 ? errno : 0);
 	close(fd);
 }
 
