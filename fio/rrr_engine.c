@@ -421,9 +421,7 @@ static int rrr_fio_init(struct thread_data *td)
 	co.max_requests = e->cap > 32 ? e->cap : 32;
 	co.persistent_reg = reg == REG_PERSISTENT;
 	co.bounce = reg == REG_BOUNCE;
-	if (reg == REG_PERSISTENT)
-		log_info("rrr: reg=persistent is UNSAFE (benchmarks only): the server may "
-			 "write this job's buffers at any time\n");
+	/* (reg=persistent: the library prints its UNSAFE warning itself) */
 	for (unsigned k = 0; k < o->nconnect && k < MAX_CONN; k++) {
 		if ((rc = rrr_clnt_create(&co, &e->clnt[k]))) {
 			report("data connection", rc);
@@ -521,15 +519,16 @@ static int lookup_or_create(struct rrr_fio *e, const struct rrr_nfs3_fh *dir, co
 			    bool dir_wanted, bool create, struct rrr_nfs3_fh *out,
 			    struct rrr_nfs3_fattr *attr)
 {
-	int rc = rrr_nfs3_lookup(e->nfs, dir, name, out, attr);
+	struct rrr_nfs3_fh parent = *dir, made; /* @out may be @dir */
+	int rc = rrr_nfs3_lookup(e->nfs, &parent, name, out, attr);
 
 	if (rc != RRR_NFS3ERR_NOENT || !create)
 		return rc;
-	rc = dir_wanted ? rrr_nfs3_mkdir(e->nfs, dir, name, 0755, out)
-			: rrr_nfs3_create(e->nfs, dir, name, 0644, false, out);
+	rc = dir_wanted ? rrr_nfs3_mkdir(e->nfs, &parent, name, 0755, &made)
+			: rrr_nfs3_create(e->nfs, &parent, name, 0644, false, &made);
 	if (rc == RRR_NFS3ERR_EXIST) /* another job made it meanwhile */
 		rc = 0;
-	return rc ? rc : rrr_nfs3_lookup(e->nfs, dir, name, out, attr);
+	return rc ? rc : rrr_nfs3_lookup(e->nfs, &parent, name, out, attr);
 }
 
 /* fio's file name (directory/filename, '/'-separated) as a path under the
