@@ -1,0 +1,105 @@
+# vm-timeout: 900
+# fio with the rrr external ioengine (build/rrr-fio.so) against rrr-server on
+# the verbs provider (rxe0), and, side by side, the kernel NFS/RDMA client
+# with fio's libaio engine (direct=1) on a mount of the same server: the same
+# job files (examples/fio/), the same server, one after the other.
+#   1. rrr engine, examples/fio/verify.fio: every write job reads its bytes
+#      back and checks CRC32C (fio's verify), nconnect=4 included;
+#   2. rrr engine, examples/fio/cells.fio, time-based;
+#   3. kernel client (vers=3,proto=rdma), the same cells.fio with libaio;
+#   4. a table of both (MiB/s and IOPS per cell) in $RRR_VM_RESULTS/vm-fio.txt.
+# Every job must end with error 0. TCG figures: compare the columns with each
+# other, not with hardware. Knobs: RRR_VM_FIO_SIZE (MiB, default 16),
+# RRR_VM_FIO_RUNTIME (seconds per cell, default 3).
+set -u
+S="$RRR_BUILD/rrr-server"
+E="$RRR_BUILD/rrr-fio.so"
+[ -x "$S" ] || { echo "missing $S (make all)"; exit 1; }
+command -v fio >/dev/null || { echo "fio is not installed (make deps-fio)"; exit 77; }
+[ -f "$E" ] || { echo "missing $E (no fio source on the host: make deps-fio)"; exit 77; }
+command -v mount.nfs >/dev/null || [ -x /sbin/mount.nfs ] ||
+	{ echo "mount.nfs missing (nfs-common: make deps-vm)"; exit 77; }
+ADDR=${RRR_VM_ADDR:-10.0.2.15}
+DEV=${RRR_VERBS_DEV:-rxe0}
+OUT=${RRR_VM_RESULTS:-/tmp}
+SIZE=${RRR_VM_FIO_SIZE:-16}
+RT=${RRR_VM_FIO_RUNTIME:-3}
+EXP=/tmp/rrr-fio-export
+MNT=/tmp/rrr-fio-mnt
+W=/tmp/rrr-fio
+mkdir -p "$EXP" "$MNT" "$W/state"
+SPID=
+fail() {
+	echo "FAIL: $*"
+	tail -n 30 "$W/server.log"
+	umount -f "$MNT" 2>/dev/null
+	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null
+	exit 1
+}
+# every job of a terse file ended with error 0
+check() {
+	local bad
+	[ -s "$1" ] || fail "no fio output in $1"
+	bad=$(awk -F';' '/^3;/ && $5 != 0 {print $3 " error " $5}' "$1")
+	[ -z "$bad" ] || fail "$2: $bad"
+}
+
+"$S" --export "$EXP" --provider verbs --provider-opts "dev=$DEV" \
+	--listen "$ADDR" --port 20049 --mount-port 20048 --state-dir "$W/state" \
+	--port-file "$W/ports" --threads 2 >"$W/server.log" 2>&1 &
+SPID=$!
+for _ in $(seq 1 100); do [ -s "$W/ports" ] && break; sleep 0.1; done
+[ -s "$W/ports" ] || fail "rrr-server did not start"
+
+RRR="--ioengine=external:$E --transport=rdma --provider=verbs --provider_opts=dev=$DEV
+	--server=$ADDR --port=20049 --mount_port=20048"
+# 1. verify
+t0=$(date +%s)
+# shellcheck disable=SC2086
+fio $RRR --size=$((SIZE / 4 > 0 ? SIZE / 4 : 1))m --output-format=terse \
+	examples/fio/verify.fio >"$W/verify.terse" 2>"$W/verify.err" ||
+	{ cat "$W/verify.err"; fail "rrr engine verify.fio"; }
+check "$W/verify.terse" "rrr engine verify.fio"
+echo "rrr engine on $DEV: verify.fio, $(grep -c '^3;' "$W/verify.terse") jobs, CRC32C verified ($(( $(date +%s) - t0 ))s)"
+
+# 2. cells, rrr engine
+# shellcheck disable=SC2086
+fio $RRR --size=${SIZE}m --time_based --runtime=$RT --output-format=terse \
+	examples/fio/cells.fio >"$W/rrr.terse" 2>"$W/rrr.err" ||
+	{ cat "$W/rrr.err"; fail "rrr engine cells.fio"; }
+check "$W/rrr.terse" "rrr engine cells.fio"
+
+# 3. cells, kernel client + libaio on the same server
+mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock \
+	"$ADDR:$EXP" "$MNT" || fail "mount"
+fio --ioengine=libaio --direct=1 --directory="$MNT" --size=${SIZE}m --time_based \
+	--runtime=$RT --output-format=terse examples/fio/cells.fio >"$W/kernel.terse" \
+	2>"$W/kernel.err" || { cat "$W/kernel.err"; fail "libaio cells.fio on the mount"; }
+check "$W/kernel.terse" "libaio cells.fio"
+umount "$MNT" || fail umount
+
+kill -TERM "$SPID"
+wait "$SPID"; rc=$?
+SPID=
+[ $rc -eq 0 ] || fail "rrr-server exit status $rc"
+
+# 4. the table (terse v3: read bw KiB/s $7, IOPS $8; write $48, $49)
+{
+	echo "fio on $DEV (qemu TCG, $(nproc) vCPUs): rrr engine (verbs, per-io registration)"
+	echo "vs kernel NFSv3/RDMA client + libaio direct=1, same rrr-server, ${SIZE} MiB file,"
+	echo "${RT} s per cell. MiB/s and IOPS (reads + writes)."
+	echo
+	printf '| %-20s | %12s | %10s | %12s | %10s |\n' cell "rrr MiB/s" "rrr IOPS" "kernel MiB/s" "kernel IOPS"
+	printf '|%s|%s|%s|%s|%s|\n' ---------------------- -------------- ------------ -------------- ------------
+	awk -F';' '
+		FNR == 1 { f++ }
+		/^3;/ { bw = ($7 + $48) / 1024; iops = $8 + $49
+			if (f == 1) { order[++n] = $3; rb[$3] = bw; ri[$3] = iops }
+			else { kb[$3] = bw; ki[$3] = iops } }
+		END { for (i = 1; i <= n; i++) { c = order[i]
+			printf "| %-20s | %12.1f | %10.0f | %12.1f | %10.0f |\n", c, rb[c], ri[c], kb[c], ki[c] } }
+	' "$W/rrr.terse" "$W/kernel.terse"
+} >"$W/vm-fio.txt"
+cp "$W/vm-fio.txt" "$W/rrr.terse" "$W/kernel.terse" "$W/verify.terse" "$OUT/" 2>/dev/null
+cat "$W/vm-fio.txt"
+echo "fio: rrr engine on rxe and kernel client + libaio: OK"
