@@ -4,7 +4,7 @@
  * READ/WRITE calls of the rrr client library, over RPC-over-RDMA (soft or
  * verbs provider) or TCP, to any NFSv3 server (rrr-server, the kernel's nfsd).
  *
- *   fio --ioengine=external:/usr/local/lib/rrr/rrr-fio.so --server=... job.fio
+ *   fio --ioengine=external:/usr/local/lib/rrr/rrr-fio.so --host=SERVER job.fio
  *
  * Normal operation. ->init (in the job's own process or thread, after fio
  * forked it) mounts the export with the NFSv3 client library over one
@@ -86,7 +86,7 @@ struct rrr_fio_opts {
 	char *transport;
 	char *provider;
 	char *provider_opts;
-	char *server;
+	char *host;
 	char *port;
 	char *mount_port;
 	char *export_path;
@@ -169,10 +169,11 @@ static struct fio_option options[] = {
 		.group = FIO_OPT_G_INVALID,
 	},
 	{
-		.name = "server",
-		.lname = "rrr server",
+		/* not "server": on fio's command line --server starts a fio server */
+		.name = "host",
+		.lname = "rrr server address",
 		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, server),
+		.off1 = offsetof(struct rrr_fio_opts, host),
 		.def = "127.0.0.1",
 		.help = "NFS server address",
 		.category = FIO_OPT_C_ENGINE,
@@ -388,7 +389,7 @@ static int rrr_fio_init(struct thread_data *td)
 	mo.transport = o->transport;
 	mo.provider = o->provider;
 	mo.provider_opts = o->provider_opts;
-	mo.host = o->server;
+	mo.host = o->host;
 	mo.port = port;
 	mo.mount_port = o->mount_port;
 	mo.export_path = o->export_path;
@@ -400,7 +401,7 @@ static int rrr_fio_init(struct thread_data *td)
 		char what[300];
 
 		snprintf(what, sizeof(what), "mount %s:%s over %s (NFS port %s, MOUNT port %s)",
-			 o->server, o->export_path, o->transport, port,
+			 o->host, o->export_path, o->transport, port,
 			 o->mount_port ? o->mount_port : "-");
 		report(what, rc);
 		e->nfs = NULL;
@@ -414,7 +415,7 @@ static int rrr_fio_init(struct thread_data *td)
 	co.transport = o->transport;
 	co.provider = o->provider;
 	co.provider_opts = o->provider_opts;
-	co.host = o->server;
+	co.host = o->host;
 	co.port = port;
 	co.timeout_ms = (int)o->timeout_ms;
 	co.no_remote_inv = o->no_remote_inv;

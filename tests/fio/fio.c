@@ -34,6 +34,16 @@
 
 static char engine[512];
 static char fio_bin[512];
+static struct th_server *live; /* stopped by fini() when a test fails */
+
+static void fini(void)
+{
+	if (live)
+		th_cleanup(live);
+	live = NULL;
+}
+
+TestSuite(fio, .fini = fini);
 
 /* fio on $PATH (or /usr/bin/fio). */
 static bool find_fio(void)
@@ -60,6 +70,7 @@ static void need(struct th_server *s, bool rdma)
 		cr_skip_test("RRR_BUILD unset or rrr-fio.so not built (no fio source: make "
 			     "deps-fio; sanitizer builds do not build the engine)");
 	cr_assert_eq(th_mkdirs(s), 0);
+	live = s;
 	rc = th_server_start(s, rdma);
 	if (rc == -ENOENT)
 		cr_skip_test("rrr-server not built");
@@ -128,7 +139,7 @@ static void global(FILE *f, const struct th_server *s, bool rdma)
 	fprintf(f,
 		"[global]\n"
 		"ioengine=external:%s\n"
-		"server=127.0.0.1\n"
+		"host=127.0.0.1\n"
 		"transport=%s\n"
 		"port=%u\n"
 		"mount_port=%u\n"
@@ -233,7 +244,7 @@ static void matrix(bool rdma, const char *extra_global)
 		cr_assert_eq((unsigned long long)st.st_size, want * 1024, "%s: %s is %lld bytes",
 			     c->name, path, (long long)st.st_size);
 	}
-	th_cleanup(&s);
+	fini();
 }
 
 Test(fio, soft_rdma_matrix, .timeout = 300)
@@ -275,7 +286,7 @@ Test(fio, soft_rdma_bounce_and_persistent, .timeout = 120)
 		cr_assert_eq(res[i].rkib, 2048);
 	}
 	cr_assert(th_file_contains(err, "UNSAFE"), "reg=persistent did not warn (%s)", err);
-	th_cleanup(&s);
+	fini();
 }
 
 /* fio's verify reads the server's bytes through the engine: 4 bytes
@@ -316,7 +327,7 @@ Test(fio, verify_detects_corruption_on_the_server, .timeout = 120)
 	cr_assert_eq(parse_terse(out, res, 2), 1);
 	cr_assert_eq(res[0].error, EILSEQ, "verify pass error %d, want EILSEQ", res[0].error);
 	cr_assert(th_file_contains(err, "verify"), "no verify failure in %s", err);
-	th_cleanup(&s);
+	fini();
 }
 
 /* Wrong options and an unreachable server fail the job with a sentence. */
@@ -366,5 +377,5 @@ Test(fio, bad_options_and_no_server_fail_with_a_reason, .timeout = 120)
 		cr_assert(th_file_contains(err, "rrr: mount 127.0.0.1:/"), "no mount failure in %s",
 			  err);
 	}
-	th_cleanup(&s);
+	fini();
 }

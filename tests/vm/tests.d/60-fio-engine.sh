@@ -52,7 +52,7 @@ for _ in $(seq 1 100); do [ -s "$W/ports" ] && break; sleep 0.1; done
 [ -s "$W/ports" ] || fail "rrr-server did not start"
 
 RRR="--ioengine=external:$E --transport=rdma --provider=verbs --provider_opts=dev=$DEV
-	--server=$ADDR --port=20049 --mount_port=20048"
+	--host=$ADDR --port=20049 --mount_port=20048"
 # 1. verify
 t0=$(date +%s)
 # shellcheck disable=SC2086
