@@ -72,8 +72,8 @@
 #error "build with -DRRR_FIO_VERSION='\"fio-X.Y\"' (the Makefile does)"
 #endif
 
-#define MAX_CONN RRR_NFS3_MAX_NCONNECT
-#define FILL_CHUNK (4u << 20)
+#define MAX_CONN	RRR_NFS3_MAX_NCONNECT
+#define FILL_CHUNK	(4u << 20)
 #define DRAIN_TIMEOUT_S 60
 
 enum reg_mode { REG_PER_IO = 0, REG_PERSISTENT, REG_BOUNCE };
@@ -129,143 +129,143 @@ struct rrr_fio {
 	enum stable_mode stable;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	unsigned cap;		/* fio's iodepth */
-	struct io_u **pending;	/* queued, not yet committed (job thread only) */
+	unsigned cap;	       /* fio's iodepth */
+	struct io_u **pending; /* queued, not yet committed (job thread only) */
 	unsigned npending;
-	struct io_u **done;	/* ring of completed calls, under lock */
+	struct io_u **done; /* ring of completed calls, under lock */
 	unsigned done_head, ndone;
-	struct io_u **events;	/* the last getevents' io_us (job thread only) */
-	unsigned inflight;	/* submitted, not completed, under lock */
+	struct io_u **events; /* the last getevents' io_us (job thread only) */
+	unsigned inflight;    /* submitted, not completed, under lock */
 };
 
 static struct fio_option options[] = {
-	{
-		.name = "transport",
-		.lname = "rrr transport",
-		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, transport),
-		.def = "rdma",
-		.help = "rdma (RPC-over-RDMA) or tcp (ONC RPC over TCP)",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "provider",
-		.lname = "rrr provider",
-		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, provider),
-		.def = "soft",
-		.help = "RDMA provider: soft (iWARP over TCP in user space) or verbs",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "provider_opts",
-		.lname = "rrr provider options",
-		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, provider_opts),
-		.help = "the provider's option string (e.g. dev=rxe0 for verbs)",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		/* not "server": on fio's command line --server starts a fio server */
-		.name = "host",
-		.lname = "rrr server address",
-		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, host),
-		.def = "127.0.0.1",
-		.help = "NFS server address",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "port",
-		.lname = "rrr NFS port",
-		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, port),
-		.help = "NFS port (default 20049 for rdma, 2049 for tcp)",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "mount_port",
-		.lname = "rrr MOUNT port",
-		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, mount_port),
-		.def = "20048",
-		.help = "MOUNT over TCP on this port (0: MOUNT over the NFS connection)",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "export",
-		.lname = "rrr export",
-		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, export_path),
-		.def = "/",
-		.help = "export path to MOUNT; fio's directory/filename are paths under it",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "nconnect",
-		.lname = "rrr data connections",
-		.type = FIO_OPT_INT,
-		.off1 = offsetof(struct rrr_fio_opts, nconnect),
-		.def = "1",
-		.minval = 1,
-		.maxval = MAX_CONN,
-		.help = "data connections per job; calls go round-robin over them",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "reg",
-		.lname = "rrr registration mode",
-		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, reg),
-		.def = "per-io",
-		.help = "per-io (register per call, invalidate before completion: safe); "
-			"bounce (copy through pre-registered buffers; benchmark mode); "
-			"persistent (UNSAFE, benchmarks only: one registration never invalidated)",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "stable",
-		.lname = "rrr WRITE stability",
-		.type = FIO_OPT_STR_STORE,
-		.off1 = offsetof(struct rrr_fio_opts, stable),
-		.def = "unstable",
-		.help = "unstable (COMMIT at fsync and close), datasync or filesync (every WRITE)",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "rrr_timeout",
-		.lname = "rrr call timeout",
-		.type = FIO_OPT_INT,
-		.off1 = offsetof(struct rrr_fio_opts, timeout_ms),
-		.def = "30000",
-		.minval = 1,
-		.help = "per-call timeout in milliseconds",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = "no_remote_inv",
-		.lname = "rrr no Send With Invalidate",
-		.type = FIO_OPT_BOOL,
-		.off1 = offsetof(struct rrr_fio_opts, no_remote_inv),
-		.def = "0",
-		.help = "do not offer Send With Invalidate (RFC 8797): invalidate locally",
-		.category = FIO_OPT_C_ENGINE,
-		.group = FIO_OPT_G_INVALID,
-	},
-	{
-		.name = NULL,
-	},
+    {
+	.name = "transport",
+	.lname = "rrr transport",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct rrr_fio_opts, transport),
+	.def = "rdma",
+	.help = "rdma (RPC-over-RDMA) or tcp (ONC RPC over TCP)",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "provider",
+	.lname = "rrr provider",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct rrr_fio_opts, provider),
+	.def = "soft",
+	.help = "RDMA provider: soft (iWARP over TCP in user space) or verbs",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "provider_opts",
+	.lname = "rrr provider options",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct rrr_fio_opts, provider_opts),
+	.help = "the provider's option string (e.g. dev=rxe0 for verbs)",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	/* not "server": on fio's command line --server starts a fio server */
+	.name = "host",
+	.lname = "rrr server address",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct rrr_fio_opts, host),
+	.def = "127.0.0.1",
+	.help = "NFS server address",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "port",
+	.lname = "rrr NFS port",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct rrr_fio_opts, port),
+	.help = "NFS port (default 20049 for rdma, 2049 for tcp)",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "mount_port",
+	.lname = "rrr MOUNT port",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct rrr_fio_opts, mount_port),
+	.def = "20048",
+	.help = "MOUNT over TCP on this port (0: MOUNT over the NFS connection)",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "export",
+	.lname = "rrr export",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct rrr_fio_opts, export_path),
+	.def = "/",
+	.help = "export path to MOUNT; fio's directory/filename are paths under it",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "nconnect",
+	.lname = "rrr data connections",
+	.type = FIO_OPT_INT,
+	.off1 = offsetof(struct rrr_fio_opts, nconnect),
+	.def = "1",
+	.minval = 1,
+	.maxval = MAX_CONN,
+	.help = "data connections per job; calls go round-robin over them",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "reg",
+	.lname = "rrr registration mode",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct rrr_fio_opts, reg),
+	.def = "per-io",
+	.help = "per-io (register per call, invalidate before completion: safe); "
+		"bounce (copy through pre-registered buffers; benchmark mode); "
+		"persistent (UNSAFE, benchmarks only: one registration never invalidated)",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "stable",
+	.lname = "rrr WRITE stability",
+	.type = FIO_OPT_STR_STORE,
+	.off1 = offsetof(struct rrr_fio_opts, stable),
+	.def = "unstable",
+	.help = "unstable (COMMIT at fsync and close), datasync or filesync (every WRITE)",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "rrr_timeout",
+	.lname = "rrr call timeout",
+	.type = FIO_OPT_INT,
+	.off1 = offsetof(struct rrr_fio_opts, timeout_ms),
+	.def = "30000",
+	.minval = 1,
+	.help = "per-call timeout in milliseconds",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = "no_remote_inv",
+	.lname = "rrr no Send With Invalidate",
+	.type = FIO_OPT_BOOL,
+	.off1 = offsetof(struct rrr_fio_opts, no_remote_inv),
+	.def = "0",
+	.help = "do not offer Send With Invalidate (RFC 8797): invalidate locally",
+	.category = FIO_OPT_C_ENGINE,
+	.group = FIO_OPT_G_INVALID,
+    },
+    {
+	.name = NULL,
+    },
 };
 
 /* A library error for fio's log: the status and the library's sentence. */
@@ -464,8 +464,8 @@ static void rrr_fio_cleanup(struct thread_data *td)
 		return;
 	pthread_mutex_lock(&e->lock);
 	if (drain_locked(e))
-		log_err("rrr: %u calls still in flight after %d s; cancelling them\n",
-			e->inflight, DRAIN_TIMEOUT_S);
+		log_err("rrr: %u calls still in flight after %d s; cancelling them\n", e->inflight,
+			DRAIN_TIMEOUT_S);
 	pthread_mutex_unlock(&e->lock);
 	rrr_fio_free(e);
 	td->io_ops_data = NULL;
@@ -819,8 +819,7 @@ static enum fio_q_status rrr_fio_queue(struct thread_data *td, struct io_u *io_u
 	if (ddir_sync(io_u->ddir))
 		return sync_file(td, e, io_u);
 	if (io_u->ddir != DDIR_READ && io_u->ddir != DDIR_WRITE) {
-		log_err("rrr: %s is not supported (NFSv3 has no trim)\n",
-			io_ddir_name(io_u->ddir));
+		log_err("rrr: %s is not supported (NFSv3 has no trim)\n", io_ddir_name(io_u->ddir));
 		io_u->error = EOPNOTSUPP;
 		return FIO_Q_COMPLETED;
 	}
@@ -915,21 +914,21 @@ static struct io_u *rrr_fio_event(struct thread_data *td, int event)
 /* What fio's dlopen() looks up (the only symbol this object exports). */
 __attribute__((visibility("default"))) struct ioengine_ops ioengine;
 struct ioengine_ops ioengine = {
-	.name = "rrr",
-	.version = FIO_IOOPS_VERSION,
-	.flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_MEMALIGN,
-	.init = rrr_fio_init,
-	.queue = rrr_fio_queue,
-	.commit = rrr_fio_commit,
-	.getevents = rrr_fio_getevents,
-	.event = rrr_fio_event,
-	.cleanup = rrr_fio_cleanup,
-	.open_file = rrr_fio_open_file,
-	.close_file = rrr_fio_close_file,
-	.unlink_file = rrr_fio_unlink_file,
-	.get_file_size = rrr_fio_get_file_size,
-	.io_u_init = rrr_fio_io_u_init,
-	.io_u_free = rrr_fio_io_u_free,
-	.options = options,
-	.option_struct_size = sizeof(struct rrr_fio_opts),
+    .name = "rrr",
+    .version = FIO_IOOPS_VERSION,
+    .flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_MEMALIGN,
+    .init = rrr_fio_init,
+    .queue = rrr_fio_queue,
+    .commit = rrr_fio_commit,
+    .getevents = rrr_fio_getevents,
+    .event = rrr_fio_event,
+    .cleanup = rrr_fio_cleanup,
+    .open_file = rrr_fio_open_file,
+    .close_file = rrr_fio_close_file,
+    .unlink_file = rrr_fio_unlink_file,
+    .get_file_size = rrr_fio_get_file_size,
+    .io_u_init = rrr_fio_io_u_init,
+    .io_u_free = rrr_fio_io_u_free,
+    .options = options,
+    .option_struct_size = sizeof(struct rrr_fio_opts),
 };

@@ -145,8 +145,7 @@ static void global(FILE *f, const struct th_server *s, bool rdma)
 		"mount_port=%u\n"
 		"stonewall\n"
 		"group_reporting=0\n",
-		engine, rdma ? "rdma" : "tcp", rdma ? s->rdma_port : s->mount_port,
-		s->mount_port);
+		engine, rdma ? "rdma" : "tcp", rdma ? s->rdma_port : s->mount_port, s->mount_port);
 }
 
 struct cell {
@@ -158,18 +157,18 @@ struct cell {
 /* The cells: sequential and random, read / write / randrw, bs 4k and 1m,
  * iodepth 1 and 32, verify=crc32c on every write-only cell. */
 static const struct cell cells[] = {
-	{"seq-write-4k-qd1", "write", "4k", "1m", NULL, 1, true},
-	{"seq-write-1m-qd32", "write", "1m", "8m", NULL, 32, true},
-	{"rand-write-4k-qd32", "randwrite", "4k", "2m", NULL, 32, true},
-	{"rand-write-1m-qd1", "randwrite", "1m", "4m", NULL, 1, true},
-	{"seq-read-1m-qd1", "read", "1m", "4m", NULL, 1, false},
-	{"seq-read-4k-qd32", "read", "4k", "2m", NULL, 32, false},
-	{"rand-read-4k-qd32", "randread", "4k", "2m", NULL, 32, false},
-	{"rand-read-1m-qd32", "randread", "1m", "8m", NULL, 32, false},
-	{"randrw-4k-qd32", "randrw", "4k", "2m", NULL, 32, false},
-	{"randrw-1m-qd1", "randrw", "1m", "4m", NULL, 1, false},
-	{"nconnect2-randwrite-4k-qd32", "randwrite", "4k", "2m", "nconnect=2", 32, true},
-	{"subdir-write-64k-qd8", "write", "64k", "1m", "filename=d1/d2/f.dat", 8, true},
+    {"seq-write-4k-qd1", "write", "4k", "1m", NULL, 1, true},
+    {"seq-write-1m-qd32", "write", "1m", "8m", NULL, 32, true},
+    {"rand-write-4k-qd32", "randwrite", "4k", "2m", NULL, 32, true},
+    {"rand-write-1m-qd1", "randwrite", "1m", "4m", NULL, 1, true},
+    {"seq-read-1m-qd1", "read", "1m", "4m", NULL, 1, false},
+    {"seq-read-4k-qd32", "read", "4k", "2m", NULL, 32, false},
+    {"rand-read-4k-qd32", "randread", "4k", "2m", NULL, 32, false},
+    {"rand-read-1m-qd32", "randread", "1m", "8m", NULL, 32, false},
+    {"randrw-4k-qd32", "randrw", "4k", "2m", NULL, 32, false},
+    {"randrw-1m-qd1", "randrw", "1m", "4m", NULL, 1, false},
+    {"nconnect2-randwrite-4k-qd32", "randwrite", "4k", "2m", "nconnect=2", 32, true},
+    {"subdir-write-64k-qd8", "write", "64k", "1m", "filename=d1/d2/f.dat", 8, true},
 };
 #define NCELLS (sizeof(cells) / sizeof(cells[0]))
 
@@ -336,11 +335,11 @@ Test(fio, bad_options_and_no_server_fail_with_a_reason, .timeout = 120)
 	static const struct {
 		const char *opt, *want;
 	} bad[] = {
-		{"transport=ib", "transport=ib: use rdma or tcp"},
-		{"reg=sometimes", "reg=sometimes: use per-io, bounce or persistent"},
-		{"transport=tcp\nreg=bounce", "applies to transport=rdma only"},
-		{"stable=maybe", "stable=maybe"},
-		{"export=/no/such/export", "mount 127.0.0.1:/no/such/export"},
+	    {"transport=ib", "transport=ib: use rdma or tcp"},
+	    {"reg=sometimes", "reg=sometimes: use per-io, bounce or persistent"},
+	    {"transport=tcp\nreg=bounce", "applies to transport=rdma only"},
+	    {"stable=maybe", "stable=maybe"},
+	    {"export=/no/such/export", "mount 127.0.0.1:/no/such/export"},
 	};
 	struct th_server s;
 	char jobfile[400], out[400], err[400];
@@ -370,7 +369,8 @@ Test(fio, bad_options_and_no_server_fail_with_a_reason, .timeout = 120)
 
 		cr_assert(f);
 		global(f, &s, true);
-		fprintf(f, "[nobody]\nrw=read\nbs=4k\nsize=64k\nfilename=x.dat\nrrr_timeout=2000\n");
+		fprintf(f,
+			"[nobody]\nrw=read\nbs=4k\nsize=64k\nfilename=x.dat\nrrr_timeout=2000\n");
 		fclose(f);
 		rc = run_fio(jobfile, out, err);
 		cr_assert_neq(rc, 0);
