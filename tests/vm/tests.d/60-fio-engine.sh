@@ -1,4 +1,4 @@
-# vm-timeout: 900
+# vm-timeout: 1200
 # fio with the rrr external ioengine (build/rrr-fio.so) against rrr-server on
 # the verbs provider (rxe0), and, side by side, the kernel NFS/RDMA client
 # with fio's libaio engine (direct=1) on a mount of the same server: the same
@@ -9,8 +9,8 @@
 #   3. kernel client (vers=3,proto=rdma), the same cells.fio with libaio;
 #   4. a table of both (MiB/s and IOPS per cell) in $RRR_VM_RESULTS/vm-fio.txt.
 # Every job must end with error 0. TCG figures: compare the columns with each
-# other, not with hardware. Knobs: RRR_VM_FIO_SIZE (MiB, default 16),
-# RRR_VM_FIO_RUNTIME (seconds per cell, default 3).
+# other, not with hardware. Knobs: RRR_VM_FIO_SIZE (MiB, default 8; verify.fio
+# gets an eighth), RRR_VM_FIO_RUNTIME (seconds per cell, default 2).
 set -u
 S="$RRR_BUILD/rrr-server"
 E="$RRR_BUILD/rrr-fio.so"
@@ -22,8 +22,8 @@ command -v mount.nfs >/dev/null || [ -x /sbin/mount.nfs ] ||
 ADDR=${RRR_VM_ADDR:-10.0.2.15}
 DEV=${RRR_VERBS_DEV:-rxe0}
 OUT=${RRR_VM_RESULTS:-/tmp}
-SIZE=${RRR_VM_FIO_SIZE:-16}
-RT=${RRR_VM_FIO_RUNTIME:-3}
+SIZE=${RRR_VM_FIO_SIZE:-8}
+RT=${RRR_VM_FIO_RUNTIME:-2}
 EXP=/tmp/rrr-fio-export
 MNT=/tmp/rrr-fio-mnt
 W=/tmp/rrr-fio
@@ -32,6 +32,7 @@ SPID=
 fail() {
 	echo "FAIL: $*"
 	tail -n 30 "$W/server.log"
+	dmesg | tail -n 15
 	umount -f "$MNT" 2>/dev/null
 	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null
 	exit 1
@@ -53,29 +54,42 @@ for _ in $(seq 1 100); do [ -s "$W/ports" ] && break; sleep 0.1; done
 
 RRR="--ioengine=external:$E --transport=rdma --provider=verbs --provider_opts=dev=$DEV
 	--host=$ADDR --port=20049 --mount_port=20048"
-# 1. verify
-t0=$(date +%s)
+# runfio NAME TIMEOUT ARGS...: fio under a timeout, terse output in $W/NAME.terse,
+# a time-stamped line before and after; on failure fio's stderr and the
+# server's log
+runfio() {
+	local name=$1 to=$2 t0 rc
+	shift 2
+	t0=$(date +%s)
+	echo "$(date +%T) fio $name: start (timeout ${to}s)"
+	timeout -k 5 "$to" fio "$@" --output-format=terse >"$W/$name.terse" 2>"$W/$name.err"
+	rc=$?
+	echo "$(date +%T) fio $name: exit $rc after $(( $(date +%s) - t0 ))s"
+	if [ $rc -ne 0 ]; then
+		tail -n 20 "$W/$name.err"
+		cat "$W/$name.terse"
+		fail "fio $name exited $rc"
+	fi
+	check "$W/$name.terse" "$name"
+}
+# 0. one small job first: does the engine work on $DEV at all
 # shellcheck disable=SC2086
-fio $RRR --size=$((SIZE / 4 > 0 ? SIZE / 4 : 1))m --output-format=terse \
-	examples/fio/verify.fio >"$W/verify.terse" 2>"$W/verify.err" ||
-	{ cat "$W/verify.err"; fail "rrr engine verify.fio"; }
-check "$W/verify.terse" "rrr engine verify.fio"
-echo "rrr engine on $DEV: verify.fio, $(grep -c '^3;' "$W/verify.terse") jobs, CRC32C verified ($(( $(date +%s) - t0 ))s)"
+runfio sanity 120 $RRR --name=sanity --filename=sanity.dat --rw=write --bs=64k --size=256k \
+	--iodepth=4 --verify=crc32c
+# 1. verify
+# shellcheck disable=SC2086
+runfio verify 300 $RRR --size=$((SIZE / 8 > 0 ? SIZE / 8 : 1))m examples/fio/verify.fio
+echo "rrr engine on $DEV: verify.fio, $(grep -c '^3;' "$W/verify.terse") jobs, CRC32C verified"
 
 # 2. cells, rrr engine
 # shellcheck disable=SC2086
-fio $RRR --size=${SIZE}m --time_based --runtime=$RT --output-format=terse \
-	examples/fio/cells.fio >"$W/rrr.terse" 2>"$W/rrr.err" ||
-	{ cat "$W/rrr.err"; fail "rrr engine cells.fio"; }
-check "$W/rrr.terse" "rrr engine cells.fio"
+runfio rrr 300 $RRR --size=${SIZE}m --time_based --runtime=$RT examples/fio/cells.fio
 
 # 3. cells, kernel client + libaio on the same server
 mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock \
 	"$ADDR:$EXP" "$MNT" || fail "mount"
-fio --ioengine=libaio --direct=1 --directory="$MNT" --size=${SIZE}m --time_based \
-	--runtime=$RT --output-format=terse examples/fio/cells.fio >"$W/kernel.terse" \
-	2>"$W/kernel.err" || { cat "$W/kernel.err"; fail "libaio cells.fio on the mount"; }
-check "$W/kernel.terse" "libaio cells.fio"
+runfio kernel 300 --ioengine=libaio --direct=1 --directory="$MNT" --size=${SIZE}m \
+	--time_based --runtime=$RT examples/fio/cells.fio
 umount "$MNT" || fail umount
 
 kill -TERM "$SPID"
