@@ -6,7 +6,8 @@
 # The engine includes fio.h, whose structs (thread_data, io_u) change layout
 # with configure's answers: CONFIG_LIBAIO, CONFIG_POSIXAIO, CONFIG_RDMA add
 # members to io_u's engine union, CONFIG_LIBNUMA and CONFIG_CUDA to
-# thread_data. configure answers from the -dev packages installed here, so
+# thread_data (debian/rules' --enable-gfio --enable-libnbd change none of
+# the structs the engine touches, so they are left out). configure answers from the -dev packages installed here, so
 # each of those must say what the installed /usr/bin/fio was built with:
 # its I/O engine list (fio --enghelp) and its libraries (ldd). A mismatch
 # fails with the package to install. Also writes FIO_SRC/rrr-fio-version
