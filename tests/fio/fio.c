@@ -169,6 +169,9 @@ static const struct cell cells[] = {
     {"randrw-1m-qd1", "randrw", "1m", "4m", NULL, 1, false},
     {"nconnect2-randwrite-4k-qd32", "randwrite", "4k", "2m", "nconnect=2", 32, true},
     {"subdir-write-64k-qd8", "write", "64k", "1m", "filename=d1/d2/f.dat", 8, true},
+    /* COMMIT paths: fio's fsync every 8 writes and at the end; FILE_SYNC */
+    {"fsync-write-4k-qd8", "randwrite", "4k", "1m", "fsync=8\nend_fsync=1", 8, true},
+    {"filesync-write-64k-qd8", "write", "64k", "1m", "stable=filesync", 8, true},
 };
 #define NCELLS (sizeof(cells) / sizeof(cells[0]))
 
@@ -326,6 +329,50 @@ Test(fio, verify_detects_corruption_on_the_server, .timeout = 120)
 	cr_assert_eq(parse_terse(out, res, 2), 1);
 	cr_assert_eq(res[0].error, EILSEQ, "verify pass error %d, want EILSEQ", res[0].error);
 	cr_assert(th_file_contains(err, "verify"), "no verify failure in %s", err);
+	fini();
+}
+
+/* unlink=1 removes the file on the export, and never a local file of the
+ * same name (the job's file name is an absolute path that exists here). */
+Test(fio, unlink_removes_on_the_export_only, .timeout = 120)
+{
+	struct th_server s;
+	struct jobres res[2];
+	char jobfile[400], out[400], err[400], local[400], remote[700];
+	struct stat st;
+	FILE *f;
+	int rc;
+
+	need(&s, true);
+	snprintf(jobfile, sizeof(jobfile), "%s/u.fio", s.dir);
+	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
+	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	snprintf(local, sizeof(local), "%s/u.dat", s.dir);
+	snprintf(remote, sizeof(remote), "%s%s", s.export_dir, local);
+	f = fopen(local, "w");
+	cr_assert(f);
+	fputs("local file, keep\n", f);
+	fclose(f);
+	f = fopen(jobfile, "w");
+	cr_assert(f);
+	global(f, &s, true);
+	fprintf(f, "[keep]\nrw=write\nbs=4k\nsize=64k\nfilename=%s\n", local);
+	fclose(f);
+	rc = run_fio(jobfile, out, err);
+	cr_assert_eq(rc, 0, "fio exited %d; see %s", rc, err);
+	cr_assert_eq(parse_terse(out, res, 2), 1);
+	cr_assert_eq(res[0].wkib, 64);
+	cr_assert_eq(stat(remote, &st), 0, "%s not written on the export", remote);
+	cr_assert_eq(st.st_size, 65536);
+	f = fopen(jobfile, "a");
+	cr_assert(f);
+	fprintf(f, "unlink=1\n");
+	fclose(f);
+	rc = run_fio(jobfile, out, err);
+	cr_assert_eq(rc, 0, "fio exited %d; see %s", rc, err);
+	cr_assert_neq(stat(remote, &st), 0, "unlink=1 left %s on the export", remote);
+	cr_assert_eq(stat(local, &st), 0, "unlink=1 removed the local %s", local);
+	cr_assert(th_file_contains(local, "local file, keep"));
 	fini();
 }
 
