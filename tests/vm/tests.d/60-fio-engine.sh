@@ -45,15 +45,20 @@ check() {
 	[ -z "$bad" ] || fail "$2: $bad"
 }
 
+# free ports (an earlier script's rpc.mountd may still hold 20048)
 "$S" --export "$EXP" --provider verbs --provider-opts "dev=$DEV" \
-	--listen "$ADDR" --port 20049 --mount-port 20048 --state-dir "$W/state" \
+	--listen "$ADDR" --port 0 --mount-port 0 --state-dir "$W/state" \
 	--port-file "$W/ports" --threads 2 >"$W/server.log" 2>&1 &
 SPID=$!
 for _ in $(seq 1 100); do [ -s "$W/ports" ] && break; sleep 0.1; done
 [ -s "$W/ports" ] || fail "rrr-server did not start"
+RP=$(sed -n 's/.*rdma=\([0-9]*\).*/\1/p' "$W/ports")
+MP=$(sed -n 's/.*mount=\([0-9]*\).*/\1/p' "$W/ports")
+[ -n "$RP" ] && [ -n "$MP" ] || fail "no ports in $W/ports: $(cat "$W/ports")"
+echo "rrr-server on $ADDR: NFS/RDMA port $RP, MOUNT (and NFS/TCP) port $MP"
 
 RRR="--ioengine=external:$E --transport=rdma --provider=verbs --provider_opts=dev=$DEV
-	--host=$ADDR --port=20049 --mount_port=20048"
+	--host=$ADDR --port=$RP --mount_port=$MP"
 # runfio NAME TIMEOUT ARGS...: fio under a timeout, terse output in $W/NAME.terse,
 # a time-stamped line before and after; on failure fio's stderr and the
 # server's log
@@ -86,7 +91,7 @@ echo "rrr engine on $DEV: verify.fio, $(grep -c '^3;' "$W/verify.terse") jobs, C
 runfio rrr 300 $RRR --size=${SIZE}m --time_based --runtime=$RT examples/fio/cells.fio
 
 # 3. cells, kernel client + libaio on the same server
-mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock \
+mount -t nfs -o vers=3,proto=rdma,port=$RP,mountproto=tcp,mountport=$MP,nolock \
 	"$ADDR:$EXP" "$MNT" || fail "mount"
 runfio kernel 300 --ioengine=libaio --direct=1 --directory="$MNT" --size=${SIZE}m \
 	--time_based --runtime=$RT examples/fio/cells.fio
