@@ -144,6 +144,7 @@ static void global(FILE *f, const struct th_server *s, bool rdma)
 		"port=%u\n"
 		"mount_port=%u\n"
 		"stonewall\n"
+		"verify_state_save=0\n"
 		"group_reporting=0\n",
 		engine, rdma ? "rdma" : "tcp", rdma ? s->rdma_port : s->mount_port, s->mount_port);
 }
