@@ -83,7 +83,7 @@ AR_LIB := $(BUILD)/librrr.a
 
 # ---------------------------------------------------------------- build
 .PHONY: all lib programs tests
-all: lib programs
+all: lib programs fio-engine
 lib: $(SO) $(AR_LIB)
 programs: $(PROG_BINS)
 tests: $(TEST_BINS)
@@ -121,6 +121,33 @@ $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
+# ---------------------------------------------------------------- fio engine
+# fio/rrr_engine.c -> $(BUILD)/rrr-fio.so, fio's external ioengine "rrr",
+# compiled against the headers of fio's own source (Debian's source package
+# of the installed fio, fetched by `make deps-fio` into $(FIO_DEPS)/, with
+# config-host.h generated as Debian's build did: fio/fio-config.sh). Without
+# that tree, or in a sanitizer build (fio cannot load an instrumented
+# object), the engine is not built and tests/fio skips.
+FIO_DEPS ?= .deps
+FIO_SRC ?= $(FIO_DEPS)/fio-src
+FIO_VERSION_FILE := $(wildcard $(FIO_SRC)/rrr-fio-version)
+FIO_ENGINE := $(if $(SANITIZE),,$(if $(FIO_VERSION_FILE),$(BUILD)/rrr-fio.so))
+FIO_CFLAGS_ENGINE := -std=gnu11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread -MMD -MP \
+	-Iinclude -D_GNU_SOURCE -isystem $(FIO_SRC) -include $(FIO_SRC)/config-host.h \
+	-DRRR_FIO_VERSION='"$(if $(FIO_VERSION_FILE),$(shell cat $(FIO_VERSION_FILE)))"'
+.PHONY: fio-engine
+fio-engine: $(FIO_ENGINE)
+	@$(if $(FIO_ENGINE),:,echo "rrr: rrr-fio.so not built: $(if $(SANITIZE),sanitizer build,no fio source in $(FIO_SRC) (make deps-fio))")
+
+$(BUILD)/obj/fio/rrr_engine.o: fio/rrr_engine.c $(FIO_VERSION_FILE)
+	@mkdir -p $(@D)
+	$(CC) $(FIO_CFLAGS_ENGINE) -c $< -o $@
+
+# fio's symbols (log_err, fio_version_string, ...) come from the fio binary
+# at dlopen(); only `ioengine` is exported.
+$(BUILD)/rrr-fio.so: $(BUILD)/obj/fio/rrr_engine.o $(AR_LIB) fio/rrr-fio.map
+	$(CC) -shared -Wl,--version-script=fio/rrr-fio.map $(LDFLAGS) -o $@ $< $(AR_LIB) $(LIBS)
+
 # ---------------------------------------------------------------- set-up
 # Debian packages the project needs; `make deps` installs the missing ones.
 DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal-dev \
@@ -128,17 +155,22 @@ DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal
 	    libnfs-utils gnuplot-nox groff-base
 DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
 	       nfs-kernel-server nfs-common rpcbind fio
+# fio, and what fio's configure needs to describe Debian's fio build.
+DEB_PKGS_FIO := fio dpkg-dev libaio-dev libnuma-dev
 # The peer `make bench-peer` measures rrr against: NFS-Ganesha + libnfs nfs-cp.
 DEB_PKGS_PEER := nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
 
 # tests/net/netns.sh: ip netns, veth, tc netem.
 DEB_PKGS_NETNS := iproute2 kmod nftables
 
-.PHONY: deps deps-vm deps-peer deps-netns
+.PHONY: deps deps-vm deps-peer deps-netns deps-fio
 deps:
 	@scripts/deps.sh $(DEB_PKGS)
 deps-netns:
 	@scripts/deps.sh $(DEB_PKGS_NETNS)
+# Never fails: without root or network it says why and the engine is skipped.
+deps-fio:
+	@scripts/deps-fio.sh $(FIO_DEPS) $(DEB_PKGS_FIO)
 deps-vm:
 	@scripts/deps.sh $(DEB_PKGS_VM)
 deps-peer:
@@ -148,7 +180,7 @@ deps-peer:
 # RRR_BUILD tells integration tests where the programs are.
 CRITERION_OPTS ?= --jobs 2
 .PHONY: test check test-unit test-example
-test: deps
+test: deps deps-fio
 	$(MAKE) all tests
 	$(MAKE) check
 
@@ -270,17 +302,17 @@ test-netns: deps deps-netns
 	$(MAKE) all
 	tests/net/netns.sh $(BUILD)
 
-test-vm: deps deps-vm
+test-vm: deps deps-vm deps-fio
 	$(MAKE) all tests
 	tests/vm/run.sh $(BUILD)
 
-bench-vm: deps deps-vm
+bench-vm: deps deps-vm deps-fio
 	$(MAKE) all
 	tests/vm/run.sh --bench $(BUILD)
 
 # ---------------------------------------------------------------- install
 .PHONY: install uninstall
-install: lib programs
+install: lib programs fio-engine
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/rrr $(DESTDIR)$(BINDIR)
 	install -m 0755 $(SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf librrr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
@@ -300,6 +332,8 @@ install: lib programs
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf ]; then \
 		echo "keeping $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf (the sample is dist/rrr-server.conf)"; \
 	else install -m 0644 dist/rrr-server.conf $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf; fi
+	$(if $(FIO_ENGINE),install -d $(DESTDIR)$(LIBDIR)/rrr)
+	$(if $(FIO_ENGINE),install -m 0755 $(FIO_ENGINE) $(DESTDIR)$(LIBDIR)/rrr/rrr-fio.so)
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/librrr.so* $(DESTDIR)$(LIBDIR)/librrr.a
@@ -312,6 +346,8 @@ uninstall:
 	@if cmp -s dist/rrr-server.conf $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/rrr/rrr-server.conf; \
 		rmdir $(DESTDIR)$(SYSCONFDIR)/rrr 2>/dev/null || true; fi
+	rm -f $(DESTDIR)$(LIBDIR)/rrr/rrr-fio.so
+	rmdir $(DESTDIR)$(LIBDIR)/rrr 2>/dev/null || true
 
 # ---------------------------------------------------------------- housekeeping
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
@@ -325,6 +361,6 @@ clean:
 	rm -rf build build-asan build-ubsan build-tsan build-fuzz
 
 help:
-	@echo "targets: all deps test demo install uninstall asan ubsan tsan fuzz bench"
+	@echo "targets: all deps deps-fio test demo install uninstall asan ubsan tsan fuzz bench"
 	@echo "         bench-peer soak test-netns test-vm bench-vm format format-check clean"
 	@echo "vars:    BUILD=$(BUILD) PREFIX=$(PREFIX) DESTDIR= WERROR=1 FUZZ_TIME=$(FUZZ_TIME)"

@@ -18,6 +18,9 @@
 #      clean when systemd-analyze is there), the sample config in
 #      /etc/rrr/ (accepted by `rrr-server --check-config`, never overwritten
 #      by a second install, kept by uninstall once edited);
+#   5b. when the build has the fio engine (BUILD_DIR/rrr-fio.so): it is
+#      installed as $prefix/lib/rrr/rrr-fio.so, exports only `ioengine`,
+#      and, when fio is installed, fio loads it and lists its options;
 #   6. runs `make uninstall` and checks that no rrr file is left behind.
 # Exits non-zero with a message on the first failure.
 set -euo pipefail
@@ -126,6 +129,24 @@ grep -qx rrr_crc32c <<<"$syms" || fail "rrr_crc32c is not exported"
 bad=$(grep -v '^rrr_[a-z0-9]' <<<"$syms" | grep -v '^RRR_[0-9]*$' || true)
 [[ -z $bad ]] || fail "symbols other than rrr_* exported: $(echo $bad)"
 
+# 5b. the fio engine
+case $build in /*) bdir=$build ;; *) bdir=$top/$build ;; esac
+if [[ -f $bdir/rrr-fio.so ]]; then
+	eng=$lib/rrr/rrr-fio.so
+	[[ -f $eng ]] || fail "fio engine not installed as $prefix/lib/rrr/rrr-fio.so"
+	esyms=$(nm -D --defined-only "$eng" | awk '$2 != "w" {print $3}' | sort -u)
+	[[ $esyms == ioengine ]] || fail "rrr-fio.so exports more than ioengine: $(echo $esyms)"
+	if command -v fio >/dev/null; then
+		fio --enghelp="$eng" 2>&1 | grep -q '^transport ' ||
+			fail "fio does not load $eng (fio --enghelp=$eng)"
+		fioeng="fio engine ok"
+	else
+		fioeng="fio engine installed (fio absent: not loaded)"
+	fi
+else
+	fioeng="no fio engine in this build"
+fi
+
 # 5. man pages, unit, config (only when the programs were built and installed)
 mandir=$dest$prefix/share/man
 unit=$dest$prefix/lib/systemd/system/rrr-server.service
@@ -177,4 +198,4 @@ left=$(find "$dest" \( -name 'librrr*' -o -name rrr.pc -o -path '*/include/rrr*'
 	-o -path '*/etc/rrr*' \) -print)
 [[ -z $left ]] || fail "left after uninstall: $left"
 
-echo "check-install: ok ($real, soname librrr.so.$major, $(wc -l <<<"$syms") exported symbols$extra)"
+echo "check-install: ok ($real, soname librrr.so.$major, $(wc -l <<<"$syms") exported symbols$extra; $fioeng)"
