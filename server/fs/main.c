@@ -72,6 +72,9 @@ static void usage(FILE *f)
 		"  --state-dir DIR       where the file handle key lives (default\n"
 		"                        /var/lib/rrr-server as root, else ~/.rrr-server)\n"
 		"  --read-only           refuse every modification (NFS3ERR_ROFS)\n"
+		"  --no-root-squash      AUTH_SYS uid 0 acts as root (default: as --anon-uid)\n"
+		"  --anon-uid N, --anon-gid N  identity of squashed and AUTH_NONE callers\n"
+		"                        (default 65534)\n"
 		"  --port-file FILE      write \"rdma=N mount=N tcp=N\" there once listening\n"
 		"  --verbose             log mounts\n"
 		"  --wait MODE           how workers wait for requests: adaptive (default: spin\n"
@@ -120,6 +123,9 @@ static void print_counters(struct fs_export *ex)
 		(unsigned long long)atomic_load(&ex->stale),
 		(unsigned long long)atomic_load(&ex->scans),
 		(unsigned long long)atomic_load(&ex->escapes));
+	fprintf(stderr, "  fh.kernel_handles %llu\n  fh.path_handles %llu\n",
+		(unsigned long long)atomic_load(&ex->khandles),
+		(unsigned long long)atomic_load(&ex->phandles));
 	fprintf(stderr, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n",
 		(unsigned long long)atomic_load(&ex->fdc.hits),
 		(unsigned long long)atomic_load(&ex->fdc.misses));
@@ -128,7 +134,7 @@ static void print_counters(struct fs_export *ex)
 int main(int argc, char **argv)
 {
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
-	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP };
+	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP, O_NOSQUASH, O_ANONUID, O_ANONGID };
 	static const struct option lopts[] = {
 		{"export", required_argument, NULL, O_EXPORT},
 		{"name", required_argument, NULL, O_NAME},
@@ -147,12 +153,16 @@ int main(int argc, char **argv)
 		{"wait", required_argument, NULL, O_WAIT},
 		{"spin-us", required_argument, NULL, O_SPIN},
 		{"help", no_argument, NULL, O_HELP},
+		{"no-root-squash", no_argument, NULL, O_NOSQUASH},
+		{"anon-uid", required_argument, NULL, O_ANONUID},
+		{"anon-gid", required_argument, NULL, O_ANONGID},
 		{NULL, 0, NULL, 0},
 	};
 	const char *export_dir = NULL, *name = NULL, *listen = NULL, *state_dir = NULL;
 	const char *port_file = NULL;
 	int port = 20049, mport = 20048, tport = -1;
-	bool no_rdma = false, ro = false, verbose = false;
+	bool no_rdma = false, ro = false, verbose = false, no_squash = false;
+	long anon_uid = 65534, anon_gid = 65534;
 	struct rrr_svc_opts so;
 	rrr_svc_opts_init(&so);
 	int c;
@@ -188,6 +198,18 @@ int main(int argc, char **argv)
 			so.spin_us = (uint32_t)v;
 			break;
 		}
+		case O_NOSQUASH: no_squash = true; break;
+		case O_ANONUID:
+		case O_ANONGID: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || v < 0 || v > 0xfffffffeL) {
+				fprintf(stderr, "rrr-server: --anon-uid/--anon-gid take 0..4294967294\n");
+				return 2;
+			}
+			*(c == O_ANONUID ? &anon_uid : &anon_gid) = v;
+			break;
+		}
 		case 'h':
 		case O_HELP: usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -218,6 +240,9 @@ int main(int argc, char **argv)
 	ex.root_fd = -1;
 	ex.read_only = ro;
 	ex.verbose = verbose;
+	ex.no_root_squash = no_squash;
+	ex.anon_uid = (uint32_t)anon_uid;
+	ex.anon_gid = (uint32_t)anon_gid;
 	if (name)
 		snprintf(ex.name, sizeof(ex.name), "%s", name);
 	int rc = fs_export_open(&ex, export_dir, state_dir);
@@ -292,6 +317,16 @@ int main(int argc, char **argv)
 		       bound_mount, ro ? ", read-only" : "");
 	if (bound_tcp)
 		fs_log("also NFS+MOUNT over TCP on port %u", bound_tcp);
+	char fhline[512];
+	fs_fh_describe(&ex, fhline, sizeof(fhline));
+	fs_log("%s", fhline);
+	if (ex.as_caller)
+		fs_log("requests run as their callers (fsuid/fsgid/groups per thread); root %s, "
+		       "anonymous %u:%u", ex.no_root_squash ? "not squashed" : "squashed",
+		       ex.anon_uid, ex.anon_gid);
+	else
+		fs_log("warning: not root, so every request runs as this server's user; "
+		       "permission checks are the server's, not the caller's");
 	if (port_file) {
 		char tmp[PATH_MAX];
 		snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);

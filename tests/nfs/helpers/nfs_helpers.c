@@ -74,7 +74,9 @@ int th_server_start(struct th_server *s, bool rdma)
 		const char *argv[] = {prog, "--export", s->export_dir, "--state-dir", s->state_dir,
 				      "--port", "0", "--mount-port", "0", "--port-file", ports,
 				      "--threads", "2", rdma ? "--provider" : "--no-rdma",
-				      rdma ? "soft" : NULL, NULL};
+				      rdma ? "soft" : NULL, NULL, NULL};
+		if (!s->root_squash)
+			argv[rdma ? 15 : 14] = "--no-root-squash";
 		execv(prog, (char *const *)argv);
 		_exit(127);
 	}

@@ -19,6 +19,8 @@ struct th_server {
 	char state_dir[300];
 	char log[300];
 	unsigned rdma_port, mount_port;
+	bool root_squash;   /* false (th_mkdirs): start with --no-root-squash, so
+			     * tests running as root act as root on the export */
 };
 
 /* $RRR_BUILD/<prog>, or NULL when RRR_BUILD is unset or the file is missing. */
