@@ -11,9 +11,22 @@
  * supplementary groups (glibc's setgroups() would change every thread of
  * the process, which is why it is not used here).
  *
- * Normal operation: nfs3_proc.c calls fs_cred_of_call() and
- * fs_cred_enter() at the start of every NFS procedure and fs_cred_leave()
- * at its end. The identity is the AUTH_SYS uid, gid and gids, with root
+ * Why not on the worker thread itself: the kernel's RDMA character devices
+ * (ib_uverbs, rdma_ucm) refuse a write(2) from a thread whose credentials
+ * are not the very ones the device was opened with ("changed security
+ * contexts after opening file descriptor"; the check compares the cred
+ * pointers, so even changing back does not help), and the verbs provider
+ * (rxe posts every send that way) runs on the workers. So each worker
+ * thread gets an agent thread, created on its first request, and
+ * fs_as_caller() hands it the file system part of a request and waits: the
+ * agent takes the caller's identity, does the work, and the worker's own
+ * credentials are never touched. READ and WRITE through the descriptor
+ * cache stay on the worker (the descriptor was opened, and its permission
+ * checked, by the same identity: fdcache.c).
+ *
+ * Normal operation: nfs3_proc.c computes the identity with
+ * fs_cred_of_call() and runs the procedure through fs_as_caller(), which
+ * calls fs_cred_enter() on the agent before it and fs_cred_leave() after. The identity is the AUTH_SYS uid, gid and gids, with root
  * squashing: uid 0 becomes the anonymous uid, gid 0 (also in the group
  * list) the anonymous gid, unless the export was started with
  * --no-root-squash. AUTH_NONE (and any other flavor) is anonymous. Each
@@ -35,6 +48,9 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/fsuid.h>
@@ -167,4 +183,98 @@ void fs_priv_end(void)
 const struct fs_cred *fs_cred_current(void)
 {
 	return &tl.cur;
+}
+
+/* ------------------------------------------------------------ agents */
+struct fs_agent {
+	pthread_t thread;
+	sem_t go, done;
+	bool quit;
+	const struct fs_export *ex;
+	const struct fs_cred *cred;
+	void (*fn)(void *);
+	void *arg;
+	int rc;
+};
+
+static pthread_key_t agent_key;
+static pthread_once_t agent_once = PTHREAD_ONCE_INIT;
+static _Thread_local struct fs_agent *my_agent;
+
+static void *agent_main(void *p)
+{
+	struct fs_agent *a = p;
+	for (;;) {
+		while (sem_wait(&a->go) < 0 && errno == EINTR)
+			;
+		if (a->quit)
+			break;
+		a->rc = fs_cred_enter(a->ex, a->cred);
+		if (a->rc == 0)
+			a->fn(a->arg);
+		fs_cred_leave();
+		sem_post(&a->done);
+	}
+	return NULL;
+}
+
+/* The worker thread ends: stop its agent. */
+static void agent_stop(void *p)
+{
+	struct fs_agent *a = p;
+	a->quit = true;
+	sem_post(&a->go);
+	pthread_join(a->thread, NULL);
+	sem_destroy(&a->go);
+	sem_destroy(&a->done);
+	free(a);
+}
+
+static void agent_key_init(void)
+{
+	(void)pthread_key_create(&agent_key, agent_stop);
+}
+
+static struct fs_agent *agent_get(void)
+{
+	if (my_agent)
+		return my_agent;
+	pthread_once(&agent_once, agent_key_init);
+	struct fs_agent *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	if (sem_init(&a->go, 0, 0) < 0 || sem_init(&a->done, 0, 0) < 0) {
+		free(a);
+		return NULL;
+	}
+	if (pthread_create(&a->thread, NULL, agent_main, a) != 0) {
+		sem_destroy(&a->go);
+		sem_destroy(&a->done);
+		free(a);
+		return NULL;
+	}
+	(void)pthread_setspecific(agent_key, a);
+	my_agent = a;
+	return a;
+}
+
+int fs_as_caller(const struct fs_export *ex, const struct fs_cred *c, void (*fn)(void *),
+		 void *arg)
+{
+	if (!ex->as_caller) {
+		int rc = fs_cred_enter(ex, c); /* records the identity only */
+		fn(arg);
+		return rc;
+	}
+	struct fs_agent *a = agent_get();
+	if (!a)
+		return -ENOMEM;
+	a->ex = ex;
+	a->cred = c;
+	a->fn = fn;
+	a->arg = arg;
+	sem_post(&a->go);
+	while (sem_wait(&a->done) < 0 && errno == EINTR)
+		;
+	return a->rc;
 }

@@ -207,6 +207,14 @@ void fs_priv_begin(void);
 void fs_priv_end(void);
 /* The identity the thread acts as now (the last fs_cred_enter). */
 const struct fs_cred *fs_cred_current(void);
+/* Run @fn(@arg) as @c on the calling worker's agent thread (created on
+ * first use), waiting for it: the worker's own credentials never change
+ * (RDMA devices refuse writes from a thread whose credentials changed).
+ * Without ex->as_caller, runs @fn here. 0, or -errno when the identity
+ * could not be taken (@fn did not run) or no agent could be started.
+ * MAY BLOCK (the file system work of a request). */
+int fs_as_caller(const struct fs_export *ex, const struct fs_cred *c, void (*fn)(void *),
+		 void *arg);
 
 /* nfs3_proc.c, mount.c */
 extern const struct rrr_svc_proc fs_nfs3_procs[RRR_NFS3_NPROCS];

@@ -23,11 +23,12 @@
  * verifier, drawn at random when the server starts, so a client that sees
  * it change after a restart re-sends its uncommitted writes.
  *
- * Identity: every procedure runs as its caller (cred.c): begin() makes the
- * worker thread act as the request's (squashed) AUTH_SYS identity, and the
- * wrappers of the procedure table (AS_CALLER) give the server's identity
- * back when it returns, so the kernel checks every open, create, remove,
- * rename and attribute change. New objects belong to the caller because
+ * Identity: every procedure runs as its caller (cred.c): the wrappers of
+ * the procedure table (AS_CALLER) hand it to the worker's agent thread,
+ * which acts as the request's (squashed) AUTH_SYS identity, so the kernel
+ * checks every open, create, remove, rename and attribute change; READ and
+ * WRITE first try the descriptor cache on the worker (a descriptor that the
+ * same identity opened) and hand only their slow path over. New objects belong to the caller because
  * the caller made them.
  *
  * Creation (RFC 1813 3.3.8): UNCHECKED creates or keeps an existing regular
@@ -63,21 +64,42 @@ static struct fs_export *begin(struct rrr_svc_req *req, unsigned proc)
 {
 	struct fs_export *ex = rrr_svc_req_program_ctx(req);
 	atomic_fetch_add(&ex->nfs_calls[proc], 1);
-	struct fs_cred c;
-	fs_cred_of_call(ex, rrr_svc_req_call(req), &c);
-	if (fs_cred_enter(ex, &c) < 0) {
-		/* cannot become the caller: be nobody rather than root */
-		struct fs_cred anon = {.uid = ex->anon_uid, .gid = ex->anon_gid, .who = 1};
-		if (fs_cred_enter(ex, &anon) < 0)
-			fs_log("cannot take the identity of a caller (uid %u): %s", c.uid,
-			       strerror(errno));
-	}
 	return ex;
 }
 
+/* The identity digest of the request being served (on the agent). */
 static uint64_t who(void)
 {
 	return fs_cred_current()->who;
+}
+
+/* Run a whole procedure as its caller (cred.c's agent thread). */
+struct job {
+	int (*fn)(struct rrr_svc_req *, struct rrr_xdr *, struct rrr_xdr *);
+	struct rrr_svc_req *req;
+	struct rrr_xdr *args, *res;
+	int rc;
+};
+
+static void run_job(void *p)
+{
+	struct job *j = p;
+	j->rc = j->fn(j->req, j->args, j->res);
+}
+
+static int as_caller(int (*fn)(struct rrr_svc_req *, struct rrr_xdr *, struct rrr_xdr *),
+		     struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = rrr_svc_req_program_ctx(req);
+	struct fs_cred c;
+	fs_cred_of_call(ex, rrr_svc_req_call(req), &c);
+	struct job j = {fn, req, args, res, RRR_SVC_SYSTEM_ERR};
+	int rc = fs_as_caller(ex, &c, run_job, &j);
+	if (rc < 0) {
+		fs_log("cannot act as uid %u gid %u: %s", c.uid, c.gid, strerror(-rc));
+		return RRR_SVC_SYSTEM_ERR;
+	}
+	return j.rc;
 }
 
 static int finish(int rc)
@@ -222,13 +244,13 @@ static int p_readlink(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_
  * the file lost its last link), or -1 when the buffer cannot be allocated.
  */
 static int read_fast(struct rrr_svc_req *req, struct fs_export *ex,
-		     const struct rrr_nfs3_read_args *a, uint32_t count,
+		     const struct rrr_nfs3_read_args *a, uint32_t count, uint64_t who_,
 		     struct rrr_nfs3_read_res *r, struct iovec *iov)
 {
 	uint64_t ino, gen;
 	struct fs_fdh h;
 	if (a->offset > INT64_MAX || fs_fh_parse(ex, &a->fh, &ino, &gen) != RRR_NFS3_OK ||
-	    fs_fdc_get(&ex->fdc, ino, gen, who(), O_RDONLY, &h) < 0)
+	    fs_fdc_get(&ex->fdc, ino, gen, who_, O_RDONLY, &h) < 0)
 		return 1;
 	void *buf = count ? rrr_svc_req_alloc(req, count) : NULL;
 	if (count && !buf) {
@@ -262,6 +284,66 @@ static int read_fast(struct rrr_svc_req *req, struct fs_export *ex,
 	return 0;
 }
 
+/* READ's slow path, as the caller: full resolution, open, pread. */
+struct read_ctx {
+	struct rrr_svc_req *req;
+	struct fs_export *ex;
+	const struct rrr_nfs3_read_args *a;
+	uint32_t count;
+	struct rrr_nfs3_read_res *r;
+	struct iovec *iov;
+};
+
+static void read_slow(void *p)
+{
+	struct read_ctx *x = p;
+	struct fs_export *ex = x->ex;
+	const struct rrr_nfs3_read_args *a = x->a;
+	struct rrr_nfs3_read_res *r = x->r;
+	uint32_t count = x->count;
+	struct fs_obj o;
+	r->status = fs_resolve(ex, &a->fh, &o);
+	if (r->status == RRR_NFS3_OK) {
+		int fd = -1;
+		if (S_ISDIR(o.st.st_mode))
+			r->status = RRR_NFS3ERR_ISDIR;
+		else if (!S_ISREG(o.st.st_mode))
+			r->status = RRR_NFS3ERR_INVAL;
+		else if ((fd = fs_open_data(ex, &o, O_RDONLY)) < 0)
+			r->status = fs_errno_to_stat(-fd);
+		else if (a->offset > INT64_MAX)
+			r->status = RRR_NFS3ERR_INVAL;
+		if (fd >= 0)
+			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, who(), O_RDONLY, fd);
+		if (r->status == RRR_NFS3_OK) {
+			void *buf = count ? rrr_svc_req_alloc(x->req, count) : NULL;
+			ssize_t n = 0;
+			if (count && !buf)
+				n = -1, errno = ENOMEM;
+			else if (count)
+				n = pread(fd, buf, count, (off_t)a->offset);
+			if (n < 0) {
+				r->status = fs_errno_to_stat(errno);
+			} else {
+				struct stat st;
+				r->count = (uint32_t)n;
+				r->eof = fstat(fd, &st) == 0 &&
+					 a->offset + (uint64_t)n >= (uint64_t)st.st_size;
+				x->iov->iov_base = buf;
+				x->iov->iov_len = (size_t)n;
+				r->iov = x->iov;
+				r->niov = n ? 1 : 0;
+				r->data_len = (uint32_t)n;
+			}
+		}
+		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r->attr);
+		if (fd >= 0)
+			close(fd);
+	}
+	fs_obj_close(&o);
+}
+
+/* On the worker: the descriptor cache first, else read_slow as the caller. */
 static int p_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct fs_export *ex = begin(req, RRR_NFS3_READ);
@@ -276,49 +358,14 @@ static int p_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 		max = RRR_NFS3_MAX_DATA;
 	if (count > max)
 		count = max;
-	int frc = read_fast(req, ex, &a, count, &r, &iov);
+	struct fs_cred c;
+	fs_cred_of_call(ex, call_of(req), &c);
+	int frc = read_fast(req, ex, &a, count, c.who, &r, &iov);
 	if (frc <= 0)
 		return frc < 0 ? RRR_SVC_SYSTEM_ERR : finish(rrr_nfs3_xdr_read_res(res, &r));
-	struct fs_obj o;
-	r.status = fs_resolve(ex, &a.fh, &o);
-	if (r.status == RRR_NFS3_OK) {
-		int fd = -1;
-		if (S_ISDIR(o.st.st_mode))
-			r.status = RRR_NFS3ERR_ISDIR;
-		else if (!S_ISREG(o.st.st_mode))
-			r.status = RRR_NFS3ERR_INVAL;
-		else if ((fd = fs_open_data(ex, &o, O_RDONLY)) < 0)
-			r.status = fs_errno_to_stat(-fd);
-		else if (a.offset > INT64_MAX)
-			r.status = RRR_NFS3ERR_INVAL;
-		if (fd >= 0)
-			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, who(), O_RDONLY, fd);
-		if (r.status == RRR_NFS3_OK) {
-			void *buf = count ? rrr_svc_req_alloc(req, count) : NULL;
-			ssize_t n = 0;
-			if (count && !buf)
-				n = -1, errno = ENOMEM;
-			else if (count)
-				n = pread(fd, buf, count, (off_t)a.offset);
-			if (n < 0) {
-				r.status = fs_errno_to_stat(errno);
-			} else {
-				struct stat st;
-				r.count = (uint32_t)n;
-				r.eof = fstat(fd, &st) == 0 &&
-					a.offset + (uint64_t)n >= (uint64_t)st.st_size;
-				iov.iov_base = buf;
-				iov.iov_len = (size_t)n;
-				r.iov = &iov;
-				r.niov = n ? 1 : 0;
-				r.data_len = (uint32_t)n;
-			}
-		}
-		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r.attr);
-		if (fd >= 0)
-			close(fd);
-	}
-	fs_obj_close(&o);
+	struct read_ctx x = {req, ex, &a, count, &r, &iov};
+	if (fs_as_caller(ex, &c, read_slow, &x) < 0)
+		return RRR_SVC_SYSTEM_ERR;
 	return finish(rrr_nfs3_xdr_read_res(res, &r));
 }
 
@@ -367,14 +414,14 @@ static void write_data(struct fs_export *ex, int fd, const struct rrr_nfs3_write
  * written), pwritev, fstat. Returns 0 with @r filled, 1 for the slow path.
  */
 static int write_fast(struct fs_export *ex, const struct rrr_nfs3_write_args *a,
-		      uint32_t count, struct rrr_nfs3_write_res *r)
+		      uint32_t count, uint64_t who_, struct rrr_nfs3_write_res *r)
 {
 	uint64_t ino, gen;
 	struct fs_fdh h;
 	struct stat st;
 	if (ex->read_only || a->offset > INT64_MAX - (uint64_t)count ||
 	    fs_fh_parse(ex, &a->fh, &ino, &gen) != RRR_NFS3_OK ||
-	    fs_fdc_get(&ex->fdc, ino, gen, who(), O_WRONLY, &h) < 0)
+	    fs_fdc_get(&ex->fdc, ino, gen, who_, O_WRONLY, &h) < 0)
 		return 1;
 	if (fstat(h.fd, &st) < 0 || st.st_nlink == 0 || !S_ISREG(st.st_mode)) {
 		fs_fdc_put(&ex->fdc, &h);
@@ -389,6 +436,46 @@ static int write_fast(struct fs_export *ex, const struct rrr_nfs3_write_args *a,
 	return 0;
 }
 
+/* WRITE's slow path, as the caller. */
+struct write_ctx {
+	struct fs_export *ex;
+	const struct rrr_nfs3_write_args *a;
+	uint32_t count;
+	struct rrr_nfs3_write_res *r;
+};
+
+static void write_slow(void *p)
+{
+	struct write_ctx *x = p;
+	struct fs_export *ex = x->ex;
+	const struct rrr_nfs3_write_args *a = x->a;
+	struct rrr_nfs3_write_res *r = x->r;
+	uint32_t count = x->count;
+	struct fs_obj o;
+	r->status = fs_resolve(ex, &a->fh, &o);
+	if (r->status == RRR_NFS3_OK) {
+		fs_wcc_pre(&o.st, &r->wcc);
+		int fd = -1;
+		if (ex->read_only)
+			r->status = RRR_NFS3ERR_ROFS;
+		else if (S_ISDIR(o.st.st_mode))
+			r->status = RRR_NFS3ERR_ISDIR;
+		else if (!S_ISREG(o.st.st_mode) || a->offset > INT64_MAX - (uint64_t)count)
+			r->status = RRR_NFS3ERR_INVAL;
+		else if ((fd = fs_open_data(ex, &o, O_WRONLY)) < 0)
+			r->status = fs_errno_to_stat(-fd);
+		if (r->status == RRR_NFS3_OK) {
+			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, who(), O_WRONLY, fd);
+			write_data(ex, fd, a, count, r);
+		}
+		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r->wcc.after);
+		if (fd >= 0)
+			close(fd);
+	}
+	fs_obj_close(&o);
+}
+
+/* On the worker: the descriptor cache first, else write_slow as the caller. */
 static int p_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct fs_export *ex = begin(req, RRR_NFS3_WRITE);
@@ -399,30 +486,13 @@ static int p_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 		return RRR_SVC_GARBAGE_ARGS;
 	struct rrr_nfs3_write_res r = {0};
 	uint32_t count = a->count < a->data_len ? a->count : a->data_len;
-	if (write_fast(ex, a, count, &r) == 0)
+	struct fs_cred c;
+	fs_cred_of_call(ex, call_of(req), &c);
+	if (write_fast(ex, a, count, c.who, &r) == 0)
 		return finish(rrr_nfs3_xdr_write_res(res, &r));
-	struct fs_obj o;
-	r.status = fs_resolve(ex, &a->fh, &o);
-	if (r.status == RRR_NFS3_OK) {
-		fs_wcc_pre(&o.st, &r.wcc);
-		int fd = -1;
-		if (ex->read_only)
-			r.status = RRR_NFS3ERR_ROFS;
-		else if (S_ISDIR(o.st.st_mode))
-			r.status = RRR_NFS3ERR_ISDIR;
-		else if (!S_ISREG(o.st.st_mode) || a->offset > INT64_MAX - (uint64_t)count)
-			r.status = RRR_NFS3ERR_INVAL;
-		else if ((fd = fs_open_data(ex, &o, O_WRONLY)) < 0)
-			r.status = fs_errno_to_stat(-fd);
-		if (r.status == RRR_NFS3_OK) {
-			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, who(), O_WRONLY, fd);
-			write_data(ex, fd, a, count, &r);
-		}
-		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r.wcc.after);
-		if (fd >= 0)
-			close(fd);
-	}
-	fs_obj_close(&o);
+	struct write_ctx x = {ex, a, count, &r};
+	if (fs_as_caller(ex, &c, write_slow, &x) < 0)
+		return RRR_SVC_SYSTEM_ERR;
 	return finish(rrr_nfs3_xdr_write_res(res, &r));
 }
 
@@ -919,13 +989,12 @@ static int p_pathconf(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_
 	return finish(rrr_nfs3_xdr_pathconf_res(res, &r));
 }
 
-/* Every procedure gives the server's identity back when it returns. */
+/* Every procedure runs as its caller on the worker's agent thread (cred.c);
+ * READ and WRITE try the descriptor cache on the worker first. */
 #define AS_CALLER(p)                                                                       \
 	static int w_##p(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res) \
 	{                                                                                  \
-		int rc = p_##p(req, args, res);                                            \
-		fs_cred_leave();                                                           \
-		return rc;                                                                 \
+		return as_caller(p_##p, req, args, res);                                   \
 	}
 AS_CALLER(null)
 AS_CALLER(getattr)
@@ -933,8 +1002,6 @@ AS_CALLER(setattr)
 AS_CALLER(lookup)
 AS_CALLER(access)
 AS_CALLER(readlink)
-AS_CALLER(read)
-AS_CALLER(write)
 AS_CALLER(create)
 AS_CALLER(mkdir)
 AS_CALLER(symlink)
@@ -957,8 +1024,8 @@ const struct rrr_svc_proc fs_nfs3_procs[RRR_NFS3_NPROCS] = {
 	[RRR_NFS3_LOOKUP] = {"LOOKUP", w_lookup},
 	[RRR_NFS3_ACCESS] = {"ACCESS", w_access},
 	[RRR_NFS3_READLINK] = {"READLINK", w_readlink},
-	[RRR_NFS3_READ] = {"READ", w_read},
-	[RRR_NFS3_WRITE] = {"WRITE", w_write},
+	[RRR_NFS3_READ] = {"READ", p_read},
+	[RRR_NFS3_WRITE] = {"WRITE", p_write},
 	[RRR_NFS3_CREATE] = {"CREATE", w_create},
 	[RRR_NFS3_MKDIR] = {"MKDIR", w_mkdir},
 	[RRR_NFS3_SYMLINK] = {"SYMLINK", w_symlink},
