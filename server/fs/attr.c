@@ -191,7 +191,19 @@ uint32_t fs_apply_sattr(const struct fs_export *ex, const struct fs_obj *o,
 	if ((s->atime_how || s->mtime_how) && !lnk) {
 		struct timespec ts[2] = {how_to_ts(s->atime_how, s->atime),
 					 how_to_ts(s->mtime_how, s->mtime)};
-		if (utimensat(AT_FDCWD, proc, ts, 0) < 0)
+		int rc = utimensat(AT_FDCWD, proc, ts, 0);
+		/* "Set to the server's time" needs write permission only, as on
+		 * knfsd; utimensat() asks a non-owner for that only when both
+		 * times are UTIME_NOW (the client sends mtime alone on O_TRUNC). */
+		if (rc < 0 && (errno == EPERM || errno == EACCES) && ex->as_caller &&
+		    s->atime_how != RRR_NFS3_SET_TO_CLIENT_TIME &&
+		    s->mtime_how != RRR_NFS3_SET_TO_CLIENT_TIME &&
+		    syscall(SYS_faccessat2, o->fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0) {
+			fs_priv_begin();
+			rc = utimensat(AT_FDCWD, proc, ts, 0);
+			fs_priv_end();
+		}
+		if (rc < 0)
 			return fs_errno_to_stat(errno);
 	}
 	return RRR_NFS3_OK;

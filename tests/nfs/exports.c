@@ -463,6 +463,19 @@ Test(nfs_creds, permissions_are_the_kernels_and_the_fd_cache_is_per_user)
 		     RRR_NFS3_ACCESS_READ | RRR_NFS3_ACCESS_MODIFY);
 	cr_assert_eq(acc & RRR_NFS3_ACCESS_EXECUTE, 0u);
 
+	/* times: "now" needs write permission, a given time ownership; the
+	 * client sends mtime alone (SET_TO_SERVER_TIME) when it truncates */
+	struct rrr_nfs3_fh pub;
+	cr_assert_eq(rrr_nfs3_create(u, rrr_nfs3_root(nfs), "public", 0666, true, &pub), 0);
+	struct rrr_nfs3_sattr now = {.set_size = true, .size = 0,
+				     .mtime_how = RRR_NFS3_SET_TO_SERVER_TIME};
+	cr_assert_eq(rrr_nfs3_setattr(w, &pub, &now), 0, "O_TRUNC of a 0666 file by another user");
+	struct rrr_nfs3_sattr given = {.mtime_how = RRR_NFS3_SET_TO_CLIENT_TIME,
+				       .mtime = {.sec = 946684800}};
+	cr_assert_eq(rrr_nfs3_setattr(w, &pub, &given), RRR_NFS3ERR_PERM);
+	cr_assert_eq(rrr_nfs3_setattr(u, &pub, &given), 0);
+	cr_assert_eq(rrr_nfs3_setattr(w, &f, &now), RRR_NFS3ERR_ACCES, "no write permission");
+
 	/* a directory of 1000's: 2000 may not create, remove or rename in it */
 	cr_assert_eq(rrr_nfs3_mkdir(u, rrr_nfs3_root(nfs), "d", 0755, &d), 0);
 	cr_assert_eq(rrr_nfs3_create(w, &d, "x", 0644, true, NULL), RRR_NFS3ERR_ACCES);
