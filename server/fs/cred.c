@@ -253,6 +253,7 @@ static struct fs_agent *agent_get(void)
 		free(a);
 		return NULL;
 	}
+	(void)pthread_setname_np(a->thread, "rrr-fs-agent");
 	(void)pthread_setspecific(agent_key, a);
 	my_agent = a;
 	return a;

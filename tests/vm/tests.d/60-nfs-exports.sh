@@ -9,6 +9,7 @@
 # user other than the owner, and no stale handle in the server's counters.
 # On ext4, a directory of RRR_VM_NFILES (default 100000) files is looked up
 # after a restart: the time is printed and fh.scans must stay 0 (no walk).
+# Ports 20053/20054: 40-nfs-kernel-server.sh leaves rpc.mountd on 20048.
 set -u
 S="$RRR_BUILD/rrr-server"
 [ -x "$S" ] || { echo "missing $S (make all)"; exit 1; }
@@ -33,7 +34,7 @@ fail() {
 start_server() {
 	rm -f "$W/ports"
 	"$S" --export "$EXP" --provider verbs --provider-opts "dev=${RRR_VERBS_DEV:-rxe0}" \
-		--listen "$ADDR" --port 20049 --mount-port 20048 --state-dir "$STATE" \
+		--listen "$ADDR" --port 20053 --mount-port 20054 --state-dir "$STATE" \
 		--port-file "$W/ports" --threads 2 --no-root-squash >> "$W/server.log" 2>&1 &
 	SPID=$!
 	for _ in $(seq 1 200); do [ -s "$W/ports" ] && break; sleep 0.1; done
@@ -75,7 +76,7 @@ prepare() {
 }
 
 mount_nfs() {
-	mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock \
+	mount -t nfs -o vers=3,proto=rdma,port=20053,mountproto=tcp,mountport=20054,nolock \
 		"$ADDR:$EXP" "$MNT" || fail "mount"
 }
 
