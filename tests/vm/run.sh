@@ -102,7 +102,7 @@ VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
 # ---------------------------------------------------------------- 2. initramfs
 MODS="virtio_pci virtio_net 9pnet_virtio 9p overlay ib_uverbs rdma_ucm rdma_cm ib_cm iw_cm
       crc32_generic crc32_pclmul rdma_rxe sunrpc rpcrdma nfs nfsv3 nfsv4 nfsd
-      loop ext4 xfs btrfs"
+      loop crc32c_generic libcrc32c ext4 xfs btrfs"
 IRD="$VMDIR/initramfs"
 rm -rf "$IRD"
 mkdir -p "$IRD"/{bin,dev,proc,sys,mnt/lower,mnt/upper,newroot,results,modules} || die mkdir

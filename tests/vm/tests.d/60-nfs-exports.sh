@@ -1,4 +1,4 @@
-# vm-timeout: 1500
+# vm-timeout: 1800
 # The kernel NFSv3/RDMA client (rxe0) against rrr-server exporting the file
 # systems people export: tmpfs, ext4, xfs, btrfs (loop images made here with
 # mkfs), overlayfs without nfs_export (path handles) and with it (kernel
@@ -7,8 +7,11 @@
 # directories, a tree untarred and compared, a server restart under the live
 # mount with open files and cached handles still valid, EACCES/EPERM as a
 # user other than the owner, and no stale handle in the server's counters.
-# On ext4, a directory of RRR_VM_NFILES (default 100000) files is looked up
-# after a restart: the time is printed and fh.scans must stay 0 (no walk).
+# On ext4, a directory of RRR_VM_NFILES files (default 20000 under TCG: the
+# client's listing of 30000 took ~5 min there; RRR_VM_NFILES=100000 with a
+# larger RRR_VM_TEST_TIMEOUT for the full count) is looked up after a
+# restart: the time is printed and fh.scans must stay 0 (no walk).
+# RRR_VM_FSX lists the file systems to run (default: all six).
 # Ports 20053/20054: 40-nfs-kernel-server.sh leaves rpc.mountd on 20048.
 set -u
 S="$RRR_BUILD/rrr-server"
@@ -16,7 +19,7 @@ S="$RRR_BUILD/rrr-server"
 command -v mount.nfs >/dev/null || [ -x /sbin/mount.nfs ] ||
 	{ echo "mount.nfs missing (nfs-common: make deps-vm)"; exit 77; }
 ADDR=${RRR_VM_ADDR:-10.0.2.15}
-NFILES=${RRR_VM_NFILES:-100000}
+NFILES=${RRR_VM_NFILES:-20000}
 W=/tmp/rrr-fsx
 MNT=$W/mnt
 EXP=$W/export
@@ -35,7 +38,7 @@ start_server() {
 	rm -f "$W/ports"
 	"$S" --export "$EXP" --provider verbs --provider-opts "dev=${RRR_VERBS_DEV:-rxe0}" \
 		--listen "$ADDR" --port 20053 --mount-port 20054 --state-dir "$STATE" \
-		--port-file "$W/ports" --threads 2 --no-root-squash >> "$W/server.log" 2>&1 &
+		--port-file "$W/ports" --threads 2 --no-root-squash 3<&- >> "$W/server.log" 2>&1 &
 	SPID=$!
 	for _ in $(seq 1 200); do [ -s "$W/ports" ] && break; sleep 0.1; done
 	[ -s "$W/ports" ] || fail "rrr-server did not start"
@@ -96,7 +99,7 @@ if [ ! -f "$W/tree.tar" ]; then
 fi
 
 mkdir -p "$MNT"
-for FS in tmpfs ext4 xfs btrfs overlay overlay-export; do
+for FS in ${RRR_VM_FSX:-tmpfs ext4 xfs btrfs overlay overlay-export}; do
 	echo "===== $FS"
 	prepare "$FS"; rc=$?
 	if [ $rc -eq 77 ]; then echo "SKIP [$FS]: mkfs.$FS missing (make deps-vm)"; continue; fi
@@ -147,7 +150,8 @@ for FS in tmpfs ext4 xfs btrfs overlay overlay-export; do
 	[ "$FS" = overlay ] || [ "$FS" = overlay-export ] &&
 		{ [ "$(cat "$MNT/old")" = "from the lower layer" ] || fail "lower layer file"; }
 
-	# restart under the live mount: an open file, cached handles
+	# restart under the live mount: an open file, cached handles (the new
+	# server must not inherit descriptor 3, or the client's file stays busy)
 	exec 3< "$MNT/d1/d2/hard"
 	stop_server
 	start_server
@@ -181,12 +185,26 @@ for FS in tmpfs ext4 xfs btrfs overlay overlay-export; do
 		echo "looked up $n of $NFILES names in a directory after a restart in ${ms} ms"
 	fi
 
-	rm -rf "$MNT"/* || fail "rm -rf"
+	if ! rm -rf "$MNT"/*; then
+		ls -laR "$EXP" | head -n 40
+		echo "-- through the mount:"; ls -laR "$MNT" | head -n 40
+		fail "rm -rf"
+	fi
 	umount "$MNT" || fail umount
 	stop_server
 	tail -n 12 "$W/server.log"
-	grep -Eq "fh.stale [1-9]" "$W/server.log" && fail "stale handles: $(grep fh.stale "$W/server.log")"
-	grep -Eq "fh.scans [1-9]" "$W/server.log" && fail "walks of the export: $(grep fh.scans "$W/server.log")"
+	if [ "$FS" = overlay ]; then
+		# path handles: overlayfs without nfs_export (and without xino over two
+		# file systems) numbers directories anew when its inode cache is dropped,
+		# so some handles go stale and are found again by a walk; the client
+		# recovered above (docs/fileserver.md, "Supported file systems")
+		echo "[$FS] path handles: $(grep -E 'fh.stale|fh.scans' "$W/server.log" | tr -s ' \n' ' ')"
+	else
+		grep -Eq "fh.stale [1-9]" "$W/server.log" &&
+			fail "stale handles: $(grep fh.stale "$W/server.log")"
+		grep -Eq "fh.scans [1-9]" "$W/server.log" &&
+			fail "walks of the export: $(grep fh.scans "$W/server.log")"
+	fi
 	echo "[$FS] OK in $(( $(date +%s) - t0 ))s"
 done
 umount "$EXP" 2>/dev/null; umount "$W/up" 2>/dev/null; umount "$W/lo" 2>/dev/null
