@@ -204,6 +204,7 @@ static int spawn_server(struct io_nfs *n)
 		av[k++] = exp;
 		av[k++] = "--state-dir";
 		av[k++] = state;
+		av[k++] = "--no-root-squash"; /* the bench client is root's */
 		av[k++] = "--listen";
 		av[k++] = "127.0.0.1";
 		av[k++] = "--port";

@@ -280,7 +280,7 @@ fi
 # ---------------------------------------------------------------- rrr-server
 echo "== $ME: starting rrr-server (soft provider) on ephemeral ports"
 "$SERVER_ABS" --export "$EXP" --provider soft --port 0 --mount-port 0 \
-	--state-dir "$T/state" --port-file "$T/ports" 9>&- >"$T/logs/rrr-server.log" 2>&1 &
+	--state-dir "$T/state" --port-file "$T/ports" --no-root-squash 9>&- >"$T/logs/rrr-server.log" 2>&1 &
 SPID=$!
 for ((i = 0; i < START_TIMEOUT * 10; i++)); do
 	[[ -s $T/ports ]] && break

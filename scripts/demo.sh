@@ -39,7 +39,7 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "starting rrr-server (soft provider) on $T/export"
 "$SERVER" --export "$T/export" --provider soft --port 0 --mount-port 0 \
-	--state-dir "$T/state" --port-file "$T/ports" --threads 2 >"$T/server.log" 2>&1 &
+	--state-dir "$T/state" --port-file "$T/ports" --threads 2 --no-root-squash >"$T/server.log" 2>&1 &
 SPID=$!
 for _ in $(seq 1 100); do
 	[[ -s "$T/ports" ]] && break

@@ -9,7 +9,14 @@
  * before the operation (size, mtime, ctime) and a fresh fstat after it.
  * SETATTR applies mode, owner, size and times through the object's O_PATH
  * descriptor (via its /proc/self/fd link where the system call needs a
- * real descriptor), never through a path.
+ * real descriptor), never through a path, as the caller (cred.c): the
+ * kernel decides who may chmod, chown or set times. ACCESS asks the kernel
+ * too (faccessat2 with AT_EACCESS, which checks the thread's fsuid, fsgid
+ * and groups), so its answers are the checks the operations will meet.
+ * Owner override, as knfsd: the owner of a file may read and write it
+ * through an open data descriptor whatever its mode (a client creates a
+ * 0444 file and then writes it, as a local process could through the
+ * descriptor open() returned).
  *
  * Errors: errno values map onto their nfsstat3 namesakes; ELOOP (a symlink
  * where a directory was needed) and EXDEV from a resolution that tried to
@@ -21,6 +28,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -124,22 +132,35 @@ bool fs_caller_root(const struct rrr_rpc_call *call)
 	return call && call->cred.flavor == RRR_AUTH_SYS && call->cred.sys.uid == 0;
 }
 
-uint32_t fs_apply_sattr(const struct fs_obj *o, const struct rrr_nfs3_sattr *s,
-			const struct rrr_rpc_call *call)
+int fs_open_data(const struct fs_export *ex, const struct fs_obj *o, int flags)
 {
-	/* The server runs with its own credentials, so it enforces the two
-	 * privileged changes itself: only an AUTH_SYS caller with uid 0 may
-	 * change ownership or set the set-user-ID / set-group-ID bits. */
-	bool caller_root = fs_caller_root(call);
-	char proc[64];
+	int fd = fs_reopen(o, flags);
+	if (fd == -EACCES && ex->as_caller && fs_cred_current()->uid == o->st.st_uid) {
+		fs_priv_begin();
+		fd = fs_reopen(o, flags);
+		fs_priv_end();
+	}
+	return fd;
+}
 
-	/* checked before anything is applied: SETATTR is all or nothing here */
-	if ((s->set_uid && s->uid != o->st.st_uid) || (s->set_gid && s->gid != o->st.st_gid)) {
-		if (!caller_root)
+uint32_t fs_apply_sattr(const struct fs_export *ex, const struct fs_obj *o,
+			const struct rrr_nfs3_sattr *s, const struct rrr_rpc_call *call)
+{
+	char proc[64];
+	if (!ex->as_caller) {
+		/* The server cannot act as the caller (not root), so it enforces
+		 * the two privileged changes itself: only an AUTH_SYS caller with
+		 * uid 0 may change ownership or set the set-ID bits. Checked before
+		 * anything is applied: SETATTR is all or nothing here. */
+		bool caller_root = fs_caller_root(call);
+		if ((s->set_uid && s->uid != o->st.st_uid) ||
+		    (s->set_gid && s->gid != o->st.st_gid)) {
+			if (!caller_root)
+				return RRR_NFS3ERR_PERM;
+		}
+		if (s->set_mode && (s->mode & (S_ISUID | S_ISGID)) && !caller_root)
 			return RRR_NFS3ERR_PERM;
 	}
-	if (s->set_mode && (s->mode & (S_ISUID | S_ISGID)) && !caller_root)
-		return RRR_NFS3ERR_PERM;
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
 	bool lnk = S_ISLNK(o->st.st_mode);
@@ -148,7 +169,7 @@ uint32_t fs_apply_sattr(const struct fs_obj *o, const struct rrr_nfs3_sattr *s,
 			return RRR_NFS3ERR_ISDIR;
 		if (!S_ISREG(o->st.st_mode))
 			return RRR_NFS3ERR_INVAL;
-		int fd = fs_reopen(o, O_WRONLY);
+		int fd = fs_open_data(ex, o, O_WRONLY);
 		if (fd < 0)
 			return fs_errno_to_stat(-fd);
 		int rc = ftruncate(fd, (off_t)(s->size > INT64_MAX ? INT64_MAX : s->size));
@@ -170,15 +191,29 @@ uint32_t fs_apply_sattr(const struct fs_obj *o, const struct rrr_nfs3_sattr *s,
 	if ((s->atime_how || s->mtime_how) && !lnk) {
 		struct timespec ts[2] = {how_to_ts(s->atime_how, s->atime),
 					 how_to_ts(s->mtime_how, s->mtime)};
-		if (utimensat(AT_FDCWD, proc, ts, 0) < 0)
+		int rc = utimensat(AT_FDCWD, proc, ts, 0);
+		/* "Set to the server's time" needs write permission only, as on
+		 * knfsd; utimensat() asks a non-owner for that only when both
+		 * times are UTIME_NOW (the client sends mtime alone on O_TRUNC). */
+		if (rc < 0 && (errno == EPERM || errno == EACCES) && ex->as_caller &&
+		    s->atime_how != RRR_NFS3_SET_TO_CLIENT_TIME &&
+		    s->mtime_how != RRR_NFS3_SET_TO_CLIENT_TIME &&
+		    syscall(SYS_faccessat2, o->fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH) == 0) {
+			fs_priv_begin();
+			rc = utimensat(AT_FDCWD, proc, ts, 0);
+			fs_priv_end();
+		}
+		if (rc < 0)
 			return fs_errno_to_stat(errno);
 	}
 	return RRR_NFS3_OK;
 }
 
 /* Permission bits against the AUTH_SYS identity (root may do all but execute
- * what has no execute bit). AUTH_NONE is treated as "other". */
-uint32_t fs_access(const struct stat *st, const struct rrr_rpc_call *call, uint32_t want)
+ * what has no execute bit). AUTH_NONE is treated as "other". The answer of
+ * a server that cannot act as its callers. */
+static uint32_t access_bits(const struct stat *st, const struct rrr_rpc_call *call,
+			    uint32_t want)
 {
 	uint32_t uid = 65534, gid = 65534;
 	const struct rrr_auth_sys *sys = NULL;
@@ -210,6 +245,32 @@ uint32_t fs_access(const struct stat *st, const struct rrr_rpc_call *call, uint3
 		got |= RRR_NFS3_ACCESS_MODIFY | RRR_NFS3_ACCESS_EXTEND |
 		       (isdir ? RRR_NFS3_ACCESS_DELETE : 0);
 	if (bits & 1)
+		got |= isdir ? RRR_NFS3_ACCESS_LOOKUP : RRR_NFS3_ACCESS_EXECUTE;
+	return got & want;
+}
+
+uint32_t fs_access(const struct fs_export *ex, const struct fs_obj *o,
+		   const struct rrr_rpc_call *call, uint32_t want)
+{
+	if (!ex->as_caller)
+		return access_bits(&o->st, call, want);
+	bool isdir = S_ISDIR(o->st.st_mode);
+	int ok[3]; /* R, W, X */
+	static const int modes[3] = {R_OK, W_OK, X_OK};
+	for (int i = 0; i < 3; i++) {
+		long rc = syscall(SYS_faccessat2, o->fd, "", modes[i], AT_EACCESS | AT_EMPTY_PATH);
+		if (rc < 0 && errno == ENOSYS)
+			return access_bits(&o->st, call, want);
+		ok[i] = rc == 0;
+	}
+	uint32_t got = 0;
+	if (ok[0])
+		got |= RRR_NFS3_ACCESS_READ;
+	if (ok[1])
+		got |= RRR_NFS3_ACCESS_MODIFY | RRR_NFS3_ACCESS_EXTEND;
+	if (isdir && ok[1] && ok[2])
+		got |= RRR_NFS3_ACCESS_DELETE;
+	if (ok[2])
 		got |= isdir ? RRR_NFS3_ACCESS_LOOKUP : RRR_NFS3_ACCESS_EXECUTE;
 	return got & want;
 }

@@ -75,7 +75,9 @@ static const struct key {
 	[FS_K_NAME] = {"name", true, false, K_STR},
 	[FS_K_READ_ONLY] = {"read-only", true, true, K_BOOL},
 	[FS_K_ALLOW] = {"allow", true, true, K_OTHER},
-	[FS_K_ROOT_SQUASH] = {"root-squash", true, true, K_BOOL},
+	[FS_K_ROOT_SQUASH] = {"root-squash", true, false, K_BOOL},
+	[FS_K_ANON_UID] = {"anon-uid", true, false, K_U32},
+	[FS_K_ANON_GID] = {"anon-gid", true, false, K_U32},
 };
 
 /* Bounds of the numeric keys (inclusive). */
@@ -91,6 +93,8 @@ static void bounds(enum fs_conf_key k, uint32_t *lo, uint32_t *hi)
 	case FS_K_INLINE_RECV: *lo = 1024; *hi = 1u << 20; break;
 	case FS_K_MAX_SEGS: *lo = 1; *hi = 1024; break;
 	case FS_K_MAX_PAYLOAD: *lo = 4096; *hi = 64u << 20; break;
+	case FS_K_ANON_UID:
+	case FS_K_ANON_GID: *hi = 0xfffffffeu; break;
 	case FS_K_DRC_ENTRIES: *hi = 65536; break; /* FS_DRC_MAX_ENTRIES */
 	case FS_K_MAX_CONNS:
 	case FS_K_MAX_CONNS_PER_ADDR:
@@ -117,6 +121,7 @@ void fs_conf_defaults(struct fs_conf *c)
 	c->log_level = LOG_NOTICE;
 	c->wait_mode = RRR_WAIT_ADAPTIVE;
 	c->root_squash = true;
+	c->anon_uid = c->anon_gid = 65534;
 }
 
 static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -327,6 +332,8 @@ int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *v, char *err,
 		case FS_K_IDLE_TIMEOUT: c->idle_timeout_ms = u; break;
 		case FS_K_SETUP_TIMEOUT: c->setup_timeout_ms = u; break;
 		case FS_K_MAX_SETUP: c->max_setup = u; break;
+		case FS_K_ANON_UID: c->anon_uid = u; break;
+		case FS_K_ANON_GID: c->anon_gid = u; break;
 		default: c->max_payload = u; break;
 		}
 		break;
@@ -434,6 +441,8 @@ void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src)
 			memcpy(dst->allow, src->allow, sizeof(dst->allow[0]) * src->nallow);
 			break;
 		case FS_K_ROOT_SQUASH: dst->root_squash = src->root_squash; break;
+		case FS_K_ANON_UID: dst->anon_uid = src->anon_uid; break;
+		case FS_K_ANON_GID: dst->anon_gid = src->anon_gid; break;
 		case FS_K_COUNT: break;
 		}
 	}
@@ -469,6 +478,9 @@ static bool differs(const struct fs_conf *a, const struct fs_conf *b, enum fs_co
 	case FS_K_PORT_FILE: return strcmp(a->port_file, b->port_file) != 0;
 	case FS_K_EXPORT: return strcmp(a->export_dir, b->export_dir) != 0;
 	case FS_K_NAME: return strcmp(a->name, b->name) != 0;
+	case FS_K_ROOT_SQUASH: return a->root_squash != b->root_squash;
+	case FS_K_ANON_UID: return a->anon_uid != b->anon_uid;
+	case FS_K_ANON_GID: return a->anon_gid != b->anon_gid;
 	default: return false;
 	}
 }

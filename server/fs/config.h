@@ -38,7 +38,8 @@ enum fs_conf_key {
 	FS_K_DRC_ENTRIES, FS_K_MAX_CONNS, FS_K_MAX_CONNS_PER_ADDR, FS_K_IDLE_TIMEOUT,
 	FS_K_SETUP_TIMEOUT, FS_K_MAX_SETUP,
 	/* [export DIR] */
-	FS_K_EXPORT, FS_K_NAME, FS_K_READ_ONLY, FS_K_ALLOW, FS_K_ROOT_SQUASH,
+	FS_K_EXPORT, FS_K_NAME, FS_K_READ_ONLY, FS_K_ALLOW, FS_K_ROOT_SQUASH, FS_K_ANON_UID,
+	FS_K_ANON_GID,
 	FS_K_COUNT
 };
 
@@ -65,7 +66,8 @@ struct fs_conf {
 	char export_dir[PATH_MAX];
 	char name[PATH_MAX];
 	bool read_only;
-	bool root_squash;            /* accepted, not enforced yet (issue 14) */
+	bool root_squash;            /* AUTH_SYS uid 0 acts as anon_uid (default yes) */
+	uint32_t anon_uid, anon_gid; /* squashed and AUTH_NONE callers (default 65534) */
 	unsigned nallow;             /* 0 with FS_K_ALLOW unset: every client */
 	struct fs_cidr allow[FS_CONF_MAX_ALLOW];
 };

@@ -39,6 +39,13 @@
  * REMOVE may offer its descriptor after the clear; the nlink check (the
  * file's last name is gone) and the TTL bound what such an entry can serve.
  *
+ * Across users: requests run as their callers (cred.c), so a descriptor
+ * carries the permission checks of the identity that opened it. Entries
+ * are keyed by (inode, generation, identity digest): a request of another
+ * user (or group set) never borrows it and opens its own through the slow
+ * path, where the kernel checks its permissions; SETATTR (a chmod) drops
+ * the file's entries.
+ *
  * Bounds: at most FS_FDC_SLOTS entries (two descriptors each); the least
  * recently used unreferenced-by-I/O entry is replaced. All state is under
  * one mutex held for a linear scan of FS_FDC_SLOTS entries, never across a
@@ -57,6 +64,7 @@
 
 struct fs_fdc_ent {
 	uint64_t ino, gen;
+	uint64_t who;	/* identity whose permission checks opened fd[] */
 	int fd[2];	/* [0] O_RDONLY, [1] O_WRONLY; -1 when not open */
 	unsigned refs;	/* one for the table while listed, one per user */
 	double checked; /* when the slow path last proved the path */
@@ -118,7 +126,8 @@ void fs_fdc_destroy(struct fs_fdc *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
-int fs_fdc_get(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, struct fs_fdh *h)
+int fs_fdc_get(struct fs_fdc *c, uint64_t ino, uint64_t gen, uint64_t who, int flags,
+	       struct fs_fdh *h)
 {
 	int k = kind(flags);
 	double now = now_s();
@@ -127,7 +136,7 @@ int fs_fdc_get(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, struct f
 	pthread_mutex_lock(&c->lock);
 	for (unsigned i = 0; i < FS_FDC_SLOTS; i++) {
 		struct fs_fdc_ent *e = c->ents[i];
-		if (!e || e->ino != ino || e->gen != gen)
+		if (!e || e->ino != ino || e->gen != gen || e->who != who)
 			continue;
 		if (e->fd[k] < 0 || now - e->checked >= FS_FDC_TTL || now < e->checked)
 			break;
@@ -154,7 +163,7 @@ void fs_fdc_put(struct fs_fdc *c, struct fs_fdh *h)
 	h->fd = -1;
 }
 
-void fs_fdc_offer(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, int fd)
+void fs_fdc_offer(struct fs_fdc *c, uint64_t ino, uint64_t gen, uint64_t who, int flags, int fd)
 {
 	int k = kind(flags);
 	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -172,7 +181,7 @@ void fs_fdc_offer(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, int f
 				empty = i;
 			continue;
 		}
-		if (e->ino == ino && e->gen == gen) {
+		if (e->ino == ino && e->gen == gen && e->who == who) {
 			/* The slow path just proved the path again. */
 			e->checked = now;
 			if (e->fd[k] < 0) {
@@ -195,6 +204,7 @@ void fs_fdc_offer(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, int f
 		dead = unlist_locked(c, slot);
 		fresh->ino = ino;
 		fresh->gen = gen;
+		fresh->who = who;
 		fresh->fd[0] = fresh->fd[1] = -1;
 		fresh->fd[k] = dup_fd;
 		fresh->refs = 1;

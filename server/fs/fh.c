@@ -2,40 +2,67 @@
 /*
  * server/fs/fh.c - file handles of rrr-server, and why they cannot escape.
  *
- * A handle names an inode of the export, never a path:
+ * Two kinds of handle, both sealed with a SipHash-2-4 tag over everything
+ * before it under a 128-bit key kept in the state directory (created on
+ * first start), so clients can neither forge nor alter them; the export id
+ * is derived from the key and the export's real path.
+ *
+ * Kernel handles (mode "kernel", the default where possible), the file
+ * system's own persistent handle from name_to_handle_at(2), as knfsd's
+ * export operations and NFS-Ganesha's VFS backend use:
+ *
+ *   0        4           8               16     17    18            18+n  26+n
+ *   +--------+-----------+---------------+------+-----+--------------+------+
+ *   | "RRK1" | export id | inode number  | type | n   | kernel bytes | tag  |
+ *   +--------+-----------+---------------+------+-----+--------------+------+
+ *
+ * NFSv3 handles hold at most 64 bytes, so n <= 38 (ext4 8, xfs 8-16, btrfs
+ * 20, tmpfs 12, overlayfs with nfs_export=on about 32 over ext4); an object
+ * whose kernel handle is larger gets a path handle instead. Resolution is
+ * O(1) whatever the export's size: open_by_handle_at() on the export
+ * root's mount (which also fixes the mount: the kernel decodes the handle
+ * on that mount's file system only), then confinement, the defence against
+ * the open_by_handle_at() container-escape attacks ("shocker"): the object
+ * must lie beneath the export root. The kernel reconnects directories, so
+ * the object's /proc/self/fd path is checked to start with the export root
+ * and re-opened beneath the root (openat2 RESOLVE_BENEATH) to the same
+ * inode. A non-directory whose dentry the kernel cannot place (dropped from
+ * its cache, hard links) passes when the export is a whole file system
+ * (nothing of that file system lies outside it), or when the path the dmap
+ * remembers (dmap.c) re-opens to the same inode; otherwise it is STALE and
+ * counted as an escape refused. Handles stay valid across restarts (the
+ * key persists) and renames (nothing in them is a path).
+ *
+ * Path handles (mode "path", the fallback where the kernel cannot give or
+ * open handles: no CAP_DAC_READ_SEARCH, a file system without export
+ * support, overlayfs without nfs_export=on; RRR_FS_HANDLES=path forces it):
  *
  *   0        4           8               16              24              32
  *   +--------+-----------+---------------+---------------+---------------+
  *   | "RRF1" | export id | inode number  | generation    | tag (SipHash) |
  *   +--------+-----------+---------------+---------------+---------------+
  *
- * The tag is SipHash-2-4 of the first 24 bytes under a 128-bit key kept in
- * the state directory (created on first start), so handles are stable
- * across restarts and cannot be forged or guessed by clients; the export id
- * is derived from the key and the export's real path. The generation is
- * the inode's birth time (statx), which tells a reused inode number from
- * the file a handle was issued for.
+ * The generation is the inode's birth time (statx), which tells a reused
+ * inode number from the file a handle was issued for. The handle is turned
+ * into a path through the dmap (inode -> parent, name; persistent, so it
+ * works after a restart for everything created or looked up through the
+ * server); the path is opened with openat2() relative to the export root's
+ * descriptor with RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS
+ * and O_NOFOLLOW|O_PATH, and the opened object's inode and generation must
+ * equal the handle's, so a stale path never hands out a different file.
+ * Without openat2() (old kernels, valgrind) open_walk() does the same job
+ * one component at a time. The mount is compared by statx mount id, not
+ * st_dev (overlayfs reports the st_dev of the layer a file lives on).
  *
- * Normal operation: a verified handle is turned into a path through a
- * small cache (inode -> path relative to the export root) filled by
- * LOOKUP, CREATE, READDIRPLUS... The path is opened with openat2() relative
- * to the export root's descriptor with RESOLVE_BENEATH | RESOLVE_NO_XDEV |
- * RESOLVE_NO_MAGICLINKS and O_NOFOLLOW|O_PATH: the kernel refuses any
- * resolution that would leave the export (through "..", an absolute
- * symlink, or a symlink that climbs out), and the final component is never
- * followed. The opened object's inode and generation must equal the
- * handle's, so a stale path can never hand out a different file. Without
- * openat2() (old kernels, valgrind) open_walk() does the same job one
- * component at a time.
- *
- * Recovery: after a restart, a rename, or cache eviction the path may be
- * unknown or wrong; the server then walks the export breadth-first (bounded
+ * Recovery: when the dmap does not know the path (an object created behind
+ * the server's back and never looked up through it, an inode renumbered by
+ * an overlayfs copy-up), the server walks the export breadth-first (bounded
  * by FS_SCAN_MAX entries, never crossing into other file systems or
- * following symlinks) looking for the inode, and caches what it finds.
- * Not found: NFS3ERR_STALE, remembered for a couple of seconds so that a
- * client replaying handles of deleted files cannot make the server walk the
- * export over and over. Names in requests are single components:
- * '/' , "" and NUL are refused before any system call sees them.
+ * following symlinks) looking for the inode. Not found: NFS3ERR_STALE,
+ * remembered for a couple of seconds so that a client replaying handles of
+ * deleted files cannot make the server walk the export over and over. Names
+ * in requests are single components: '/', "" and NUL are refused before any
+ * system call sees them.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -54,6 +81,14 @@
 
 #define FH_MAGIC 0x52524631u /* "RRF1" */
 #define FH_LEN 32u
+#define KH_MAGIC 0x52524b31u /* "RRK1" */
+#define KH_HDR 18u
+#define KH_MAX (RRR_NFS3_FHSIZE - KH_HDR - 8u) /* kernel bytes that fit */
+
+struct kfh {
+	struct file_handle h;
+	unsigned char bytes[MAX_HANDLE_SZ];
+};
 
 /* ------------------------------------------------------------ SipHash-2-4 */
 static inline uint64_t rotl64(uint64_t x, int b)
@@ -174,6 +209,113 @@ uint64_t fs_gen(int fd)
 	return (uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec;
 }
 
+static uint64_t mount_id(int fd)
+{
+	struct statx sx;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_MNT_ID))
+		return 0;
+	return sx.stx_mnt_id;
+}
+
+/* Is @fd (just opened beneath the root) on the export's mount? */
+static bool same_mount(const struct fs_export *ex, int fd, const struct stat *st)
+{
+	uint64_t id = ex->mnt_id ? mount_id(fd) : 0;
+	if (id)
+		return id == ex->mnt_id;
+	return st->st_dev == ex->dev;
+}
+
+/* Whole file system: the root's mount shows its file system's root ("/"
+ * in mountinfo's 4th field) and is mounted on the export root itself. */
+static bool is_whole_fs(const struct fs_export *ex)
+{
+	if (!ex->mnt_id)
+		return false;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	char line[4096];
+	bool whole = false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long id;
+		char root[2048], point[2048];
+		if (sscanf(line, "%llu %*u %*s %2047s %2047s", &id, root, point) != 3)
+			continue;
+		if (id == ex->mnt_id) {
+			whole = !strcmp(root, "/") && !strcmp(point, ex->root);
+			break;
+		}
+	}
+	fclose(f);
+	return whole;
+}
+
+static void probe_mode(struct fs_export *ex)
+{
+	const char *e = getenv("RRR_FS_HANDLES");
+	ex->fh_mode = FS_FH_PATH;
+	if (e && !strcmp(e, "path")) {
+		snprintf(ex->fh_why, sizeof(ex->fh_why), "forced by RRR_FS_HANDLES=path");
+		return;
+	}
+	struct kfh k;
+	int mnt;
+	k.h.handle_bytes = MAX_HANDLE_SZ;
+	if (ex->mount_fd < 0) {
+		snprintf(ex->fh_why, sizeof(ex->fh_why), "the export root cannot be opened: %s",
+			 strerror(errno));
+		return;
+	}
+	if (name_to_handle_at(ex->root_fd, "", &k.h, &mnt, AT_EMPTY_PATH) < 0) {
+		int err = errno;
+		snprintf(ex->fh_why, sizeof(ex->fh_why),
+			 "the file system gives no handles (%s%s)", strerror(err),
+			 err == EOVERFLOW || err == EOPNOTSUPP ? "; overlayfs needs nfs_export=on" : "");
+		return;
+	}
+	if (k.h.handle_bytes > KH_MAX) {
+		snprintf(ex->fh_why, sizeof(ex->fh_why),
+			 "its handles are %u bytes, more than the %u that fit in an NFSv3 handle "
+			 "with rrr's tag", k.h.handle_bytes, KH_MAX);
+		return;
+	}
+	int fd = open_by_handle_at(ex->mount_fd, &k.h, O_PATH | O_CLOEXEC);
+	if (fd < 0) {
+		int err = errno;
+		snprintf(ex->fh_why, sizeof(ex->fh_why), "open_by_handle_at: %s%s", strerror(err),
+			 err == EPERM ? " (needs CAP_DAC_READ_SEARCH: run as root)" : "");
+		return;
+	}
+	struct stat st;
+	bool ok = fstat(fd, &st) == 0 && st.st_ino == ex->root_ino;
+	close(fd);
+	if (!ok) {
+		snprintf(ex->fh_why, sizeof(ex->fh_why), "the root's handle opens another inode");
+		return;
+	}
+	ex->fh_mode = FS_FH_KERNEL;
+}
+
+void fs_fh_describe(const struct fs_export *ex, char *out, size_t len)
+{
+	if (ex->fh_mode == FS_FH_KERNEL)
+		snprintf(out, len,
+			 "file handles: kernel (name_to_handle_at), valid across restarts and "
+			 "renames, O(1) to resolve; %s",
+			 ex->whole_fs ? "whole file system exported"
+				      : "subtree export: a file the kernel cannot place beneath "
+					"the export is refused (STALE) unless its path is known");
+	else
+		snprintf(out, len,
+			 "file handles: path (inode + birth time through a remembered path map), "
+			 "because %s: files not created or looked up through this server are found "
+			 "by a walk of the export after a restart, and an overlayfs copy-up of a "
+			 "lower-layer file makes its handles stale",
+			 ex->fh_why);
+}
+
 int fs_export_open(struct fs_export *ex, const char *dir, const char *state_dir)
 {
 	if (!realpath(dir, ex->root))
@@ -189,52 +331,57 @@ int fs_export_open(struct fs_export *ex, const char *dir, const char *state_dir)
 	}
 	ex->dev = st.st_dev;
 	ex->root_ino = st.st_ino;
+	/* open_by_handle_at refuses O_PATH descriptors (EBADF) */
+	ex->mount_fd = openat(ex->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ex->mnt_id = mount_id(ex->root_fd);
+	ex->whole_fs = is_whole_fs(ex);
 	if (!ex->name[0])
 		snprintf(ex->name, sizeof(ex->name), "%s", ex->root);
 	int rc = load_key(ex, state_dir);
-	if (rc < 0) {
-		close(ex->root_fd);
-		return rc;
-	}
+	if (rc < 0)
+		goto fail_fds;
 	ex->export_id = (uint32_t)siphash24(ex->key, (const uint8_t *)ex->root, strlen(ex->root));
 	if (getrandom(ex->write_verf, sizeof(ex->write_verf), 0) != 8) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		put_be64(ex->write_verf, (uint64_t)ts.tv_sec << 30 ^ (uint64_t)ts.tv_nsec);
 	}
+	rc = fs_dmap_open(&ex->dmap, state_dir, ex->export_id);
+	if (rc < 0)
+		goto fail_dmap;
+	probe_mode(ex);
+	fs_cred_init(ex);
 	pthread_mutex_init(&ex->lock, NULL);
 	fs_fdc_init(&ex->fdc);
 	return 0;
-}
 
-static void cache_clear_locked(struct fs_export *ex)
-{
-	for (uint32_t i = 0; i < FS_CACHE_BUCKETS; i++) {
-		struct fs_cache_ent *e = ex->cache[i];
-		while (e) {
-			struct fs_cache_ent *n = e->next;
-			free(e);
-			e = n;
-		}
-		ex->cache[i] = NULL;
-	}
-	ex->cache_n = 0;
+fail_dmap:
+	fs_dmap_close(&ex->dmap);
+fail_fds:
+	if (ex->mount_fd >= 0)
+		close(ex->mount_fd);
+	ex->mount_fd = -1;
+	close(ex->root_fd);
+	ex->root_fd = -1;
+	return rc;
 }
 
 void fs_export_close(struct fs_export *ex)
 {
-	pthread_mutex_lock(&ex->lock);
-	cache_clear_locked(ex);
-	pthread_mutex_unlock(&ex->lock);
 	pthread_mutex_destroy(&ex->lock);
+	fs_dmap_close(&ex->dmap);
 	fs_fdc_destroy(&ex->fdc);
+	if (ex->mount_fd >= 0)
+		close(ex->mount_fd);
+	ex->mount_fd = -1;
 	if (ex->root_fd >= 0)
 		close(ex->root_fd);
 	ex->root_fd = -1;
 }
 
 /* ------------------------------------------------------------ handles */
-void fs_fh_make(const struct fs_export *ex, uint64_t ino, uint64_t gen, struct rrr_nfs3_fh *fh)
+static void fh_make_path(const struct fs_export *ex, uint64_t ino, uint64_t gen,
+			 struct rrr_nfs3_fh *fh)
 {
 	memset(fh, 0, sizeof(*fh));
 	put_be32(fh->data, FH_MAGIC);
@@ -245,64 +392,48 @@ void fs_fh_make(const struct fs_export *ex, uint64_t ino, uint64_t gen, struct r
 	fh->len = FH_LEN;
 }
 
-/* Constant-time comparison of the tag. */
-static bool tag_ok(const struct fs_export *ex, const struct rrr_nfs3_fh *fh)
+void fs_fh_make(struct fs_export *ex, const struct fs_obj *o, struct rrr_nfs3_fh *fh)
 {
-	uint8_t want[8];
-	put_be64(want, siphash24(ex->key, fh->data, 24));
-	uint8_t diff = 0;
-	for (int i = 0; i < 8; i++)
-		diff |= (uint8_t)(want[i] ^ fh->data[24 + i]);
-	return diff == 0;
-}
-
-/* ------------------------------------------------------------ path cache */
-static uint32_t bucket(uint64_t ino)
-{
-	return (uint32_t)((ino * 0x9e3779b97f4a7c15ull) >> 52) & (FS_CACHE_BUCKETS - 1);
-}
-
-void fs_cache_put(struct fs_export *ex, uint64_t ino, const char *path)
-{
-	size_t n = strlen(path);
-	struct fs_cache_ent *e = malloc(sizeof(*e) + n + 1);
-	if (!e)
-		return;
-	e->ino = ino;
-	memcpy(e->path, path, n + 1);
-	pthread_mutex_lock(&ex->lock);
-	struct fs_cache_ent **pp = &ex->cache[bucket(ino)];
-	for (; *pp; pp = &(*pp)->next) {
-		if ((*pp)->ino == ino) {
-			struct fs_cache_ent *old = *pp;
-			e->next = old->next;
-			*pp = e;
-			free(old);
-			pthread_mutex_unlock(&ex->lock);
+	if (ex->fh_mode == FS_FH_KERNEL) {
+		struct kfh k;
+		int mnt;
+		k.h.handle_bytes = MAX_HANDLE_SZ;
+		if (name_to_handle_at(o->fd, "", &k.h, &mnt, AT_EMPTY_PATH) == 0 &&
+		    k.h.handle_bytes <= KH_MAX && k.h.handle_type >= 0 && k.h.handle_type < 256) {
+			memset(fh, 0, sizeof(*fh));
+			put_be32(fh->data, KH_MAGIC);
+			put_be32(fh->data + 4, ex->export_id);
+			put_be64(fh->data + 8, (uint64_t)o->st.st_ino);
+			fh->data[16] = (uint8_t)k.h.handle_type;
+			fh->data[17] = (uint8_t)k.h.handle_bytes;
+			memcpy(fh->data + KH_HDR, k.h.f_handle, k.h.handle_bytes);
+			uint32_t n = KH_HDR + k.h.handle_bytes;
+			put_be64(fh->data + n, siphash24(ex->key, fh->data, n));
+			fh->len = n + 8;
+			atomic_fetch_add(&ex->khandles, 1);
 			return;
 		}
 	}
-	if (ex->cache_n >= FS_CACHE_MAX)
-		cache_clear_locked(ex); /* crude but bounded; scans refill it */
-	e->next = ex->cache[bucket(ino)];
-	ex->cache[bucket(ino)] = e;
-	ex->cache_n++;
-	pthread_mutex_unlock(&ex->lock);
+	atomic_fetch_add(&ex->phandles, 1);
+	fh_make_path(ex, (uint64_t)o->st.st_ino, o->gen, fh);
 }
 
-static bool cache_get(struct fs_export *ex, uint64_t ino, char *out)
+/* Constant-time comparison of the tag that follows the first @n bytes. */
+static bool tag_ok(const struct fs_export *ex, const struct rrr_nfs3_fh *fh, uint32_t n)
 {
-	bool found = false;
-	pthread_mutex_lock(&ex->lock);
-	for (struct fs_cache_ent *e = ex->cache[bucket(ino)]; e; e = e->next) {
-		if (e->ino == ino) {
-			snprintf(out, PATH_MAX, "%s", e->path);
-			found = true;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ex->lock);
-	return found;
+	uint8_t want[8];
+	put_be64(want, siphash24(ex->key, fh->data, n));
+	uint8_t diff = 0;
+	for (int i = 0; i < 8; i++)
+		diff |= (uint8_t)(want[i] ^ fh->data[n + i]);
+	return diff == 0;
+}
+
+/* ------------------------------------------------------------ path map */
+void fs_cache_put(struct fs_export *ex, uint64_t ino, uint64_t parent_ino, const char *name)
+{
+	if (ino != ex->root_ino)
+		fs_dmap_put(&ex->dmap, ino, parent_ino, name);
 }
 
 /* ------------------------------------------------------------ resolution */
@@ -352,7 +483,7 @@ static int open_walk(const struct fs_export *ex, const char *path, int flags)
 		if (nfd < 0)
 			return err == ENOTDIR || err == ELOOP ? -EXDEV : -err;
 		struct stat st;
-		if (fstat(nfd, &st) < 0 || st.st_dev != ex->dev) {
+		if (fstat(nfd, &st) < 0 || !same_mount(ex, nfd, &st)) {
 			close(nfd);
 			return -EXDEV;
 		}
@@ -364,16 +495,17 @@ static int open_walk(const struct fs_export *ex, const char *path, int flags)
 	if (fd < 0)
 		return -err;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || st.st_dev != ex->dev) {
+	if (fstat(fd, &st) < 0 || !same_mount(ex, fd, &st)) {
 		close(fd);
 		return -EXDEV;
 	}
 	return fd;
 }
 
-static int open_beneath(const struct fs_export *ex, const char *path, int flags)
+static atomic_bool no_openat2;
+
+static bool use_openat2(void)
 {
-	static atomic_bool no_openat2;
 	static atomic_bool checked_env;
 	if (!atomic_load(&checked_env)) {
 		/* RRR_FS_NO_OPENAT2=1 forces the fallback (the tests use it). */
@@ -382,7 +514,12 @@ static int open_beneath(const struct fs_export *ex, const char *path, int flags)
 			atomic_store(&no_openat2, true);
 		atomic_store(&checked_env, true);
 	}
-	if (!atomic_load(&no_openat2)) {
+	return !atomic_load(&no_openat2);
+}
+
+static int open_beneath(const struct fs_export *ex, const char *path, int flags)
+{
+	if (use_openat2()) {
 		struct open_how how = {
 			.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
 			.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS,
@@ -408,8 +545,8 @@ static int open_check(struct fs_export *ex, const char *path, uint64_t ino, uint
 		return fd;
 	}
 	struct stat st;
-	if (fstat(fd, &st) < 0 || st.st_ino != ino || st.st_dev != ex->dev) {
-		close(fd);
+	if (fstat(fd, &st) < 0 || st.st_ino != ino) {
+		close(fd); /* (the mount is right: RESOLVE_NO_XDEV or open_walk) */
 		return -ESTALE;
 	}
 	uint64_t g = fs_gen(fd);
@@ -460,7 +597,10 @@ static int scan_for(struct fs_export *ex, uint64_t ino, char *out)
 			if (n < 0 || n >= (int)sizeof(child))
 				continue;
 			if (de->d_ino == ino) {
+				struct stat dst;
 				snprintf(out, PATH_MAX, "%s", child);
+				if (fstat(dirfd(d), &dst) == 0)
+					fs_cache_put(ex, ino, (uint64_t)dst.st_ino, de->d_name);
 				rc = 0;
 				break;
 			}
@@ -520,14 +660,95 @@ static void note_missed(struct fs_export *ex, uint64_t ino)
 uint32_t fs_fh_parse(struct fs_export *ex, const struct rrr_nfs3_fh *fh, uint64_t *ino,
 		     uint64_t *gen)
 {
-	if (fh->len != FH_LEN || get_be32(fh->data) != FH_MAGIC)
+	uint32_t magic = fh->len >= 8 ? get_be32(fh->data) : 0;
+	uint32_t n;
+	if (magic == FH_MAGIC && fh->len == FH_LEN)
+		n = 24;
+	else if (magic == KH_MAGIC && fh->len >= KH_HDR + 8 && fh->len <= RRR_NFS3_FHSIZE &&
+		 fh->data[17] <= KH_MAX && fh->len == KH_HDR + fh->data[17] + 8u)
+		n = KH_HDR + fh->data[17];
+	else
 		return RRR_NFS3ERR_BADHANDLE;
-	if (get_be32(fh->data + 4) != ex->export_id || !tag_ok(ex, fh)) {
+	if (get_be32(fh->data + 4) != ex->export_id || !tag_ok(ex, fh, n)) {
 		atomic_fetch_add(&ex->stale, 1);
 		return RRR_NFS3ERR_STALE;
 	}
 	*ino = get_be64(fh->data + 8);
-	*gen = get_be64(fh->data + 16);
+	*gen = magic == FH_MAGIC ? get_be64(fh->data + 16) : get_be64(fh->data + n);
+	return RRR_NFS3_OK;
+}
+
+/* Path of the object @fd relative to the export root, by the kernel's own
+ * name for it (/proc/self/fd), re-opened beneath the root to the same
+ * inode: 0 with @rel, or -ESTALE (unplaceable, deleted, or outside). */
+static int placed_beneath(struct fs_export *ex, int fd, const struct stat *st, char *rel)
+{
+	char proc[64], lp[PATH_MAX];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(proc, lp, sizeof(lp) - 1);
+	if (n <= 0)
+		return -ESTALE;
+	lp[n] = '\0';
+	size_t rl = strcmp(ex->root, "/") ? strlen(ex->root) : 0;
+	if (strncmp(lp, ex->root, rl) || (lp[rl] != '/' && lp[rl] != '\0'))
+		return -ESTALE;
+	const char *r = lp + rl;
+	while (*r == '/')
+		r++;
+	snprintf(rel, PATH_MAX, "%s", *r ? r : ".");
+	int vfd = open_beneath(ex, rel, O_PATH);
+	if (vfd < 0)
+		return -ESTALE;
+	struct stat vst;
+	bool same = fstat(vfd, &vst) == 0 && vst.st_ino == st->st_ino && vst.st_dev == st->st_dev;
+	close(vfd);
+	return same ? 0 : -ESTALE;
+}
+
+/* A kernel handle: open_by_handle_at on the root's mount, then confinement. */
+static uint32_t resolve_kernel(struct fs_export *ex, const struct rrr_nfs3_fh *fh, uint64_t ino,
+			       uint64_t key, struct fs_obj *o)
+{
+	struct kfh k;
+	k.h.handle_type = fh->data[16];
+	k.h.handle_bytes = fh->data[17];
+	memcpy(k.h.f_handle, fh->data + KH_HDR, k.h.handle_bytes);
+	fs_priv_begin();
+	int fd = open_by_handle_at(ex->mount_fd, &k.h, O_PATH | O_CLOEXEC);
+	uint32_t status = RRR_NFS3ERR_STALE;
+	struct stat st;
+	char rel[PATH_MAX];
+	if (fd < 0)
+		goto out;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != ino ||
+	    (st.st_nlink == 0 && !S_ISDIR(st.st_mode)))
+		goto out;
+	if (placed_beneath(ex, fd, &st, rel) == 0) {
+		status = RRR_NFS3_OK;
+	} else if (S_ISDIR(st.st_mode) && st.st_nlink == 0) {
+		/* a removed directory */
+	} else if (!S_ISDIR(st.st_mode) && fs_dmap_path(&ex->dmap, ino, ex->root_ino, rel) == 0 &&
+		   open_check(ex, rel, ino, 0, false, o) == 0) {
+		fs_obj_close(o);
+		status = RRR_NFS3_OK;
+	} else if (ex->whole_fs && !S_ISDIR(st.st_mode)) {
+		rel[0] = '\0'; /* on the export's file system, which is all exported */
+		status = RRR_NFS3_OK;
+	} else {
+		atomic_fetch_add(&ex->escapes, 1);
+	}
+out:
+	fs_priv_end();
+	if (status != RRR_NFS3_OK) {
+		if (fd >= 0)
+			close(fd);
+		atomic_fetch_add(&ex->stale, 1);
+		return status;
+	}
+	o->fd = fd;
+	o->st = st;
+	o->gen = key;
+	snprintf(o->path, sizeof(o->path), "%s", rel);
 	return RRR_NFS3_OK;
 }
 
@@ -538,21 +759,25 @@ uint32_t fs_resolve(struct fs_export *ex, const struct rrr_nfs3_fh *fh, struct f
 	uint32_t st = fs_fh_parse(ex, fh, &ino, &gen);
 	if (st != RRR_NFS3_OK)
 		return st;
+	if (get_be32(fh->data) == KH_MAGIC)
+		return resolve_kernel(ex, fh, ino, gen, o);
 	char path[PATH_MAX];
-	if (ino == ex->root_ino)
-		snprintf(path, sizeof(path), ".");
-	else if (!cache_get(ex, ino, path))
+	fs_priv_begin(); /* a handle needs no search permission above the object */
+	if (fs_dmap_path(&ex->dmap, ino, ex->root_ino, path) < 0)
 		path[0] = '\0';
-	if (path[0] && open_check(ex, path, ino, gen, true, o) == 0)
+	if (path[0] && open_check(ex, path, ino, gen, true, o) == 0) {
+		fs_priv_end();
 		return RRR_NFS3_OK;
+	}
 	if (ino == ex->root_ino || recently_missed(ex, ino) || scan_for(ex, ino, path) < 0 ||
 	    open_check(ex, path, ino, gen, true, o) < 0) {
+		fs_priv_end();
 		if (ino != ex->root_ino)
 			note_missed(ex, ino);
 		atomic_fetch_add(&ex->stale, 1);
 		return RRR_NFS3ERR_STALE;
 	}
-	fs_cache_put(ex, ino, path);
+	fs_priv_end();
 	return RRR_NFS3_OK;
 }
 
@@ -578,32 +803,75 @@ uint32_t fs_child_path(const struct fs_obj *dir, const char *name, char *out)
 	return RRR_NFS3_OK;
 }
 
+/* Open @name (a single component, "..", or ".") relative to the directory
+ * @dirfd, never leaving the export's mount, never following a final symlink. */
+static int open_in_dir(const struct fs_export *ex, int dirfd, const char *name)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(O_PATH | O_NOFOLLOW | O_CLOEXEC),
+		.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS,
+	};
+	if (use_openat2()) {
+		long fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+		if (fd >= 0 || errno != ENOSYS)
+			return fd >= 0 ? (int)fd : -errno;
+		atomic_store(&no_openat2, true);
+	}
+	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !same_mount(ex, fd, &st)) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
 uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *name,
 		   struct fs_obj *o)
 {
-	char path[PATH_MAX];
 	o->fd = -1;
 	if (!S_ISDIR(dir->st.st_mode))
 		return RRR_NFS3ERR_NOTDIR;
-	if (!strcmp(name, "."))
-		snprintf(path, sizeof(path), "%s", dir->path);
-	else if (!strcmp(name, "..")) {
-		/* The parent of the root is the root: nothing above is reachable. */
-		snprintf(path, sizeof(path), "%s", dir->path);
-		char *slash = strrchr(path, '/');
-		if (slash)
-			*slash = '\0';
-		else
-			snprintf(path, sizeof(path), ".");
-	} else {
+	bool dot = !strcmp(name, "."), dotdot = !strcmp(name, "..");
+	bool at_root = (uint64_t)dir->st.st_ino == ex->root_ino && dir->st.st_dev == ex->dev;
+	char path[PATH_MAX] = "";
+	if (!dot && !dotdot) {
 		uint32_t st = fs_check_name(name);
 		if (st)
 			return st;
-		st = fs_child_path(dir, name, path);
-		if (st)
+		if (dir->path[0] && (st = fs_child_path(dir, name, path)) != RRR_NFS3_OK)
 			return st;
+	} else if (dir->path[0]) {
+		snprintf(path, sizeof(path), "%s", dir->path);
+		if (dotdot) {
+			/* The parent of the root is the root: nothing above is reachable. */
+			char *slash = strrchr(path, '/');
+			if (slash)
+				*slash = '\0';
+			else
+				snprintf(path, sizeof(path), ".");
+		}
 	}
-	return fs_resolve_path(ex, path, o);
+	/* As the caller: the kernel checks search permission on @dir. */
+	int fd = open_in_dir(ex, dir->fd, dot || (dotdot && at_root) ? "." : name);
+	if (fd < 0) {
+		if (fd == -EXDEV)
+			atomic_fetch_add(&ex->escapes, 1);
+		return fs_errno_to_stat(-fd);
+	}
+	if (fstat(fd, &o->st) < 0) {
+		int err = errno;
+		close(fd);
+		return fs_errno_to_stat(err);
+	}
+	o->fd = fd;
+	o->gen = fs_gen(fd);
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	if (!dot && !dotdot)
+		fs_cache_put(ex, (uint64_t)o->st.st_ino, (uint64_t)dir->st.st_ino, name);
+	return RRR_NFS3_OK;
 }
 
 uint32_t fs_resolve_path(struct fs_export *ex, const char *rel, struct fs_obj *o)
@@ -623,8 +891,6 @@ uint32_t fs_resolve_path(struct fs_export *ex, const char *rel, struct fs_obj *o
 	o->fd = fd;
 	o->gen = fs_gen(fd);
 	snprintf(o->path, sizeof(o->path), "%s", rel);
-	if (o->st.st_ino != ex->root_ino)
-		fs_cache_put(ex, (uint64_t)o->st.st_ino, rel);
 	return RRR_NFS3_OK;
 }
 

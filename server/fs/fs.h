@@ -19,16 +19,34 @@
 #include <rrr/server.h>
 
 #define FS_MAX_MOUNTS 64u
-#define FS_CACHE_BUCKETS 4096u
-#define FS_CACHE_MAX 65536u
-#define FS_SCAN_MAX 1000000u /* directory entries visited to find a handle */
+#define FS_SCAN_MAX 1000000u /* directory entries visited to find a path handle */
 #define FS_MISSED 64u        /* remembered failed scans */
 #define FS_MISSED_SECS 2.0   /* ... for this long */
+#define FS_DMAP_BUCKETS 65536u
+#define FS_DMAP_MAX 4000000u /* inodes whose (parent, name) the server remembers */
+#define FS_DMAP_DEPTH 512u   /* directory levels a remembered path may have */
 
-struct fs_cache_ent {
-	struct fs_cache_ent *next;
-	uint64_t ino;
-	char path[]; /* relative to the export root, "." for the root */
+/* dmap.c: inode -> (parent inode, name), persistent in the state directory. */
+struct fs_dent;
+struct fs_dmap {
+	pthread_mutex_t lock;
+	struct fs_dent **b;
+	uint64_t n, records;
+	int fd;                      /* O_APPEND log, -1 without a state dir */
+	char path[PATH_MAX];
+};
+
+/* How handles are made (fh.c's essay). */
+enum fs_fh_mode {
+	FS_FH_KERNEL, /* name_to_handle_at / open_by_handle_at */
+	FS_FH_PATH,   /* inode + birth time, found through the dmap (fallback) */
+};
+
+/* cred.c: the identity a request runs with (after squashing). */
+struct fs_cred {
+	uint32_t uid, gid, ngids;
+	uint32_t gids[RRR_RPC_AUTH_SYS_MAX_GIDS];
+	uint64_t who; /* a digest of all of the above, for the fd cache */
 };
 
 #define FS_FDC_SLOTS 32u   /* cached open files (two descriptors each at most) */
@@ -50,19 +68,26 @@ struct fs_fdh {
 
 struct fs_export {
 	int root_fd;                 /* O_PATH | O_DIRECTORY */
+	int mount_fd;                /* O_RDONLY root, for open_by_handle_at (-1: none) */
 	char root[PATH_MAX];         /* realpath of the export */
 	char name[PATH_MAX];         /* path clients MNT (default: root) */
 	dev_t dev;
 	uint64_t root_ino;
+	uint64_t mnt_id;             /* statx mount id of root_fd (0: unknown) */
+	bool whole_fs;               /* the root is the root of its file system */
+	enum fs_fh_mode fh_mode;
+	char fh_why[160];            /* why the fallback mode is in use */
+	bool as_caller;              /* requests run with the caller's fsuid/fsgid/groups */
+	bool no_root_squash;         /* AUTH_SYS uid 0 stays root (default: squashed) */
+	uint32_t anon_uid, anon_gid; /* squashed and AUTH_NONE callers */
 	uint8_t key[16];             /* handle MAC key, persistent */
 	uint32_t export_id;
 	uint8_t write_verf[8];       /* changes at every start */
 	bool read_only;
 	bool verbose;
 
-	pthread_mutex_t lock;        /* cache and mount list */
-	struct fs_cache_ent *cache[FS_CACHE_BUCKETS];
-	uint32_t cache_n;
+	pthread_mutex_t lock;        /* missed list and mount list */
+	struct fs_dmap dmap;
 	/* Inodes a scan did not find recently (see fh.c): bounds the cost of a
 	 * client replaying handles of deleted files. */
 	struct { uint64_t ino; double when; } missed[FS_MISSED];
@@ -72,11 +97,14 @@ struct fs_export {
 
 	atomic_uint_fast64_t nfs_calls[RRR_NFS3_NPROCS];
 	atomic_uint_fast64_t mnt_calls[RRR_MNT_NPROCS];
-	atomic_uint_fast64_t stale, scans, escapes;
+	atomic_uint_fast64_t stale, scans, escapes, khandles, phandles;
 	struct fs_fdc fdc;
 };
 
-/* A resolved object: an O_PATH descriptor, its stat and its path. */
+/* A resolved object: an O_PATH descriptor, its stat and (where known) its
+ * path relative to the export root ("" when unknown: kernel handles of
+ * non-directories need none). gen: the birth time for path handles, the
+ * handle's tag for kernel handles (the fd cache's key with the inode). */
 struct fs_obj {
 	int fd;
 	struct stat st;
@@ -87,8 +115,12 @@ struct fs_obj {
 /* fh.c */
 int fs_export_open(struct fs_export *ex, const char *dir, const char *state_dir);
 void fs_export_close(struct fs_export *ex);
-/* Build the handle of an object of the export. */
-void fs_fh_make(const struct fs_export *ex, uint64_t ino, uint64_t gen, struct rrr_nfs3_fh *fh);
+/* Build the handle of @o, an object of the export: a kernel handle where
+ * the mode and the file system allow and it fits, else a path handle
+ * (which also records @o's path where known). Never fails. */
+void fs_fh_make(struct fs_export *ex, const struct fs_obj *o, struct rrr_nfs3_fh *fh);
+/* One line for the start-up log: which handle mode, what it cannot do. */
+void fs_fh_describe(const struct fs_export *ex, char *out, size_t len);
 /* Check a handle's form and tag (not the object): NFS3_OK with the inode
  * number and generation it names, or BADHANDLE / STALE. */
 uint32_t fs_fh_parse(struct fs_export *ex, const struct rrr_nfs3_fh *fh, uint64_t *ino,
@@ -103,8 +135,8 @@ uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *n
 uint32_t fs_resolve_path(struct fs_export *ex, const char *rel, struct fs_obj *o);
 /* Check a name for CREATE/REMOVE/...: NFS3_OK or an nfsstat3. */
 uint32_t fs_check_name(const char *name);
-/* Remember (or forget) where an inode lives. */
-void fs_cache_put(struct fs_export *ex, uint64_t ino, const char *path);
+/* Remember that @ino is named @name in directory @parent_ino. */
+void fs_cache_put(struct fs_export *ex, uint64_t ino, uint64_t parent_ino, const char *name);
 /* Child path of @dir for @name into @out (PATH_MAX); NFS3_OK or NAMETOOLONG. */
 uint32_t fs_child_path(const struct fs_obj *dir, const char *name, char *out);
 /* Generation of an open object (statx birth time, 0 when unknown). */
@@ -119,10 +151,13 @@ void fs_fdc_destroy(struct fs_fdc *c);
 /* Borrow the cached descriptor of kind @flags (O_RDONLY or O_WRONLY) for
  * (@ino, @gen), only while its path was proved less than FS_FDC_TTL ago:
  * 0 with @h filled, or -ENOENT (take the slow path, then fs_fdc_offer). */
-int fs_fdc_get(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, struct fs_fdh *h);
+int fs_fdc_get(struct fs_fdc *c, uint64_t ino, uint64_t gen, uint64_t who, int flags,
+	       struct fs_fdh *h);
 void fs_fdc_put(struct fs_fdc *c, struct fs_fdh *h);
-/* Offer a duplicate of @fd, just opened by the full resolution of (@ino, @gen). */
-void fs_fdc_offer(struct fs_fdc *c, uint64_t ino, uint64_t gen, int flags, int fd);
+/* Offer a duplicate of @fd, just opened by the full resolution of (@ino, @gen)
+ * with the permission checks of identity @who (fs_cred.who): only a request
+ * of the same identity gets it back. */
+void fs_fdc_offer(struct fs_fdc *c, uint64_t ino, uint64_t gen, uint64_t who, int flags, int fd);
 /* Drop the entries of @ino / all entries (descriptors close at last put). */
 void fs_fdc_forget(struct fs_fdc *c, uint64_t ino);
 void fs_fdc_clear(struct fs_fdc *c);
@@ -135,9 +170,51 @@ uint32_t fs_errno_to_stat(int err);
 /* Apply a sattr3 to @o; NFS3_OK or nfsstat3. */
 /* True for an AUTH_SYS caller with uid 0 (may chown, may set S_ISUID/S_ISGID). */
 bool fs_caller_root(const struct rrr_rpc_call *call);
-uint32_t fs_apply_sattr(const struct fs_obj *o, const struct rrr_nfs3_sattr *s,
-			const struct rrr_rpc_call *call);
-uint32_t fs_access(const struct stat *st, const struct rrr_rpc_call *call, uint32_t want);
+uint32_t fs_apply_sattr(const struct fs_export *ex, const struct fs_obj *o,
+			const struct rrr_nfs3_sattr *s, const struct rrr_rpc_call *call);
+/* ACCESS bits of @want the caller (the thread's identity) has on @o. */
+uint32_t fs_access(const struct fs_export *ex, const struct fs_obj *o,
+		   const struct rrr_rpc_call *call, uint32_t want);
+/* A data descriptor of @o opened as the caller, with knfsd's owner override
+ * (the owner may read/write whatever the mode): fd or -errno. */
+int fs_open_data(const struct fs_export *ex, const struct fs_obj *o, int flags);
+
+/* dmap.c (see its essay). Locking: internal mutex. */
+int fs_dmap_open(struct fs_dmap *m, const char *state_dir, uint32_t export_id);
+void fs_dmap_close(struct fs_dmap *m);
+/* Record an edge; appended to the log when new or changed. */
+void fs_dmap_put(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *name);
+/* The remembered path of @ino relative to the root ("a/b"; "." for the root):
+ * 0, -ENOENT (unknown) or -ENAMETOOLONG. A hint: open it and check. */
+int fs_dmap_path(struct fs_dmap *m, uint64_t ino, uint64_t root_ino, char *out);
+
+/* cred.c (see its essay). The per-thread identity of the calling worker. */
+/* Decide whether requests can run as their callers (the server is root),
+ * and clear the umask (clients send modes with their umask applied). */
+void fs_cred_init(struct fs_export *ex);
+/* The identity @call runs with: AUTH_SYS ids, root squashed unless
+ * ex->no_root_squash; AUTH_NONE and others get the anonymous ids. */
+void fs_cred_of_call(const struct fs_export *ex, const struct rrr_rpc_call *call,
+		     struct fs_cred *c);
+/* Make the calling thread act as @c (fsuid, fsgid, supplementary groups,
+ * per thread): 0 or -errno (then the request must fail with ACCES). */
+int fs_cred_enter(const struct fs_export *ex, const struct fs_cred *c);
+/* Back to the server's own identity (fsuid 0) after a request. */
+void fs_cred_leave(void);
+/* Around handle resolution (open_by_handle_at needs CAP_DAC_READ_SEARCH,
+ * dropped from the effective set while fsuid is not 0): nestable. */
+void fs_priv_begin(void);
+void fs_priv_end(void);
+/* The identity the thread acts as now (the last fs_cred_enter). */
+const struct fs_cred *fs_cred_current(void);
+/* Run @fn(@arg) as @c on the calling worker's agent thread (created on
+ * first use), waiting for it: the worker's own credentials never change
+ * (RDMA devices refuse writes from a thread whose credentials changed).
+ * Without ex->as_caller, runs @fn here. 0, or -errno when the identity
+ * could not be taken (@fn did not run) or no agent could be started.
+ * MAY BLOCK (the file system work of a request). */
+int fs_as_caller(const struct fs_export *ex, const struct fs_cred *c, void (*fn)(void *),
+		 void *arg);
 
 /* nfs3_proc.c, mount.c */
 extern const struct rrr_svc_proc fs_nfs3_procs[RRR_NFS3_NPROCS];

@@ -92,6 +92,9 @@ static void usage(FILE *f)
 		"  --state-dir DIR       where the file handle key lives (default\n"
 		"                        /var/lib/rrr-server as root, else ~/.rrr-server)\n"
 		"  --read-only           refuse every modification (NFS3ERR_ROFS)\n"
+		"  --no-root-squash      AUTH_SYS uid 0 acts as root (default: as --anon-uid)\n"
+		"  --anon-uid N, --anon-gid N  identity of squashed and AUTH_NONE callers\n"
+		"                        (default 65534)\n"
 		"  --port-file FILE      write \"rdma=N mount=N tcp=N\" there once listening\n"
 		"  --log-level LEVEL     error, warning, notice (default), info or debug\n"
 		"  --verbose             log mounts (--log-level info)\n"
@@ -143,6 +146,9 @@ static void print_counters(FILE *f, const char *title)
 		(unsigned long long)atomic_load(&ex->stale),
 		(unsigned long long)atomic_load(&ex->scans),
 		(unsigned long long)atomic_load(&ex->escapes));
+	fprintf(f, "  fh.kernel_handles %llu\n  fh.path_handles %llu\n",
+		(unsigned long long)atomic_load(&ex->khandles),
+		(unsigned long long)atomic_load(&ex->phandles));
 	fprintf(f, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n",
 		(unsigned long long)atomic_load(&ex->fdc.hits),
 		(unsigned long long)atomic_load(&ex->fdc.misses));
@@ -226,7 +232,6 @@ static void reload_cb(void *arg)
 			  diff, g_config);
 	/* keep the restart-only keys as running, take the live ones */
 	g_conf.read_only = next.read_only;
-	g_conf.root_squash = next.root_squash;
 	g_conf.log_level = next.log_level;
 	g_conf.nallow = next.nallow;
 	memcpy(g_conf.allow, next.allow, sizeof(next.allow[0]) * next.nallow);
@@ -256,7 +261,7 @@ int main(int argc, char **argv)
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
 	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP,
 	       O_CONFIG, O_CHECK, O_ALLOW, O_LOGLEVEL, O_STATS, O_STATSSOCK, O_DRC, O_MAXC,
-	       O_MAXCA, O_IDLE, O_SETUP, O_MAXSETUP };
+	       O_MAXCA, O_IDLE, O_SETUP, O_MAXSETUP, O_NOSQUASH, O_ANONUID, O_ANONGID };
 	static const struct option lopts[] = {
 		{"export", required_argument, NULL, O_EXPORT},
 		{"name", required_argument, NULL, O_NAME},
@@ -286,6 +291,9 @@ int main(int argc, char **argv)
 		{"idle-timeout", required_argument, NULL, O_IDLE},
 		{"setup-timeout", required_argument, NULL, O_SETUP},
 		{"max-setup", required_argument, NULL, O_MAXSETUP},
+		{"no-root-squash", no_argument, NULL, O_NOSQUASH},
+		{"anon-uid", required_argument, NULL, O_ANONUID},
+		{"anon-gid", required_argument, NULL, O_ANONGID},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -322,6 +330,9 @@ int main(int argc, char **argv)
 		case O_IDLE: bad |= cli_set(FS_K_IDLE_TIMEOUT, optarg); break;
 		case O_SETUP: bad |= cli_set(FS_K_SETUP_TIMEOUT, optarg); break;
 		case O_MAXSETUP: bad |= cli_set(FS_K_MAX_SETUP, optarg); break;
+		case O_NOSQUASH: bad |= cli_set(FS_K_ROOT_SQUASH, "no"); break;
+		case O_ANONUID: bad |= cli_set(FS_K_ANON_UID, optarg); break;
+		case O_ANONGID: bad |= cli_set(FS_K_ANON_GID, optarg); break;
 		case O_CONFIG: g_config = optarg; break;
 		case O_CHECK: check_only = true; break;
 		case O_STATS: stats = true; break;
@@ -412,6 +423,9 @@ int main(int argc, char **argv)
 	struct fs_export *ex = &g_ex;
 	ex->root_fd = -1;
 	ex->verbose = cf->log_level >= LOG_INFO;
+	ex->no_root_squash = !cf->root_squash;
+	ex->anon_uid = cf->anon_uid;
+	ex->anon_gid = cf->anon_gid;
 	if (cf->name[0])
 		snprintf(ex->name, sizeof(ex->name), "%s", cf->name);
 	if (fs_access_set(cf) < 0) {
@@ -523,6 +537,16 @@ int main(int argc, char **argv)
 		fs_log("also NFS+MOUNT over TCP on port %u", bound_tcp);
 	if (cf->listen[0])
 		fs_log("listening on %s", cf->listen);
+	char fhline[512];
+	fs_fh_describe(ex, fhline, sizeof(fhline));
+	fs_log("%s", fhline);
+	if (ex->as_caller)
+		fs_log("requests run as their callers (fsuid/fsgid/groups per thread); root %s, "
+		       "anonymous %u:%u", ex->no_root_squash ? "not squashed" : "squashed",
+		       ex->anon_uid, ex->anon_gid);
+	else
+		fs_log("warning: not root, so every request runs as this server's user; "
+		       "permission checks are the server's, not the caller's");
 	fs_log_at(LOG_INFO, "open to %s; stats socket %s; config %s", who, cf->stats_socket,
 		  g_config ? g_config : "none (flags only)");
 	if (port_file) {

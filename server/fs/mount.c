@@ -118,7 +118,7 @@ static int m_mnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *
 					   ? st
 					   : RRR_MNT3ERR_IO;
 		} else {
-			fs_fh_make(ex, o.st.st_ino, o.gen, &r.fh);
+			fs_fh_make(ex, &o, &r.fh);
 			r.nflavors = 2;
 			r.flavors[0] = RRR_AUTH_SYS;
 			r.flavors[1] = RRR_AUTH_NONE;

@@ -23,6 +23,25 @@
  * verifier, drawn at random when the server starts, so a client that sees
  * it change after a restart re-sends its uncommitted writes.
  *
+ * Identity: every procedure runs as its caller (cred.c): the wrappers of
+ * the procedure table (AS_CALLER) hand it to the worker's agent thread,
+ * which acts as the request's (squashed) AUTH_SYS identity, so the kernel
+ * checks every open, create, remove, rename and attribute change; READ and
+ * WRITE first try the descriptor cache on the worker (a descriptor that the
+ * same identity opened) and hand only their slow path over. New objects belong to the caller because
+ * the caller made them.
+ *
+ * Creation (RFC 1813 3.3.8): UNCHECKED creates or keeps an existing regular
+ * file (applying only the size asked for); GUARDED fails with EXIST when
+ * the name exists; EXCLUSIVE stores the client's verifier in the new
+ * file's atime and mtime seconds (31 bits each, as knfsd, so every file
+ * system can hold them), and a re-sent EXCLUSIVE CREATE that finds a
+ * regular file carrying the same verifier answers OK with that file's
+ * handle; the client's SETATTR that follows then sets the real mode and
+ * times. MKNOD makes FIFOs and sockets for anyone allowed to create in the
+ * directory, and character or block devices where the caller's identity
+ * may (root not squashed: the kernel asks for CAP_MKNOD).
+ *
  * Recovery: a handle that no longer resolves is NFS3ERR_STALE; a request
  * that fails half way (e.g. CREATE succeeded but the new object cannot be
  * looked up) still replies with what is known, and the client may retry.
@@ -34,6 +53,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "server/fs/fs.h"
@@ -47,6 +67,41 @@ static struct fs_export *begin(struct rrr_svc_req *req, unsigned proc)
 	return ex;
 }
 
+/* The identity digest of the request being served (on the agent). */
+static uint64_t who(void)
+{
+	return fs_cred_current()->who;
+}
+
+/* Run a whole procedure as its caller (cred.c's agent thread). */
+struct job {
+	int (*fn)(struct rrr_svc_req *, struct rrr_xdr *, struct rrr_xdr *);
+	struct rrr_svc_req *req;
+	struct rrr_xdr *args, *res;
+	int rc;
+};
+
+static void run_job(void *p)
+{
+	struct job *j = p;
+	j->rc = j->fn(j->req, j->args, j->res);
+}
+
+static int as_caller(int (*fn)(struct rrr_svc_req *, struct rrr_xdr *, struct rrr_xdr *),
+		     struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	struct fs_export *ex = rrr_svc_req_program_ctx(req);
+	struct fs_cred c;
+	fs_cred_of_call(ex, rrr_svc_req_call(req), &c);
+	struct job j = {fn, req, args, res, RRR_SVC_SYSTEM_ERR};
+	int rc = fs_as_caller(ex, &c, run_job, &j);
+	if (rc < 0) {
+		fs_log("cannot act as uid %u gid %u: %s", c.uid, c.gid, strerror(-rc));
+		return RRR_SVC_SYSTEM_ERR;
+	}
+	return j.rc;
+}
+
 static int finish(int rc)
 {
 	return rc < 0 ? RRR_SVC_SYSTEM_ERR : 0;
@@ -55,17 +110,6 @@ static int finish(int rc)
 static const struct rrr_rpc_call *call_of(struct rrr_svc_req *req)
 {
 	return rrr_svc_req_call(req);
-}
-
-/* Give a new object to the caller when the server runs as root. */
-static void chown_new(struct rrr_svc_req *req, int dirfd, const char *name)
-{
-	const struct rrr_rpc_call *c = call_of(req);
-	if (geteuid() != 0 || !c || c->cred.flavor != RRR_AUTH_SYS)
-		return;
-	if (fchownat(dirfd, name, c->cred.sys.uid, c->cred.sys.gid, AT_SYMLINK_NOFOLLOW) < 0) {
-		/* best effort: the object exists and belongs to the server */
-	}
 }
 
 /* ------------------------------------------------------------ NULL, GETATTR */
@@ -109,7 +153,7 @@ static int p_setattr(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 					   (uint32_t)o.st.st_ctim.tv_nsec != a.guard_ctime.nsec))
 			r.status = RRR_NFS3ERR_NOT_SYNC;
 		else
-			r.status = fs_apply_sattr(&o, &a.attr, rrr_svc_req_call(req));
+			r.status = fs_apply_sattr(ex, &o, &a.attr, rrr_svc_req_call(req));
 		fs_fdc_forget(&ex->fdc, (uint64_t)o.st.st_ino);
 		fs_post_op(ex, o.fd, &r.wcc.after);
 	}
@@ -130,7 +174,7 @@ static int p_lookup(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 	if (r.status == RRR_NFS3_OK) {
 		r.status = fs_lookup(ex, &d, a.name, &o);
 		if (r.status == RRR_NFS3_OK) {
-			fs_fh_make(ex, o.st.st_ino, o.gen, &r.fh);
+			fs_fh_make(ex, &o, &r.fh);
 			r.obj_attr.present = true;
 			fs_fattr(ex, &o.st, &r.obj_attr.attr);
 		}
@@ -151,7 +195,7 @@ static int p_access(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 	struct fs_obj o;
 	r.status = fs_resolve(ex, &a.fh, &o);
 	if (r.status == RRR_NFS3_OK) {
-		r.access = fs_access(&o.st, call_of(req), a.access);
+		r.access = fs_access(ex, &o, call_of(req), a.access);
 		if (ex->read_only)
 			r.access &= ~(RRR_NFS3_ACCESS_MODIFY | RRR_NFS3_ACCESS_EXTEND |
 				      RRR_NFS3_ACCESS_DELETE);
@@ -200,13 +244,13 @@ static int p_readlink(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_
  * the file lost its last link), or -1 when the buffer cannot be allocated.
  */
 static int read_fast(struct rrr_svc_req *req, struct fs_export *ex,
-		     const struct rrr_nfs3_read_args *a, uint32_t count,
+		     const struct rrr_nfs3_read_args *a, uint32_t count, uint64_t who_,
 		     struct rrr_nfs3_read_res *r, struct iovec *iov)
 {
 	uint64_t ino, gen;
 	struct fs_fdh h;
 	if (a->offset > INT64_MAX || fs_fh_parse(ex, &a->fh, &ino, &gen) != RRR_NFS3_OK ||
-	    fs_fdc_get(&ex->fdc, ino, gen, O_RDONLY, &h) < 0)
+	    fs_fdc_get(&ex->fdc, ino, gen, who_, O_RDONLY, &h) < 0)
 		return 1;
 	void *buf = count ? rrr_svc_req_alloc(req, count) : NULL;
 	if (count && !buf) {
@@ -240,6 +284,66 @@ static int read_fast(struct rrr_svc_req *req, struct fs_export *ex,
 	return 0;
 }
 
+/* READ's slow path, as the caller: full resolution, open, pread. */
+struct read_ctx {
+	struct rrr_svc_req *req;
+	struct fs_export *ex;
+	const struct rrr_nfs3_read_args *a;
+	uint32_t count;
+	struct rrr_nfs3_read_res *r;
+	struct iovec *iov;
+};
+
+static void read_slow(void *p)
+{
+	struct read_ctx *x = p;
+	struct fs_export *ex = x->ex;
+	const struct rrr_nfs3_read_args *a = x->a;
+	struct rrr_nfs3_read_res *r = x->r;
+	uint32_t count = x->count;
+	struct fs_obj o;
+	r->status = fs_resolve(ex, &a->fh, &o);
+	if (r->status == RRR_NFS3_OK) {
+		int fd = -1;
+		if (S_ISDIR(o.st.st_mode))
+			r->status = RRR_NFS3ERR_ISDIR;
+		else if (!S_ISREG(o.st.st_mode))
+			r->status = RRR_NFS3ERR_INVAL;
+		else if ((fd = fs_open_data(ex, &o, O_RDONLY)) < 0)
+			r->status = fs_errno_to_stat(-fd);
+		else if (a->offset > INT64_MAX)
+			r->status = RRR_NFS3ERR_INVAL;
+		if (fd >= 0)
+			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, who(), O_RDONLY, fd);
+		if (r->status == RRR_NFS3_OK) {
+			void *buf = count ? rrr_svc_req_alloc(x->req, count) : NULL;
+			ssize_t n = 0;
+			if (count && !buf)
+				n = -1, errno = ENOMEM;
+			else if (count)
+				n = pread(fd, buf, count, (off_t)a->offset);
+			if (n < 0) {
+				r->status = fs_errno_to_stat(errno);
+			} else {
+				struct stat st;
+				r->count = (uint32_t)n;
+				r->eof = fstat(fd, &st) == 0 &&
+					 a->offset + (uint64_t)n >= (uint64_t)st.st_size;
+				x->iov->iov_base = buf;
+				x->iov->iov_len = (size_t)n;
+				r->iov = x->iov;
+				r->niov = n ? 1 : 0;
+				r->data_len = (uint32_t)n;
+			}
+		}
+		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r->attr);
+		if (fd >= 0)
+			close(fd);
+	}
+	fs_obj_close(&o);
+}
+
+/* On the worker: the descriptor cache first, else read_slow as the caller. */
 static int p_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct fs_export *ex = begin(req, RRR_NFS3_READ);
@@ -254,49 +358,14 @@ static int p_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 		max = RRR_NFS3_MAX_DATA;
 	if (count > max)
 		count = max;
-	int frc = read_fast(req, ex, &a, count, &r, &iov);
+	struct fs_cred c;
+	fs_cred_of_call(ex, call_of(req), &c);
+	int frc = read_fast(req, ex, &a, count, c.who, &r, &iov);
 	if (frc <= 0)
 		return frc < 0 ? RRR_SVC_SYSTEM_ERR : finish(rrr_nfs3_xdr_read_res(res, &r));
-	struct fs_obj o;
-	r.status = fs_resolve(ex, &a.fh, &o);
-	if (r.status == RRR_NFS3_OK) {
-		int fd = -1;
-		if (S_ISDIR(o.st.st_mode))
-			r.status = RRR_NFS3ERR_ISDIR;
-		else if (!S_ISREG(o.st.st_mode))
-			r.status = RRR_NFS3ERR_INVAL;
-		else if ((fd = fs_reopen(&o, O_RDONLY)) < 0)
-			r.status = fs_errno_to_stat(-fd);
-		else if (a.offset > INT64_MAX)
-			r.status = RRR_NFS3ERR_INVAL;
-		if (fd >= 0)
-			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, O_RDONLY, fd);
-		if (r.status == RRR_NFS3_OK) {
-			void *buf = count ? rrr_svc_req_alloc(req, count) : NULL;
-			ssize_t n = 0;
-			if (count && !buf)
-				n = -1, errno = ENOMEM;
-			else if (count)
-				n = pread(fd, buf, count, (off_t)a.offset);
-			if (n < 0) {
-				r.status = fs_errno_to_stat(errno);
-			} else {
-				struct stat st;
-				r.count = (uint32_t)n;
-				r.eof = fstat(fd, &st) == 0 &&
-					a.offset + (uint64_t)n >= (uint64_t)st.st_size;
-				iov.iov_base = buf;
-				iov.iov_len = (size_t)n;
-				r.iov = &iov;
-				r.niov = n ? 1 : 0;
-				r.data_len = (uint32_t)n;
-			}
-		}
-		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r.attr);
-		if (fd >= 0)
-			close(fd);
-	}
-	fs_obj_close(&o);
+	struct read_ctx x = {req, ex, &a, count, &r, &iov};
+	if (fs_as_caller(ex, &c, read_slow, &x) < 0)
+		return RRR_SVC_SYSTEM_ERR;
 	return finish(rrr_nfs3_xdr_read_res(res, &r));
 }
 
@@ -345,14 +414,14 @@ static void write_data(struct fs_export *ex, int fd, const struct rrr_nfs3_write
  * written), pwritev, fstat. Returns 0 with @r filled, 1 for the slow path.
  */
 static int write_fast(struct fs_export *ex, const struct rrr_nfs3_write_args *a,
-		      uint32_t count, struct rrr_nfs3_write_res *r)
+		      uint32_t count, uint64_t who_, struct rrr_nfs3_write_res *r)
 {
 	uint64_t ino, gen;
 	struct fs_fdh h;
 	struct stat st;
 	if (ex->read_only || a->offset > INT64_MAX - (uint64_t)count ||
 	    fs_fh_parse(ex, &a->fh, &ino, &gen) != RRR_NFS3_OK ||
-	    fs_fdc_get(&ex->fdc, ino, gen, O_WRONLY, &h) < 0)
+	    fs_fdc_get(&ex->fdc, ino, gen, who_, O_WRONLY, &h) < 0)
 		return 1;
 	if (fstat(h.fd, &st) < 0 || st.st_nlink == 0 || !S_ISREG(st.st_mode)) {
 		fs_fdc_put(&ex->fdc, &h);
@@ -367,6 +436,46 @@ static int write_fast(struct fs_export *ex, const struct rrr_nfs3_write_args *a,
 	return 0;
 }
 
+/* WRITE's slow path, as the caller. */
+struct write_ctx {
+	struct fs_export *ex;
+	const struct rrr_nfs3_write_args *a;
+	uint32_t count;
+	struct rrr_nfs3_write_res *r;
+};
+
+static void write_slow(void *p)
+{
+	struct write_ctx *x = p;
+	struct fs_export *ex = x->ex;
+	const struct rrr_nfs3_write_args *a = x->a;
+	struct rrr_nfs3_write_res *r = x->r;
+	uint32_t count = x->count;
+	struct fs_obj o;
+	r->status = fs_resolve(ex, &a->fh, &o);
+	if (r->status == RRR_NFS3_OK) {
+		fs_wcc_pre(&o.st, &r->wcc);
+		int fd = -1;
+		if (ex->read_only)
+			r->status = RRR_NFS3ERR_ROFS;
+		else if (S_ISDIR(o.st.st_mode))
+			r->status = RRR_NFS3ERR_ISDIR;
+		else if (!S_ISREG(o.st.st_mode) || a->offset > INT64_MAX - (uint64_t)count)
+			r->status = RRR_NFS3ERR_INVAL;
+		else if ((fd = fs_open_data(ex, &o, O_WRONLY)) < 0)
+			r->status = fs_errno_to_stat(-fd);
+		if (r->status == RRR_NFS3_OK) {
+			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, who(), O_WRONLY, fd);
+			write_data(ex, fd, a, count, r);
+		}
+		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r->wcc.after);
+		if (fd >= 0)
+			close(fd);
+	}
+	fs_obj_close(&o);
+}
+
+/* On the worker: the descriptor cache first, else write_slow as the caller. */
 static int p_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct fs_export *ex = begin(req, RRR_NFS3_WRITE);
@@ -377,30 +486,13 @@ static int p_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 		return RRR_SVC_GARBAGE_ARGS;
 	struct rrr_nfs3_write_res r = {0};
 	uint32_t count = a->count < a->data_len ? a->count : a->data_len;
-	if (write_fast(ex, a, count, &r) == 0)
+	struct fs_cred c;
+	fs_cred_of_call(ex, call_of(req), &c);
+	if (write_fast(ex, a, count, c.who, &r) == 0)
 		return finish(rrr_nfs3_xdr_write_res(res, &r));
-	struct fs_obj o;
-	r.status = fs_resolve(ex, &a->fh, &o);
-	if (r.status == RRR_NFS3_OK) {
-		fs_wcc_pre(&o.st, &r.wcc);
-		int fd = -1;
-		if (ex->read_only)
-			r.status = RRR_NFS3ERR_ROFS;
-		else if (S_ISDIR(o.st.st_mode))
-			r.status = RRR_NFS3ERR_ISDIR;
-		else if (!S_ISREG(o.st.st_mode) || a->offset > INT64_MAX - (uint64_t)count)
-			r.status = RRR_NFS3ERR_INVAL;
-		else if ((fd = fs_reopen(&o, O_WRONLY)) < 0)
-			r.status = fs_errno_to_stat(-fd);
-		if (r.status == RRR_NFS3_OK) {
-			fs_fdc_offer(&ex->fdc, (uint64_t)o.st.st_ino, o.gen, O_WRONLY, fd);
-			write_data(ex, fd, a, count, &r);
-		}
-		fs_post_op(ex, fd >= 0 ? fd : o.fd, &r.wcc.after);
-		if (fd >= 0)
-			close(fd);
-	}
-	fs_obj_close(&o);
+	struct write_ctx x = {ex, a, count, &r};
+	if (fs_as_caller(ex, &c, write_slow, &x) < 0)
+		return RRR_SVC_SYSTEM_ERR;
 	return finish(rrr_nfs3_xdr_write_res(res, &r));
 }
 
@@ -415,7 +507,10 @@ static int p_commit(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 	r.status = fs_resolve(ex, &a.fh, &o);
 	if (r.status == RRR_NFS3_OK) {
 		fs_wcc_pre(&o.st, &r.wcc);
+		/* fsync is no access: any caller with the handle may COMMIT */
+		fs_priv_begin();
 		int fd = S_ISREG(o.st.st_mode) ? fs_reopen(&o, O_RDONLY) : -EINVAL;
+		fs_priv_end();
 		if (fd < 0)
 			r.status = fs_errno_to_stat(-fd);
 		else if (fsync(fd) < 0)
@@ -452,11 +547,75 @@ static void created(struct fs_export *ex, struct fs_obj *d, const char *name,
 	struct fs_obj o;
 	if (fs_lookup(ex, d, name, &o) == RRR_NFS3_OK) {
 		r->fh_present = true;
-		fs_fh_make(ex, o.st.st_ino, o.gen, &r->fh);
+		fs_fh_make(ex, &o, &r->fh);
 		r->attr.present = true;
 		fs_fattr(ex, &o.st, &r->attr.attr);
 	}
 	fs_obj_close(&o);
+}
+
+/* The allowed permission bits of a new object: all of them as the caller
+ * (the kernel clears what the caller may not set), else no set-ID bits for
+ * a caller that is not root. */
+static mode_t allowed_bits(const struct fs_export *ex, struct rrr_svc_req *req)
+{
+	return ex->as_caller || fs_caller_root(rrr_svc_req_call(req)) ? 07777u : 01777u;
+}
+
+/* EXCLUSIVE create verifier as stored in atime and mtime seconds. */
+static void verf_times(const uint8_t v[8], struct timespec ts[2])
+{
+	uint32_t v0 = (uint32_t)v[0] << 24 | (uint32_t)v[1] << 16 | (uint32_t)v[2] << 8 | v[3];
+	uint32_t v1 = (uint32_t)v[4] << 24 | (uint32_t)v[5] << 16 | (uint32_t)v[6] << 8 | v[7];
+	ts[0] = (struct timespec){.tv_sec = (time_t)(v0 & 0x7fffffffu)};
+	ts[1] = (struct timespec){.tv_sec = (time_t)(v1 & 0x7fffffffu)};
+}
+
+static uint32_t create_file(struct fs_export *ex, struct rrr_svc_req *req, struct fs_obj *d,
+			    const struct rrr_nfs3_create_args *a)
+{
+	const char *name = a->where.name;
+	mode_t mode = a->mode != RRR_NFS3_EXCLUSIVE && a->attr.set_mode
+			      ? a->attr.mode & allowed_bits(ex, req)
+			      : 0644;
+	int fd = openat(d->fd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd >= 0) {
+		uint32_t st = RRR_NFS3_OK;
+		if (a->mode == RRR_NFS3_EXCLUSIVE) {
+			struct timespec ts[2];
+			verf_times(a->verf, ts);
+			if (futimens(fd, ts) < 0)
+				st = fs_errno_to_stat(errno);
+		} else if (a->attr.set_size && a->attr.size &&
+			   ftruncate(fd, (off_t)(a->attr.size > INT64_MAX ? INT64_MAX
+									 : a->attr.size)) < 0) {
+			st = fs_errno_to_stat(errno);
+		}
+		close(fd);
+		return st;
+	}
+	if (errno != EEXIST || a->mode == RRR_NFS3_GUARDED)
+		return fs_errno_to_stat(errno);
+	struct fs_obj o;
+	uint32_t st = fs_lookup(ex, d, name, &o);
+	if (st != RRR_NFS3_OK)
+		return st == RRR_NFS3ERR_NOENT ? RRR_NFS3ERR_EXIST : st;
+	if (!S_ISREG(o.st.st_mode)) {
+		st = RRR_NFS3ERR_EXIST;
+	} else if (a->mode == RRR_NFS3_EXCLUSIVE) {
+		/* a re-sent EXCLUSIVE create: the same verifier is success */
+		struct timespec ts[2];
+		verf_times(a->verf, ts);
+		if (o.st.st_atim.tv_sec != ts[0].tv_sec || o.st.st_mtim.tv_sec != ts[1].tv_sec)
+			st = RRR_NFS3ERR_EXIST;
+	} else if (a->attr.set_size) {
+		/* UNCHECKED over an existing file: only the size is applied */
+		struct rrr_nfs3_sattr sz = {.set_size = true, .size = a->attr.size};
+		st = fs_apply_sattr(ex, &o, &sz, rrr_svc_req_call(req));
+		fs_fdc_forget(&ex->fdc, (uint64_t)o.st.st_ino);
+	}
+	fs_obj_close(&o);
+	return st;
 }
 
 static int p_create(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
@@ -469,44 +628,10 @@ static int p_create(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 	struct fs_obj d;
 	r.status = dir_begin(ex, &a.where, &d, &r.dir_wcc);
 	if (r.status == RRR_NFS3_OK) {
-		mode_t allowed = fs_caller_root(rrr_svc_req_call(req)) ? 07777u : 01777u;
-		mode_t mode = a.mode != RRR_NFS3_EXCLUSIVE && a.attr.set_mode ? a.attr.mode & allowed
-									       : 0644;
-		int flags = O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
-		if (a.mode != RRR_NFS3_UNCHECKED)
-			flags |= O_EXCL;
-		int fd = openat(d.fd, a.where.name, flags, mode);
-		if (fd < 0 && errno == EEXIST && a.mode == RRR_NFS3_EXCLUSIVE) {
-			/* Retransmitted EXCLUSIVE create: the verifier is in atime/mtime. */
-			struct stat st;
-			uint32_t v0 = (uint32_t)a.verf[0] << 24 | a.verf[1] << 16 | a.verf[2] << 8 | a.verf[3];
-			uint32_t v1 = (uint32_t)a.verf[4] << 24 | a.verf[5] << 16 | a.verf[6] << 8 | a.verf[7];
-			if (fstatat(d.fd, a.where.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISREG(st.st_mode) && (uint32_t)st.st_atim.tv_sec == v0 &&
-			    (uint32_t)st.st_mtim.tv_sec == v1)
-				errno = 0;
-			else
-				errno = EEXIST;
-			r.status = fs_errno_to_stat(errno);
-		} else if (fd < 0) {
-			r.status = fs_errno_to_stat(errno);
-		} else {
-			chown_new(req, d.fd, a.where.name);
-			if (a.mode == RRR_NFS3_EXCLUSIVE) {
-				struct timespec ts[2] = {
-					{.tv_sec = (time_t)((uint32_t)a.verf[0] << 24 | a.verf[1] << 16 |
-							    a.verf[2] << 8 | a.verf[3])},
-					{.tv_sec = (time_t)((uint32_t)a.verf[4] << 24 | a.verf[5] << 16 |
-							    a.verf[6] << 8 | a.verf[7])},
-				};
-				(void)futimens(fd, ts);
-			} else if (a.attr.set_size && ftruncate(fd, (off_t)(a.attr.size > INT64_MAX
-									? INT64_MAX
-									: a.attr.size)) < 0) {
-				r.status = fs_errno_to_stat(errno);
-			}
-			close(fd);
-		}
+		if (a.mode > RRR_NFS3_EXCLUSIVE)
+			r.status = RRR_NFS3ERR_INVAL;
+		else
+			r.status = create_file(ex, req, &d, &a);
 		if (r.status == RRR_NFS3_OK)
 			created(ex, &d, a.where.name, &r);
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
@@ -525,13 +650,11 @@ static int p_mkdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 	struct fs_obj d;
 	r.status = dir_begin(ex, &a.where, &d, &r.dir_wcc);
 	if (r.status == RRR_NFS3_OK) {
-		mode_t allowed = fs_caller_root(rrr_svc_req_call(req)) ? 07777u : 01777u;
-		mode_t mode = a.attr.set_mode ? a.attr.mode & allowed : 0755;
+		mode_t mode = a.attr.set_mode ? a.attr.mode & allowed_bits(ex, req) : 0755;
 		if (mkdirat(d.fd, a.where.name, mode) < 0) {
 			r.status = fs_errno_to_stat(errno);
 		} else {
-			chown_new(req, d.fd, a.where.name);
-			created(ex, &d, a.where.name, &r);
+						created(ex, &d, a.where.name, &r);
 		}
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
 	}
@@ -555,8 +678,7 @@ static int p_symlink(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 		if (symlinkat(a->path, d.fd, a->where.name) < 0) {
 			r.status = fs_errno_to_stat(errno);
 		} else {
-			chown_new(req, d.fd, a->where.name);
-			created(ex, &d, a->where.name, &r);
+						created(ex, &d, a->where.name, &r);
 		}
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
 	}
@@ -574,7 +696,25 @@ static int p_mknod(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 	struct fs_obj d;
 	r.status = dir_begin(ex, &a.where, &d, &r.dir_wcc);
 	if (r.status == RRR_NFS3_OK) {
-		r.status = RRR_NFS3ERR_NOTSUPP; /* device files have no place in a sample export */
+		mode_t type = 0;
+		dev_t dev = 0;
+		switch (a.type) {
+		case RRR_NF3FIFO: type = S_IFIFO; break;
+		case RRR_NF3SOCK: type = S_IFSOCK; break;
+		case RRR_NF3CHR: type = S_IFCHR; dev = makedev(a.spec_major, a.spec_minor); break;
+		case RRR_NF3BLK: type = S_IFBLK; dev = makedev(a.spec_major, a.spec_minor); break;
+		default: r.status = RRR_NFS3ERR_BADTYPE; break; /* REG, DIR, LNK: not MKNOD's */
+		}
+		if ((type == S_IFCHR || type == S_IFBLK) && !ex->as_caller &&
+		    !fs_caller_root(rrr_svc_req_call(req)))
+			r.status = RRR_NFS3ERR_PERM;
+		mode_t mode = a.attr.set_mode ? a.attr.mode & allowed_bits(ex, req) : 0644;
+		if (r.status == RRR_NFS3_OK) {
+			if (mknodat(d.fd, a.where.name, type | (mode & 07777), dev) < 0)
+				r.status = fs_errno_to_stat(errno);
+			else
+				created(ex, &d, a.where.name, &r);
+		}
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
 	}
 	fs_obj_close(&d);
@@ -625,17 +765,13 @@ static int p_rename(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 		r.status = dir_begin(ex, &a.to, &td, &r.to_wcc);
 	if (r.status == RRR_NFS3_OK) {
 		struct stat st;
-		bool moved_dir = fstatat(fd_.fd, a.from.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		bool known = fstatat(fd_.fd, a.from.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 		int rrc = renameat(fd_.fd, a.from.name, td.fd, a.to.name);
 		fs_fdc_clear(&ex->fdc); /* moved or replaced: re-prove paths */
-		if (rrc < 0) {
+		if (rrc < 0)
 			r.status = fs_errno_to_stat(errno);
-		} else if (moved_dir) {
-			char path[PATH_MAX];
-			if (fs_child_path(&td, a.to.name, path) == RRR_NFS3_OK)
-				fs_cache_put(ex, (uint64_t)st.st_ino, path);
-			/* descendants of a moved directory are found again by a scan */
-		}
+		else if (known) /* one edge: what lies beneath a moved directory follows */
+			fs_cache_put(ex, (uint64_t)st.st_ino, (uint64_t)td.st.st_ino, a.to.name);
 	}
 	fs_post_op(ex, fd_.fd, &r.from_wcc.after);
 	fs_post_op(ex, td.fd, &r.to_wcc.after);
@@ -662,6 +798,8 @@ static int p_link(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f.fd);
 		if (linkat(AT_FDCWD, proc, d.fd, a.link.name, AT_SYMLINK_FOLLOW) < 0)
 			r.status = fs_errno_to_stat(errno);
+		else
+			fs_cache_put(ex, (uint64_t)f.st.st_ino, (uint64_t)d.st.st_ino, a.link.name);
 	}
 	fs_post_op(ex, f.fd, &r.attr);
 	fs_post_op(ex, d.fd, &r.dir_wcc.after);
@@ -738,7 +876,7 @@ static int do_readdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_
 					e->attr.present = true;
 					fs_fattr(ex, &o.st, &e->attr.attr);
 					e->fh_present = true;
-					fs_fh_make(ex, o.st.st_ino, o.gen, &e->fh);
+					fs_fh_make(ex, &o, &e->fh);
 				}
 				fs_obj_close(&o);
 			}
@@ -851,27 +989,55 @@ static int p_pathconf(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_
 	return finish(rrr_nfs3_xdr_pathconf_res(res, &r));
 }
 
+/* Every procedure runs as its caller on the worker's agent thread (cred.c);
+ * READ and WRITE try the descriptor cache on the worker first. */
+#define AS_CALLER(p)                                                                       \
+	static int w_##p(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res) \
+	{                                                                                  \
+		return as_caller(p_##p, req, args, res);                                   \
+	}
+AS_CALLER(null)
+AS_CALLER(getattr)
+AS_CALLER(setattr)
+AS_CALLER(lookup)
+AS_CALLER(access)
+AS_CALLER(readlink)
+AS_CALLER(create)
+AS_CALLER(mkdir)
+AS_CALLER(symlink)
+AS_CALLER(mknod)
+AS_CALLER(remove)
+AS_CALLER(rmdir)
+AS_CALLER(rename)
+AS_CALLER(link)
+AS_CALLER(readdir)
+AS_CALLER(readdirplus)
+AS_CALLER(fsstat)
+AS_CALLER(fsinfo)
+AS_CALLER(pathconf)
+AS_CALLER(commit)
+
 const struct rrr_svc_proc fs_nfs3_procs[RRR_NFS3_NPROCS] = {
-	[RRR_NFS3_NULL] = {"NULL", p_null},
-	[RRR_NFS3_GETATTR] = {"GETATTR", p_getattr},
-	[RRR_NFS3_SETATTR] = {"SETATTR", p_setattr},
-	[RRR_NFS3_LOOKUP] = {"LOOKUP", p_lookup},
-	[RRR_NFS3_ACCESS] = {"ACCESS", p_access},
-	[RRR_NFS3_READLINK] = {"READLINK", p_readlink},
+	[RRR_NFS3_NULL] = {"NULL", w_null},
+	[RRR_NFS3_GETATTR] = {"GETATTR", w_getattr},
+	[RRR_NFS3_SETATTR] = {"SETATTR", w_setattr},
+	[RRR_NFS3_LOOKUP] = {"LOOKUP", w_lookup},
+	[RRR_NFS3_ACCESS] = {"ACCESS", w_access},
+	[RRR_NFS3_READLINK] = {"READLINK", w_readlink},
 	[RRR_NFS3_READ] = {"READ", p_read},
 	[RRR_NFS3_WRITE] = {"WRITE", p_write},
-	[RRR_NFS3_CREATE] = {"CREATE", p_create},
-	[RRR_NFS3_MKDIR] = {"MKDIR", p_mkdir},
-	[RRR_NFS3_SYMLINK] = {"SYMLINK", p_symlink},
-	[RRR_NFS3_MKNOD] = {"MKNOD", p_mknod},
-	[RRR_NFS3_REMOVE] = {"REMOVE", p_remove},
-	[RRR_NFS3_RMDIR] = {"RMDIR", p_rmdir},
-	[RRR_NFS3_RENAME] = {"RENAME", p_rename},
-	[RRR_NFS3_LINK] = {"LINK", p_link},
-	[RRR_NFS3_READDIR] = {"READDIR", p_readdir},
-	[RRR_NFS3_READDIRPLUS] = {"READDIRPLUS", p_readdirplus},
-	[RRR_NFS3_FSSTAT] = {"FSSTAT", p_fsstat},
-	[RRR_NFS3_FSINFO] = {"FSINFO", p_fsinfo},
-	[RRR_NFS3_PATHCONF] = {"PATHCONF", p_pathconf},
-	[RRR_NFS3_COMMIT] = {"COMMIT", p_commit},
+	[RRR_NFS3_CREATE] = {"CREATE", w_create},
+	[RRR_NFS3_MKDIR] = {"MKDIR", w_mkdir},
+	[RRR_NFS3_SYMLINK] = {"SYMLINK", w_symlink},
+	[RRR_NFS3_MKNOD] = {"MKNOD", w_mknod},
+	[RRR_NFS3_REMOVE] = {"REMOVE", w_remove},
+	[RRR_NFS3_RMDIR] = {"RMDIR", w_rmdir},
+	[RRR_NFS3_RENAME] = {"RENAME", w_rename},
+	[RRR_NFS3_LINK] = {"LINK", w_link},
+	[RRR_NFS3_READDIR] = {"READDIR", w_readdir},
+	[RRR_NFS3_READDIRPLUS] = {"READDIRPLUS", w_readdirplus},
+	[RRR_NFS3_FSSTAT] = {"FSSTAT", w_fsstat},
+	[RRR_NFS3_FSINFO] = {"FSINFO", w_fsinfo},
+	[RRR_NFS3_PATHCONF] = {"PATHCONF", w_pathconf},
+	[RRR_NFS3_COMMIT] = {"COMMIT", w_commit},
 };

@@ -237,7 +237,9 @@ struct thread_io {
 };
 
 /* Time on CPU (ns, /proc/PID/task/TID/schedstat: exact, not sampled by
- * ticks) of every thread of @pid but the main one (the accept thread). */
+ * ticks) of every thread of @pid but the main one (the accept thread) and
+ * the file system agents ("rrr-fs-agent": the slow paths of requests run
+ * there as their callers, server/fs/cred.c), i.e. of the workers. */
 static int server_threads(int pid, struct thread_io *t, int max)
 {
 	char dir[64], path[128];
@@ -249,6 +251,16 @@ static int server_threads(int pid, struct thread_io *t, int max)
 	while ((de = readdir(d)) && n < max) {
 		int tid = atoi(de->d_name);
 		if (tid <= 0 || tid == pid)
+			continue;
+		char comm[32] = "";
+		snprintf(path, sizeof(path), "%s/%d/comm", dir, tid);
+		FILE *cf = fopen(path, "r");
+		if (cf) {
+			if (!fgets(comm, sizeof(comm), cf))
+				comm[0] = '\0';
+			fclose(cf);
+		}
+		if (!strncmp(comm, "rrr-fs-agent", 12))
 			continue;
 		snprintf(path, sizeof(path), "%s/%d/schedstat", dir, tid);
 		FILE *f = fopen(path, "r");

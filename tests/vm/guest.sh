@@ -12,6 +12,8 @@
 # never comes up fails the run with a FAIL line (the host prints the logs).
 set -u
 . /rrr-results/env
+# where init.sh bound a checkout that the guest's /tmp would hide
+[ -f /etc/rrr-vm-paths ] && . /etc/rrr-vm-paths
 export RRR_BUILD RRR_ROOT
 export RRR_VM=1 RRR_VM_ADDR=10.0.2.15 RRR_VERBS_DEV=rxe0 RRR_VM_RESULTS=/rrr-results
 export HOME=/tmp TMPDIR=/tmp PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

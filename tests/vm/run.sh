@@ -29,7 +29,8 @@
 #   RRR_BUILD (absolute build dir), RRR_VM=1, RRR_VM_ADDR=10.0.2.15,
 #   RRR_VERBS_DEV=rxe0, RRR_VM_RESULTS (writable dir that comes back to the host),
 #   RRR_VM_SCRIPT_TIMEOUT (the seconds it has), and every RRR_VM_BENCH_* variable
-#   of the host's environment (the bench scripts' knobs).
+#   of the host's environment (the bench scripts' knobs) and RRR_VM_NFILES
+#   (60-nfs-exports.sh's large directory).
 # Exit 0 = pass, 77 = skipped (print why), anything else = fail.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -100,7 +101,8 @@ VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
 
 # ---------------------------------------------------------------- 2. initramfs
 MODS="virtio_pci virtio_net 9pnet_virtio 9p overlay ib_uverbs rdma_ucm rdma_cm ib_cm iw_cm
-      crc32_generic crc32_pclmul rdma_rxe sunrpc rpcrdma nfs nfsv3 nfsv4 nfsd"
+      crc32_generic crc32_pclmul rdma_rxe sunrpc rpcrdma nfs nfsv3 nfsv4 nfsd
+      loop crc32c_generic libcrc32c ext4 xfs btrfs"
 IRD="$VMDIR/initramfs"
 rm -rf "$IRD"
 mkdir -p "$IRD"/{bin,dev,proc,sys,mnt/lower,mnt/upper,newroot,results,modules} || die mkdir
@@ -157,7 +159,9 @@ rm -rf "$RES" && mkdir -p "$RES" || die "cannot create $RES"
 	echo "RRR_VM_TEST_TIMEOUT=$TEST_TIMEOUT"
 	printf 'RRR_VM_SHELL_CMD=%q\n' "$SHELL_CMD"
 	# the bench scripts' knobs travel into the VM
-	for v in $(compgen -v RRR_VM_BENCH_); do printf 'export %s=%q\n' "$v" "${!v}"; done
+	for v in $(compgen -v RRR_VM_BENCH_) $(compgen -v RRR_VM_NFILES); do
+		printf 'export %s=%q\n' "$v" "${!v}"
+	done
 } > "$RES/env"
 CONSOLE="$VMDIR/console.log"
 log "booting $KVER under qemu TCG (timeout ${VM_TIMEOUT}s; console: $CONSOLE)"

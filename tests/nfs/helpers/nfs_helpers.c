@@ -84,6 +84,8 @@ int th_server_start(struct th_server *s, bool rdma)
 					"--threads", "2", rdma ? "--provider" : "--no-rdma",
 					rdma ? "soft" : NULL, NULL};
 		int n = rdma ? 15 : 14;
+		if (!s->root_squash)
+			argv[n++] = "--no-root-squash";
 		for (int i = 0; s->extra_args && s->extra_args[i] && n < 31; i++)
 			argv[n++] = s->extra_args[i];
 		argv[n] = NULL;

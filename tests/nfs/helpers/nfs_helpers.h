@@ -21,6 +21,8 @@ struct th_server {
 	unsigned rdma_port, mount_port;
 	const char *const *extra_args; /* more rrr-server options (NULL-terminated), or NULL */
 	unsigned nofile;               /* the server's RLIMIT_NOFILE soft limit, 0: inherited */
+	bool root_squash;   /* false (th_mkdirs): start with --no-root-squash, so
+			     * tests running as root act as root on the export */
 };
 
 /* $RRR_BUILD/<prog>, or NULL when RRR_BUILD is unset or the file is missing. */

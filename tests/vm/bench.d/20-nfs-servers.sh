@@ -197,7 +197,7 @@ start_rrr() { # ROUND
 	rm -f /tmp/bench-ports
 	"$S" --export "$REXP" --provider verbs --provider-opts "dev=$D" --listen "$ADDR" \
 		--port 20049 --mount-port 20048 --state-dir /tmp/bench-state \
-		--port-file /tmp/bench-ports --threads 2 > "/tmp/bench-rrr-server.$1.log" 2>&1 &
+		--port-file /tmp/bench-ports --threads 2 --no-root-squash > "/tmp/bench-rrr-server.$1.log" 2>&1 &
 	SPID=$!
 	for _ in $(seq 1 300); do [ -s /tmp/bench-ports ] && return 0; sleep 0.1; done
 	cat "/tmp/bench-rrr-server.$1.log"

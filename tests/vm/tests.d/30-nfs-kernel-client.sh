@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*"; tail -n 30 /tmp/rrr-server.log; umount -f "$MNT" 2>/de
 
 "$S" --export "$EXP" --provider verbs --provider-opts "dev=${RRR_VERBS_DEV:-rxe0}" \
 	--listen "$ADDR" --port 20049 --mount-port 20048 --state-dir /tmp/rrr-state \
-	--port-file /tmp/rrr-ports --threads 2 > /tmp/rrr-server.log 2>&1 &
+	--port-file /tmp/rrr-ports --threads 2 --no-root-squash > /tmp/rrr-server.log 2>&1 &
 SPID=$!
 for _ in $(seq 1 100); do [ -s /tmp/rrr-ports ] && break; sleep 0.1; done
 [ -s /tmp/rrr-ports ] || fail "rrr-server did not start"
