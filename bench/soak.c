@@ -296,6 +296,7 @@ static int spawn_server(struct soak *s)
 		av[k++] = s->mport[0] ? s->mport : "0";
 		av[k++] = "--port-file";
 		av[k++] = pfile;
+		av[k++] = "--no-root-squash"; /* the soak's clients are root's */
 		if (s->cfg.server_drop_ppm || s->cfg.server_opts) {
 			av[k++] = "--provider-opts";
 			av[k++] = popts;

@@ -24,7 +24,7 @@ spid=
 cleanup() { [[ -n $spid ]] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 mkdir -p "$tmp/export" "$tmp/state"
-"$build/rrr-server" --export "$tmp/export" --state-dir "$tmp/state" --listen 127.0.0.1 \
+"$build/rrr-server" --export "$tmp/export" --state-dir "$tmp/state" --no-root-squash --listen 127.0.0.1 \
 	--port 0 --mount-port 0 --port-file "$tmp/ports" >"$tmp/server.log" 2>&1 &
 spid=$!
 for _ in $(seq 1 100); do [[ -s $tmp/ports ]] && break; sleep 0.1; done

@@ -101,7 +101,7 @@ else
 fi
 
 step "rrr-server (soft provider) in $NS_S"
-ip netns exec "$NS_S" timeout 900 "$SERVER" --export "$T/export" --state-dir "$T/state" \
+ip netns exec "$NS_S" timeout 900 "$SERVER" --export "$T/export" --state-dir "$T/state" --no-root-squash \
 	--listen "$IP_S" --port 0 --mount-port 0 --port-file "$T/ports" --threads 2 \
 	>"$T/server.log" 2>&1 &
 SPID=$!

@@ -47,7 +47,7 @@ check() {
 
 # free ports (an earlier script's rpc.mountd may still hold 20048)
 "$S" --export "$EXP" --provider verbs --provider-opts "dev=$DEV" \
-	--listen "$ADDR" --port 0 --mount-port 0 --state-dir "$W/state" \
+	--listen "$ADDR" --port 0 --mount-port 0 --state-dir "$W/state" --no-root-squash \
 	--port-file "$W/ports" --threads 2 >"$W/server.log" 2>&1 &
 SPID=$!
 for _ in $(seq 1 100); do [ -s "$W/ports" ] && break; sleep 0.1; done
