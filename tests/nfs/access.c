@@ -141,6 +141,10 @@ static int raw_call(struct rrr_clnt *c, uint32_t prog, uint32_t proc, xfn enc, v
 	k.args = &a;
 	k.decode = raw_dec;
 	k.res = &r;
+	/* as root (the server squashes AUTH_NONE to nobody; the test servers
+	 * run with root-squash = no) */
+	static const struct rrr_rpc_cred root = {.flavor = RRR_AUTH_SYS};
+	k.cred = &root;
 	return rrr_clnt_call(c, &k);
 }
 
@@ -386,7 +390,7 @@ Test(nfs_access, sighup_reload)
 	FILE *f = fopen(conf, "w");
 	cr_assert_not_null(f);
 	fprintf(f, "rdma = no\nrdma-port = 0\nmount-port = 1\nthreads = 2\nport-file = %s/ports\n"
-		   "state-dir = %s\n[export %s]\nallow = *\n",
+		   "state-dir = %s\n[export %s]\nallow = *\nroot-squash = no\n",
 		srv.dir, srv.state_dir, srv.export_dir);
 	fclose(f);
 	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
