@@ -286,7 +286,9 @@ bench-peer: deps deps-peer
 
 # The soak of docs/reliability.md: SOAK_CLIENTS x SOAK_QD for SOAK_SECONDS on one
 # rrr-server, injected connection drops, a server restart halfway; exit 0 when
-# no byte was corrupted or lost. SOAK_OPTS adds options (e.g. --resend, --seed N).
+# no byte was corrupted or lost and no operation failed (the clients re-send every
+# outstanding call after a reconnect). SOAK_OPTS adds options (e.g. --fail-fast,
+# --seed N).
 SOAK_CLIENTS ?= 64
 SOAK_QD ?= 32
 SOAK_SECONDS ?= 600

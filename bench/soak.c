@@ -30,13 +30,17 @@
  * connections still up (end).
  *
  * Failures, counted apart. A write or read of a file, a CREATE or a mount
- * that returns an error is a failed operation: until the client re-sends
- * its outstanding calls after a reconnect (issue 11: non-idempotent calls
- * on a dropped connection complete with -ECONNRESET today), the soak
- * retries it (after 20 ms, growing to 200 ms) and counts it; --resend says
- * the library now promises re-sends, and makes 0 failed operations a pass
- * criterion. An operation still failing 120 s after the deadline is
- * abandoned (a failure). Corrupted bytes (read back different from what was
+ * that returns an error is a failed operation. By default the clients
+ * re-send every outstanding call after a reconnect with the same xid
+ * (rrr_clnt_opts.fail_fast off; the server's duplicate request cache
+ * answers a re-sent non-idempotent call that already ran), so the library
+ * promises that no call fails because a connection dropped or the server
+ * restarted: any failed operation fails the run. --fail-fast mounts with
+ * rrr_nfs3_opts.fail_fast (non-idempotent calls on a dropped connection
+ * complete with -ECONNRESET): then failed operations are expected, and only
+ * reported. Either way the soak retries a failed operation (after 20 ms,
+ * growing to 200 ms) and counts it; one still failing 120 s after the
+ * deadline is abandoned (a failure). Corrupted bytes (read back different from what was
  * written and committed) and lost bytes (a read that ended short of what
  * was committed) always fail the run. A run also fails when a client never
  * verified a file, or the restart did not bring the server back.
@@ -79,8 +83,8 @@ struct soak_cfg {
 	uint64_t io_size, file_size;
 	double seconds, restart_at; /* restart_at < 0: no restart */
 	uint32_t seed, drop_ppm, server_drop_ppm;
-	bool resend, keep;
-	int damage; /* DAMAGE_*: a self-test of the checks (--damage) */
+	bool resend, fail_fast, keep; /* resend: failed operations fail the run */
+	int damage;		      /* DAMAGE_*: a self-test of the checks (--damage) */
 	int timeout_ms;
 	const char *server_path, *host, *port, *mount_port, *export_path;
 	const char *client_opts, *server_opts; /* more provider options (faults) */
@@ -418,6 +422,7 @@ static int do_mount(struct soak_client *c)
 	mo.export_path = s->cfg.export_path ? s->cfg.export_path : "/";
 	mo.rsize = mo.wsize = (uint32_t)s->cfg.io_size;
 	mo.timeout_ms = s->cfg.timeout_ms;
+	mo.fail_fast = s->cfg.fail_fast;
 	mo.uid = getuid();
 	mo.gid = getgid();
 	for (unsigned n = 1;; n++) {
@@ -617,8 +622,11 @@ static void usage(FILE *f)
 		"                      fault_stall_ms=50,fault_stall_ppm=100\n"
 		"  --server-opts STR   the same for the server\n"
 		"  --timeout-ms N      call timeout (default 10000)\n"
-		"  --resend            the client re-sends calls after a reconnect: failed\n"
-		"                      operations fail the run too\n"
+		"  --fail-fast         mount with fail_fast: a connection loss fails the\n"
+		"                      non-idempotent calls in flight (no re-send); failed\n"
+		"                      operations are then retried and reported, not failures\n"
+		"  --resend            the default: the clients re-send every outstanding call\n"
+		"                      after a reconnect, and any failed operation fails the run\n"
 		"  --server PATH       rrr-server to spawn (default: next to rrr-bench)\n"
 		"  --host H --port P --mount-port M --export PATH\n"
 		"                      use a running server instead (no restart)\n"
@@ -628,7 +636,7 @@ static void usage(FILE *f)
 		"                      a byte of (or cut in half) client 0's first file in the\n"
 		"                      export; the run must then FAIL (not with --host)\n\n"
 		"Goal (docs/reliability.md): rrr-bench soak --clients 64 --qd 32 --seconds 600\n"
-		"with 0 corrupted and 0 lost bytes, RSS and fds flat.\n",
+		"with 0 corrupted and 0 lost bytes, 0 failed operations, RSS and fds flat.\n",
 		SOAK_MAX_CLIENTS, SOAK_MAX_QD);
 }
 
@@ -664,6 +672,7 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 	    {"client-opts", required_argument, NULL, 'o'},
 	    {"server-opts", required_argument, NULL, 'O'},
 	    {"resend", no_argument, NULL, 'R'},
+	    {"fail-fast", no_argument, NULL, 'A'},
 	    {"server", required_argument, NULL, 'P'},
 	    {"host", required_argument, NULL, 'H'},
 	    {"port", required_argument, NULL, 'p'},
@@ -688,6 +697,7 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 	cfg->seed = 1;
 	cfg->drop_ppm = 200;
 	cfg->timeout_ms = 10000;
+	cfg->resend = true;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (opt) {
@@ -777,6 +787,11 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 			break;
 		case 'R':
 			cfg->resend = true;
+			cfg->fail_fast = false;
+			break;
+		case 'A':
+			cfg->fail_fast = true;
+			cfg->resend = false;
 			break;
 		case 'P':
 			cfg->server_path = optarg;
@@ -852,7 +867,7 @@ static void print_repro(const struct soak_cfg *c)
 	       "--server-drop-ppm %u --timeout-ms %d%s",
 	       c->clients, c->qd, (unsigned long long)c->io_size, (unsigned long long)c->file_size,
 	       c->files, c->seconds, c->restart_at, c->seed, c->drop_ppm, c->server_drop_ppm,
-	       c->timeout_ms, c->resend ? " --resend" : "");
+	       c->timeout_ms, c->fail_fast ? " --fail-fast" : "");
 	if (c->client_opts)
 		printf(" --client-opts '%s'", c->client_opts);
 	if (c->server_opts)
@@ -922,7 +937,7 @@ int rrr__bench_soak_main(int argc, char **argv)
 	       (unsigned long long)s->cfg.io_size, s->cfg.seconds, s->cfg.seed, s->cfg.drop_ppm,
 	       s->cfg.server_drop_ppm, when,
 	       s->cfg.resend ? "promised (failed operations fail the run)"
-			     : "not promised (failed operations are retried and reported)");
+			     : "off, --fail-fast (failed operations are retried and reported)");
 	fflush(stdout);
 	s->c = calloc(s->cfg.clients, sizeof(*s->c));
 	if (!s->c)
@@ -1118,13 +1133,13 @@ int rrr__bench_soak_main(int argc, char **argv)
 	if (pass)
 		printf("PASS: 0 corrupted, 0 lost bytes%s\n",
 		       s->cfg.resend ? ", 0 failed operations"
-				     : "; failed operations reported, not counted (no --resend)");
+				     : "; failed operations reported, not counted (--fail-fast)");
 	else
 		printf("FAIL:%s%s%s%s%s%s\n", sum[4] ? " corrupted bytes" : "",
 		       sum[5] ? " lost bytes" : "", sum[10] ? " abandoned operations" : "",
 		       never || mounted != s->cfg.clients ? " a client never verified a file" : "",
 		       s->restart_failed ? " the server did not come back" : "",
-		       s->cfg.resend && failed ? " failed operations with --resend" : "");
+		       s->cfg.resend && failed ? " failed operations (re-send promised)" : "");
 	status = pass ? 0 : 1;
 out:
 	fflush(stdout);
