@@ -130,14 +130,15 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 	return 0;
 }
 
-static size_t encode(uint8_t *rec, const struct fs_dent *e)
+/* One record into @rec (18 + len bytes): ino, parent, len, then @name. */
+static size_t encode(uint8_t *rec, uint64_t ino, uint64_t parent, const char *name, uint16_t len)
 {
-	le64(rec, e->ino);
-	le64(rec + 8, e->parent);
-	rec[16] = (uint8_t)e->len;
-	rec[17] = (uint8_t)(e->len >> 8);
-	memcpy(rec + 18, e->name, e->len);
-	return 18u + e->len;
+	le64(rec, ino);
+	le64(rec + 8, parent);
+	rec[16] = (uint8_t)len;
+	rec[17] = (uint8_t)(len >> 8);
+	memcpy(rec + 18, name, len);
+	return 18u + len;
 }
 
 /* Rewrite the log from memory (start-up only, single-threaded). */
@@ -152,7 +153,7 @@ static int compact(struct fs_dmap *m)
 	uint8_t rec[18 + RRR_NFS3_MAXNAMLEN + 1];
 	for (uint32_t i = 0; i < FS_DMAP_BUCKETS && rc == 0; i++)
 		for (struct fs_dent *e = m->b[i]; e && rc == 0; e = e->next)
-			rc = write_all(fd, rec, encode(rec, e));
+			rc = write_all(fd, rec, encode(rec, e->ino, e->parent, e->name, e->len));
 	if (rc == 0 && fsync(fd) < 0)
 		rc = -errno;
 	close(fd);
@@ -263,9 +264,7 @@ void fs_dmap_put(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *n
 	size_t rlen = 0;
 	pthread_mutex_lock(&m->lock);
 	if (put_locked(m, ino, parent, name, len) && m->fd >= 0) {
-		struct fs_dent e = {.ino = ino, .parent = parent, .len = (uint16_t)len};
-		rlen = encode(rec, &e);
-		memcpy(rec + 18, name, len);
+		rlen = encode(rec, ino, parent, name, (uint16_t)len);
 		/* one write(2) per record, under the lock: records never interleave */
 		if (write_all(m->fd, rec, rlen) == 0)
 			m->records++;
