@@ -689,7 +689,8 @@ static int p_symlink(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 static int p_mknod(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct fs_export *ex = begin(req, RRR_NFS3_MKNOD);
-	struct rrr_nfs3_mknod_args a;
+	/* zeroed: the decoder fills attr and spec only for the types that carry them */
+	struct rrr_nfs3_mknod_args a = {0};
 	if (rrr_nfs3_xdr_mknod_args(args, &a) < 0)
 		return RRR_SVC_GARBAGE_ARGS;
 	struct rrr_nfs3_create_res r = {0};
