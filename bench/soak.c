@@ -69,10 +69,10 @@
 
 #include <rrr/crc32c.h>
 #include <rrr/nfs3.h>
+#include <rrr/provider.h>
 
 #include "bench.h"
 #include "common.h"
-#include "transport/soft/soft.h" /* rrr__soft_fault_totals(): librrr.a is linked in */
 
 #define SOAK_MAX_CLIENTS 256u
 #define SOAK_MAX_QD	 128u
@@ -910,7 +910,7 @@ static void restart(struct soak *s)
 int rrr__bench_soak_main(int argc, char **argv)
 {
 	struct soak *s = calloc(1, sizeof(*s));
-	struct rrr__soft_fault_stats f0, f1;
+	struct rrr_soft_fault_stats f0, f1;
 	struct rrr_xprt_stats tot;
 	long rss0 = -1, fds0 = -1, srss0 = -1, sfds0 = -1, rss1, fds1, srss1, sfds1;
 	uint64_t sum[12] = {0};
@@ -974,7 +974,7 @@ int rrr__bench_soak_main(int argc, char **argv)
 		       (int)s->pid, s->dir, s->port, s->mport);
 		fflush(stdout);
 	}
-	rrr__soft_fault_totals(&f0);
+	rrr_soft_fault_totals(&f0);
 	s->t0 = rrr__bench_now_ns();
 	s->deadline = s->t0 + (uint64_t)(s->cfg.seconds * 1e9);
 	s->hard = s->deadline + SOAK_GRACE_NS;
@@ -1048,7 +1048,7 @@ int rrr__bench_soak_main(int argc, char **argv)
 		if (s->c[i].started)
 			pthread_join(s->c[i].thr, NULL);
 	sample(s, &rss1, &fds1, &srss1, &sfds1);
-	rrr__soft_fault_totals(&f1);
+	rrr_soft_fault_totals(&f1);
 	memset(&tot, 0, sizeof(tot));
 	for (unsigned i = 0; i < s->cfg.clients; i++) {
 		struct soak_client *c = &s->c[i];

@@ -401,6 +401,18 @@ int rrr_cm_set_limits(struct rrr_cm *cm, const struct rrr_cm_limits *lim);
 /* Counters of those limits; -EOPNOTSUPP as above. Thread-safe. */
 int rrr_cm_limit_stats(struct rrr_cm *cm, struct rrr_cm_limit_stats *st);
 
+/*
+ * Fault injection of the soft provider (its fault_* options, see
+ * docs/soft-provider.md): what was injected in this process, over every
+ * soft device, since it started. All zero when no device injects.
+ * Never blocks; thread-safe; counters only grow.
+ */
+struct rrr_soft_fault_stats {
+	uint64_t points; /* fault points passed with injection on */
+	uint64_t drops, delays, stalls;
+};
+void rrr_soft_fault_totals(struct rrr_soft_fault_stats *st);
+
 /* Resolve "host" and "port" strings into a sockaddr (numeric or name). */
 int rrr_addr_parse(const char *host, const char *port, struct sockaddr_storage *ss,
 		   socklen_t *len);

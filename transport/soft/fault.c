@@ -107,6 +107,16 @@ bool rrr__soft_fault(struct soft_qp *qp)
 	return false;
 }
 
+void rrr_soft_fault_totals(struct rrr_soft_fault_stats *st)
+{
+	struct rrr__soft_fault_stats t;
+	rrr__soft_fault_totals(&t);
+	st->points = t.points;
+	st->drops = t.drops;
+	st->delays = t.delays;
+	st->stalls = t.stalls;
+}
+
 void rrr__soft_fault_totals(struct rrr__soft_fault_stats *st)
 {
 	st->points = atomic_load(&g_points);
