@@ -153,6 +153,7 @@ static unsigned bucket_of(uint32_t fam, const uint8_t addr[16])
 }
 
 /* Rate-limited operator log (lock held): kind @k, @n events since the last line. */
+__attribute__((format(printf, 3, 4)))
 static void log_limit(struct rrr__svc_limits *L, int k, const char *fmt, ...)
 {
 	int64_t now = mono_ms();
