@@ -24,8 +24,9 @@
  * count since the last one, so a flood cannot flood the log too.
  *
  * Defaults (rrr/server.h): setup 10 s, 256 in set-up, idle 6 min, max_conns
- * from the fd limit ((RLIMIT_NOFILE - 64 - max_setup) / 4, since a soft
- * RDMA connection holds 3 descriptors: 176 at 1,024) and from the STag
+ * from the fd limit ((RLIMIT_NOFILE - 128 - max_setup) / 4, since a soft
+ * RDMA connection holds 3 descriptors: 160 at 1,024; 128 are left to
+ * the application, e.g. rrr-server's descriptor cache of up to 96) and from the STag
  * budget (65,536 registrations, the soft device's table, over (credits +
  * 4) x 4 + 4 per connection: 442 with 32 credits), 128 per address.
  */
@@ -76,7 +77,7 @@ void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
 		struct rlimit rl;
 		uint64_t stag,
 		    n = 1024,
-		    reserve = 64u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u : o->max_setup);
+		    reserve = 128u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u : o->max_setup);
 
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 			n = rl.rlim_cur;

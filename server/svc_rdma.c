@@ -754,7 +754,7 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 			svc_rdma_post_chain(ctx);
 			break;
 		}
-		svc_rdma_dispatch(ctx, ctx->arg.p, ctx->arg_len);
+		svc_rdma_dispatch(ctx, ctx->arg.p + ctx->arg_off, ctx->arg_len);
 		break;
 	case PH_INV:
 		svc_rdma_sink_inv_done(ctx);
@@ -762,7 +762,7 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 			ctx_put(ctx);
 			break;
 		}
-		svc_rdma_dispatch(ctx, ctx->arg.p, ctx->arg_len);
+		svc_rdma_dispatch(ctx, ctx->arg.p + ctx->arg_off, ctx->arg_len);
 		break;
 	case PH_SEND:
 	default:

@@ -18,6 +18,8 @@
 
 /* Write chunks accepted per call (RFC 8166 allows more; NFS uses one). */
 #define SVC_RDMA_MAX_WRITE_CHUNKS 4u
+/* Where the first read chunk of a rebuilt call starts in its buffer (page). */
+#define SVC_RDMA_ALIGN 4096u
 /* Reply transport header area per request context. */
 #define SVC_RDMA_HDR_AREA                                                                          \
 	(16u + 4u + 4u + SVC_RDMA_MAX_WRITE_CHUNKS * (8u + 16u * RRR_RDMA_MAX_CHUNK_SEGS) + 8u +   \
@@ -64,6 +66,7 @@ struct svc_rdma_ctx {
 	struct svc_rdma_buf res; /* reply message when a reply chunk was offered */
 	struct svc_rdma_buf pay; /* write chunk payload bounce */
 	size_t arg_len;
+	size_t arg_off; /* the rebuilt call starts at arg.p + arg_off */
 	/* per-I/O registration of the READ sink */
 	struct rrr_reg_io *sink;
 	bool sink_mapped;

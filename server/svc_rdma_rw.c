@@ -120,6 +120,7 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 	unsigned nch, c, i, nwr = 0, nreg = 0;
 	uint64_t full = 0, in = 0;
 	struct rrr_send_wr *prev = NULL;
+	uint8_t *base;
 	int err;
 
 	err = read_chunks(hdr, ch, &nch);
@@ -151,13 +152,22 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 	if (full > rc->max_record)
 		return -E2BIG;
 
-	err = svc_rdma_buf_get(rc, &ctx->arg, rc->max_record);
+	/* Start the rebuilt call so that the first chunk's bytes land on a page
+	 * boundary: a WRITE's data is then page aligned, which lets the file
+	 * server write it with O_DIRECT (and copies run on aligned lines). */
+	ctx->arg_off = nch && ch[0].position % SVC_RDMA_ALIGN
+			   ? SVC_RDMA_ALIGN - ch[0].position % SVC_RDMA_ALIGN
+			   : 0;
+	err = svc_rdma_buf_get(rc, &ctx->arg, rc->max_record + SVC_RDMA_ALIGN);
 	if (err)
 		return err;
 	ctx->arg_len = (size_t)full;
+	base = ctx->arg.p + ctx->arg_off;
 
 	if (rc->sink_remote_write) {
-		struct rrr_sg sg = {.page = ctx->arg.p, .offset = 0, .length = (uint32_t)full};
+		struct rrr_sg sg = {.page = ctx->arg.p,
+				    .offset = (uint32_t)ctx->arg_off,
+				    .length = (uint32_t)full};
 
 		err = rrr_reg_map(rc->pool, &sg, 1,
 				  RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE, ctx->sink);
@@ -181,14 +191,14 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 	for (c = 0; c < nch; c++) {
 		uint64_t gap = ch[c].position - full, dst = ch[c].position;
 
-		memcpy(ctx->arg.p + full, msg + in, (size_t)gap);
+		memcpy(base + full, msg + in, (size_t)gap);
 		in += gap;
 		for (i = ch[c].first; i < ch[c].first + ch[c].nsegs; i++) {
 			const struct rrr_rdma_seg *s = &hdr->read[i].seg;
 			uint64_t done = 0;
 
 			while (done < s->length) {
-				uint64_t addr = (uint64_t)(uintptr_t)ctx->arg.p + dst + done, room;
+				uint64_t addr = (uint64_t)(uintptr_t)base + dst + done, room;
 				uint32_t lkey, piece;
 				struct rrr_send_wr *wr;
 
@@ -219,12 +229,12 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 		}
 		/* zero the XDR pad the chunk did not carry */
 		while (dst & 3u)
-			ctx->arg.p[dst++] = 0;
+			base[dst++] = 0;
 		full = dst;
 		RRR__STAT_ADD(svc_rdma_stats(rc), read_chunks, 1);
 		RRR__STAT_ADD(svc_rdma_stats(rc), rdma_read_bytes, ch[c].total);
 	}
-	memcpy(ctx->arg.p + full, msg + in, (size_t)(msg_len - in));
+	memcpy(base + full, msg + in, (size_t)(msg_len - in));
 	if (!prev || prev->opcode != RRR_WR_RDMA_READ) {
 		err = -EINVAL; /* no bytes to read: an empty chunk */
 		goto fail;

@@ -91,7 +91,7 @@ struct rrr_svc_opts {
 	uint32_t idle_timeout_ms;  /* close a connection with no traffic for this
 				    * long, default 360000 (6 min, like nfsd) */
 	uint32_t max_conns;        /* connections (RDMA + TCP) at once, default
-				    * (RLIMIT_NOFILE - 64 - max_setup) / 4, at most
+				    * (RLIMIT_NOFILE - 128 - max_setup) / 4, at most
 				    * 65536 / ((max_requests + 4) * 4 + 4) (the STag
 				    * table: 442 with 32 credits), 16..4096 */
 	uint32_t max_conns_per_addr; /* ... from one peer IP address, default 128 */

@@ -71,6 +71,7 @@ static const struct key {
 	[FS_K_IDLE_TIMEOUT] = {"idle-timeout", false, false, K_U32},
 	[FS_K_SETUP_TIMEOUT] = {"setup-timeout", false, false, K_U32},
 	[FS_K_MAX_SETUP] = {"max-setup", false, false, K_U32},
+	[FS_K_DIRECT_WRITE] = {"direct-write", false, false, K_U32},
 	[FS_K_EXPORT] = {"export", true, false, K_STR},
 	[FS_K_NAME] = {"name", true, false, K_STR},
 	[FS_K_READ_ONLY] = {"read-only", true, true, K_BOOL},
@@ -96,6 +97,7 @@ static void bounds(enum fs_conf_key k, uint32_t *lo, uint32_t *hi)
 	case FS_K_ANON_UID:
 	case FS_K_ANON_GID: *hi = 0xfffffffeu; break;
 	case FS_K_DRC_ENTRIES: *hi = 65536; break; /* FS_DRC_MAX_ENTRIES */
+	case FS_K_DIRECT_WRITE: *hi = 64u << 20; break;
 	case FS_K_MAX_CONNS:
 	case FS_K_MAX_CONNS_PER_ADDR:
 	case FS_K_IDLE_TIMEOUT: *hi = RRR_SVC_UNLIMITED - 1; break;
@@ -327,6 +329,7 @@ int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *v, char *err,
 		case FS_K_INLINE_RECV: c->inline_recv = u; break;
 		case FS_K_MAX_SEGS: c->max_segs = u; break;
 		case FS_K_DRC_ENTRIES: c->drc_entries = u; break;
+		case FS_K_DIRECT_WRITE: c->direct_write = u; break;
 		case FS_K_MAX_CONNS: c->max_conns = u; break;
 		case FS_K_MAX_CONNS_PER_ADDR: c->max_conns_per_addr = u; break;
 		case FS_K_IDLE_TIMEOUT: c->idle_timeout_ms = u; break;
@@ -427,6 +430,7 @@ void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src)
 		case FS_K_MAX_SEGS: dst->max_segs = src->max_segs; break;
 		case FS_K_MAX_PAYLOAD: dst->max_payload = src->max_payload; break;
 		case FS_K_DRC_ENTRIES: dst->drc_entries = src->drc_entries; break;
+		case FS_K_DIRECT_WRITE: dst->direct_write = src->direct_write; break;
 		case FS_K_MAX_CONNS: dst->max_conns = src->max_conns; break;
 		case FS_K_MAX_CONNS_PER_ADDR: dst->max_conns_per_addr = src->max_conns_per_addr; break;
 		case FS_K_IDLE_TIMEOUT: dst->idle_timeout_ms = src->idle_timeout_ms; break;
@@ -470,6 +474,7 @@ static bool differs(const struct fs_conf *a, const struct fs_conf *b, enum fs_co
 	case FS_K_MAX_SEGS: return a->max_segs != b->max_segs;
 	case FS_K_MAX_PAYLOAD: return a->max_payload != b->max_payload;
 	case FS_K_DRC_ENTRIES: return a->drc_entries != b->drc_entries;
+	case FS_K_DIRECT_WRITE: return a->direct_write != b->direct_write;
 	case FS_K_MAX_CONNS: return a->max_conns != b->max_conns;
 	case FS_K_MAX_CONNS_PER_ADDR: return a->max_conns_per_addr != b->max_conns_per_addr;
 	case FS_K_IDLE_TIMEOUT: return a->idle_timeout_ms != b->idle_timeout_ms;

@@ -37,6 +37,8 @@ enum fs_conf_key {
 	/* limits (issue 11): 0 = none where the key allows it */
 	FS_K_DRC_ENTRIES, FS_K_MAX_CONNS, FS_K_MAX_CONNS_PER_ADDR, FS_K_IDLE_TIMEOUT,
 	FS_K_SETUP_TIMEOUT, FS_K_MAX_SETUP,
+	/* I/O (issue 10) */
+	FS_K_DIRECT_WRITE,
 	/* [export DIR] */
 	FS_K_EXPORT, FS_K_NAME, FS_K_READ_ONLY, FS_K_ALLOW, FS_K_ROOT_SQUASH, FS_K_ANON_UID,
 	FS_K_ANON_GID,
@@ -62,6 +64,9 @@ struct fs_conf {
 	 * idle_timeout_ms 0 = no limit, drc_entries 0 = no cache */
 	uint32_t drc_entries, max_conns, max_conns_per_addr, idle_timeout_ms, setup_timeout_ms,
 		max_setup;
+	/* WRITEs of new data of at least this many bytes go O_DIRECT (0: never);
+	 * used only when its key is set, else FS_DIRECT_WRITE_DEFAULT */
+	uint32_t direct_write;
 	/* the export */
 	char export_dir[PATH_MAX];
 	char name[PATH_MAX];

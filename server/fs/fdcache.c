@@ -13,8 +13,9 @@
  * Normal operation: READ/WRITE verify the handle's tag first (fs_fh_parse:
  * a client cannot name an inode it was not given a handle for), then look
  * for a live entry of that (inode, generation) with a descriptor of the
- * wanted kind (O_RDONLY or O_WRONLY, opened lazily: a file is never held
- * open for writing because it was read). A miss takes the old slow path
+ * wanted kind (O_RDONLY, O_WRONLY or O_WRONLY|O_DIRECT for large aligned
+ * WRITEs, each opened lazily: a file is never held open for writing because
+ * it was read). A miss takes the old slow path
  * (fs_resolve + fs_reopen) and offers a duplicate of its descriptor to the
  * cache. Entries are reference counted: a worker holds one while it does
  * its I/O, so eviction or invalidation by another thread never closes a
@@ -46,7 +47,7 @@
  * path, where the kernel checks its permissions; SETATTR (a chmod) drops
  * the file's entries.
  *
- * Bounds: at most FS_FDC_SLOTS entries (two descriptors each); the least
+ * Bounds: at most FS_FDC_SLOTS entries (three descriptors each); the least
  * recently used unreferenced-by-I/O entry is replaced. All state is under
  * one mutex held for a linear scan of FS_FDC_SLOTS entries, never across a
  * system call other than close() of an evicted descriptor.
@@ -65,7 +66,7 @@
 struct fs_fdc_ent {
 	uint64_t ino, gen;
 	uint64_t who;	/* identity whose permission checks opened fd[] */
-	int fd[2];	/* [0] O_RDONLY, [1] O_WRONLY; -1 when not open */
+	int fd[3];	/* [0] O_RDONLY, [1] O_WRONLY, [2] O_WRONLY|O_DIRECT; -1: not open */
 	unsigned refs;	/* one for the table while listed, one per user */
 	double checked; /* when the slow path last proved the path */
 	uint64_t used;	/* tick of the last lookup, for LRU */
@@ -80,7 +81,9 @@ static double now_s(void)
 
 static int kind(int flags)
 {
-	return (flags & O_ACCMODE) == O_WRONLY ? 1 : 0;
+	if ((flags & O_ACCMODE) != O_WRONLY)
+		return 0;
+	return flags & O_DIRECT ? 2 : 1;
 }
 
 void fs_fdc_init(struct fs_fdc *c)
@@ -104,7 +107,7 @@ static void destroy(struct fs_fdc_ent *e)
 {
 	if (!e)
 		return;
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 3; k++)
 		if (e->fd[k] >= 0)
 			close(e->fd[k]);
 	free(e);
@@ -205,7 +208,7 @@ void fs_fdc_offer(struct fs_fdc *c, uint64_t ino, uint64_t gen, uint64_t who, in
 		fresh->ino = ino;
 		fresh->gen = gen;
 		fresh->who = who;
-		fresh->fd[0] = fresh->fd[1] = -1;
+		fresh->fd[0] = fresh->fd[1] = fresh->fd[2] = -1;
 		fresh->fd[k] = dup_fd;
 		fresh->refs = 1;
 		fresh->checked = now;

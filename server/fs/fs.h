@@ -49,7 +49,7 @@ struct fs_cred {
 	uint64_t who; /* a digest of all of the above, for the fd cache */
 };
 
-#define FS_FDC_SLOTS 32u   /* cached open files (two descriptors each at most) */
+#define FS_FDC_SLOTS 32u   /* cached open files (three descriptors each at most) */
 #define FS_FDC_TTL 1.0      /* seconds an entry is used before its path is re-proved */
 
 /* fdcache.c: data descriptors of recently used regular files. */
@@ -85,6 +85,7 @@ struct fs_export {
 	uint8_t write_verf[8];       /* changes at every start */
 	bool read_only;
 	bool verbose;
+	uint32_t direct_min;         /* WRITEs of this many bytes go O_DIRECT; 0: never */
 
 	pthread_mutex_t lock;        /* missed list and mount list */
 	struct fs_dmap dmap;
@@ -98,6 +99,7 @@ struct fs_export {
 	atomic_uint_fast64_t nfs_calls[RRR_NFS3_NPROCS];
 	atomic_uint_fast64_t mnt_calls[RRR_MNT_NPROCS];
 	atomic_uint_fast64_t stale, scans, escapes, khandles, phandles;
+	atomic_uint_fast64_t direct_writes;
 	struct fs_fdc fdc;
 };
 

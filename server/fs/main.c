@@ -65,6 +65,14 @@ static void on_signal(int sig)
 		rrr_svc_stop(g_svc);
 }
 
+/* The O_DIRECT threshold of nfs3_proc.c's WRITEs (see "Direct writes" there). */
+#define FS_DIRECT_WRITE_DEFAULT (256u << 10)
+
+static uint32_t fs_direct_write(const struct fs_conf *cf)
+{
+	return (cf->set & (1ull << FS_K_DIRECT_WRITE)) ? cf->direct_write : FS_DIRECT_WRITE_DEFAULT;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -107,8 +115,11 @@ static void usage(FILE *f)
 		"  --spin-us N           spin budget per wait in microseconds (default 50)\n"
 		"  --drc-entries N       duplicate request cache entries for the NFS procedures\n"
 		"                        that must not run twice (default 1024, 0 = off)\n"
+		"  --direct-write N      WRITEs of new data of N bytes or more, page aligned, go\n"
+		"                        to the disk with O_DIRECT, not through the page cache\n"
+		"                        (default 262144; 0 = never)\n"
 		"  --max-conns N         connections at once, RDMA + TCP (default: from the fd\n"
-		"                        limit, (ulimit -n - 64 - max-setup) / 4; 0 = no limit)\n"
+		"                        limit, (ulimit -n - 128 - max-setup) / 4; 0 = no limit)\n"
 		"  --max-conns-per-addr N  connections from one IP address (default 128; 0 = no limit)\n"
 		"  --idle-timeout MS     close connections without traffic for MS (default 360000;\n"
 		"                        0 = never)\n"
@@ -152,6 +163,7 @@ static void print_counters(FILE *f, const char *title)
 	fprintf(f, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n",
 		(unsigned long long)atomic_load(&ex->fdc.hits),
 		(unsigned long long)atomic_load(&ex->fdc.misses));
+	fprintf(f, "  io.direct_writes %llu\n", (unsigned long long)atomic_load(&ex->direct_writes));
 	fs_access_print(f, "  ");
 	fs_drc_print(f);
 	struct rrr_svc_limit_stats ls;
@@ -260,7 +272,7 @@ int main(int argc, char **argv)
 {
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
 	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP,
-	       O_CONFIG, O_CHECK, O_ALLOW, O_LOGLEVEL, O_STATS, O_STATSSOCK, O_DRC, O_MAXC,
+	       O_CONFIG, O_CHECK, O_ALLOW, O_LOGLEVEL, O_STATS, O_STATSSOCK, O_DRC, O_DIRECTW, O_MAXC,
 	       O_MAXCA, O_IDLE, O_SETUP, O_MAXSETUP, O_NOSQUASH, O_ANONUID, O_ANONGID };
 	static const struct option lopts[] = {
 		{"export", required_argument, NULL, O_EXPORT},
@@ -286,6 +298,7 @@ int main(int argc, char **argv)
 		{"stats", no_argument, NULL, O_STATS},
 		{"stats-socket", required_argument, NULL, O_STATSSOCK},
 		{"drc-entries", required_argument, NULL, O_DRC},
+		{"direct-write", required_argument, NULL, O_DIRECTW},
 		{"max-conns", required_argument, NULL, O_MAXC},
 		{"max-conns-per-addr", required_argument, NULL, O_MAXCA},
 		{"idle-timeout", required_argument, NULL, O_IDLE},
@@ -325,6 +338,7 @@ int main(int argc, char **argv)
 		case O_LOGLEVEL: bad |= cli_set(FS_K_LOG_LEVEL, optarg); break;
 		case O_STATSSOCK: bad |= cli_set(FS_K_STATS_SOCKET, optarg); break;
 		case O_DRC: bad |= cli_set(FS_K_DRC_ENTRIES, optarg); break;
+		case O_DIRECTW: bad |= cli_set(FS_K_DIRECT_WRITE, optarg); break;
 		case O_MAXC: bad |= cli_set(FS_K_MAX_CONNS, optarg); break;
 		case O_MAXCA: bad |= cli_set(FS_K_MAX_CONNS_PER_ADDR, optarg); break;
 		case O_IDLE: bad |= cli_set(FS_K_IDLE_TIMEOUT, optarg); break;
@@ -423,6 +437,7 @@ int main(int argc, char **argv)
 	struct fs_export *ex = &g_ex;
 	ex->root_fd = -1;
 	ex->verbose = cf->log_level >= LOG_INFO;
+	ex->direct_min = fs_direct_write(cf);
 	ex->no_root_squash = !cf->root_squash;
 	ex->anon_uid = cf->anon_uid;
 	ex->anon_gid = cf->anon_gid;
