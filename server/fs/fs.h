@@ -99,7 +99,7 @@ struct fs_export {
 	atomic_uint_fast64_t nfs_calls[RRR_NFS3_NPROCS];
 	atomic_uint_fast64_t mnt_calls[RRR_MNT_NPROCS];
 	atomic_uint_fast64_t stale, scans, escapes, khandles, phandles;
-	atomic_uint_fast64_t direct_writes;
+	atomic_uint_fast64_t direct_writes, direct_bounced;
 	struct fs_fdc fdc;
 };
 

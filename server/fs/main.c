@@ -115,7 +115,7 @@ static void usage(FILE *f)
 		"  --spin-us N           spin budget per wait in microseconds (default 50)\n"
 		"  --drc-entries N       duplicate request cache entries for the NFS procedures\n"
 		"                        that must not run twice (default 1024, 0 = off)\n"
-		"  --direct-write N      WRITEs of new data of N bytes or more, page aligned, go\n"
+		"  --direct-write N      WRITEs of new data of N bytes or more at aligned offsets go\n"
 		"                        to the disk with O_DIRECT, not through the page cache\n"
 		"                        (default 262144; 0 = never)\n"
 		"  --max-conns N         connections at once, RDMA + TCP (default: from the fd\n"
@@ -163,7 +163,9 @@ static void print_counters(FILE *f, const char *title)
 	fprintf(f, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n",
 		(unsigned long long)atomic_load(&ex->fdc.hits),
 		(unsigned long long)atomic_load(&ex->fdc.misses));
-	fprintf(f, "  io.direct_writes %llu\n", (unsigned long long)atomic_load(&ex->direct_writes));
+	fprintf(f, "  io.direct_writes %llu\n  io.direct_bounced %llu\n",
+		(unsigned long long)atomic_load(&ex->direct_writes),
+		(unsigned long long)atomic_load(&ex->direct_bounced));
 	fs_access_print(f, "  ");
 	fs_drc_print(f);
 	struct rrr_svc_limit_stats ls;

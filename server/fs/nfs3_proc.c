@@ -49,6 +49,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -390,11 +391,13 @@ static unsigned write_iov(const struct rrr_nfs3_write_args *a, uint32_t count,
  * a copy per byte and a fresh page-cache page per 4 KiB (on a VM whose host
  * takes freed guest memory back, a host fault per page: buffered writes of
  * new files ran at 214-274 MB/s on the machine of docs/benchmarks.md, the
- * disk with O_DIRECT at 1.1 GB/s). A WRITE of at least ex->direct_min bytes
- * whose offset, length and every buffer are FS_DIO_ALIGN aligned (the RDMA
- * transport places read-chunk data on a page boundary for this) goes
- * through a second descriptor opened with O_DIRECT: straight from the
- * receive buffer to the device, never through the page cache. The kernel
+ * disk with O_DIRECT at 1.1 GB/s). A WRITE of new data (past the end of
+ * the file or into a hole) of at least ex->direct_min bytes whose offset
+ * and length are FS_DIO_ALIGN aligned goes through a second descriptor
+ * opened with O_DIRECT, never through the page cache: straight from the
+ * receive buffer when its buffers are aligned too (the RDMA transport
+ * places read-chunk data on a page boundary for this), else (TCP) after a
+ * copy into the worker's aligned bounce buffer (up to FS_DIO_BOUNCE_MAX). The kernel
  * keeps direct and buffered I/O of a file coherent (a direct write writes
  * back and drops cached pages of its range), so READs, smaller WRITEs and
  * other clients see the same bytes. Files whose file system reports no
@@ -404,13 +407,12 @@ static unsigned write_iov(const struct rrr_nfs3_write_args *a, uint32_t count,
  * goes (stronger than UNSTABLE asks); COMMIT still fsyncs the metadata.
  */
 #define FS_DIO_ALIGN 4096u
+/* Largest unaligned WRITE copied into a worker's bounce buffer for O_DIRECT. */
+#define FS_DIO_BOUNCE_MAX (4u << 20)
 
-static bool direct_eligible(const struct fs_export *ex, const struct rrr_nfs3_write_args *a,
-			    uint32_t count)
+/* Every buffer of the first @count bytes FS_DIO_ALIGN aligned (address, length)? */
+static bool buffers_aligned(const struct rrr_nfs3_write_args *a, uint32_t count)
 {
-	if (!ex->direct_min || count < ex->direct_min || a->offset % FS_DIO_ALIGN ||
-	    count % FS_DIO_ALIGN)
-		return false;
 	size_t left = count;
 	for (unsigned i = 0; i < a->niov && i < RRR_XDR_PAYLOAD_MAX_IOV && left; i++) {
 		size_t len = a->iov[i].iov_len < left ? a->iov[i].iov_len : left;
@@ -419,6 +421,59 @@ static bool direct_eligible(const struct fs_export *ex, const struct rrr_nfs3_wr
 		left -= len;
 	}
 	return left == 0;
+}
+
+/* The calling worker's bounce buffer of at least @len bytes (aligned, kept
+ * for the thread's life, freed at its exit), or NULL. */
+static pthread_key_t bounce_key;
+static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
+struct bounce {
+	size_t len;
+	uint8_t *p;
+};
+
+static void bounce_free(void *v)
+{
+	struct bounce *b = v;
+	free(b->p);
+	free(b);
+}
+
+static void bounce_init(void)
+{
+	if (pthread_key_create(&bounce_key, bounce_free))
+		bounce_key = (pthread_key_t)-1;
+}
+
+static uint8_t *bounce_get(size_t len)
+{
+	pthread_once(&bounce_once, bounce_init);
+	if (bounce_key == (pthread_key_t)-1)
+		return NULL;
+	struct bounce *b = pthread_getspecific(bounce_key);
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b || pthread_setspecific(bounce_key, b)) {
+			free(b);
+			return NULL;
+		}
+	}
+	if (b->len < len) {
+		void *p;
+		if (posix_memalign(&p, FS_DIO_ALIGN, FS_DIO_BOUNCE_MAX))
+			return NULL;
+		free(b->p);
+		b->p = p;
+		b->len = FS_DIO_BOUNCE_MAX;
+	}
+	return b->p;
+}
+
+static bool direct_eligible(const struct fs_export *ex, const struct rrr_nfs3_write_args *a,
+			    uint32_t count)
+{
+	return ex->direct_min && count >= ex->direct_min && !(a->offset % FS_DIO_ALIGN) &&
+	       !(count % FS_DIO_ALIGN) && (count <= FS_DIO_BOUNCE_MAX || buffers_aligned(a, count));
 }
 
 /* Does [off, off + count) of @fd (size @size) hold no data yet: past the end
@@ -460,9 +515,29 @@ static void write_data(struct fs_export *ex, int fd, int dfd, const struct rrr_n
 	unsigned niov = write_iov(a, count, iov);
 	ssize_t n = -1;
 	if (dfd >= 0) {
-		n = pwritev(dfd, iov, (int)niov, (off_t)a->offset);
+		uint8_t *b = NULL;
+		if (!buffers_aligned(a, count) && (b = bounce_get(count)) != NULL) {
+			/* one copy into a hot, aligned buffer still beats one into
+			 * fresh page-cache pages (see "Direct writes") */
+			size_t o = 0;
+			for (unsigned i = 0; i < niov; i++) {
+				memcpy(b + o, iov[i].iov_base, iov[i].iov_len);
+				o += iov[i].iov_len;
+			}
+			iov[0] = (struct iovec){.iov_base = b, .iov_len = o};
+			niov = 1;
+			atomic_fetch_add(&ex->direct_bounced, 1);
+		}
+		if (b || buffers_aligned(a, count))
+			n = pwritev(dfd, iov, (int)niov, (off_t)a->offset);
 		if (n >= 0)
 			atomic_fetch_add(&ex->direct_writes, 1);
+		else if (b) {
+			/* redo buffered from the caller's buffers */
+			niov = write_iov(a, count, iov);
+			errno = EINVAL;
+		} else if (!buffers_aligned(a, count))
+			errno = EINVAL;
 	}
 	if (n < 0 && (dfd < 0 || errno == EINVAL))
 		n = count ? pwritev(fd, iov, (int)niov, (off_t)a->offset) : 0;

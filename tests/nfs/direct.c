@@ -7,7 +7,9 @@
  * takes, READ through the server and the file on disk hold exactly the
  * bytes written, in the order written, mixed with small and unaligned
  * WRITEs and overwrites. The counter io.direct_writes (rrr-server --stats)
- * shows which path was taken. Real server processes, soft RDMA and TCP.
+ * shows which path was taken (over TCP the data arrives unaligned and is
+ * copied into a worker's aligned bounce buffer first). Real server
+ * processes, soft RDMA and TCP.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -185,9 +187,14 @@ Test(nfs_direct, tcp_writes_are_correct)
 	start(false, NULL);
 	struct rrr_nfs3_fh fh;
 	create("c.bin", &fh);
+	unsigned long long d0 = direct_writes();
 	put(&fh, 0, MIB, 10);
 	put(&fh, 2 * MIB, MIB, 11);
 	put(&fh, MIB, MIB, 12);
+	/* TCP leaves the data unaligned: copied into an aligned bounce buffer */
+	cr_assert_eq(direct_writes() - d0, 3, "new aligned-offset data over TCP goes direct");
 	put(&fh, 3 * MIB - 4096, 8192, 13);
+	put(&fh, 0, MIB, 14);
+	cr_assert_eq(direct_writes() - d0, 3, "small WRITEs and overwrites stay buffered");
 	check(&fh, "c.bin", 3 * MIB + 4096);
 }
