@@ -42,6 +42,9 @@ void cli_progress_end(struct cli_progress *p, uint64_t done);
  * local one (xfer.c explains the pipeline). The caller opens (and for put
  * may map) the local file; cli_xfer_run() moves the bytes. MAY BLOCK.
  */
+/* O_DIRECT alignment rrr-client asks of a file system (offset, length, memory). */
+#define CLI_DIO_ALIGN 4096u
+
 struct cli_xfer {
 	/* in */
 	struct rrr_nfs3 *nfs;
@@ -55,6 +58,9 @@ struct cli_xfer {
 			     * from @fd through the ring */
 	int fd;		   /* get: written in order with write() (-1: discard);
 			    * put without @map: pread at the offset */
+	bool pos_io;	   /* get: @fd is a regular file written with pwrite() */
+	int dfd;	   /* get: the same regular file opened O_DIRECT, or -1:
+			    * whole aligned chunks go there (pwrite; see xfer.c) */
 	bool crc_on;	   /* compute @crc over the bytes, in file order */
 	struct cli_progress *pg; /* or NULL; updated from the calling thread */
 	/* out */

@@ -3,7 +3,8 @@
  * tests/nfs/cli.c - rrr-client's pipelined get / cat / put (client/cli/
  * xfer.c) against a real rrr-server on loopback, over soft RDMA and TCP:
  * bytes equal after every path (put from a mapping, put through the ring,
- * --split, get, cat to stdout) for sizes around the chunk size (0, 1,
+ * --split, get with whole chunks O_DIRECT (the default) and --no-direct,
+ * cat to stdout) for sizes around the chunk size (0, 1,
  * chunk - 1, chunk, several chunks + 1, more chunks than ring slots),
  * --nconnect (how many connections the counters show, range checks), and
  * local file errors giving exit status 5.
@@ -168,6 +169,10 @@ static void paths_for_size(struct env *e, size_t size, uint32_t seed)
 	cr_assert_eq(th_cmp_files(local, back), 0, "get of %zu bytes", size);
 	cr_assert_eq(file_size(back), (long)size);
 	cr_assert_not(th_file_contains(e->out, "crc32c"), "no checksum without --verify");
+	unlink(back);
+	cr_assert_eq(client(e, NULL, "--no-direct", "get", name, back, NULL), 0);
+	cr_assert_eq(th_cmp_files(local, back), 0, "get --no-direct of %zu bytes", size);
+	cr_assert_eq(file_size(back), (long)size);
 	unlink(back);
 	cr_assert_eq(client(e, NULL, "--split", "700", "--nconnect", "1", "get", name, back, NULL),
 		     0);
