@@ -181,7 +181,7 @@ static unsigned out_iov(const struct tcp_conn *t, struct iovec *iov)
 /* Send what is pending; 1 when all is out, 0 when it must wait, -errno. */
 static int tcp_flush(struct tcp_conn *t)
 {
-	struct rrr_xprt_stats *st = rrr__svc_conn_stats(&t->base);
+	struct rrr_xprt_stats *st = t->base.st;
 	struct iovec iov[OUT_IOV_MAX];
 	struct msghdr mh = {.msg_iov = iov};
 
@@ -245,14 +245,14 @@ static int tcp_handle_record(struct tcp_conn *t)
 	put_be32(t->reply, RRR_RPC_RM_LAST | (uint32_t)(t->out_len - 4));
 	t->out_off = 0;
 	t->out_busy = true;
-	RRR__STAT_ADD(rrr__svc_conn_stats(&t->base), replies, 1);
+	RRR__STAT_ADD(t->base.st, replies, 1);
 	return tcp_flush(t);
 }
 
 /* Read one chunk of input; 1 progress, 0 would block, -errno / -EPIPE on EOF. */
 static int tcp_read_some(struct tcp_conn *t)
 {
-	struct rrr_xprt_stats *st = rrr__svc_conn_stats(&t->base);
+	struct rrr_xprt_stats *st = t->base.st;
 	ssize_t n;
 
 	if (!t->in_frag) {
@@ -390,10 +390,12 @@ static const struct rrr__svc_conn_ops tcp_ops = {
     .destroy = tcp_destroy,
 };
 
-void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd)
+/* The listening socket is readable: accept what is pending. */
+static void tcp_listener_ready(struct rrr__svc_listener *l)
 {
+	struct rrr_svc *svc = l->svc;
 	const struct rrr_svc_opts *o = rrr__svc_opts(svc);
-	int i;
+	int lfd = l->fd, i;
 
 	for (i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
@@ -434,21 +436,28 @@ void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd)
 	}
 }
 
-int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
-			uint16_t *bound_port, int *fd_out)
+static int tcp_listener_listen(struct rrr_svc *svc, const char *host, const char *port,
+			       uint16_t *bound_port, struct rrr__svc_listener **out)
 {
 	struct addrinfo hints, *res = NULL, *ai;
+	struct rrr__svc_listener *l;
 	int fd = -1, rc, one = 1, zero = 0;
 
 	(void)svc;
+	*out = NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE;
 	rc = getaddrinfo(host, port, &hints, &res);
-	if (rc)
+	if (rc) {
+		free(l);
 		return rrr__set_error(-EINVAL, "cannot resolve %s:%s: %s", host ? host : "*", port,
 				      gai_strerror(rc));
+	}
 	rc = -EADDRNOTAVAIL;
 	/* prefer IPv6 dual-stack for the wildcard address */
 	for (int pass = 0; pass < 2 && fd < 0; pass++) {
@@ -471,9 +480,11 @@ int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
 		}
 	}
 	freeaddrinfo(res);
-	if (fd < 0)
+	if (fd < 0) {
+		free(l);
 		return rrr__set_error(rc, "cannot listen on TCP %s:%s: %s", host ? host : "*", port,
 				      strerror(-rc));
+	}
 	if (bound_port) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
@@ -484,6 +495,28 @@ int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
 		else
 			*bound_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	}
-	*fd_out = fd;
+	l->fd = fd;
+	*out = l;
 	return 0;
 }
+
+static void tcp_listener_stop(struct rrr__svc_listener *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+}
+
+static void tcp_listener_destroy(struct rrr__svc_listener *l)
+{
+	tcp_listener_stop(l);
+	free(l);
+}
+
+const struct rrr__svc_listener_ops rrr__svc_tcp_listener_ops = {
+    .name = "TCP",
+    .listen = tcp_listener_listen,
+    .ready = tcp_listener_ready,
+    .stop = tcp_listener_stop,
+    .destroy = tcp_listener_destroy,
+};
