@@ -565,9 +565,7 @@ static void conn_lost(struct rrr_clnt *c)
 			held = r;
 		}
 	}
-	pthread_mutex_lock(&c->lock);
-	c->stats.disconnects++;
-	pthread_mutex_unlock(&c->lock);
+	RRR__CLNT_STAT_ADD(c, disconnects, 1);
 	while ((r = held)) {
 		held = r->qnext;
 		r->qnext = NULL;
@@ -895,7 +893,7 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	if (rc)
 		goto fail;
 	c->connected = true;
-	c->stats.connects = 1;
+	RRR__CLNT_STAT_SET(c, connects, 1);
 	rc = pthread_create(&c->thread, NULL, progress_main, c);
 	if (rc) {
 		rc = -rc;
@@ -975,7 +973,7 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 	c->live.lprev->lnext = req;
 	c->live.lprev = req;
 	q_append(&c->submit_head, &c->submit_tail, req);
-	c->stats.calls++;
+	RRR__CLNT_STAT_ADD(c, calls, 1);
 	pthread_mutex_unlock(&c->lock);
 	wake(c);
 	return 0;
@@ -1058,9 +1056,7 @@ void rrr_clnt_stats(struct rrr_clnt *c, struct rrr_xprt_stats *st)
 {
 	if (!c || !st)
 		return;
-	pthread_mutex_lock(&c->lock);
-	*st = c->stats;
-	pthread_mutex_unlock(&c->lock);
+	rrr__xprt_stats_load(st, &c->stats);
 }
 
 uint32_t rrr_clnt_max_payload(const struct rrr_clnt *c)

@@ -432,11 +432,9 @@ static void deliver(struct rrr_clnt *c)
 	/* a reply also means the whole call was written: drop its out entry */
 	detach_out(c, req);
 	st = rrr__clnt_decode_reply(c, req, msg, t->rm.len);
-	pthread_mutex_lock(&c->lock);
-	c->stats.replies++;
+	RRR__CLNT_STAT_ADD(c, replies, 1);
 	if (st == -EBADMSG)
-		c->stats.bad_replies++;
-	pthread_mutex_unlock(&c->lock);
+		RRR__CLNT_STAT_ADD(c, bad_replies, 1);
 	rrr__clnt_complete(c, req, st);
 }
 

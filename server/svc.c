@@ -1165,45 +1165,8 @@ void rrr_svc_stats(struct rrr_svc *svc, struct rrr_xprt_stats *out)
 	memset(out, 0, sizeof(*out));
 	if (!svc)
 		return;
-	for (i = 0; i < svc->nworkers; i++) {
-		const struct rrr_xprt_stats *s = &svc->workers[i].st;
-#define SUM(f) out->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
-#define MAX(f)                                                                                     \
-	do {                                                                                       \
-		uint32_t v_ = __atomic_load_n(&s->f, __ATOMIC_RELAXED);                            \
-		if (v_ > out->f)                                                                   \
-			out->f = v_;                                                               \
-	} while (0)
-		SUM(calls);
-		SUM(replies);
-		SUM(bad_replies);
-		SUM(timeouts);
-		SUM(retransmits);
-		SUM(inline_calls);
-		SUM(read_chunks);
-		SUM(write_chunks);
-		SUM(reply_chunks);
-		SUM(nomsg_calls);
-		SUM(registrations);
-		SUM(hole_splits);
-		SUM(local_inv);
-		SUM(remote_inv);
-		SUM(recoveries);
-		SUM(credit_stalls);
-		MAX(credits);
-		MAX(max_credits);
-		MAX(inline_send);
-		MAX(inline_recv);
-		SUM(rdma_read_bytes);
-		SUM(rdma_write_bytes);
-		SUM(send_bytes);
-		SUM(recv_bytes);
-		SUM(connects);
-		SUM(disconnects);
-		SUM(rdma_errors_sent);
-#undef SUM
-#undef MAX
-	}
+	for (i = 0; i < svc->nworkers; i++)
+		rrr__xprt_stats_fold(out, &svc->workers[i].st);
 }
 
 void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st)

@@ -29,13 +29,13 @@
 #include <rrr/stats.h>
 #include <rrr/xdr.h>
 
+#include "transport/stats_impl.h"
+
 struct rrr_svc;
 struct rrr__svc_worker;
 struct rrr__svc_conn;
 
-/* Atomic counter helpers over the plain fields of struct rrr_xprt_stats. */
-#define RRR__STAT_ADD(st, field, n) __atomic_fetch_add(&(st)->field, (n), __ATOMIC_RELAXED)
-#define RRR__STAT_SET(st, field, v) __atomic_store_n(&(st)->field, (v), __ATOMIC_RELAXED)
+/* Counters: RRR__STAT_ADD/RRR__STAT_SET (transport/stats_impl.h). */
 
 struct rrr__svc_conn_ops {
 	const char *name; /* "tcp" or "rdma" */
