@@ -73,6 +73,7 @@
 
 #include <rrr/rpcrdma.h>
 
+#include "common/probes.h"
 #include "server/svc_impl.h"
 #include "transport/wait.h"
 #include "transport/provider_impl.h"
@@ -614,8 +615,8 @@ static enum rrr__svc_verdict reply_denied(struct rrr_xdr *res, uint32_t xid, uin
 	return RRR__SVC_REPLY_ERR;
 }
 
-enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
-					struct rrr_xdr *res)
+static enum rrr__svc_verdict dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
+				      struct rrr_xdr *res)
 {
 	struct rrr_svc *svc = req->svc;
 	struct rrr_xprt_stats *st = req->conn->st;
@@ -644,6 +645,7 @@ enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr 
 		RRR__STAT_ADD(st, bad_replies, 1);
 		return RRR__SVC_NO_REPLY;
 	}
+	RRR_PROBE5(svc_call, req->conn, xid, req->call.prog, req->call.vers, req->call.proc);
 	if (rc)
 		return reply_denied(res, xid, RRR_RPC_AUTH_ERROR, RRR_AUTH_BADCRED);
 	if (req->call.cred.flavor != RRR_AUTH_NONE && req->call.cred.flavor != RRR_AUTH_SYS)
@@ -682,6 +684,16 @@ enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr 
 	if (rc == RRR_SVC_GARBAGE_ARGS)
 		return reply_accepted_err(res, xid, RRR_RPC_GARBAGE_ARGS, 0, 0);
 	return reply_accepted_err(res, xid, RRR_RPC_SYSTEM_ERR, 0, 0);
+}
+
+enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
+					struct rrr_xdr *res)
+{
+	enum rrr__svc_verdict v = dispatch(req, args, res);
+
+	if (v != RRR__SVC_NO_REPLY)
+		RRR_PROBE4(svc_reply, req->conn, req->call.xid, (int)v, rrr_xdr_pos(res));
+	return v;
 }
 
 /* A connection that never lives in epoll: for rrr__svc_dispatch_raw(). */
@@ -799,6 +811,7 @@ static void reap(struct rrr__svc_worker *w)
 		c->in_epoll = false;
 		w->nconns--;
 		RRR__STAT_ADD(&w->st, disconnects, 1);
+		RRR_PROBE3(svc_disconnect, c, c->ops->name, c->idle_shut);
 		rrr__svc_unadmit(&w->svc->limits, c);
 		rrr__svc_conn_put(c);
 	}
@@ -893,6 +906,7 @@ static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 				list_add(&w->conns, c);
 				w->nconns++;
 				RRR__STAT_ADD(&w->st, connects, 1);
+				RRR_PROBE3(svc_connect, c, c->ops->name, &c->peer);
 				if (stopping)
 					c->ops->shutdown(c);
 			}

@@ -69,6 +69,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "common/probes.h"
 #include "server/svc_rdma_impl.h"
 #include "transport/provider_impl.h"
 
@@ -634,6 +635,7 @@ static void svc_rdma_fail(struct svc_rdma_conn *rc, const char *why)
 {
 	struct svc_rdma_ctx *ctx;
 
+	RRR_PROBE2(svc_conn_failed, &rc->base, why);
 	if (why && getenv("RRR_SVC_DEBUG"))
 		fprintf(stderr, "svc_rdma: %s (%s)\n", why,
 			rrr_last_error() ? rrr_last_error() : "");

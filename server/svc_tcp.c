@@ -58,6 +58,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "server/svc_impl.h"
 #include "transport/provider_impl.h"
 #include "xdr/oncrpc_rm.h"
@@ -319,6 +320,7 @@ static void tcp_on_event(struct rrr__svc_conn *c, uint32_t events)
 	}
 	return;
 fail:
+	RRR_PROBE2(svc_conn_failed, c, "TCP: socket error, end of stream or protocol violation");
 	tcp_close(t);
 }
 
