@@ -152,7 +152,7 @@ $(BUILD)/rrr-fio.so: $(BUILD)/obj/fio/rrr_engine.o $(AR_LIB) fio/rrr-fio.map
 # Debian packages the project needs; `make deps` installs the missing ones.
 DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal-dev \
 	    libcriterion-dev rdma-core clang libclang-rt-14-dev valgrind tshark \
-	    libnfs-utils gnuplot-nox groff-base
+	    libnfs-utils gnuplot-nox groff-base systemtap-sdt-dev
 DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
 	       nfs-kernel-server nfs-common rpcbind fio e2fsprogs xfsprogs btrfs-progs
 # fio, and what fio's configure needs to describe Debian's fio build.
@@ -184,7 +184,7 @@ test: deps deps-fio
 	$(MAKE) all tests
 	$(MAKE) check
 
-check: test-unit test-install test-example test-man
+check: test-unit test-install test-example test-man test-probes
 
 # Man pages: groff (and mandoc -Tlint when installed) without warnings, and
 # every option of each program's --help documented in its page.
@@ -192,6 +192,12 @@ MAN_PAGES := $(sort $(wildcard man/*.[158]))
 .PHONY: test-man
 test-man: programs
 	@scripts/check-man.sh $(BUILD)
+
+# USDT probes: every probe of docs/tracing.md is in the built library
+# (readelf -n); skipped with the reason without readelf or <sys/sdt.h>.
+.PHONY: test-probes
+test-probes: lib
+	@scripts/check-probes.sh $(BUILD) $(CC)
 
 # Install into a temporary DESTDIR and link an outside program via pkg-config.
 .PHONY: test-install

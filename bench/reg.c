@@ -56,6 +56,7 @@
 
 #include "bench.h"
 #include "common.h"
+#include "transport/loop_pair.h"
 
 #define MAX_STRATS 8
 #define MAX_SIZES  16
@@ -72,10 +73,9 @@ struct strat {
 	struct rrr_device *dev;
 	struct rrr_device_attr attr;
 	struct rrr_pd *pd;
-	struct rrr_cq *cq, *scq; /* client side, server side */
-	struct rrr_cm *cm;
-	struct rrr_cm_id *lid, *cid, *sid;
-	struct rrr_qp *cqp, *sqp;
+	struct rrr_cq *cq, *scq;	/* client side, server side */
+	struct rrr__loop_pair loop; /* transport/loop_pair.c */
+	struct rrr_qp *cqp;	/* = loop.c.qp: the side that registers */
 	struct rrr_mrpool *pool;
 	struct rrr_mr *mr; /* persistent */
 	int setup_err;
@@ -115,81 +115,32 @@ static int fail(struct strat *s, int rc, const char *what)
 	return s->setup_err;
 }
 
-static int make_qp(struct strat *s, struct rrr_cm_id *id, struct rrr_cq *cq, struct rrr_qp **qp)
-{
-	struct rrr_qp_init_attr qa = {
-	    .pd = s->pd,
-	    .send_cq = cq,
-	    .recv_cq = cq,
-	    .max_send_wr = 4 * RRR_REG_MAX_SEGS,
-	    .max_recv_wr = 4,
-	    .max_send_sge = 1,
-	    .max_recv_sge = 1,
-	    .max_rd_atomic = 1,
-	};
-
-	return rrr_qp_create(id, &qa, qp);
-}
-
-/* Connect cid to lid on loopback; both ends in this process, one cm. */
+/* Connect a QP pair on loopback (g_addr), both ends in this process. */
 static int connect_loopback(struct strat *s)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	struct rrr_conn_param cp = {.ird = 1, .ord = 1};
-	int rc, established = 0;
-	uint64_t deadline = rrr__bench_now_ns() + 10ull * 1000000000ull;
+	struct rrr__loop_opts lo = {
+	    .c_pd = s->pd,
+	    .s_pd = s->pd,
+	    .c_cq = s->cq,
+	    .s_cq = s->scq,
+	    .qp =
+		{
+		    .max_send_wr = 4 * RRR_REG_MAX_SEGS,
+		    .max_recv_wr = 4,
+		    .max_send_sge = 1,
+		    .max_recv_sge = 1,
+		    .max_rd_atomic = 1,
+		},
+	    .connect = {.ird = 1, .ord = 1},
+	    .accept = {.ird = 1, .ord = 1},
+	    .timeout_ms = 10000,
+	};
+	int rc;
 
-	if ((rc = rrr_cm_create(s->dev, &s->cm)))
-		return fail(s, rc, "rrr_cm_create");
-	if ((rc = rrr_cm_id_create(s->cm, NULL, &s->lid)) ||
-	    (rc = rrr_cm_id_create(s->cm, NULL, &s->cid)))
-		return fail(s, rc, "rrr_cm_id_create");
-	if ((rc = rrr_addr_parse(g_addr, "0", &ss, &sl)))
-		return fail(s, rc, "rrr_addr_parse");
-	if ((rc = rrr_cm_listen(s->lid, (struct sockaddr *)&ss, sl, 4)))
-		return fail(s, rc, "rrr_cm_listen");
-	if ((rc = rrr_cm_id_local_addr(s->lid, &ss)))
-		return fail(s, rc, "rrr_cm_id_local_addr");
-	sl = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-	if ((rc = rrr_cm_resolve(s->cid, (struct sockaddr *)&ss, sl, 5000)))
-		return fail(s, rc, "rrr_cm_resolve");
-	while (established < 2) {
-		struct rrr_cm_event ev;
-
-		if (rrr__bench_now_ns() > deadline)
-			return fail(s, -ETIMEDOUT, "loopback connection");
-		rc = rrr_cm_wait_event(s->cm, &ev, 100);
-		if (rc == -ETIMEDOUT || rc == -EAGAIN)
-			continue;
-		if (rc)
-			return fail(s, rc, "rrr_cm_wait_event");
-		switch (ev.type) {
-		case RRR_CM_EVENT_RESOLVED:
-			if ((rc = make_qp(s, s->cid, s->cq, &s->cqp)))
-				return fail(s, rc, "rrr_qp_create (client)");
-			if ((rc = rrr_cm_connect(s->cid, &cp)))
-				return fail(s, rc, "rrr_cm_connect");
-			break;
-		case RRR_CM_EVENT_CONNECT_REQUEST:
-			if (s->sid) {
-				rrr_cm_reject(ev.id, NULL, 0);
-				break;
-			}
-			s->sid = ev.id;
-			if ((rc = make_qp(s, s->sid, s->scq, &s->sqp)))
-				return fail(s, rc, "rrr_qp_create (server)");
-			if ((rc = rrr_cm_accept(s->sid, &cp)))
-				return fail(s, rc, "rrr_cm_accept");
-			break;
-		case RRR_CM_EVENT_ESTABLISHED:
-			established++;
-			break;
-		default:
-			return fail(s, ev.status ? ev.status : -ECONNREFUSED,
-				    rrr_cm_event_str(ev.type));
-		}
-	}
+	if ((rc = rrr__loop_listen(&s->loop, s->dev, g_addr)) ||
+	    (rc = rrr__loop_connect(&s->loop, &lo)))
+		return fail(s, rc, "loopback connection");
+	s->cqp = s->loop.c.qp;
 	return 0;
 }
 
@@ -228,20 +179,10 @@ static void strat_teardown(struct strat *s)
 		rrr_mrpool_destroy(s->pool);
 	if (s->mr)
 		rrr_mr_dereg(s->mr);
-	if (s->cid && s->cqp)
-		rrr_cm_disconnect(s->cid);
-	if (s->cqp)
-		rrr_qp_destroy(s->cqp);
-	if (s->sqp)
-		rrr_qp_destroy(s->sqp);
-	if (s->sid)
-		rrr_cm_id_destroy(s->sid);
-	if (s->cid)
-		rrr_cm_id_destroy(s->cid);
-	if (s->lid)
-		rrr_cm_id_destroy(s->lid);
-	if (s->cm)
-		rrr_cm_destroy(s->cm);
+	if (s->loop.c.id && s->cqp)
+		rrr_cm_disconnect(s->loop.c.id);
+	rrr__loop_close(&s->loop);
+	s->cqp = NULL;
 	if (s->scq)
 		rrr_cq_destroy(s->scq);
 	if (s->cq)

@@ -61,6 +61,7 @@
 #include <rrr/rpcrdma.h>
 
 #include "client/clnt_impl.h"
+#include "common/probes.h"
 #include "transport/provider_impl.h"
 
 #define TAG_EVENTFD	 0u
@@ -218,6 +219,8 @@ void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int statu
 	rrr__clnt_hash_del(c, req);
 	req->state = RRR__REQ_DONE;
 	req->status = status;
+	if (status)
+		RRR_PROBE3(call_failed, c, req->xid, status);
 	q_append(&c->done_head, &c->done_tail, req);
 }
 
@@ -486,6 +489,7 @@ int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *
 	int rc;
 
 	(void)c;
+	RRR_PROBE3(reply_received, c, req->xid, len);
 	rrr_xdr_init(&x, msg, len, RRR_XDR_DECODE);
 	rc = rrr_rpc_decode_reply(&x, &rp);
 	if (rc || rp.xid != req->xid)
@@ -565,9 +569,8 @@ static void conn_lost(struct rrr_clnt *c)
 			held = r;
 		}
 	}
-	pthread_mutex_lock(&c->lock);
-	c->stats.disconnects++;
-	pthread_mutex_unlock(&c->lock);
+	RRR__CLNT_STAT_ADD(c, disconnects, 1);
+	RRR_PROBE3(clnt_disconnect, c, c->host, c->port);
 	while ((r = held)) {
 		held = r->qnext;
 		r->qnext = NULL;
@@ -605,8 +608,10 @@ static void try_connect(struct rrr_clnt *c)
 		c->connected = true;
 		c->backoff_ms = 0;
 		RRR__CLNT_STAT_ADD(c, connects, 1);
+		RRR_PROBE4(clnt_connect, c, c->host, c->port, c->ops->name);
 		return;
 	}
+	RRR_PROBE4(clnt_connect_failed, c, c->host, c->port, rc);
 	c->last_connect_err = rc;
 	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
 	if (c->backoff_ms > BACKOFF_MAX_MS)
@@ -633,8 +638,10 @@ static void send_pending(struct rrr_clnt *c)
 		req->state = RRR__REQ_SENT;
 		rrr__clnt_hash_add(c, req);
 		rc = c->ops->send(c, req);
-		if (rc == 0)
+		if (rc == 0) {
+			RRR_PROBE3(call_sent, c, req->xid, req->len);
 			continue;
+		}
 		rrr__clnt_hash_del(c, req);
 		req->state = RRR__REQ_QUEUED;
 		if (rc == -EAGAIN) {
@@ -892,10 +899,13 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	if (rc)
 		goto fail;
 	rc = c->ops->connect(c, c->opts.connect_timeout_ms);
-	if (rc)
+	if (rc) {
+		RRR_PROBE4(clnt_connect_failed, c, c->host, c->port, rc);
 		goto fail;
+	}
 	c->connected = true;
-	c->stats.connects = 1;
+	RRR__CLNT_STAT_SET(c, connects, 1);
+	RRR_PROBE4(clnt_connect, c, c->host, c->port, c->ops->name);
 	rc = pthread_create(&c->thread, NULL, progress_main, c);
 	if (rc) {
 		rc = -rc;
@@ -975,7 +985,7 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 	c->live.lprev->lnext = req;
 	c->live.lprev = req;
 	q_append(&c->submit_head, &c->submit_tail, req);
-	c->stats.calls++;
+	RRR__CLNT_STAT_ADD(c, calls, 1);
 	pthread_mutex_unlock(&c->lock);
 	wake(c);
 	return 0;
@@ -1058,9 +1068,7 @@ void rrr_clnt_stats(struct rrr_clnt *c, struct rrr_xprt_stats *st)
 {
 	if (!c || !st)
 		return;
-	pthread_mutex_lock(&c->lock);
-	*st = c->stats;
-	pthread_mutex_unlock(&c->lock);
+	rrr__xprt_stats_load(st, &c->stats);
 }
 
 uint32_t rrr_clnt_max_payload(const struct rrr_clnt *c)

@@ -178,17 +178,15 @@ static void sync_stats(struct rrr_clnt *c)
 	if (!x->pool)
 		return;
 	rrr_mrpool_stats(x->pool, &rs);
-	pthread_mutex_lock(&c->lock);
-	c->stats.registrations = rs.registrations;
-	c->stats.hole_splits = rs.hole_splits;
-	c->stats.local_inv = rs.local_inv;
-	c->stats.remote_inv = rs.remote_inv;
-	c->stats.recoveries = rs.recoveries;
-	c->stats.credits = x->credits;
-	c->stats.max_credits = c->opts.max_requests;
-	c->stats.inline_send = x->eff_send;
-	c->stats.inline_recv = x->eff_recv;
-	pthread_mutex_unlock(&c->lock);
+	RRR__CLNT_STAT_SET(c, registrations, rs.registrations);
+	RRR__CLNT_STAT_SET(c, hole_splits, rs.hole_splits);
+	RRR__CLNT_STAT_SET(c, local_inv, rs.local_inv);
+	RRR__CLNT_STAT_SET(c, remote_inv, rs.remote_inv);
+	RRR__CLNT_STAT_SET(c, recoveries, rs.recoveries);
+	RRR__CLNT_STAT_SET(c, credits, x->credits);
+	RRR__CLNT_STAT_SET(c, max_credits, c->opts.max_requests);
+	RRR__CLNT_STAT_SET(c, inline_send, x->eff_send);
+	RRR__CLNT_STAT_SET(c, inline_recv, x->eff_recv);
 }
 
 /* --- set-up ------------------------------------------------------------------ */
@@ -963,21 +961,19 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	s->xid = req->xid;
 	req->xprt = s;
 	x->inflight++;
-	pthread_mutex_lock(&c->lock);
-	c->stats.send_bytes += s->send_sge.length;
+	RRR__CLNT_STAT_ADD(c, send_bytes, s->send_sge.length);
 	if (plan.call == RRR__CALL_INLINE)
-		c->stats.inline_calls++;
+		RRR__CLNT_STAT_ADD(c, inline_calls, 1);
 	else if (plan.call == RRR__CALL_READ_CHUNK)
-		c->stats.read_chunks++;
+		RRR__CLNT_STAT_ADD(c, read_chunks, 1);
 	else
-		c->stats.nomsg_calls++;
+		RRR__CLNT_STAT_ADD(c, nomsg_calls, 1);
 	if (plan.write_chunk)
-		c->stats.write_chunks++;
+		RRR__CLNT_STAT_ADD(c, write_chunks, 1);
 	if (plan.reply_chunk)
-		c->stats.reply_chunks++;
+		RRR__CLNT_STAT_ADD(c, reply_chunks, 1);
 	if (req->has_payload && plan.call != RRR__CALL_INLINE)
-		c->stats.rdma_read_bytes += req->payload_len;
-	pthread_mutex_unlock(&c->lock);
+		RRR__CLNT_STAT_ADD(c, rdma_read_bytes, req->payload_len);
 	return 0;
 unmap:
 	/* mapped but never posted: recover returns them INVALID to the pool */

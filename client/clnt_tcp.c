@@ -16,9 +16,10 @@
  *   record: [marker][buf 4..payload_pos)[payload iovecs][pad][buf payload_pos..len)
  *
  * Output entries come from a free list kept by the transport (at most
- * max_requests of them), so the steady state allocates nothing. Replies are read into a
- * reassembly buffer: a 4-byte marker, then the fragment; fragments are
- * concatenated until the last-fragment bit. A complete record is matched
+ * max_requests of them), so the steady state allocates nothing. Replies are
+ * reassembled by the record-marking reassembler (xdr/oncrpc_rm.c): a 4-byte
+ * marker, then the fragment; fragments are concatenated until the
+ * last-fragment bit. A complete record is matched
  * to its call by xid, decoded by the core (the payload is copied into the
  * caller's sink) and completed. Replies for unknown xids (late replies to
  * calls that timed out) are dropped.
@@ -30,8 +31,8 @@
  * There are no credits on TCP: can_send() is always true.
  *
  * Hostile peers: a fragment length and the record's total are bounded by
- * MAX_RECORD before any allocation; a record that is too large, or a
- * zero-length record, drops the connection.
+ * MAX_RECORD before any allocation; a record that is too large drops the
+ * connection; one too short to carry an xid is counted as a bad reply.
  *
  * Recovery. A read of 0 bytes or a socket error reports -ENOTCONN; the core
  * closes and retries or fails the outstanding calls. If a call is aborted
@@ -57,6 +58,7 @@
 
 #include "client/clnt_impl.h"
 #include "transport/provider_impl.h"
+#include "xdr/oncrpc_rm.h"
 
 #define TAG_SOCK    1u
 #define MAX_PAYLOAD (1u << 20)
@@ -84,13 +86,7 @@ struct tcp_xprt {
 	unsigned nent_free;
 	bool want_out;
 	/* receive */
-	uint8_t hdr[4];
-	uint32_t hdr_have;
-	uint32_t frag_left; /* bytes still to read of the current fragment */
-	bool in_frag;
-	bool last_frag;
-	uint8_t *msg;
-	size_t msg_len, msg_cap;
+	struct rrr__rm rm; /* record reassembly, MAX_RECORD */
 };
 
 static struct tcp_xprt *X(const struct rrr_clnt *c)
@@ -105,17 +101,14 @@ static int tcp_create(struct rrr_clnt *c)
 	if (!t)
 		return -ENOMEM;
 	t->fd = -1;
+	rrr__rm_init(&t->rm, MAX_RECORD);
 	c->xprt = t;
 	return 0;
 }
 
 static void tcp_reset_rx(struct tcp_xprt *t)
 {
-	t->hdr_have = 0;
-	t->frag_left = 0;
-	t->in_frag = false;
-	t->last_frag = false;
-	t->msg_len = 0;
+	rrr__rm_reset(&t->rm);
 }
 
 static int tcp_connect(struct rrr_clnt *c, int timeout_ms)
@@ -421,16 +414,16 @@ static void tcp_abort(struct rrr_clnt *c, struct rrr__clnt_req *req, int status)
 static void deliver(struct rrr_clnt *c)
 {
 	struct tcp_xprt *t = X(c);
+	uint8_t *msg = t->rm.rec;
 	struct rrr__clnt_req *req;
 	uint32_t xid;
 	int st;
 
-	if (t->msg_len < 4) {
+	if (t->rm.len < 4) {
 		RRR__CLNT_STAT_ADD(c, bad_replies, 1);
 		return;
 	}
-	xid = (uint32_t)t->msg[0] << 24 | (uint32_t)t->msg[1] << 16 | (uint32_t)t->msg[2] << 8 |
-	      t->msg[3];
+	xid = (uint32_t)msg[0] << 24 | (uint32_t)msg[1] << 16 | (uint32_t)msg[2] << 8 | msg[3];
 	req = rrr__clnt_lookup(c, xid);
 	if (!req || req->aborting) {
 		/* late reply to a call that timed out or was cancelled */
@@ -438,12 +431,10 @@ static void deliver(struct rrr_clnt *c)
 	}
 	/* a reply also means the whole call was written: drop its out entry */
 	detach_out(c, req);
-	st = rrr__clnt_decode_reply(c, req, t->msg, t->msg_len);
-	pthread_mutex_lock(&c->lock);
-	c->stats.replies++;
+	st = rrr__clnt_decode_reply(c, req, msg, t->rm.len);
+	RRR__CLNT_STAT_ADD(c, replies, 1);
 	if (st == -EBADMSG)
-		c->stats.bad_replies++;
-	pthread_mutex_unlock(&c->lock);
+		RRR__CLNT_STAT_ADD(c, bad_replies, 1);
 	rrr__clnt_complete(c, req, st);
 }
 
@@ -464,48 +455,15 @@ static int read_some(struct rrr_clnt *c)
 	}
 	RRR__CLNT_STAT_ADD(c, recv_bytes, (uint64_t)n);
 	while (i < (size_t)n) {
-		if (!t->in_frag) {
-			uint32_t rm, flen;
+		size_t used;
+		int rc = rrr__rm_feed(&t->rm, tmp + i, (size_t)n - i, &used);
 
-			t->hdr[t->hdr_have++] = tmp[i++];
-			if (t->hdr_have < 4)
-				continue;
-			t->hdr_have = 0;
-			rm = (uint32_t)t->hdr[0] << 24 | (uint32_t)t->hdr[1] << 16 |
-			     (uint32_t)t->hdr[2] << 8 | t->hdr[3];
-			flen = rm & RRR_RPC_RM_LEN_MASK;
-			if (flen > MAX_RECORD || t->msg_len > MAX_RECORD - flen)
-				return -ENOTCONN; /* hostile or broken peer */
-			if (t->msg_len + flen > t->msg_cap) {
-				size_t cap = t->msg_cap ? t->msg_cap : 8192;
-				uint8_t *m;
-
-				while (cap < t->msg_len + flen)
-					cap *= 2;
-				m = realloc(t->msg, cap);
-				if (!m)
-					return -ENOTCONN;
-				t->msg = m;
-				t->msg_cap = cap;
-			}
-			t->frag_left = flen;
-			t->last_frag = (rm & RRR_RPC_RM_LAST) != 0;
-			t->in_frag = true;
-		}
-		if (t->frag_left) {
-			size_t take = (size_t)n - i < t->frag_left ? (size_t)n - i : t->frag_left;
-
-			memcpy(t->msg + t->msg_len, tmp + i, take);
-			t->msg_len += take;
-			t->frag_left -= (uint32_t)take;
-			i += take;
-		}
-		if (t->frag_left == 0) {
-			t->in_frag = false;
-			if (t->last_frag) {
-				deliver(c);
-				t->msg_len = 0;
-			}
+		i += used;
+		if (rc < 0)
+			return -ENOTCONN; /* hostile or broken peer, or no memory */
+		if (rc == 1) {
+			deliver(c);
+			rrr__rm_next(&t->rm);
 		}
 	}
 	return 0;
@@ -544,7 +502,7 @@ static void tcp_destroy(struct rrr_clnt *c)
 		t->ent_free = e->next;
 		free(e);
 	}
-	free(t->msg);
+	rrr__rm_fini(&t->rm);
 	free(t);
 	c->xprt = NULL;
 }

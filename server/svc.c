@@ -24,6 +24,25 @@
  * results it had encoded. Messages that are not CALLs, or whose header is
  * truncated, are dropped and counted.
  *
+ * Call direction. The core is at the bottom and calls nothing of a
+ * transport by name: it knows a listener only through its ops table
+ * (struct rrr__svc_listener_ops: listen, ready, stop, limit_stats,
+ * destroy; the accept thread's epoll data points at the listener) and a
+ * connection only through its own (struct rrr__svc_conn_ops: on_event,
+ * on_msg, shutdown, destroy; a worker's epoll data points at the
+ * connection). The transports (svc_tcp.c, svc_rdma.c) call down into the
+ * core API of server/svc_impl.h (adopt, dispatch, request end, epoll
+ * interest, close, limits) and count through the counters their
+ * connection points to (c->st); svc_rdma_rw.c sits below svc_rdma.c and
+ * calls neither it nor svc.c. So one RDMA call is driven from one place:
+ *
+ *   worker (here) -> ops->on_event (svc_rdma.c), which calls in turn
+ *       svc_rdma_rw.c (plan and build the READs), rrr__svc_dispatch() (here),
+ *       svc_rdma_rw.c (WRITE chunks), and at the Send completion
+ *       rrr__svc_req_end() (here)
+ *
+ * every call pointing down and returning; none goes back up a layer.
+ *
  * Memory a handler needs until its reply is sent comes from the request
  * arena (rrr_svc_req_alloc): 64-byte aligned pieces of blocks that
  * rrr__svc_req_end() gives back when the transport is done with the reply,
@@ -54,6 +73,7 @@
 
 #include <rrr/rpcrdma.h>
 
+#include "common/probes.h"
 #include "server/svc_impl.h"
 #include "transport/wait.h"
 #include "transport/provider_impl.h"
@@ -137,10 +157,9 @@ struct rrr_svc {
 	struct rrr_svc_opts opts;
 	struct rrr_svc_program progs[SVC_MAX_PROGRAMS];
 	unsigned nprogs;
-	int tcp_fds[SVC_MAX_LISTENERS];
-	unsigned ntcp;
-	struct rrr__svc_rdma_listener *rdma[SVC_MAX_LISTENERS];
-	unsigned nrdma;
+	/* listeners (accept thread), SVC_MAX_LISTENERS per transport */
+	struct rrr__svc_listener *lis[2 * SVC_MAX_LISTENERS];
+	unsigned nlis;
 	struct rrr__svc_worker *workers;
 	unsigned nworkers;
 	atomic_uint rr; /* round-robin cursor */
@@ -327,37 +346,41 @@ int rrr_svc_register(struct rrr_svc *svc, const struct rrr_svc_program *prog)
 	return 0;
 }
 
-int rrr_svc_listen_tcp(struct rrr_svc *svc, const char *host, const char *port,
-		       uint16_t *bound_port)
+/* Add a listener of the transport @ops (at most SVC_MAX_LISTENERS each). */
+static int listener_add(struct rrr_svc *svc, const struct rrr__svc_listener_ops *ops,
+			const char *host, const char *port, uint16_t *bound_port)
 {
-	int fd, rc;
+	struct rrr__svc_listener *l;
+	unsigned i, same = 0;
+	int rc;
 
 	if (!svc || !port)
 		return -EINVAL;
-	if (svc->ntcp == SVC_MAX_LISTENERS)
-		return rrr__set_error(-ENOSPC, "at most %d TCP listeners", SVC_MAX_LISTENERS);
-	rc = rrr__svc_tcp_listen(svc, host, port, bound_port, &fd);
+	for (i = 0; i < svc->nlis; i++)
+		same += svc->lis[i]->ops == ops;
+	if (same == SVC_MAX_LISTENERS)
+		return rrr__set_error(-ENOSPC, "at most %d %s listeners", SVC_MAX_LISTENERS,
+				      ops->name);
+	rc = ops->listen(svc, host, port, bound_port, &l);
 	if (rc)
 		return rc;
-	svc->tcp_fds[svc->ntcp++] = fd;
+	l->ops = ops;
+	l->svc = svc;
+	l->stopped = false;
+	svc->lis[svc->nlis++] = l;
 	return 0;
+}
+
+int rrr_svc_listen_tcp(struct rrr_svc *svc, const char *host, const char *port,
+		       uint16_t *bound_port)
+{
+	return listener_add(svc, &rrr__svc_tcp_listener_ops, host, port, bound_port);
 }
 
 int rrr_svc_listen_rdma(struct rrr_svc *svc, const char *host, const char *port,
 			uint16_t *bound_port)
 {
-	struct rrr__svc_rdma_listener *l;
-	int rc;
-
-	if (!svc || !port)
-		return -EINVAL;
-	if (svc->nrdma == SVC_MAX_LISTENERS)
-		return rrr__set_error(-ENOSPC, "at most %d RDMA listeners", SVC_MAX_LISTENERS);
-	rc = rrr__svc_rdma_listen(svc, host, port, bound_port, &l);
-	if (rc)
-		return rc;
-	svc->rdma[svc->nrdma++] = l;
-	return 0;
+	return listener_add(svc, &rrr__svc_rdma_listener_ops, host, port, bound_port);
 }
 
 /* ------------------------------------------------------------------ requests */
@@ -592,11 +615,11 @@ static enum rrr__svc_verdict reply_denied(struct rrr_xdr *res, uint32_t xid, uin
 	return RRR__SVC_REPLY_ERR;
 }
 
-enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
-					struct rrr_xdr *res)
+static enum rrr__svc_verdict dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
+				      struct rrr_xdr *res)
 {
 	struct rrr_svc *svc = req->svc;
-	struct rrr_xprt_stats *st = rrr__svc_conn_stats(req->conn);
+	struct rrr_xprt_stats *st = req->conn->st;
 	const struct rrr_svc_program *p = NULL;
 	const struct rrr_svc_proc *proc;
 	uint32_t xid, low = UINT32_MAX, high = 0;
@@ -622,6 +645,7 @@ enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr 
 		RRR__STAT_ADD(st, bad_replies, 1);
 		return RRR__SVC_NO_REPLY;
 	}
+	RRR_PROBE5(svc_call, req->conn, xid, req->call.prog, req->call.vers, req->call.proc);
 	if (rc)
 		return reply_denied(res, xid, RRR_RPC_AUTH_ERROR, RRR_AUTH_BADCRED);
 	if (req->call.cred.flavor != RRR_AUTH_NONE && req->call.cred.flavor != RRR_AUTH_SYS)
@@ -662,6 +686,16 @@ enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr 
 	return reply_accepted_err(res, xid, RRR_RPC_SYSTEM_ERR, 0, 0);
 }
 
+enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
+					struct rrr_xdr *res)
+{
+	enum rrr__svc_verdict v = dispatch(req, args, res);
+
+	if (v != RRR__SVC_NO_REPLY)
+		RRR_PROBE4(svc_reply, req->conn, req->call.xid, (int)v, rrr_xdr_pos(res));
+	return v;
+}
+
 /* A connection that never lives in epoll: for rrr__svc_dispatch_raw(). */
 static void raw_noop(struct rrr__svc_conn *c)
 {
@@ -695,6 +729,7 @@ int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void
 	c.ops = &raw_ops;
 	c.svc = svc;
 	c.w = &svc->workers[0];
+	c.st = &c.w->st;
 	c.fd = -1;
 	memset(&req, 0, sizeof(req));
 	req.svc = svc;
@@ -710,11 +745,6 @@ int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void
 }
 
 /* ------------------------------------------------------------------ workers */
-
-struct rrr_xprt_stats *rrr__svc_conn_stats(struct rrr__svc_conn *c)
-{
-	return &c->w->st;
-}
 
 int rrr__svc_conn_set_events(struct rrr__svc_conn *c, uint32_t events)
 {
@@ -781,6 +811,7 @@ static void reap(struct rrr__svc_worker *w)
 		c->in_epoll = false;
 		w->nconns--;
 		RRR__STAT_ADD(&w->st, disconnects, 1);
+		RRR_PROBE3(svc_disconnect, c, c->ops->name, c->idle_shut);
 		rrr__svc_unadmit(&w->svc->limits, c);
 		rrr__svc_conn_put(c);
 	}
@@ -818,6 +849,7 @@ int rrr__svc_adopt(struct rrr_svc *svc, struct rrr__svc_conn *c)
 	idx = atomic_fetch_add(&svc->rr, 1) % svc->nworkers;
 	c->svc = svc;
 	c->w = &svc->workers[idx];
+	c->st = &c->w->st;
 	c->refs = 1;
 	c->closing = false;
 	it->conn = c;
@@ -874,6 +906,7 @@ static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 				list_add(&w->conns, c);
 				w->nconns++;
 				RRR__STAT_ADD(&w->st, connects, 1);
+				RRR_PROBE3(svc_connect, c, c->ops->name, &c->peer);
 				if (stopping)
 					c->ops->shutdown(c);
 			}
@@ -965,33 +998,62 @@ static void *worker_main(void *arg)
 
 /* ------------------------------------------------------------------ run/stop */
 
-static void close_listeners(struct rrr_svc *svc, int epfd)
+/* The server is stopping: listeners with a stop op leave epoll and close
+ * their fd (TCP); the others keep running until destroy_listeners() (RDMA:
+ * CM events keep flowing while workers close connections). */
+static void stop_listeners(struct rrr_svc *svc, int epfd)
 {
-	unsigned i;
+	for (unsigned i = 0; i < svc->nlis; i++) {
+		struct rrr__svc_listener *l = svc->lis[i];
 
-	for (i = 0; i < svc->ntcp; i++) {
-		if (epfd >= 0)
-			epoll_ctl(epfd, EPOLL_CTL_DEL, svc->tcp_fds[i], NULL);
-		close(svc->tcp_fds[i]);
+		if (l->stopped || !l->ops->stop)
+			continue;
+		if (epfd >= 0 && l->fd >= 0)
+			epoll_ctl(epfd, EPOLL_CTL_DEL, l->fd, NULL);
+		l->ops->stop(l);
+		l->stopped = true;
 	}
-	svc->ntcp = 0;
 }
 
-/* Destroy the RDMA listeners, keeping their set-up counters. */
-static void destroy_rdma_listeners(struct rrr_svc *svc)
+static int listener_limit_stats(struct rrr__svc_listener *l, struct rrr_cm_limit_stats *st)
+{
+	return l->ops->limit_stats ? l->ops->limit_stats(l, st) : -EOPNOTSUPP;
+}
+
+/* Destroy the listeners, keeping their set-up counters. */
+static void destroy_listeners(struct rrr_svc *svc)
 {
 	pthread_mutex_lock(&svc->limits.lock);
-	for (unsigned i = 0; i < svc->nrdma; i++) {
+	for (unsigned i = 0; i < svc->nlis; i++) {
 		struct rrr_cm_limit_stats st;
 
-		if (rrr__svc_rdma_limit_stats(svc->rdma[i], &st) == 0)
+		if (listener_limit_stats(svc->lis[i], &st) == 0)
 			rrr__svc_fold_cm(&svc->limits, &st);
-		rrr__svc_rdma_listener_destroy(svc->rdma[i]);
-		svc->rdma[i] = NULL;
+		svc->lis[i]->ops->destroy(svc->lis[i]);
+		svc->lis[i] = NULL;
 	}
-	svc->nrdma = 0;
+	svc->nlis = 0;
 	pthread_mutex_unlock(&svc->limits.lock);
 }
+
+/* @l's fd is readable (accept thread). The set-up counters are compared
+ * around the call, so set-up timeouts and evictions get logged. */
+static void listener_ready(struct rrr_svc *svc, struct rrr__svc_listener *l)
+{
+	struct rrr_cm_limit_stats b, a;
+	int have;
+
+	if (l->stopped)
+		return;
+	have = listener_limit_stats(l, &b) == 0;
+	l->ops->ready(l);
+	if (have && listener_limit_stats(l, &a) == 0)
+		rrr__svc_setup_seen(&svc->limits, &b, &a, svc->opts.setup_timeout_ms,
+				    svc->opts.max_setup);
+}
+
+/* Accept-thread epoll tags besides the listeners themselves. */
+static char stop_tag, done_tag;
 
 int rrr_svc_run(struct rrr_svc *svc)
 {
@@ -1010,18 +1072,15 @@ int rrr_svc_run(struct rrr_svc *svc)
 		rc = -errno;
 		goto out;
 	}
+	/* epoll data: &stop_tag, &done_tag, or a listener */
 	ev.events = EPOLLIN;
-	ev.data.u64 = 0; /* stop */
+	ev.data.ptr = &stop_tag;
 	epoll_ctl(epfd, EPOLL_CTL_ADD, svc->stopfd, &ev);
-	ev.data.u64 = 1; /* a worker exited */
+	ev.data.ptr = &done_tag;
 	epoll_ctl(epfd, EPOLL_CTL_ADD, svc->donefd, &ev);
-	for (i = 0; i < svc->ntcp; i++) {
-		ev.data.u64 = 0x100 + i;
-		epoll_ctl(epfd, EPOLL_CTL_ADD, svc->tcp_fds[i], &ev);
-	}
-	for (i = 0; i < svc->nrdma; i++) {
-		ev.data.u64 = 0x200 + i;
-		epoll_ctl(epfd, EPOLL_CTL_ADD, rrr__svc_rdma_listener_fd(svc->rdma[i]), &ev);
+	for (i = 0; i < svc->nlis; i++) {
+		ev.data.ptr = svc->lis[i];
+		epoll_ctl(epfd, EPOLL_CTL_ADD, svc->lis[i]->fd, &ev);
 	}
 	atomic_store(&svc->stopping, false);
 	/* Workers inherit a mask with SIGPIPE blocked: a provider writing to
@@ -1054,34 +1113,25 @@ int rrr_svc_run(struct rrr_svc *svc)
 			n = 0;
 		}
 		for (k = 0; k < n; k++) {
-			uint64_t id = evs[k].data.u64, v;
+			void *tag = evs[k].data.ptr;
+			uint64_t v;
 			ssize_t r;
 
-			if (id == 0) {
+			if (tag == &stop_tag) {
 				r = read(svc->stopfd, &v, sizeof(v));
 				(void)r;
 				if (!atomic_load(&svc->stopping)) {
-					close_listeners(svc, epfd);
+					stop_listeners(svc, epfd);
 					atomic_store(&svc->stopping, true);
 					for (i = 0; i < svc->nworkers; i++)
 						wake(svc->workers[i].wakefd);
 				}
-			} else if (id == 1) {
+			} else if (tag == &done_tag) {
 				r = read(svc->donefd, &v, sizeof(v));
 				if (r == (ssize_t)sizeof(v))
 					done += (unsigned)v;
-			} else if (id >= 0x200) {
-				struct rrr_cm_limit_stats b, a;
-				int have = rrr__svc_rdma_limit_stats(svc->rdma[id - 0x200], &b) == 0;
-
-				/* CM events keep flowing while workers close connections */
-				rrr__svc_rdma_cm_events(svc->rdma[id - 0x200]);
-				if (have && rrr__svc_rdma_limit_stats(svc->rdma[id - 0x200], &a) == 0)
-					rrr__svc_setup_seen(&svc->limits, &b, &a,
-							    svc->opts.setup_timeout_ms,
-							    svc->opts.max_setup);
-			} else if (id >= 0x100 && !atomic_load(&svc->stopping)) {
-				rrr__svc_tcp_accept(svc, svc->tcp_fds[id - 0x100]);
+			} else {
+				listener_ready(svc, tag);
 			}
 		}
 	}
@@ -1091,7 +1141,7 @@ int rrr_svc_run(struct rrr_svc *svc)
 			svc->workers[i].started = false;
 		}
 	}
-	destroy_rdma_listeners(svc);
+	destroy_listeners(svc);
 	close(epfd);
 out:
 	atomic_store(&svc->running, false);
@@ -1110,8 +1160,7 @@ void rrr_svc_destroy(struct rrr_svc *svc)
 
 	if (!svc)
 		return;
-	close_listeners(svc, -1);
-	destroy_rdma_listeners(svc);
+	destroy_listeners(svc);
 	for (i = 0; i < svc->nworkers; i++)
 		worker_fini(&svc->workers[i]);
 	free(svc->workers);
@@ -1130,45 +1179,8 @@ void rrr_svc_stats(struct rrr_svc *svc, struct rrr_xprt_stats *out)
 	memset(out, 0, sizeof(*out));
 	if (!svc)
 		return;
-	for (i = 0; i < svc->nworkers; i++) {
-		const struct rrr_xprt_stats *s = &svc->workers[i].st;
-#define SUM(f) out->f += __atomic_load_n(&s->f, __ATOMIC_RELAXED)
-#define MAX(f)                                                                                     \
-	do {                                                                                       \
-		uint32_t v_ = __atomic_load_n(&s->f, __ATOMIC_RELAXED);                            \
-		if (v_ > out->f)                                                                   \
-			out->f = v_;                                                               \
-	} while (0)
-		SUM(calls);
-		SUM(replies);
-		SUM(bad_replies);
-		SUM(timeouts);
-		SUM(retransmits);
-		SUM(inline_calls);
-		SUM(read_chunks);
-		SUM(write_chunks);
-		SUM(reply_chunks);
-		SUM(nomsg_calls);
-		SUM(registrations);
-		SUM(hole_splits);
-		SUM(local_inv);
-		SUM(remote_inv);
-		SUM(recoveries);
-		SUM(credit_stalls);
-		MAX(credits);
-		MAX(max_credits);
-		MAX(inline_send);
-		MAX(inline_recv);
-		SUM(rdma_read_bytes);
-		SUM(rdma_write_bytes);
-		SUM(send_bytes);
-		SUM(recv_bytes);
-		SUM(connects);
-		SUM(disconnects);
-		SUM(rdma_errors_sent);
-#undef SUM
-#undef MAX
-	}
+	for (i = 0; i < svc->nworkers; i++)
+		rrr__xprt_stats_fold(out, &svc->workers[i].st);
 }
 
 void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st)
@@ -1186,10 +1198,10 @@ void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st)
 	st->setup_timeouts += L->cm_folded.setup_timeouts;
 	st->setup_evicted += L->cm_folded.setup_evicted;
 	st->accept_shed += L->cm_folded.accept_shed;
-	for (unsigned i = 0; i < svc->nrdma; i++) {
+	for (unsigned i = 0; i < svc->nlis; i++) {
 		struct rrr_cm_limit_stats c;
 
-		if (svc->rdma[i] && rrr__svc_rdma_limit_stats(svc->rdma[i], &c) == 0) {
+		if (listener_limit_stats(svc->lis[i], &c) == 0) {
 			st->setup_timeouts += c.setup_timeouts;
 			st->setup_evicted += c.setup_evicted;
 			st->accept_shed += c.accept_shed;

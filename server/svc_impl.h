@@ -29,13 +29,13 @@
 #include <rrr/stats.h>
 #include <rrr/xdr.h>
 
+#include "transport/stats_impl.h"
+
 struct rrr_svc;
 struct rrr__svc_worker;
 struct rrr__svc_conn;
 
-/* Atomic counter helpers over the plain fields of struct rrr_xprt_stats. */
-#define RRR__STAT_ADD(st, field, n) __atomic_fetch_add(&(st)->field, (n), __ATOMIC_RELAXED)
-#define RRR__STAT_SET(st, field, v) __atomic_store_n(&(st)->field, (v), __ATOMIC_RELAXED)
+/* Counters: RRR__STAT_ADD/RRR__STAT_SET (transport/stats_impl.h). */
 
 struct rrr__svc_conn_ops {
 	const char *name; /* "tcp" or "rdma" */
@@ -54,6 +54,9 @@ struct rrr__svc_conn {
 	const struct rrr__svc_conn_ops *ops;
 	struct rrr_svc *svc;
 	struct rrr__svc_worker *w;
+	/* the owning worker's counters (relaxed atomics, RRR__STAT_ADD): set
+	 * by rrr__svc_adopt(); a transport counts through this pointer */
+	struct rrr_xprt_stats *st;
 	int fd;		 /* in the worker's epoll set */
 	uint32_t events; /* current epoll interest */
 	struct sockaddr_storage peer;
@@ -133,7 +136,6 @@ int rrr__svc_arena_thread(bool on);
 void rrr__svc_arena_stats(struct rrr__svc_arena_stats *st);
 
 /* Worker services for connections. */
-struct rrr_xprt_stats *rrr__svc_conn_stats(struct rrr__svc_conn *c);
 /* Change the epoll interest of @c's fd. */
 int rrr__svc_conn_set_events(struct rrr__svc_conn *c, uint32_t events);
 /* Schedule @c for destruction at the end of the current worker iteration. */
@@ -149,20 +151,50 @@ void rrr__svc_conn_put(struct rrr__svc_conn *c);
 const struct rrr_svc_opts *rrr__svc_opts(const struct rrr_svc *svc);
 bool rrr__svc_stopping(const struct rrr_svc *svc);
 
-/* svc_tcp.c */
-int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
-			uint16_t *bound_port, int *fd_out);
-/* A listener fd is readable: accept what is pending. */
-void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd);
+/* --- listeners --------------------------------------------------------------
+ *
+ * A listener belongs to one transport and lives on the accept thread. The
+ * core (svc.c) knows it only through its ops table: it creates it with
+ * ops->listen(), puts l->fd in the accept thread's epoll set with @l as
+ * epoll data, calls ops->ready() when the fd is readable, ops->stop() when
+ * the server stops, ops->limit_stats() for the set-up counters and
+ * ops->destroy() once every worker has exited. A transport hands the
+ * connections it accepts to the core with rrr__svc_adopt(); it never calls
+ * back into svc.c otherwise.
+ */
+struct rrr__svc_listener;
 
-/* svc_rdma.c: the listener lives on the accept thread. */
-struct rrr__svc_rdma_listener;
-int rrr__svc_rdma_listen(struct rrr_svc *svc, const char *host, const char *port,
-			 uint16_t *bound_port, struct rrr__svc_rdma_listener **out);
-int rrr__svc_rdma_listener_fd(struct rrr__svc_rdma_listener *l);
-/* The CM fd is readable: handle pending CM events. */
-void rrr__svc_rdma_cm_events(struct rrr__svc_rdma_listener *l);
-void rrr__svc_rdma_listener_destroy(struct rrr__svc_rdma_listener *l);
+struct rrr__svc_listener_ops {
+	const char *name; /* "TCP" or "RDMA" (messages) */
+	/* Listen on @host (NULL: any):@port; *@bound_port gets the port bound
+	 * (when non-NULL). 0 with *@out set, or -errno with the error text set
+	 * (rrr_last_error). Called before rrr_svc_run(). */
+	int (*listen)(struct rrr_svc *svc, const char *host, const char *port,
+		      uint16_t *bound_port, struct rrr__svc_listener **out);
+	/* l->fd is readable: accept (TCP) or handle CM events (RDMA). Accept
+	 * thread; never called after stop(). */
+	void (*ready)(struct rrr__svc_listener *l);
+	/* The server is stopping: take no more connections and close l->fd
+	 * (the core has removed it from epoll). NULL: the listener keeps being
+	 * called until destroy (RDMA: CM events keep flowing while the
+	 * workers close their connections). */
+	void (*stop)(struct rrr__svc_listener *l);
+	/* The listener's set-up counters; NULL or -EOPNOTSUPP: none. Called
+	 * under the limits lock (from any thread). */
+	int (*limit_stats)(struct rrr__svc_listener *l, struct rrr_cm_limit_stats *st);
+	/* Release everything. Every connection was destroyed before. */
+	void (*destroy)(struct rrr__svc_listener *l);
+};
+
+struct rrr__svc_listener {
+	const struct rrr__svc_listener_ops *ops;
+	struct rrr_svc *svc;
+	int fd;	      /* in the accept thread's epoll set; -1 once closed */
+	bool stopped; /* stop() called: ready() is not called any more */
+};
+
+extern const struct rrr__svc_listener_ops rrr__svc_tcp_listener_ops;  /* svc_tcp.c */
+extern const struct rrr__svc_listener_ops rrr__svc_rdma_listener_ops; /* svc_rdma.c */
 
 /* --- svc_limits.c: admission, idle and set-up limits, shedding ------------- */
 
@@ -214,7 +246,5 @@ void rrr__svc_fold_cm(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats
 /* accept() on @lfd failed with EMFILE/ENFILE: accept one connection with the
  * reserved descriptor and close it. true when one was shed (try again). */
 bool rrr__svc_shed(struct rrr__svc_limits *L, int lfd);
-/* svc_rdma.c: the listener's CM counters (0, or -EOPNOTSUPP on verbs). */
-int rrr__svc_rdma_limit_stats(struct rrr__svc_rdma_listener *l, struct rrr_cm_limit_stats *st);
 
 #endif /* RRR_SERVER_SVC_IMPL_H */

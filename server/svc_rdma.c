@@ -69,6 +69,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "common/probes.h"
 #include "server/svc_rdma_impl.h"
 #include "transport/provider_impl.h"
 
@@ -77,6 +78,7 @@
 #define RDMA_POLL_BATCH 32
 
 struct rrr__svc_rdma_listener {
+	struct rrr__svc_listener base; /* fd: the CM's */
 	struct rrr_svc *svc;
 	struct rrr_device *dev;
 	struct rrr_device_attr attr;
@@ -94,52 +96,14 @@ struct cm_msg {
 static void conn_poll(struct svc_rdma_conn *rc);
 static void set_gauges(struct svc_rdma_conn *rc);
 static void ctx_put(struct svc_rdma_ctx *ctx);
-
-struct rrr_xprt_stats *svc_rdma_stats(struct svc_rdma_conn *rc)
-{
-	return rrr__svc_conn_stats(&rc->base);
-}
+/* Post @ctx->chain (sq_need WRs) now or when the send queue has room. */
+static void svc_rdma_post_chain(struct svc_rdma_ctx *ctx);
+/* Protocol violation or failure: disconnect the connection. */
+static void svc_rdma_fail(struct svc_rdma_conn *rc, const char *why);
 
 static uint32_t min_u32(uint32_t a, uint32_t b)
 {
 	return a < b ? a : b;
-}
-
-/* ------------------------------------------------------------------ buffers */
-
-int svc_rdma_buf_get(struct svc_rdma_conn *rc, struct svc_rdma_buf *b, size_t len)
-{
-	void *p;
-	int err;
-
-	if (b->p && b->len >= len)
-		return 0;
-	if (b->mr) {
-		rrr_mr_dereg(b->mr);
-		b->mr = NULL;
-	}
-	free(b->p);
-	b->p = NULL;
-	b->len = 0;
-	len = (len + 4095u) & ~(size_t)4095u;
-	if (posix_memalign(&p, 4096, len))
-		return -ENOMEM;
-	err = rrr_mr_reg(rc->pd, p, len, RRR_ACCESS_LOCAL_WRITE, &b->mr);
-	if (err) {
-		free(p);
-		return err;
-	}
-	b->p = p;
-	b->len = len;
-	return 0;
-}
-
-static void buf_free(struct svc_rdma_buf *b)
-{
-	if (b->mr)
-		rrr_mr_dereg(b->mr);
-	free(b->p);
-	memset(b, 0, sizeof(*b));
 }
 
 /* ------------------------------------------------------------------ contexts */
@@ -200,11 +164,11 @@ static struct svc_rdma_ctx *ctx_get(struct svc_rdma_conn *rc)
 
 static void ctx_free(struct svc_rdma_ctx *ctx)
 {
-	svc_rdma_sink_recover(ctx);
+	rrr__svc_rdma_sink_recover(ctx);
 	rrr__svc_req_end(&ctx->req);
-	buf_free(&ctx->arg);
-	buf_free(&ctx->res);
-	buf_free(&ctx->pay);
+	rrr__svc_rdma_buf_free(&ctx->arg);
+	rrr__svc_rdma_buf_free(&ctx->res);
+	rrr__svc_rdma_buf_free(&ctx->pay);
 	free(ctx->sink);
 	free(ctx->hdr);
 	free(ctx);
@@ -277,7 +241,7 @@ static void do_post(struct svc_rdma_ctx *ctx)
 	}
 }
 
-void svc_rdma_post_chain(struct svc_rdma_ctx *ctx)
+static void svc_rdma_post_chain(struct svc_rdma_ctx *ctx)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
 
@@ -292,7 +256,7 @@ void svc_rdma_post_chain(struct svc_rdma_ctx *ctx)
 		else
 			rc->sq_wait_head = ctx;
 		rc->sq_wait_tail = ctx;
-		RRR__STAT_ADD(svc_rdma_stats(rc), credit_stalls, 1);
+		RRR__STAT_ADD(rc->base.st, credit_stalls, 1);
 		return;
 	}
 	do_post(ctx);
@@ -335,8 +299,8 @@ static void send_rdma_error(struct svc_rdma_ctx *ctx, uint32_t xid, uint32_t err
 	ctx->chain = wr;
 	ctx->sq_need = 1;
 	ctx->phase = PH_SEND;
-	RRR__STAT_ADD(svc_rdma_stats(rc), rdma_errors_sent, 1);
-	RRR__STAT_ADD(svc_rdma_stats(rc), send_bytes, sge->length);
+	RRR__STAT_ADD(rc->base.st, rdma_errors_sent, 1);
+	RRR__STAT_ADD(rc->base.st, send_bytes, sge->length);
 	svc_rdma_post_chain(ctx);
 }
 
@@ -345,13 +309,13 @@ static void reply_syserr(struct svc_rdma_ctx *ctx, struct rrr_xdr *res)
 {
 	rrr_xdr_init(res, res->buf, res->len, RRR_XDR_ENCODE);
 	rrr_rpc_encode_accepted(res, ctx->hdr->xid, RRR_RPC_SYSTEM_ERR, 0, 0);
-	svc_rdma_ddp_reset(ctx);
+	rrr__svc_rdma_ddp_reset(ctx);
 }
 
-void svc_rdma_reply(struct svc_rdma_ctx *ctx, struct rrr_xdr *res, enum rrr__svc_verdict v)
+static void svc_rdma_reply(struct svc_rdma_ctx *ctx, struct rrr_xdr *res, enum rrr__svc_verdict v)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
-	struct rrr_xprt_stats *st = svc_rdma_stats(rc);
+	struct rrr_xprt_stats *st = rc->base.st;
 	static _Thread_local struct rrr_rdma_hdr rhdr;
 	struct rrr_send_wr *send;
 	struct rrr_sge *sge = &ctx->sges[SVC_RDMA_MAX_WRS];
@@ -366,7 +330,7 @@ void svc_rdma_reply(struct svc_rdma_ctx *ctx, struct rrr_xdr *res, enum rrr__svc
 		return;
 	}
 	if (v == RRR__SVC_REPLY_ERR)
-		svc_rdma_ddp_reset(ctx);
+		rrr__svc_rdma_ddp_reset(ctx);
 	body_mr = res->buf == ctx->sendbuf + SVC_RDMA_HDR_AREA ? rc->send_mr : ctx->res.mr;
 again:
 	/* the fixed part only: the lists are read up to their counts (the
@@ -381,7 +345,7 @@ again:
 	rhdr.proc = RRR_RDMA_MSG;
 	n = 0;
 	mlen = rrr_xdr_pos(res);
-	if (svc_rdma_write_chunks(ctx, &rhdr, &n))
+	if (rrr__svc_rdma_write_chunks(ctx, &rhdr, &n))
 		goto syserr;
 	rrr_xdr_init(&hx, ctx->sendbuf, SVC_RDMA_HDR_AREA, RRR_XDR_ENCODE);
 	if (rrr_rdma_hdr_encode(&hx, &rhdr))
@@ -391,7 +355,7 @@ again:
 	if (!inline_ok) {
 		if (!ctx->hdr->has_reply || mlen > ctx->hdr->reply.total)
 			goto syserr;
-		if (svc_rdma_write_reply_chunk(ctx, res->buf, body_mr, (uint32_t)mlen, &rhdr, &n))
+		if (rrr__svc_rdma_write_reply_chunk(ctx, res->buf, body_mr, (uint32_t)mlen, &rhdr, &n))
 			goto syserr;
 		rhdr.proc = RRR_RDMA_NOMSG;
 		rrr_xdr_init(&hx, ctx->sendbuf, SVC_RDMA_HDR_AREA, RRR_XDR_ENCODE);
@@ -460,7 +424,7 @@ static uint32_t req_max_payload(struct svc_rdma_ctx *ctx)
 	return rc->inline_send > 1024 ? rc->inline_send - 1024 : 0;
 }
 
-void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
+static void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
 	struct rrr_xdr args, res;
@@ -471,16 +435,16 @@ void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
 	ctx->req.conn = &rc->base;
 	ctx->req.max_payload = req_max_payload(ctx);
 	if (ctx->hdr->nwrite) {
-		ctx->req.alloc = svc_rdma_req_alloc;
+		ctx->req.alloc = rrr__svc_rdma_req_alloc;
 		ctx->req.alloc_ctx = ctx;
 	}
 	rrr_xdr_init(&args, buf, len, RRR_XDR_DECODE);
-	if (ctx->hdr->has_reply && !svc_rdma_buf_get(rc, &ctx->res, rc->max_record))
+	if (ctx->hdr->has_reply && !rrr__svc_rdma_buf_get(rc, &ctx->res, rc->max_record))
 		rrr_xdr_init(&res, ctx->res.p, rc->max_record, RRR_XDR_ENCODE);
 	else
 		rrr_xdr_init(&res, ctx->sendbuf + SVC_RDMA_HDR_AREA, rc->inline_send,
 			     RRR_XDR_ENCODE);
-	svc_rdma_ddp_init(ctx, &res);
+	rrr__svc_rdma_ddp_init(ctx, &res);
 	v = rrr__svc_dispatch(&ctx->req, &args, &res);
 	svc_rdma_reply(ctx, &res, v);
 }
@@ -531,13 +495,13 @@ static bool defer_call(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
 	rc->defer_idx[t] = idx;
 	rc->defer_len[t] = len;
 	rc->ndefer++;
-	RRR__STAT_ADD(svc_rdma_stats(rc), credit_stalls, 1);
+	RRR__STAT_ADD(rc->base.st, credit_stalls, 1);
 	return true;
 }
 
 static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bool resumed)
 {
-	struct rrr_xprt_stats *st = svc_rdma_stats(rc);
+	struct rrr_xprt_stats *st = rc->base.st;
 	uint8_t *buf = rc->recv_region + (size_t)idx * rc->recv_size;
 	struct svc_rdma_ctx *ctx;
 	int err;
@@ -618,7 +582,7 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bo
 	}
 	if (ctx->hdr->proc == RRR_RDMA_NOMSG)
 		RRR__STAT_ADD(st, nomsg_calls, 1);
-	err = svc_rdma_read_prepare(ctx, buf + ctx->hdr->hdr_len, len - ctx->hdr->hdr_len);
+	err = rrr__svc_rdma_read_prepare(ctx, buf + ctx->hdr->hdr_len, len - ctx->hdr->hdr_len);
 	repost(rc, idx, false); /* inline pieces were copied (or refused) */
 	if (err == -EINVAL || err == -E2BIG || err == -EOVERFLOW) {
 		RRR__STAT_ADD(st, bad_replies, 1);
@@ -659,7 +623,7 @@ static void ctx_put(struct svc_rdma_ctx *ctx)
 
 	if (!ctx->busy)
 		return;
-	svc_rdma_sink_recover(ctx);
+	rrr__svc_rdma_sink_recover(ctx);
 	rrr__svc_req_end(&ctx->req);
 	ctx->busy = false;
 	ctx->next = rc->ctx_free;
@@ -667,10 +631,11 @@ static void ctx_put(struct svc_rdma_ctx *ctx)
 	rc->busy--;
 }
 
-void svc_rdma_fail(struct svc_rdma_conn *rc, const char *why)
+static void svc_rdma_fail(struct svc_rdma_conn *rc, const char *why)
 {
 	struct svc_rdma_ctx *ctx;
 
+	RRR_PROBE2(svc_conn_failed, &rc->base, why);
 	if (why && getenv("RRR_SVC_DEBUG"))
 		fprintf(stderr, "svc_rdma: %s (%s)\n", why,
 			rrr_last_error() ? rrr_last_error() : "");
@@ -750,14 +715,14 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 			ctx_put(ctx);
 			break;
 		}
-		if (svc_rdma_read_done(ctx)) {
+		if (rrr__svc_rdma_read_done(ctx)) {
 			svc_rdma_post_chain(ctx);
 			break;
 		}
 		svc_rdma_dispatch(ctx, ctx->arg.p + ctx->arg_off, ctx->arg_len);
 		break;
 	case PH_INV:
-		svc_rdma_sink_inv_done(ctx);
+		rrr__svc_rdma_sink_inv_done(ctx);
 		if (rc->broken) {
 			ctx_put(ctx);
 			break;
@@ -826,7 +791,7 @@ static void rdma_on_event(struct rrr__svc_conn *c, uint32_t events)
 
 static void set_gauges(struct svc_rdma_conn *rc)
 {
-	struct rrr_xprt_stats *st = svc_rdma_stats(rc);
+	struct rrr_xprt_stats *st = rc->base.st;
 
 	if (rc->gauges_set)
 		return;
@@ -1064,8 +1029,10 @@ err_free:
 	return err;
 }
 
-void rrr__svc_rdma_cm_events(struct rrr__svc_rdma_listener *l)
+/* The CM fd is readable: handle pending CM events (accept thread). */
+static void rdma_listener_ready(struct rrr__svc_listener *base)
 {
+	struct rrr__svc_rdma_listener *l = container_of(base, struct rrr__svc_rdma_listener, base);
 	int i;
 
 	for (i = 0; i < 64; i++) {
@@ -1104,8 +1071,8 @@ void rrr__svc_rdma_cm_events(struct rrr__svc_rdma_listener *l)
 
 /* ------------------------------------------------------------------ listener */
 
-int rrr__svc_rdma_listen(struct rrr_svc *svc, const char *host, const char *port,
-			 uint16_t *bound_port, struct rrr__svc_rdma_listener **out)
+static int rdma_listener_listen(struct rrr_svc *svc, const char *host, const char *port,
+				uint16_t *bound_port, struct rrr__svc_listener **out)
 {
 	const struct rrr_svc_opts *o = rrr__svc_opts(svc);
 	struct rrr__svc_rdma_listener *l;
@@ -1158,7 +1125,8 @@ int rrr__svc_rdma_listen(struct rrr_svc *svc, const char *host, const char *port
 				*bound_port = ntohs(((struct sockaddr_in *)&la)->sin_port);
 		}
 	}
-	*out = l;
+	l->base.fd = rrr_cm_fd(l->cm);
+	*out = &l->base;
 	return 0;
 
 err_id:
@@ -1178,20 +1146,19 @@ err_free:
 	return err;
 }
 
-int rrr__svc_rdma_limit_stats(struct rrr__svc_rdma_listener *l, struct rrr_cm_limit_stats *st)
+/* The CM's set-up counters: 0, or -EOPNOTSUPP on verbs (rdma_cm's own). */
+static int rdma_listener_limit_stats(struct rrr__svc_listener *base,
+				     struct rrr_cm_limit_stats *st)
 {
+	struct rrr__svc_rdma_listener *l = container_of(base, struct rrr__svc_rdma_listener, base);
+
 	return rrr_cm_limit_stats(l->cm, st);
 }
 
-int rrr__svc_rdma_listener_fd(struct rrr__svc_rdma_listener *l)
+static void rdma_listener_destroy(struct rrr__svc_listener *base)
 {
-	return rrr_cm_fd(l->cm);
-}
+	struct rrr__svc_rdma_listener *l = container_of(base, struct rrr__svc_rdma_listener, base);
 
-void rrr__svc_rdma_listener_destroy(struct rrr__svc_rdma_listener *l)
-{
-	if (!l)
-		return;
 	/* every connection was destroyed by its worker before this */
 	rrr_cm_id_destroy(l->lid);
 	rrr_cm_destroy(l->cm);
@@ -1200,3 +1167,13 @@ void rrr__svc_rdma_listener_destroy(struct rrr__svc_rdma_listener *l)
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
+
+/* No stop op: CM events keep flowing (disconnects of the connections the
+ * workers close) until every worker has exited. */
+const struct rrr__svc_listener_ops rrr__svc_rdma_listener_ops = {
+    .name = "RDMA",
+    .listen = rdma_listener_listen,
+    .ready = rdma_listener_ready,
+    .limit_stats = rdma_listener_limit_stats,
+    .destroy = rdma_listener_destroy,
+};

@@ -132,46 +132,41 @@ struct svc_rdma_conn {
 #define SVC_RDMA_CTX_SLACK 4u
 
 /* svc_rdma.c */
-struct rrr_xprt_stats *svc_rdma_stats(struct svc_rdma_conn *rc);
 /* Tests: the most request contexts one connection had busy at once. */
 uint32_t rrr__svc_rdma_ctx_peak(void);
-/* Post @ctx->chain (sq_need WRs) now or when the send queue has room. */
-void svc_rdma_post_chain(struct svc_rdma_ctx *ctx);
-/* Make sure @b holds at least @len bytes, locally registered. */
-int svc_rdma_buf_get(struct svc_rdma_conn *rc, struct svc_rdma_buf *b, size_t len);
-/* Build and post the reply for @ctx (after dispatch). */
-void svc_rdma_reply(struct svc_rdma_ctx *ctx, struct rrr_xdr *res, enum rrr__svc_verdict v);
-/* Dispatch the call held by @ctx (args in @buf/@len) and reply. */
-void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len);
-/* Protocol violation or failure: disconnect the connection. */
-void svc_rdma_fail(struct svc_rdma_conn *rc, const char *why);
 
-/* svc_rdma_rw.c */
+/* svc_rdma_rw.c: called by svc_rdma.c (worker thread of the connection);
+ * calls nothing back. */
+/* Make sure @b holds at least @len bytes, locally registered on rc->pd.
+ * 0, -ENOMEM or the registration's -errno (@b is then empty). */
+int rrr__svc_rdma_buf_get(struct svc_rdma_conn *rc, struct svc_rdma_buf *b, size_t len);
+/* Deregister and free @b's memory; @b is left empty. */
+void rrr__svc_rdma_buf_free(struct svc_rdma_buf *b);
 /* Plan the rebuilt call from the inline message (@msg/@msg_len) and the read
  * list; copy the inline pieces into ctx->arg and build the READ chain.
  * 0: chain ready (post it); -EINVAL/-E2BIG: ERR_CHUNK; other -errno: fail. */
-int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len);
+int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len);
 /* The READs completed: build the sink invalidation chain if any.
  * Returns true when a LOCAL_INV chain was set up in ctx->chain. */
-bool svc_rdma_read_done(struct svc_rdma_ctx *ctx);
+bool rrr__svc_rdma_read_done(struct svc_rdma_ctx *ctx);
 /* LOCAL_INV completed (or nothing to invalidate). */
-void svc_rdma_sink_inv_done(struct svc_rdma_ctx *ctx);
+void rrr__svc_rdma_sink_inv_done(struct svc_rdma_ctx *ctx);
 /* Failure: recover the sink registrations. */
-void svc_rdma_sink_recover(struct svc_rdma_ctx *ctx);
+void rrr__svc_rdma_sink_recover(struct svc_rdma_ctx *ctx);
 /* Install the DDP hook on @res for the call's write list. */
-void svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res);
+void rrr__svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res);
 /* rrr_svc_req_alloc() for calls with a write list: registered memory. */
-void *svc_rdma_req_alloc(struct rrr_svc_req *req, size_t len);
+void *rrr__svc_rdma_req_alloc(struct rrr_svc_req *req, size_t len);
 /* Drop DDP state (error replies). */
-void svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx);
+void rrr__svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx);
 /* Append RDMA WRITE WRs for the write chunk payloads at ctx->wrs[*n] and
  * copy the call's write list into @rhdr with the lengths actually written
  * (0 for unused chunks). Returns 0 or -E2BIG (too many WRs). */
-int svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, unsigned *n);
+int rrr__svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, unsigned *n);
 /* Append WRITEs placing @len bytes of @src (registered by @mr) into the
  * call's reply chunk and set @rhdr's reply chunk with the lengths written.
  * -EMSGSIZE when @len exceeds the chunk. */
-int svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, struct rrr_mr *mr,
+int rrr__svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, struct rrr_mr *mr,
 			       uint32_t len, struct rrr_rdma_hdr *rhdr, unsigned *n);
 
 #endif /* RRR_SERVER_SVC_RDMA_IMPL_H */

@@ -44,12 +44,55 @@
  * Recovery: nothing here posts; callers post the chains built here. A sink
  * registration whose READ chain failed is recovered (rrr_reg_recover), never
  * left valid.
+ *
+ * Call direction: svc_rdma.c calls down into this file; this file calls
+ * nothing in svc_rdma.c or svc.c. It counts through the counters the
+ * connection it is handed points to (rc->base.st) and owns the request
+ * buffers with their long-lived registrations (rrr__svc_rdma_buf_get).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/svc_rdma_impl.h"
 #include "transport/provider_impl.h"
+
+/* ------------------------------------------------------------------ buffers */
+
+int rrr__svc_rdma_buf_get(struct svc_rdma_conn *rc, struct svc_rdma_buf *b, size_t len)
+{
+	void *p;
+	int err;
+
+	if (b->p && b->len >= len)
+		return 0;
+	if (b->mr) {
+		rrr_mr_dereg(b->mr);
+		b->mr = NULL;
+	}
+	free(b->p);
+	b->p = NULL;
+	b->len = 0;
+	len = (len + 4095u) & ~(size_t)4095u;
+	if (posix_memalign(&p, 4096, len))
+		return -ENOMEM;
+	err = rrr_mr_reg(rc->pd, p, len, RRR_ACCESS_LOCAL_WRITE, &b->mr);
+	if (err) {
+		free(p);
+		return err;
+	}
+	b->p = p;
+	b->len = len;
+	return 0;
+}
+
+void rrr__svc_rdma_buf_free(struct svc_rdma_buf *b)
+{
+	if (b->mr)
+		rrr_mr_dereg(b->mr);
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
 
 /* ------------------------------------------------------------------ reads */
 
@@ -112,7 +155,7 @@ static int sink_at(struct svc_rdma_ctx *ctx, uint64_t addr, uint32_t *lkey, uint
 	return -EFAULT;
 }
 
-int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len)
+int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
 	struct rrr_rdma_hdr *hdr = ctx->hdr;
@@ -158,7 +201,7 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 	ctx->arg_off = nch && ch[0].position % SVC_RDMA_ALIGN
 			   ? SVC_RDMA_ALIGN - ch[0].position % SVC_RDMA_ALIGN
 			   : 0;
-	err = svc_rdma_buf_get(rc, &ctx->arg, rc->max_record + SVC_RDMA_ALIGN);
+	err = rrr__svc_rdma_buf_get(rc, &ctx->arg, rc->max_record + SVC_RDMA_ALIGN);
 	if (err)
 		return err;
 	ctx->arg_len = (size_t)full;
@@ -175,8 +218,8 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 			return err == -E2BIG ? -ENOMEM : err;
 		ctx->sink_mapped = true;
 		nreg = ctx->sink->nsegs;
-		RRR__STAT_ADD(svc_rdma_stats(rc), registrations, nreg);
-		RRR__STAT_ADD(svc_rdma_stats(rc), hole_splits, ctx->sink->holes);
+		RRR__STAT_ADD(rc->base.st, registrations, nreg);
+		RRR__STAT_ADD(rc->base.st, hole_splits, ctx->sink->holes);
 		for (i = 0; i < nreg; i++)
 			ctx->wrs[i] = ctx->sink->reg_wr[i];
 		for (i = 0; i + 1 < nreg; i++)
@@ -231,8 +274,8 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 		while (dst & 3u)
 			base[dst++] = 0;
 		full = dst;
-		RRR__STAT_ADD(svc_rdma_stats(rc), read_chunks, 1);
-		RRR__STAT_ADD(svc_rdma_stats(rc), rdma_read_bytes, ch[c].total);
+		RRR__STAT_ADD(rc->base.st, read_chunks, 1);
+		RRR__STAT_ADD(rc->base.st, rdma_read_bytes, ch[c].total);
 	}
 	memcpy(base + full, msg + in, (size_t)(msg_len - in));
 	if (!prev || prev->opcode != RRR_WR_RDMA_READ) {
@@ -263,11 +306,11 @@ int svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t m
 too_many:
 	err = -E2BIG;
 fail:
-	svc_rdma_sink_recover(ctx);
+	rrr__svc_rdma_sink_recover(ctx);
 	return err;
 }
 
-bool svc_rdma_read_done(struct svc_rdma_ctx *ctx)
+bool rrr__svc_rdma_read_done(struct svc_rdma_ctx *ctx)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
 	struct rrr_send_wr *head, *w;
@@ -277,19 +320,19 @@ bool svc_rdma_read_done(struct svc_rdma_ctx *ctx)
 		return false;
 	head = rrr_reg_build_inv(rc->pool, ctx->sink, (uint64_t)(uintptr_t)ctx | PH_INV);
 	if (!head) {
-		svc_rdma_sink_inv_done(ctx);
+		rrr__svc_rdma_sink_inv_done(ctx);
 		return false;
 	}
 	for (w = head; w; w = w->next)
 		n++;
-	RRR__STAT_ADD(svc_rdma_stats(rc), local_inv, n);
+	RRR__STAT_ADD(rc->base.st, local_inv, n);
 	ctx->chain = head;
 	ctx->sq_need = n;
 	ctx->phase = PH_INV;
 	return true;
 }
 
-void svc_rdma_sink_inv_done(struct svc_rdma_ctx *ctx)
+void rrr__svc_rdma_sink_inv_done(struct svc_rdma_ctx *ctx)
 {
 	if (ctx->sink_mapped) {
 		rrr_reg_inv_done(ctx->rc->pool, ctx->sink);
@@ -297,11 +340,11 @@ void svc_rdma_sink_inv_done(struct svc_rdma_ctx *ctx)
 	}
 }
 
-void svc_rdma_sink_recover(struct svc_rdma_ctx *ctx)
+void rrr__svc_rdma_sink_recover(struct svc_rdma_ctx *ctx)
 {
 	if (ctx->sink_mapped) {
 		rrr_reg_recover(ctx->rc->pool, ctx->sink);
-		RRR__STAT_ADD(svc_rdma_stats(ctx->rc), recoveries, 1);
+		RRR__STAT_ADD(ctx->rc->base.st, recoveries, 1);
 		ctx->sink_mapped = false;
 	}
 }
@@ -331,7 +374,7 @@ static int ddp_encode(struct rrr_xdr *xdr, void *arg, const struct iovec *iov, u
 	}
 	if (k < ctx->hdr->nwrite && k < SVC_RDMA_MAX_WRITE_CHUNKS &&
 	    len <= ctx->hdr->write[k].total && len <= rc->max_payload - ctx->pay_used) {
-		err = svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload);
+		err = rrr__svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload);
 		if (err)
 			return err;
 		dst = ctx->pay.p + ctx->pay_used;
@@ -363,13 +406,13 @@ static int ddp_encode(struct rrr_xdr *xdr, void *arg, const struct iovec *iov, u
 	return 0;
 }
 
-void *svc_rdma_req_alloc(struct rrr_svc_req *req, size_t len)
+void *rrr__svc_rdma_req_alloc(struct rrr_svc_req *req, size_t len)
 {
 	struct svc_rdma_ctx *ctx = req->alloc_ctx;
 	struct svc_rdma_conn *rc = ctx->rc;
 	uint32_t at;
 
-	if (len > rc->max_payload || svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload))
+	if (len > rc->max_payload || rrr__svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload))
 		return NULL;
 	at = (ctx->pay_used + 63u) & ~63u;
 	if (at < ctx->pay_used || at > rc->max_payload || len > rc->max_payload - at)
@@ -378,16 +421,16 @@ void *svc_rdma_req_alloc(struct rrr_svc_req *req, size_t len)
 	return ctx->pay.p + at;
 }
 
-void svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx)
+void rrr__svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx)
 {
 	ctx->wchunk_next = 0;
 	ctx->pay_used = 0;
 	memset(ctx->wchunk_len, 0, sizeof(ctx->wchunk_len));
 }
 
-void svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res)
+void rrr__svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res)
 {
-	svc_rdma_ddp_reset(ctx);
+	rrr__svc_rdma_ddp_reset(ctx);
 	if (ctx->hdr->nwrite == 0)
 		return;
 	ctx->ddp.encode = ddp_encode;
@@ -421,7 +464,7 @@ static int add_write(struct svc_rdma_ctx *ctx, unsigned *n, uint64_t src, uint32
 	return 0;
 }
 
-int svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, unsigned *n)
+int rrr__svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, unsigned *n)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
 	unsigned k, i;
@@ -452,14 +495,14 @@ int svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, u
 			left -= put;
 		}
 		if (out->total) {
-			RRR__STAT_ADD(svc_rdma_stats(rc), write_chunks, 1);
-			RRR__STAT_ADD(svc_rdma_stats(rc), rdma_write_bytes, out->total);
+			RRR__STAT_ADD(rc->base.st, write_chunks, 1);
+			RRR__STAT_ADD(rc->base.st, rdma_write_bytes, out->total);
 		}
 	}
 	return 0;
 }
 
-int svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, struct rrr_mr *mr,
+int rrr__svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, struct rrr_mr *mr,
 			       uint32_t len, struct rrr_rdma_hdr *rhdr, unsigned *n)
 {
 	const struct rrr_rdma_chunk *in = &ctx->hdr->reply;
@@ -486,7 +529,7 @@ int svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, str
 		src += put;
 		left -= put;
 	}
-	RRR__STAT_ADD(svc_rdma_stats(ctx->rc), reply_chunks, 1);
-	RRR__STAT_ADD(svc_rdma_stats(ctx->rc), rdma_write_bytes, len);
+	RRR__STAT_ADD(ctx->rc->base.st, reply_chunks, 1);
+	RRR__STAT_ADD(ctx->rc->base.st, rdma_write_bytes, len);
 	return 0;
 }

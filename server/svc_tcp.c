@@ -14,9 +14,10 @@
  *   L = 1 on the last fragment of the record.
  *
  * Normal operation. Sockets are non-blocking and live in a worker's epoll
- * set. Input is a small state machine: read the 4-byte marker, then read
- * the fragment straight into the record buffer (grown geometrically), and
- * when the last fragment is in, dispatch the record. The reply is encoded
+ * set. Input goes through the record-marking reassembler
+ * (xdr/oncrpc_rm.c): read the 4-byte marker, then read the fragment
+ * straight into its record buffer (grown geometrically), and when the last
+ * fragment is in, dispatch the record. The reply is encoded
  * behind a reserved marker word in a per-connection reply buffer, sent as
  * one fragment; if the socket cannot take it all, the connection waits for
  * EPOLLOUT and reads nothing more until the reply is out (back-pressure:
@@ -57,8 +58,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "server/svc_impl.h"
 #include "transport/provider_impl.h"
+#include "xdr/oncrpc_rm.h"
 
 #define TCP_RECORDS_PER_EVENT 8
 /* Reads (markers and fragment pieces) per readiness event: a stream of
@@ -69,14 +72,8 @@
 struct tcp_conn {
 	struct rrr__svc_conn base;
 	uint32_t max_record;
-	/* input */
-	uint8_t mark[4];
-	unsigned mark_have;
-	bool in_frag; /* reading fragment bytes */
-	bool last_frag;
-	uint32_t frag_left;
-	uint8_t *rec;
-	size_t rec_len, rec_cap;
+	/* input: record reassembly bounded by max_record (xdr/oncrpc_rm.c) */
+	struct rrr__rm rm;
 	/* output */
 	uint8_t *reply; /* 4-byte marker + reply message */
 	size_t reply_cap;
@@ -181,7 +178,7 @@ static unsigned out_iov(const struct tcp_conn *t, struct iovec *iov)
 /* Send what is pending; 1 when all is out, 0 when it must wait, -errno. */
 static int tcp_flush(struct tcp_conn *t)
 {
-	struct rrr_xprt_stats *st = rrr__svc_conn_stats(&t->base);
+	struct rrr_xprt_stats *st = t->base.st;
 	struct iovec iov[OUT_IOV_MAX];
 	struct msghdr mh = {.msg_iov = iov};
 
@@ -207,7 +204,7 @@ static int tcp_flush(struct tcp_conn *t)
 	return 1;
 }
 
-/* Dispatch the complete record in t->rec; start sending the reply. */
+/* Dispatch the complete record in t->rm; start sending the reply. */
 static int tcp_handle_record(struct tcp_conn *t)
 {
 	struct rrr_xdr args, res;
@@ -223,7 +220,7 @@ static int tcp_handle_record(struct tcp_conn *t)
 	t->req.svc = t->base.svc;
 	t->req.conn = &t->base;
 	t->req.max_payload = rrr__svc_opts(t->base.svc)->max_payload;
-	rrr_xdr_init(&args, t->rec, t->rec_len, RRR_XDR_DECODE);
+	rrr_xdr_init(&args, t->rm.rec, t->rm.len, RRR_XDR_DECODE);
 	rrr_xdr_init(&res, t->reply + 4, t->reply_cap - 4, RRR_XDR_ENCODE);
 	t->has_pay = false;
 	t->ddp.encode = reply_payload;
@@ -231,7 +228,7 @@ static int tcp_handle_record(struct tcp_conn *t)
 	t->ddp.ctx = t;
 	rrr_xdr_set_ddp(&res, &t->ddp);
 	v = rrr__svc_dispatch(&t->req, &args, &res);
-	t->rec_len = 0;
+	rrr__rm_next(&t->rm);
 	if (v != RRR__SVC_REPLY_OK)
 		t->has_pay = false; /* an error reply replaced the results */
 	if (v == RRR__SVC_NO_REPLY) {
@@ -245,21 +242,24 @@ static int tcp_handle_record(struct tcp_conn *t)
 	put_be32(t->reply, RRR_RPC_RM_LAST | (uint32_t)(t->out_len - 4));
 	t->out_off = 0;
 	t->out_busy = true;
-	RRR__STAT_ADD(rrr__svc_conn_stats(&t->base), replies, 1);
+	RRR__STAT_ADD(t->base.st, replies, 1);
 	return tcp_flush(t);
 }
 
 /* Read one chunk of input; 1 progress, 0 would block, -errno / -EPIPE on EOF. */
 static int tcp_read_some(struct tcp_conn *t)
 {
-	struct rrr_xprt_stats *st = rrr__svc_conn_stats(&t->base);
+	struct rrr_xprt_stats *st = t->base.st;
+	size_t room;
 	ssize_t n;
+	void *dst;
+	int rc;
 
-	if (!t->in_frag) {
-		n = recv(t->base.fd, t->mark + t->mark_have, 4 - t->mark_have, 0);
-	} else {
-		n = recv(t->base.fd, t->rec + t->rec_len, t->frag_left, 0);
-	}
+	/* the rest of the marker or of the fragment, read in place */
+	dst = rrr__rm_want(&t->rm, &room);
+	if (!dst)
+		return -EMSGSIZE; /* refused before; cannot happen otherwise */
+	n = recv(t->base.fd, dst, room, 0);
 	if (n < 0) {
 		if (errno == EINTR)
 			return 1;
@@ -270,47 +270,10 @@ static int tcp_read_some(struct tcp_conn *t)
 	if (n == 0)
 		return -EPIPE;
 	RRR__STAT_ADD(st, recv_bytes, (uint64_t)n);
-	if (!t->in_frag) {
-		uint32_t m, len;
-
-		t->mark_have += (unsigned)n;
-		if (t->mark_have < 4)
-			return 1;
-		t->mark_have = 0;
-		m = (uint32_t)t->mark[0] << 24 | (uint32_t)t->mark[1] << 16 |
-		    (uint32_t)t->mark[2] << 8 | t->mark[3];
-		len = m & RRR_RPC_RM_LEN_MASK;
-		t->last_frag = (m & RRR_RPC_RM_LAST) != 0;
-		/* bound before any arithmetic or allocation */
-		if (len > t->max_record || t->rec_len > t->max_record - len)
-			return -EMSGSIZE;
-		if (t->rec_len + len > t->rec_cap) {
-			size_t cap = t->rec_cap ? t->rec_cap : 4096;
-			uint8_t *nr;
-
-			while (cap < t->rec_len + len)
-				cap *= 2;
-			if (cap > t->max_record)
-				cap = t->max_record;
-			nr = realloc(t->rec, cap);
-			if (!nr)
-				return -ENOMEM;
-			t->rec = nr;
-			t->rec_cap = cap;
-		}
-		t->frag_left = len;
-		t->in_frag = len > 0;
-	} else {
-		t->rec_len += (size_t)n;
-		t->frag_left -= (uint32_t)n;
-		if (t->frag_left == 0)
-			t->in_frag = false;
-	}
-	if (!t->in_frag && t->mark_have == 0 && t->frag_left == 0 && t->last_frag) {
-		t->last_frag = false;
-		return 2; /* record complete */
-	}
-	return 1;
+	rc = rrr__rm_commit(&t->rm, (size_t)n);
+	if (rc < 0)
+		return rc; /* beyond the record bound, or no memory */
+	return rc == 1 ? 2 : 1; /* 2: record complete */
 }
 
 static void tcp_on_event(struct rrr__svc_conn *c, uint32_t events)
@@ -357,6 +320,7 @@ static void tcp_on_event(struct rrr__svc_conn *c, uint32_t events)
 	}
 	return;
 fail:
+	RRR_PROBE2(svc_conn_failed, c, "TCP: socket error, end of stream or protocol violation");
 	tcp_close(t);
 }
 
@@ -377,7 +341,7 @@ static void tcp_destroy(struct rrr__svc_conn *c)
 		rrr__svc_req_end(&t->req);
 	if (c->fd >= 0)
 		close(c->fd);
-	free(t->rec);
+	rrr__rm_fini(&t->rm);
 	free(t->reply);
 	free(t);
 }
@@ -390,10 +354,12 @@ static const struct rrr__svc_conn_ops tcp_ops = {
     .destroy = tcp_destroy,
 };
 
-void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd)
+/* The listening socket is readable: accept what is pending. */
+static void tcp_listener_ready(struct rrr__svc_listener *l)
 {
+	struct rrr_svc *svc = l->svc;
 	const struct rrr_svc_opts *o = rrr__svc_opts(svc);
-	int i;
+	int lfd = l->fd, i;
 
 	for (i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
@@ -421,6 +387,7 @@ void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd)
 		t->base.events = EPOLLIN;
 		t->base.peer = ss;
 		t->max_record = o->max_payload + RRR__SVC_REPLY_SLACK;
+		rrr__rm_init(&t->rm, t->max_record);
 		if (rrr__svc_admit(rrr__svc_limits(svc), &t->base, "TCP")) {
 			close(fd);
 			free(t);
@@ -434,21 +401,28 @@ void rrr__svc_tcp_accept(struct rrr_svc *svc, int lfd)
 	}
 }
 
-int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
-			uint16_t *bound_port, int *fd_out)
+static int tcp_listener_listen(struct rrr_svc *svc, const char *host, const char *port,
+			       uint16_t *bound_port, struct rrr__svc_listener **out)
 {
 	struct addrinfo hints, *res = NULL, *ai;
+	struct rrr__svc_listener *l;
 	int fd = -1, rc, one = 1, zero = 0;
 
 	(void)svc;
+	*out = NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE;
 	rc = getaddrinfo(host, port, &hints, &res);
-	if (rc)
+	if (rc) {
+		free(l);
 		return rrr__set_error(-EINVAL, "cannot resolve %s:%s: %s", host ? host : "*", port,
 				      gai_strerror(rc));
+	}
 	rc = -EADDRNOTAVAIL;
 	/* prefer IPv6 dual-stack for the wildcard address */
 	for (int pass = 0; pass < 2 && fd < 0; pass++) {
@@ -471,9 +445,11 @@ int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
 		}
 	}
 	freeaddrinfo(res);
-	if (fd < 0)
+	if (fd < 0) {
+		free(l);
 		return rrr__set_error(rc, "cannot listen on TCP %s:%s: %s", host ? host : "*", port,
 				      strerror(-rc));
+	}
 	if (bound_port) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
@@ -484,6 +460,28 @@ int rrr__svc_tcp_listen(struct rrr_svc *svc, const char *host, const char *port,
 		else
 			*bound_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	}
-	*fd_out = fd;
+	l->fd = fd;
+	*out = l;
 	return 0;
 }
+
+static void tcp_listener_stop(struct rrr__svc_listener *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+}
+
+static void tcp_listener_destroy(struct rrr__svc_listener *l)
+{
+	tcp_listener_stop(l);
+	free(l);
+}
+
+const struct rrr__svc_listener_ops rrr__svc_tcp_listener_ops = {
+    .name = "TCP",
+    .listen = tcp_listener_listen,
+    .ready = tcp_listener_ready,
+    .stop = tcp_listener_stop,
+    .destroy = tcp_listener_destroy,
+};

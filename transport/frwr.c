@@ -59,6 +59,7 @@
 
 #include "provider_impl.h"
 #include "reg_plan.h"
+#include "common/probes.h"
 
 #define POOL_DEFAULT_MRS   128u
 #define POOL_MAX_MRS	   65536u
@@ -353,6 +354,7 @@ int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents
 	io->holes = holes;
 	pool->st.registrations += (uint64_t)n;
 	pool->st.hole_splits += holes;
+	RRR_PROBE4(reg_map, pool, io, n, holes);
 	pool->st.depth_splits += depth;
 	return 0;
 
@@ -400,6 +402,7 @@ int rrr_reg_remote_invalidated(struct rrr_mrpool *pool, struct rrr_reg_io *io, u
 			break;
 		io->valid[i] = false;
 		pool->st.remote_inv++;
+		RRR_PROBE3(remote_inv, pool, io, handle);
 		return 0;
 	}
 	/* No rrr__set_error() here: a caller holding several I/Os per call
@@ -448,6 +451,7 @@ void rrr_reg_inv_done(struct rrr_mrpool *pool, struct rrr_reg_io *io)
 
 	if (!pool || !io)
 		return;
+	RRR_PROBE3(local_inv_done, pool, io, io->nsegs);
 	for (i = 0; i < io->nsegs && i < RRR_REG_MAX_SEGS; i++) {
 		io->valid[i] = false;
 		pool_put(pool, io->mrs[i]);

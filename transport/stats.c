@@ -7,11 +7,17 @@
  * to diff between two snapshots (like /proc/self/mountstats). Nothing here
  * can fail except the stream itself, and a NULL stream or struct prints
  * nothing.
+ *
+ * Also the library's one way to read counters that other threads update
+ * with relaxed atomics (transport/stats_impl.h): a snapshot (client) and a
+ * fold of many (the server's per-worker counters).
  */
 #include <inttypes.h>
 #include <stdio.h>
 
 #include <rrr/stats.h>
+
+#include "transport/stats_impl.h"
 
 void rrr_xprt_stats_print(FILE *f, const char *prefix, const struct rrr_xprt_stats *st)
 {
@@ -50,4 +56,75 @@ void rrr_xprt_stats_print(FILE *f, const char *prefix, const struct rrr_xprt_sta
 	P64(rdma_errors_sent);
 #undef P64
 #undef P32
+}
+
+void rrr__xprt_stats_load(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats *src)
+{
+#define L(f) dst->f = __atomic_load_n(&src->f, __ATOMIC_RELAXED)
+	L(calls);
+	L(replies);
+	L(bad_replies);
+	L(timeouts);
+	L(retransmits);
+	L(inline_calls);
+	L(read_chunks);
+	L(write_chunks);
+	L(reply_chunks);
+	L(nomsg_calls);
+	L(registrations);
+	L(hole_splits);
+	L(local_inv);
+	L(remote_inv);
+	L(recoveries);
+	L(credit_stalls);
+	L(rdma_read_bytes);
+	L(rdma_write_bytes);
+	L(send_bytes);
+	L(recv_bytes);
+	L(connects);
+	L(disconnects);
+	L(rdma_errors_sent);
+	L(credits);
+	L(max_credits);
+	L(inline_send);
+	L(inline_recv);
+#undef L
+}
+
+void rrr__xprt_stats_fold(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats *src)
+{
+	struct rrr_xprt_stats s;
+
+	rrr__xprt_stats_load(&s, src);
+#define SUM(f) dst->f += s.f
+#define MAX(f) dst->f = s.f > dst->f ? s.f : dst->f
+	SUM(calls);
+	SUM(replies);
+	SUM(bad_replies);
+	SUM(timeouts);
+	SUM(retransmits);
+	SUM(inline_calls);
+	SUM(read_chunks);
+	SUM(write_chunks);
+	SUM(reply_chunks);
+	SUM(nomsg_calls);
+	SUM(registrations);
+	SUM(hole_splits);
+	SUM(local_inv);
+	SUM(remote_inv);
+	SUM(recoveries);
+	SUM(credit_stalls);
+	SUM(rdma_read_bytes);
+	SUM(rdma_write_bytes);
+	SUM(send_bytes);
+	SUM(recv_bytes);
+	SUM(connects);
+	SUM(disconnects);
+	SUM(rdma_errors_sent);
+	MAX(credits);
+	MAX(max_credits);
+	MAX(inline_send);
+	MAX(inline_recv);
+#undef SUM
+#undef MAX
 }

@@ -41,6 +41,7 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "soft.h"
 
 
@@ -302,6 +303,8 @@ void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term
 		return;
 	qp->state = SOFT_QP_ERROR;
 	qp->rx.st = SOFT_RX_DEAD;
+	if (send_term)
+		RRR_PROBE3(terminate, qp, term, 1);
 	if (qp->fd >= 0) {
 		if (send_term) {
 			qp->tx.term_pending = true;

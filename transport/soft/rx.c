@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "common/probes.h"
 #include "soft.h"
 
 enum { K_NONE = 0, K_TAGGED, K_RECV, K_INLINE };
@@ -314,6 +315,7 @@ static void fpdu_complete(struct soft_qp *qp, const uint8_t *inl)
 
 		qp->rx.msn_term++;
 		qp->term_rcvd = SOFT_GET_FAIL | t;
+		RRR_PROBE3(terminate, qp, t, 0);
 		rrr__soft_qp_fatal_status(qp, 0, false, rrr__soft_term_wc_status(t), t);
 		break;
 	}

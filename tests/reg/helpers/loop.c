@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/reg/helpers/loop.c - see loop.h. */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -37,132 +34,64 @@ int loop_open(struct loop *l, const char *provider, const char *opts)
 	return rc;
 }
 
-static int side_qp(struct loop_side *s, struct rrr_cm_id *id)
-{
-	struct rrr_qp_init_attr qa = {
-	    .pd = s->pd,
-	    .send_cq = s->cq,
-	    .recv_cq = s->cq,
-	    .max_send_wr = 256,
-	    .max_recv_wr = 64,
-	    .max_send_sge = 2,
-	    .max_recv_sge = 1,
-	    .max_rd_atomic = 8,
-	};
-
-	return rrr_qp_create(id, &qa, &s->qp);
-}
-
-struct accept_arg {
-	struct loop *l;
-	int timeout_ms;
-	int rc;
-};
-
-static void *accept_thread(void *arg)
-{
-	struct accept_arg *a = arg;
-	struct loop *l = a->l;
-	struct rrr_conn_param cp = {.ird = 8, .ord = 8};
-	struct rrr_cm_event ev;
-	int rc;
-
-	rc = rrr_cm_wait_event(l->p.cm, &ev, a->timeout_ms);
-	if (rc == 0 && ev.type != RRR_CM_EVENT_CONNECT_REQUEST)
-		rc = -EPROTO;
-	if (rc == 0) {
-		l->p.id = ev.id;
-		rc = side_qp(&l->p, ev.id);
-	}
-	if (rc == 0)
-		rc = rrr_cm_accept(l->p.id, &cp);
-	if (rc == 0)
-		rc = rrr_cm_wait_event(l->p.cm, &ev, a->timeout_ms);
-	if (rc == 0 && ev.type != RRR_CM_EVENT_ESTABLISHED)
-		rc = -ECONNREFUSED;
-	a->rc = rc;
-	return NULL;
-}
-
 int loop_connect(struct loop *l, int timeout_ms)
 {
-	struct rrr_conn_param cp = {.ird = 8, .ord = 8};
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	struct sockaddr_storage ss;
-	struct accept_arg aa = {.l = l, .timeout_ms = timeout_ms, .rc = -EINVAL};
-	struct rrr_cm_event ev;
-	pthread_t thr;
+	struct rrr__loop_opts lo = {
+	    .c_pd = l->c.pd,
+	    .s_pd = l->p.pd,
+	    .qp =
+		{
+		    .max_send_wr = 256,
+		    .max_recv_wr = 64,
+		    .max_send_sge = 2,
+		    .max_recv_sge = 1,
+		    .max_rd_atomic = 8,
+		},
+	    .connect = {.ird = 8, .ord = 8},
+	    .accept = {.ird = 8, .ord = 8},
+	    .timeout_ms = timeout_ms,
+	};
 	int rc;
 
 	l->c.nwc = l->p.nwc = 0;
-	if (inet_pton(AF_INET, tenv_addr(), &sin.sin_addr) != 1)
-		return -EINVAL;
-	rc = rrr_cm_create(l->dev, &l->c.cm);
-	if (!rc)
-		rc = rrr_cm_create(l->dev, &l->p.cm);
-	if (!rc)
-		rc = rrr_cq_create(l->dev, CQ_DEPTH, &l->c.cq);
+	rc = rrr_cq_create(l->dev, CQ_DEPTH, &l->c.cq);
 	if (!rc)
 		rc = rrr_cq_create(l->dev, CQ_DEPTH, &l->p.cq);
-	if (!rc)
-		rc = rrr_cm_id_create(l->p.cm, NULL, &l->listen_id);
-	if (!rc)
-		rc = rrr_cm_listen(l->listen_id, (struct sockaddr *)&sin, sizeof(sin), 4);
-	if (!rc)
-		rc = rrr_cm_id_local_addr(l->listen_id, &ss);
 	if (rc)
 		return rc;
-	sin.sin_port = ((struct sockaddr_in *)&ss)->sin_port;
-	if (pthread_create(&thr, NULL, accept_thread, &aa))
-		return -EAGAIN;
-	rc = rrr_cm_id_create(l->c.cm, NULL, &l->c.id);
+	lo.c_cq = l->c.cq;
+	lo.s_cq = l->p.cq;
+	rc = rrr__loop_listen(&l->pair, l->dev, tenv_addr());
 	if (!rc)
-		rc = rrr_cm_resolve(l->c.id, (struct sockaddr *)&sin, sizeof(sin), timeout_ms);
-	if (!rc)
-		rc = rrr_cm_wait_event(l->c.cm, &ev, timeout_ms);
-	if (!rc && ev.type != RRR_CM_EVENT_RESOLVED)
-		rc = -EHOSTUNREACH;
-	if (!rc)
-		rc = side_qp(&l->c, l->c.id);
-	if (!rc)
-		rc = rrr_cm_connect(l->c.id, &cp);
-	if (!rc)
-		rc = rrr_cm_wait_event(l->c.cm, &ev, timeout_ms);
-	if (!rc && ev.type != RRR_CM_EVENT_ESTABLISHED)
-		rc = -ECONNREFUSED;
-	if (rc && l->c.id) {
-		/* make the acceptor give up rather than wait the full timeout */
-		rrr_cm_disconnect(l->c.id);
-	}
-	pthread_join(thr, NULL);
-	return rc ? rc : aa.rc;
-}
-
-static void side_down(struct loop_side *s)
-{
-	if (s->qp)
-		rrr_qp_destroy(s->qp);
-	s->qp = NULL;
-	if (s->id)
-		rrr_cm_id_destroy(s->id);
-	s->id = NULL;
-	if (s->cq)
-		rrr_cq_destroy(s->cq);
-	s->cq = NULL;
+		rc = rrr__loop_connect(&l->pair, &lo);
+	/* the sides' views of the pair (it owns them) */
+	l->listen_id = l->pair.listen;
+	l->c.cm = l->pair.c.cm;
+	l->c.id = l->pair.c.id;
+	l->c.qp = l->pair.c.qp;
+	l->p.cm = l->pair.s.cm;
+	l->p.id = l->pair.s.id;
+	l->p.qp = l->pair.s.qp;
+	return rc;
 }
 
 void loop_disconnect(struct loop *l)
 {
-	side_down(&l->c);
-	side_down(&l->p);
-	if (l->listen_id)
-		rrr_cm_id_destroy(l->listen_id);
+	/* the sides' fields are what a test may have changed */
+	l->pair.c.id = l->c.id;
+	l->pair.s.id = l->p.id;
+	l->pair.c.qp = l->c.qp;
+	l->pair.s.qp = l->p.qp;
+	rrr__loop_close(&l->pair);
 	l->listen_id = NULL;
-	if (l->c.cm)
-		rrr_cm_destroy(l->c.cm);
-	if (l->p.cm)
-		rrr_cm_destroy(l->p.cm);
 	l->c.cm = l->p.cm = NULL;
+	l->c.id = l->p.id = NULL;
+	l->c.qp = l->p.qp = NULL;
+	if (l->c.cq)
+		rrr_cq_destroy(l->c.cq);
+	if (l->p.cq)
+		rrr_cq_destroy(l->p.cq);
+	l->c.cq = l->p.cq = NULL;
 }
 
 void loop_close(struct loop *l)

@@ -3,7 +3,8 @@
  * tests/reg/helpers/loop.h - two connected QPs of one provider over
  * loopback (127.0.0.1, ephemeral port) in one process: a "client" side that
  * registers memory with the engine and a "peer" side that RDMA READs and
- * WRITEs through the handles. Each side has its own PD, CM and CQ.
+ * WRITEs through the handles. Each side has its own PD, CM and CQ; the
+ * connection is the library's loopback pair (transport/loop_pair.h).
  * Completions of both CQs are collected by one pump so a single thread can
  * wait on either side whatever the provider's progress model.
  */
@@ -12,11 +13,13 @@
 
 #include <rrr/provider.h>
 
+#include "transport/loop_pair.h"
+
 #define LOOP_STASH 256
 
 struct loop_side {
 	struct rrr_pd *pd;
-	struct rrr_cm *cm;
+	struct rrr_cm *cm;    /* cm, id, qp: the pair's (it owns them) */
 	struct rrr_cm_id *id;
 	struct rrr_cq *cq;
 	struct rrr_qp *qp;
@@ -29,6 +32,7 @@ struct loop {
 	struct rrr_device_attr attr;
 	struct rrr_cm_id *listen_id;
 	struct loop_side c, p; /* client (registers), peer (accesses) */
+	struct rrr__loop_pair pair; /* transport/loop_pair.c */
 };
 
 /* Open @provider with @opts and allocate both PDs. 0 or -errno. */

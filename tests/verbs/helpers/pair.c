@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/verbs/helpers/pair.c - loopback connection helper (see pair.h).
- * Client and server use separate rdma_cm event channels so each side's
+ * The connection is the library's loopback pair (transport/loop_pair.c):
+ * client and server use separate rdma_cm event channels so each side's
  * events are unambiguous; every wait is bounded by VP_TIMEOUT_MS.
  */
 #include <arpa/inet.h>
@@ -47,8 +48,6 @@ void vp_open(struct vp *p, const char *opts)
 	}
 	cr_assert_eq(rrr_device_query(p->dev, &p->attr), 0);
 	cr_assert_eq(rrr_pd_alloc(p->dev, &p->pd), 0);
-	cr_assert_eq(rrr_cm_create(p->dev, &p->ccm), 0);
-	cr_assert_eq(rrr_cm_create(p->dev, &p->scm), 0);
 	cr_assert_eq(rrr_cq_create(p->dev, 256, &p->ccq), 0);
 	cr_assert_eq(rrr_cq_create(p->dev, 256, &p->scq), 0);
 	p->cbuf = aligned_alloc(4096, VP_BUF);
@@ -66,11 +65,13 @@ void vp_open(struct vp *p, const char *opts)
 		       RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_REMOTE_READ,
 		       &p->smr),
 	    0);
-	cr_assert_eq(rrr_addr_parse(ip, "0", &p->addr, &p->addrlen), 0);
-	cr_assert_eq(rrr_cm_id_create(p->scm, NULL, &p->listen), 0);
-	rc = rrr_cm_listen(p->listen, (struct sockaddr *)&p->addr, p->addrlen, 8);
+	rc = rrr__loop_listen(&p->lp, p->dev, ip);
 	cr_assert_eq(rc, 0, "listen on %s: %d %s", ip, rc, rrr_last_error());
-	cr_assert_eq(rrr_cm_id_local_addr(p->listen, &p->addr), 0);
+	p->ccm = p->lp.c.cm;
+	p->scm = p->lp.s.cm;
+	p->listen = p->lp.listen;
+	p->addr = p->lp.addr;
+	p->addrlen = p->lp.addrlen;
 	cr_assert_neq(((struct sockaddr_in *)&p->addr)->sin_port, 0);
 }
 
@@ -85,49 +86,37 @@ void vp_expect_event(struct rrr_cm *cm, enum rrr_cm_event_type type, struct rrr_
 		     rrr_last_error() ? rrr_last_error() : "");
 }
 
-static void make_qp(struct vp *p, struct rrr_cm_id *id, struct rrr_cq *cq, struct rrr_qp **qp)
-{
-	struct rrr_qp_init_attr a = {
-	    .pd = p->pd,
-	    .send_cq = cq,
-	    .recv_cq = cq,
-	    .max_send_wr = 64,
-	    .max_recv_wr = 64,
-	    .max_send_sge = 4,
-	    .max_recv_sge = 4,
-	    .max_rd_atomic = 4,
-	};
-	int rc = rrr_qp_create(id, &a, qp);
-
-	cr_assert_eq(rc, 0, "qp_create: %d %s", rc, rrr_last_error());
-}
-
 void vp_connect(struct vp *p, const void *cpd, uint32_t clen, const void *apd, uint32_t alen)
 {
-	struct rrr_conn_param cp = {
-	    .private_data = cpd, .private_data_len = clen, .ird = 4, .ord = 4};
-	struct rrr_conn_param ap = {
-	    .private_data = apd, .private_data_len = alen, .ird = 4, .ord = 4};
-	struct rrr_cm_event ev;
-	int rc;
+	struct rrr__loop_opts lo = {
+	    .c_pd = p->pd,
+	    .s_pd = p->pd,
+	    .c_cq = p->ccq,
+	    .s_cq = p->scq,
+	    .qp =
+		{
+		    .max_send_wr = 64,
+		    .max_recv_wr = 64,
+		    .max_send_sge = 4,
+		    .max_recv_sge = 4,
+		    .max_rd_atomic = 4,
+		},
+	    .connect = {.private_data = cpd, .private_data_len = clen, .ird = 4, .ord = 4},
+	    .accept = {.private_data = apd, .private_data_len = alen, .ird = 4, .ord = 4},
+	    .timeout_ms = VP_TIMEOUT_MS,
+	};
+	int rc = rrr__loop_connect(&p->lp, &lo);
 
-	cr_assert_eq(rrr_cm_id_create(p->ccm, NULL, &p->cid), 0);
-	rc = rrr_cm_resolve(p->cid, (struct sockaddr *)&p->addr, p->addrlen, 5000);
-	cr_assert_eq(rc, 0, "resolve: %d %s", rc, rrr_last_error());
-	vp_expect_event(p->ccm, RRR_CM_EVENT_RESOLVED, &ev);
-	cr_assert_eq(ev.id, p->cid);
-	make_qp(p, p->cid, p->ccq, &p->cqp);
-	rc = rrr_cm_connect(p->cid, &cp);
-	cr_assert_eq(rc, 0, "connect: %d %s", rc, rrr_last_error());
-	vp_expect_event(p->scm, RRR_CM_EVENT_CONNECT_REQUEST, &p->last_req);
+	p->cid = p->lp.c.id;
+	p->sid = p->lp.s.id;
+	p->cqp = p->lp.c.qp;
+	p->sqp = p->lp.s.qp;
+	cr_assert_eq(rc, 0, "loopback connection: %d %s", rc,
+		     rrr_last_error() ? rrr_last_error() : "");
+	p->last_req = p->lp.req;
+	p->last_est = p->lp.est;
 	cr_assert_eq(p->last_req.listen_id, p->listen);
-	p->sid = p->last_req.id;
-	make_qp(p, p->sid, p->scq, &p->sqp);
-	rc = rrr_cm_accept(p->sid, &ap);
-	cr_assert_eq(rc, 0, "accept: %d %s", rc, rrr_last_error());
-	vp_expect_event(p->ccm, RRR_CM_EVENT_ESTABLISHED, &p->last_est);
-	vp_expect_event(p->scm, RRR_CM_EVENT_ESTABLISHED, &ev);
-	cr_assert_eq(ev.id, p->sid);
+	cr_assert_eq(p->last_req.id, p->sid);
 }
 
 struct rrr_wc vp_wait_wc(struct rrr_cq *cq)
@@ -177,22 +166,17 @@ void vp_close(struct vp *p)
 {
 	if (!p->dev)
 		return;
-	if (p->cqp)
-		rrr_qp_destroy(p->cqp);
-	if (p->sqp)
-		rrr_qp_destroy(p->sqp);
-	if (p->cid)
-		rrr_cm_id_destroy(p->cid);
-	if (p->sid)
-		rrr_cm_id_destroy(p->sid);
-	if (p->listen)
-		rrr_cm_id_destroy(p->listen);
+	/* tests build or destroy ids and QPs through these fields: they are
+	 * what the pair has to destroy */
+	p->lp.c.id = p->cid;
+	p->lp.s.id = p->sid;
+	p->lp.c.qp = p->cqp;
+	p->lp.s.qp = p->sqp;
+	rrr__loop_close(&p->lp);
 	rrr_mr_dereg(p->cmr);
 	rrr_mr_dereg(p->smr);
 	rrr_cq_destroy(p->ccq);
 	rrr_cq_destroy(p->scq);
-	rrr_cm_destroy(p->ccm);
-	rrr_cm_destroy(p->scm);
 	rrr_pd_free(p->pd);
 	rrr_device_close(p->dev);
 	free(p->cbuf);

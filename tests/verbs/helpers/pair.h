@@ -15,10 +15,13 @@
 #include <stdint.h>
 #include <rrr/provider.h>
 
+#include "transport/loop_pair.h"
+
 #define VP_TIMEOUT_MS 20000
 #define VP_BUF	      65536
 
 struct vp {
+	struct rrr__loop_pair lp; /* owns the CMs, ids and QPs below */
 	struct rrr_device *dev;
 	struct rrr_device_attr attr;
 	struct rrr_pd *pd;

@@ -12,6 +12,8 @@
 
 #include <rrr/provider.h>
 
+#include "transport/loop_pair.h"
+
 #define DC_BUF	      (256 * 1024)
 #define DC_TIMEOUT_MS 15000
 
@@ -20,10 +22,9 @@ struct dc_loop {
 	struct rrr_device *dev;
 	struct rrr_device_attr attr;
 	struct rrr_pd *pd;
-	struct rrr_cm *ccm, *scm;
 	struct rrr_cq *ccq, *scq;
-	struct rrr_cm_id *listen, *cid, *sid;
-	struct rrr_qp *cqp, *sqp;
+	struct rrr__loop_pair pair; /* CMs, ids, QPs (transport/loop_pair.c) */
+	struct rrr_qp *cqp, *sqp;   /* = pair.c.qp, pair.s.qp */
 	uint8_t *cbuf, *sbuf; /* page aligned, DC_BUF bytes each */
 	struct rrr_mr *cmr;   /* client buffer: local use only */
 	struct rrr_mr *smr;   /* server buffer: local write only (window backing) */

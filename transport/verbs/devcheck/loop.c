@@ -2,8 +2,8 @@
 /*
  * transport/verbs/devcheck/loop.c - a loopback RC connection on one device.
  *
- * Normal operation: open the device with the strategy under test, listen on
- * (addr, ephemeral port), resolve and connect a second id to it, accept; two
+ * Normal operation: open the device with the strategy under test and build
+ * the loopback pair of transport/loop_pair.c on (addr, ephemeral port): two
  * QPs on the same PD, each with its own CQ and rdma_cm channel. Buffers are
  * registered for local access only, so any remote access in the checks goes
  * through the registration under test. The client's ESTABLISHED is read
@@ -37,39 +37,23 @@ static int fail(char *err, size_t len, int rc, const char *fmt, ...)
 	return rc < 0 ? rc : -EIO;
 }
 
-static int expect(struct rrr_cm *cm, enum rrr_cm_event_type t, struct rrr_cm_event *ev)
-{
-	int rc = rrr_cm_wait_event(cm, ev, DC_TIMEOUT_MS);
-
-	if (rc)
-		return rc;
-	return ev->type == t ? 0 : -EPROTO;
-}
-
-static int make_qp(struct dc_loop *l, struct rrr_cm_id *id, struct rrr_cq *cq, struct rrr_qp **qp)
-{
-	struct rrr_qp_init_attr a = {
-	    .pd = l->pd,
-	    .send_cq = cq,
-	    .recv_cq = cq,
-	    .max_send_wr = 32,
-	    .max_recv_wr = 32,
-	    .max_send_sge = 1,
-	    .max_recv_sge = 1,
-	    .max_rd_atomic = 4,
-	};
-
-	return rrr_qp_create(id, &a, qp);
-}
-
 int dc_loop_open(struct dc_loop *l, const char *dev, const char *strategy, const char *addr,
 		 char *err, size_t errlen)
 {
-	struct rrr_conn_param cp = {.ird = 4, .ord = 4};
-	struct sockaddr_storage ss;
-	struct rrr_cm_event ev;
+	struct rrr__loop_opts lo = {
+	    .qp =
+		{
+		    .max_send_wr = 32,
+		    .max_recv_wr = 32,
+		    .max_send_sge = 1,
+		    .max_recv_sge = 1,
+		    .max_rd_atomic = 4,
+		},
+	    .connect = {.ird = 4, .ord = 4},
+	    .accept = {.ird = 4, .ord = 4},
+	    .timeout_ms = DC_TIMEOUT_MS,
+	};
 	char opts[128];
-	socklen_t len;
 	int rc;
 
 	memset(l, 0, sizeof(*l));
@@ -78,10 +62,12 @@ int dc_loop_open(struct dc_loop *l, const char *dev, const char *strategy, const
 	if (rc)
 		return fail(err, errlen, rc, "open %s", opts);
 	rrr_device_query(l->dev, &l->attr);
-	if ((rc = rrr_pd_alloc(l->dev, &l->pd)) || (rc = rrr_cm_create(l->dev, &l->ccm)) ||
-	    (rc = rrr_cm_create(l->dev, &l->scm)) || (rc = rrr_cq_create(l->dev, 64, &l->ccq)) ||
+	if ((rc = rrr_pd_alloc(l->dev, &l->pd)) || (rc = rrr_cq_create(l->dev, 64, &l->ccq)) ||
 	    (rc = rrr_cq_create(l->dev, 64, &l->scq)))
 		return fail(err, errlen, rc, "device objects");
+	lo.c_pd = lo.s_pd = l->pd;
+	lo.c_cq = l->ccq;
+	lo.s_cq = l->scq;
 	l->cbuf = aligned_alloc(4096, DC_BUF);
 	l->sbuf = aligned_alloc(4096, DC_BUF);
 	if (!l->cbuf || !l->sbuf)
@@ -91,48 +77,24 @@ int dc_loop_open(struct dc_loop *l, const char *dev, const char *strategy, const
 	if ((rc = rrr_mr_reg(l->pd, l->cbuf, DC_BUF, RRR_ACCESS_LOCAL_WRITE, &l->cmr)) ||
 	    (rc = rrr_mr_reg(l->pd, l->sbuf, DC_BUF, RRR_ACCESS_LOCAL_WRITE, &l->smr)))
 		return fail(err, errlen, rc, "rrr_mr_reg");
-	rc = rrr_addr_parse(addr, "0", &ss, &len);
-	if (rc)
-		return fail(err, errlen, rc, "address %s", addr);
-	if ((rc = rrr_cm_id_create(l->scm, NULL, &l->listen)) ||
-	    (rc = rrr_cm_listen(l->listen, (struct sockaddr *)&ss, len, 4)) ||
-	    (rc = rrr_cm_id_local_addr(l->listen, &ss)))
+	if ((rc = rrr__loop_listen(&l->pair, l->dev, addr)))
 		return fail(err, errlen, rc, "listen on %s", addr);
-	if ((rc = rrr_cm_id_create(l->ccm, NULL, &l->cid)) ||
-	    (rc = rrr_cm_resolve(l->cid, (struct sockaddr *)&ss, len, 5000)) ||
-	    (rc = expect(l->ccm, RRR_CM_EVENT_RESOLVED, &ev)))
-		return fail(err, errlen, rc, "resolve %s", addr);
-	if ((rc = make_qp(l, l->cid, l->ccq, &l->cqp)) || (rc = rrr_cm_connect(l->cid, &cp)))
-		return fail(err, errlen, rc, "connect");
-	rc = expect(l->scm, RRR_CM_EVENT_CONNECT_REQUEST, &ev);
-	if (rc)
-		return fail(err, errlen, rc, "connect request");
-	l->sid = ev.id;
-	if ((rc = make_qp(l, l->sid, l->scq, &l->sqp)) || (rc = rrr_cm_accept(l->sid, &cp)) ||
-	    (rc = expect(l->ccm, RRR_CM_EVENT_ESTABLISHED, &ev)) ||
-	    (rc = expect(l->scm, RRR_CM_EVENT_ESTABLISHED, &ev)))
-		return fail(err, errlen, rc, "accept/establish");
+	if ((rc = rrr__loop_connect(&l->pair, &lo)))
+		return fail(err, errlen, rc, "connect/accept/establish on %s", addr);
+	l->cqp = l->pair.c.qp;
+	l->sqp = l->pair.s.qp;
 	return 0;
 }
 
 void dc_loop_close(struct dc_loop *l)
 {
-	if (l->cqp)
-		rrr_qp_destroy(l->cqp);
-	if (l->sqp)
-		rrr_qp_destroy(l->sqp);
-	if (l->cid)
-		rrr_cm_id_destroy(l->cid);
-	if (l->sid)
-		rrr_cm_id_destroy(l->sid);
-	if (l->listen)
-		rrr_cm_id_destroy(l->listen);
+	l->pair.c.qp = l->cqp;
+	l->pair.s.qp = l->sqp;
+	rrr__loop_close(&l->pair);
 	rrr_mr_dereg(l->cmr);
 	rrr_mr_dereg(l->smr);
 	rrr_cq_destroy(l->ccq);
 	rrr_cq_destroy(l->scq);
-	rrr_cm_destroy(l->ccm);
-	rrr_cm_destroy(l->scm);
 	rrr_pd_free(l->pd);
 	rrr_device_close(l->dev);
 	free(l->cbuf);

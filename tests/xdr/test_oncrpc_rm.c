@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/xdr/test_oncrpc_rm.c - ONC RPC record marking reassembly
+ * (xdr/oncrpc_rm.c, RFC 5531 section 11): single and multi-fragment
+ * records, zero-length fragments, records beyond the maximum refused
+ * before any allocation, several records in one feed, byte-at-a-time
+ * feeding, and reading in place through want/commit.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rrr/oncrpc.h>
+
+#include "xdr/oncrpc_rm.h"
+
+/* Append a fragment marker and @len bytes of @p to @out at *@n. */
+static void frag(uint8_t *out, size_t *n, const void *p, uint32_t len, bool last)
+{
+	uint32_t m = len | (last ? RRR_RPC_RM_LAST : 0);
+
+	out[(*n)++] = (uint8_t)(m >> 24);
+	out[(*n)++] = (uint8_t)(m >> 16);
+	out[(*n)++] = (uint8_t)(m >> 8);
+	out[(*n)++] = (uint8_t)m;
+	if (len)
+		memcpy(out + *n, p, len);
+	*n += len;
+}
+
+/* Feed all of @in; collect up to 8 complete records (copied). */
+struct got {
+	unsigned n;
+	size_t len[8];
+	uint8_t data[8][256];
+};
+
+static int feed_all(struct rrr__rm *r, const uint8_t *in, size_t n, size_t step, struct got *g)
+{
+	size_t off = 0;
+
+	while (off < n) {
+		size_t chunk = n - off < step ? n - off : step, used;
+		int rc = rrr__rm_feed(r, in + off, chunk, &used);
+
+		if (rc < 0)
+			return rc;
+		cr_assert_leq(used, chunk);
+		off += used;
+		if (rc == 1) {
+			cr_assert_lt(g->n, 8u);
+			cr_assert_leq(r->len, sizeof(g->data[0]));
+			g->len[g->n] = r->len;
+			if (r->len)
+				memcpy(g->data[g->n], r->rec, r->len);
+			g->n++;
+			rrr__rm_next(r);
+		} else {
+			cr_assert_eq(used, chunk, "a feed that completes nothing takes everything");
+		}
+	}
+	return 0;
+}
+
+Test(oncrpc_rm, one_fragment)
+{
+	struct rrr__rm r;
+	struct got g = {0};
+	uint8_t in[64];
+	size_t n = 0;
+
+	frag(in, &n, "hello, world", 12, true);
+	rrr__rm_init(&r, 1024);
+	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
+	cr_assert_eq(g.n, 1u);
+	cr_assert_eq(g.len[0], 12u);
+	cr_assert_arr_eq(g.data[0], "hello, world", 12);
+	rrr__rm_fini(&r);
+}
+
+Test(oncrpc_rm, fragments_concatenate_into_one_record)
+{
+	struct rrr__rm r;
+	struct got g = {0};
+	uint8_t in[64];
+	size_t n = 0;
+
+	frag(in, &n, "abc", 3, false);
+	frag(in, &n, "defg", 4, false);
+	frag(in, &n, "h", 1, true);
+	rrr__rm_init(&r, 1024);
+	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
+	cr_assert_eq(g.n, 1u);
+	cr_assert_eq(g.len[0], 8u);
+	cr_assert_arr_eq(g.data[0], "abcdefgh", 8);
+	rrr__rm_fini(&r);
+}
+
+Test(oncrpc_rm, zero_length_fragments_add_nothing)
+{
+	struct rrr__rm r;
+	struct got g = {0};
+	uint8_t in[64];
+	size_t n = 0;
+
+	frag(in, &n, NULL, 0, false);
+	frag(in, &n, "xy", 2, false);
+	frag(in, &n, NULL, 0, false);
+	frag(in, &n, NULL, 0, true); /* ends the record "xy" */
+	frag(in, &n, NULL, 0, true); /* an empty record: reported, callers judge */
+	rrr__rm_init(&r, 1024);
+	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
+	cr_assert_eq(g.n, 2u);
+	cr_assert_eq(g.len[0], 2u);
+	cr_assert_arr_eq(g.data[0], "xy", 2);
+	cr_assert_eq(g.len[1], 0u);
+	rrr__rm_fini(&r);
+}
+
+Test(oncrpc_rm, several_records_byte_at_a_time)
+{
+	static const char *recs[] = {"first", "second record", "3"};
+	struct rrr__rm r;
+	struct got g = {0};
+	uint8_t in[128];
+	size_t n = 0;
+
+	frag(in, &n, recs[0], 5, true);
+	frag(in, &n, "second", 6, false);
+	frag(in, &n, " record", 7, true);
+	frag(in, &n, recs[2], 1, true);
+	for (size_t step = 1; step <= n; step++) {
+		memset(&g, 0, sizeof(g));
+		rrr__rm_init(&r, 64);
+		cr_assert_eq(feed_all(&r, in, n, step, &g), 0, "step %zu", step);
+		cr_assert_eq(g.n, 3u, "step %zu", step);
+		for (unsigned i = 0; i < 3; i++) {
+			cr_assert_eq(g.len[i], strlen(recs[i]), "step %zu record %u", step, i);
+			cr_assert_arr_eq(g.data[i], recs[i], g.len[i]);
+		}
+		rrr__rm_fini(&r);
+	}
+}
+
+Test(oncrpc_rm, oversize_fragment_refused_before_allocation)
+{
+	struct rrr__rm r;
+	uint8_t in[8] = {0xff, 0xff, 0xff, 0xff}; /* last, 2^31 - 1 bytes */
+	size_t used;
+
+	rrr__rm_init(&r, 1024);
+	cr_assert_eq(rrr__rm_feed(&r, in, 4, &used), -EMSGSIZE);
+	cr_assert_null(r.rec, "nothing allocated for a refused fragment");
+	/* the stream stays refused */
+	cr_assert_eq(rrr__rm_feed(&r, in, 4, &used), -EMSGSIZE);
+	cr_assert_eq(used, 0u);
+	rrr__rm_fini(&r);
+}
+
+Test(oncrpc_rm, oversize_record_of_small_fragments_refused)
+{
+	struct rrr__rm r;
+	struct got g = {0};
+	uint8_t in[256], body[40];
+	size_t n = 0;
+
+	memset(body, 'a', sizeof(body));
+	frag(in, &n, body, 40, false);
+	frag(in, &n, body, 40, false);
+	frag(in, &n, body, 20, true); /* 100 bytes: one more than allowed */
+	rrr__rm_init(&r, 99);
+	cr_assert_eq(feed_all(&r, in, n, 1, &g), -EMSGSIZE);
+	cr_assert_eq(g.n, 0u);
+	cr_assert_leq(r.cap, 99u, "the buffer never grows beyond the maximum");
+	rrr__rm_fini(&r);
+
+	/* exactly the maximum is accepted */
+	memset(&g, 0, sizeof(g));
+	n = 0;
+	frag(in, &n, body, 40, false);
+	frag(in, &n, body, 40, false);
+	frag(in, &n, body, 19, true);
+	rrr__rm_init(&r, 99);
+	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
+	cr_assert_eq(g.n, 1u);
+	cr_assert_eq(g.len[0], 99u);
+	rrr__rm_fini(&r);
+}
+
+Test(oncrpc_rm, want_commit_reads_in_place)
+{
+	struct rrr__rm r;
+	uint8_t in[64];
+	size_t n = 0, off = 0, room;
+	int rc = 0;
+
+	frag(in, &n, "in place", 8, true);
+	rrr__rm_init(&r, 64);
+	while (off < n) {
+		uint8_t *dst = rrr__rm_want(&r, &room);
+		size_t take;
+
+		cr_assert_not_null(dst);
+		cr_assert_gt(room, 0u);
+		take = room < n - off ? room : n - off;
+		memcpy(dst, in + off, take);
+		off += take;
+		rc = rrr__rm_commit(&r, take);
+		cr_assert_geq(rc, 0);
+	}
+	cr_assert_eq(rc, 1);
+	cr_assert_eq(r.len, 8u);
+	cr_assert_arr_eq(r.rec, "in place", 8);
+	cr_assert_null(rrr__rm_want(&r, &room), "a complete record blocks input");
+	rrr__rm_next(&r);
+	cr_assert_not_null(rrr__rm_want(&r, &room));
+	cr_assert_eq(room, 4u, "a new record starts with its marker");
+	rrr__rm_fini(&r);
+}
+
+Test(oncrpc_rm, reset_forgets_partial_record_and_refusal)
+{
+	struct rrr__rm r;
+	struct got g = {0};
+	uint8_t big[4] = {0x80, 0x01, 0x00, 0x00}, in[32];
+	size_t n = 0, used;
+
+	rrr__rm_init(&r, 16);
+	cr_assert_eq(rrr__rm_feed(&r, big, 4, &used), -EMSGSIZE);
+	rrr__rm_reset(&r);
+	frag(in, &n, "ok", 2, true);
+	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
+	cr_assert_eq(g.n, 1u);
+	rrr__rm_fini(&r);
+}

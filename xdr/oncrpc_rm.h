@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xdr/oncrpc_rm.h - ONC RPC record marking (RFC 5531 section 11):
+ * reassembly of records from a byte stream, without a socket. Internal to
+ * the library (client/clnt_tcp.c, server/svc_tcp.c), its tests and fuzzers.
+ *
+ * A record is one or more fragments, each preceded by a 4-byte big-endian
+ * marker: the top bit set on the last fragment, the low 31 bits the
+ * fragment's length. The reassembler concatenates fragments into one
+ * buffer it owns until the last one is in, then reports the record.
+ *
+ * Two ways to feed it, over the same state:
+ *  - rrr__rm_feed(): bytes the caller has already read (copied in);
+ *  - rrr__rm_want() + rrr__rm_commit(): read straight into the buffer -
+ *    want() says where and at most how much (the rest of the marker or of
+ *    the fragment, never past the current record), commit() accounts the
+ *    bytes read there.
+ *
+ * Hostile peers: each marker is checked against the maximum record size
+ * the caller gave (rrr__rm_init) before anything is allocated for its
+ * fragment, so no record ever exceeds it; a record that would is refused
+ * with -EMSGSIZE and the stream is then unusable (drop the connection).
+ * Zero-length fragments are accepted and add nothing; a record may be
+ * empty (a last fragment of length 0 with nothing before it): callers
+ * decide what an empty message means. The buffer grows geometrically from
+ * 4 KiB, never beyond the maximum record size, and is kept for the next
+ * record.
+ *
+ * Not thread-safe: one reassembler per connection, used by one thread.
+ */
+#ifndef RRR_XDR_ONCRPC_RM_H
+#define RRR_XDR_ONCRPC_RM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rrr__rm {
+	uint32_t max_record; /* bytes of one record, fragments together */
+	uint8_t mark[4];     /* marker bytes read so far */
+	unsigned mark_have;
+	bool in_frag;	    /* reading fragment bytes */
+	bool last_frag;	    /* the current fragment ends the record */
+	bool complete;	    /* a record is in rec[0..len): rrr__rm_next() */
+	bool broken;	    /* a refused record: the stream is unusable */
+	uint32_t frag_left; /* bytes still to come of the current fragment */
+	uint8_t *rec;
+	size_t len, cap;
+};
+
+/* Initialise @r for records of at most @max_record bytes (1 ..
+ * RRR_RPC_RM_LEN_MASK; larger values are clamped). Allocates nothing. */
+void rrr__rm_init(struct rrr__rm *r, uint32_t max_record);
+/* Free @r's buffer; @r may be initialised again. */
+void rrr__rm_fini(struct rrr__rm *r);
+/* Forget any partial record and a refusal (a new connection on the same
+ * state); the buffer is kept. */
+void rrr__rm_reset(struct rrr__rm *r);
+
+/* Where the next bytes of the stream go, and at most how many (*@len > 0).
+ * NULL when a complete record waits for rrr__rm_next() or the stream was
+ * refused. */
+void *rrr__rm_want(struct rrr__rm *r, size_t *len);
+/* @n bytes (at most the *len of the last rrr__rm_want()) were read where
+ * it said. Returns 1 when a record is now complete (r->rec, r->len until
+ * rrr__rm_next()), 0 when more is needed, -EMSGSIZE for a record beyond
+ * the maximum, -ENOMEM when its buffer cannot grow (both final). */
+int rrr__rm_commit(struct rrr__rm *r, size_t n);
+/* Copy in up to @n bytes of @p, stopping at the end of a record. *@used
+ * gets the bytes consumed. Returns as rrr__rm_commit(); on 1 the rest of
+ * @p belongs to the next record: call rrr__rm_next(), then feed it. */
+int rrr__rm_feed(struct rrr__rm *r, const void *p, size_t n, size_t *used);
+/* The complete record was consumed: start the next one (buffer kept). */
+void rrr__rm_next(struct rrr__rm *r);
+
+#endif /* RRR_XDR_ONCRPC_RM_H */
