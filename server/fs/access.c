@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/fs/access.c - who may use the export: client address lists and
+ * server/fs/access.c - who may use each export: client address lists and
  * read-only, enforced in front of every NFS and MOUNT handler.
  *
  * Normal operation: main.c registers fs_nfs3_guarded and fs_mnt_guarded
  * instead of the handler tables of nfs3_proc.c and mount.c. Each guarded
- * entry looks up the connection's peer address (rrr_svc_req_peer: the TCP
- * peer, or the RDMA connection's peer on either provider) in the current
- * policy and then either calls the real handler or answers itself:
+ * entry finds the request's export (exports.c: the one the first file
+ * handle of an NFS call names, the one the path of a MNT names), looks up
+ * the connection's peer address (rrr_svc_req_peer: the TCP peer, or the
+ * RDMA connection's peer on either provider) in that export's policy and
+ * then either calls the real handler or answers itself:
  *   - a client outside the export's allow list gets MNT3ERR_ACCES on MNT
  *     and NFS3ERR_ACCES on every NFS procedure except NULL (a ping), so a
  *     handle learnt elsewhere is of no use to it; MOUNT NULL, EXPORT, DUMP,
  *     UMNT and UMNTALL stay open (showmount works, as on Linux's nfsd);
- *     EXPORT answers here, with the allow list as the export's groups
- *     ("*" for everyone; not listed at all when nobody is allowed);
+ *     EXPORT answers here, every export with its allow list as its groups
+ *     ("*" for everyone; an export nobody may mount is not listed);
  *   - on a read-only export SETATTR, WRITE, CREATE, MKDIR, SYMLINK, MKNOD,
  *     REMOVE, RMDIR, RENAME and LINK get NFS3ERR_ROFS.
  * The refusal is a normal NFS result: the status, then the procedure's
@@ -21,10 +23,10 @@
  * and pre_op_attr are "attributes follow: FALSE"), so any client decodes
  * it. Nothing of the request is looked at beyond its header.
  *
- * Live changes: the policy is one immutable object behind a read-write
- * lock; fs_access_set() (start, SIGHUP) builds a new one and swaps it in,
- * so a request sees the old or the new policy whole, and connections stay
- * up: the next request of an already-connected client that the new list
+ * Live changes: each export's policy is one immutable object behind a
+ * read-write lock; fs_access_set() (start, SIGHUP) builds new ones for
+ * every export and swaps them in together, so a request sees the old or
+ * the new policy whole, and connections stay up: the next request of an already-connected client that the new list
  * leaves out gets NFS3ERR_ACCES. An empty allow list refuses everyone; no
  * allow key at all lets everyone in (what rrr-server did before).
  */
@@ -46,7 +48,7 @@ struct policy {
 };
 
 static pthread_rwlock_t g_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct policy *g_policy;
+static struct policy *g_policy[FS_CONF_MAX_EXPORTS]; /* by export index */
 static atomic_uint_fast64_t g_denied_mount, g_denied_nfs, g_rofs;
 
 /* The allow list as MOUNT EXPORT groups, as many whole entries as fit. */
@@ -71,41 +73,64 @@ static void groups_text(struct policy *p)
 	}
 }
 
+static struct policy *policy_new(const struct fs_conf_export *e)
+{
+	bool everyone = !(e->set & (1ull << FS_K_ALLOW));
+	struct policy *p = calloc(1, sizeof(*p) + sizeof(p->allow[0]) * e->nallow);
+	if (!p)
+		return NULL;
+	p->everyone = everyone;
+	p->read_only = e->read_only;
+	p->n = everyone ? 0 : e->nallow;
+	memcpy(p->allow, e->allow, sizeof(p->allow[0]) * p->n);
+	groups_text(p);
+	return p;
+}
+
 int fs_access_set(const struct fs_conf *c)
 {
-	bool everyone = !(c->set & (1ull << FS_K_ALLOW));
-	struct policy *p = calloc(1, sizeof(*p) + sizeof(p->allow[0]) * c->nallow);
-	if (!p)
+	struct policy *next[FS_CONF_MAX_EXPORTS] = {0}, *old[FS_CONF_MAX_EXPORTS];
+	unsigned n = fs_conf_nexports(c);
+	struct fs_conf_export *e = malloc(sizeof(*e));
+	if (!e)
 		return -ENOMEM;
-	p->everyone = everyone;
-	p->read_only = c->read_only;
-	p->n = everyone ? 0 : c->nallow;
-	memcpy(p->allow, c->allow, sizeof(p->allow[0]) * p->n);
-	groups_text(p);
+	for (unsigned i = 0; i < n; i++) {
+		fs_conf_export_get(c, i, e);
+		if (!(next[i] = policy_new(e))) {
+			for (unsigned j = 0; j < i; j++)
+				free(next[j]);
+			free(e);
+			return -ENOMEM;
+		}
+	}
+	free(e);
 	pthread_rwlock_wrlock(&g_lock);
-	struct policy *old = g_policy;
-	g_policy = p;
+	memcpy(old, g_policy, sizeof(old));
+	memcpy(g_policy, next, sizeof(next));
 	pthread_rwlock_unlock(&g_lock);
-	free(old);
+	for (unsigned i = 0; i < FS_CONF_MAX_EXPORTS; i++)
+		free(old[i]);
 	return 0;
 }
 
 void fs_access_free(void)
 {
 	pthread_rwlock_wrlock(&g_lock);
-	free(g_policy);
-	g_policy = NULL;
+	for (unsigned i = 0; i < FS_CONF_MAX_EXPORTS; i++) {
+		free(g_policy[i]);
+		g_policy[i] = NULL;
+	}
 	pthread_rwlock_unlock(&g_lock);
 }
 
-/* Whether the peer of @req is allowed, and whether the export is read-only. */
-static bool check(struct rrr_svc_req *req, bool *read_only)
+/* Whether the peer of @req may use export @ex, and whether @ex is read-only. */
+static bool check(struct rrr_svc_req *req, const struct fs_export *ex, bool *read_only)
 {
 	struct sockaddr_storage ss;
 	bool have = rrr_svc_req_peer(req, &ss) == 0;
 	bool ok = false;
 	pthread_rwlock_rdlock(&g_lock);
-	const struct policy *p = g_policy;
+	const struct policy *p = ex && ex->index < FS_CONF_MAX_EXPORTS ? g_policy[ex->index] : NULL;
 	*read_only = p && p->read_only;
 	if (!p || p->everyone) {
 		ok = true;
@@ -164,7 +189,9 @@ static int nfs_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 	const struct rrr_rpc_call *call = rrr_svc_req_call(req);
 	uint32_t proc = call->proc; /* the library dispatched on it: < RRR_NFS3_NPROCS */
 	bool ro;
-	if (proc != RRR_NFS3_NULL && !check(req, &ro)) {
+	struct fs_export *ex = fs_exports_by_args(args);
+	fs_req_export_set(ex);
+	if (proc != RRR_NFS3_NULL && !check(req, ex, &ro)) {
 		atomic_fetch_add(&g_denied_nfs, 1);
 		return refuse(res, proc, RRR_NFS3ERR_ACCES);
 	}
@@ -192,21 +219,39 @@ static void peer_text(struct rrr_svc_req *req, char *out, size_t len)
 	}
 }
 
-/* EXPORT with the allow list as its groups (showmount -e); an export
- * nobody may mount is not listed (no groups would read "everyone"). */
+/* EXPORT with each export's allow list as its groups (showmount -e); an
+ * export nobody may mount is not listed (no groups would read "everyone"). */
 static int mnt_export(struct rrr_svc_req *req, struct rrr_xdr *res)
 {
-	struct fs_export *ex = rrr_svc_req_program_ctx(req);
-	atomic_fetch_add(&ex->mnt_calls[RRR_MNT_EXPORT], 1);
-	struct rrr_mnt_export *e = rrr_svc_req_alloc(req, sizeof(*e));
+	(void)req;
+	unsigned nex = fs_exports_count(), n = 0;
+	atomic_fetch_add(&fs_exports_at(0)->mnt_calls[RRR_MNT_EXPORT], 1);
+	struct rrr_mnt_export *e = rrr_svc_req_alloc(req, sizeof(*e) * (nex ? nex : 1));
 	if (!e)
 		return RRR_SVC_SYSTEM_ERR;
-	snprintf(e->dir, sizeof(e->dir), "%.1024s", ex->name);
 	pthread_rwlock_rdlock(&g_lock);
-	snprintf(e->groups, sizeof(e->groups), "%s", g_policy ? g_policy->groups : "*");
+	for (unsigned i = 0; i < nex; i++) {
+		const struct policy *p = i < FS_CONF_MAX_EXPORTS ? g_policy[i] : NULL;
+		snprintf(e[n].groups, sizeof(e[n].groups), "%s", p ? p->groups : "*");
+		if (!e[n].groups[0])
+			continue;
+		snprintf(e[n].dir, sizeof(e[n].dir), "%.1024s", fs_exports_at(i)->name);
+		n++;
+	}
 	pthread_rwlock_unlock(&g_lock);
-	struct rrr_mnt_export_res r = {.entries = e, .n = e->groups[0] ? 1 : 0, .cap = 1};
+	struct rrr_mnt_export_res r = {.entries = e, .n = n, .cap = nex};
 	return rrr_mnt_xdr_export_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
+}
+
+/* The export a MNT's path names (peeked: the handler decodes it again). */
+static struct fs_export *mnt_target(const struct rrr_xdr *args)
+{
+	struct rrr_xdr peek = *args;
+	struct rrr_mnt_dirpath d;
+	char rel[PATH_MAX];
+	if (rrr_mnt_xdr_dirpath(&peek, &d) < 0)
+		return NULL;
+	return fs_exports_by_path(d.path, rel, sizeof(rel));
 }
 
 static int mnt_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
@@ -214,12 +259,15 @@ static int mnt_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 	const struct rrr_rpc_call *call = rrr_svc_req_call(req);
 	uint32_t proc = call->proc;
 	bool ro;
-	if (proc == RRR_MNT_MNT && !check(req, &ro)) {
+	struct fs_export *ex = proc == RRR_MNT_MNT ? mnt_target(args) : NULL;
+	/* a path of no export goes on to MNT, which answers NOENT */
+	if (ex && !check(req, ex, &ro)) {
 		atomic_fetch_add(&g_denied_mount, 1);
+		atomic_fetch_add(&ex->mnt_calls[RRR_MNT_MNT], 1);
 		char host[INET6_ADDRSTRLEN];
 		peer_text(req, host, sizeof(host));
-		fs_log_at(LOG_WARNING, "MNT from %s over %s refused: not in the export's allow list",
-			  host, rrr_svc_req_transport(req));
+		fs_log_at(LOG_WARNING, "MNT from %s over %s refused: not in the allow list of the "
+				       "export %s", host, rrr_svc_req_transport(req), ex->name);
 		struct rrr_mnt_res r = {.status = RRR_MNT3ERR_ACCES};
 		return rrr_mnt_xdr_mnt_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
 	}

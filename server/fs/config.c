@@ -16,11 +16,21 @@
  * so main.c parses the file into one struct fs_conf, the flags into
  * another, and merges the flags over the file (fs_conf_merge).
  *
+ * Exports: each [export DIR] section is one export, with its own keys
+ * (name, read-only, allow, root-squash, anon-uid, anon-gid). The first one
+ * lives in fs_conf's top-level fields, where the command line's export
+ * flags (--export, --read-only, --allow, ...) also land, so a one-export
+ * server reads as it always did; the later ones go to fs_conf.more[].
+ * fs_conf_export_get() gives every export the same shape. Whether two
+ * exports overlap (the same directory by another path, one inside the
+ * other, the same name) needs their real paths: main.c checks that.
+ *
  * Hostile input: the file is read whole, at most FS_CONF_MAX_SIZE bytes; a
  * NUL byte, a line over FS_CONF_MAX_LINE bytes, an unknown section or key, a
- * key given twice, a number out of range or with trailing junk, a second
- * [export] (one export per process) or more than FS_CONF_MAX_ALLOW networks
- * is an error naming the file and line. Nothing is applied from a file
+ * key given twice in one section, a number out of range or with trailing
+ * junk, more than FS_CONF_MAX_EXPORTS exports, the same export directory
+ * twice, or more than FS_CONF_MAX_ALLOW networks is an error naming the
+ * file and line. Nothing is applied from a file
  * that fails: the caller parses into a scratch struct and keeps the old one
  * (that is how a bad file on SIGHUP leaves the running server unchanged).
  */
@@ -29,6 +39,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -124,6 +135,65 @@ void fs_conf_defaults(struct fs_conf *c)
 	c->wait_mode = RRR_WAIT_ADAPTIVE;
 	c->root_squash = true;
 	c->anon_uid = c->anon_gid = 65534;
+}
+
+/* The keys of an [export DIR] section, as fs_conf.set bits. */
+static uint64_t export_keys(void)
+{
+	uint64_t m = 0;
+	for (unsigned k = 0; k < FS_K_COUNT; k++)
+		if (keys[k].export_section)
+			m |= 1ull << k;
+	return m;
+}
+
+/* The first export's fields of @c as an fs_conf_export. */
+static void first_get(const struct fs_conf *c, struct fs_conf_export *e)
+{
+	e->set = c->set & export_keys();
+	e->line = c->export_line;
+	memcpy(e->dir, c->export_dir, sizeof(e->dir));
+	memcpy(e->name, c->name, sizeof(e->name));
+	e->read_only = c->read_only;
+	e->root_squash = c->root_squash;
+	e->anon_uid = c->anon_uid;
+	e->anon_gid = c->anon_gid;
+	e->nallow = c->nallow;
+	memcpy(e->allow, c->allow, sizeof(e->allow[0]) * c->nallow);
+}
+
+unsigned fs_conf_nexports(const struct fs_conf *c)
+{
+	return c->export_dir[0] ? 1 + c->nmore : 0;
+}
+
+void fs_conf_export_get(const struct fs_conf *c, unsigned i, struct fs_conf_export *out)
+{
+	if (i == 0) {
+		first_get(c, out);
+		return;
+	}
+	const struct fs_conf_export *e = &c->more[i - 1];
+	size_t head = offsetof(struct fs_conf_export, allow);
+	memcpy(out, e, head);
+	memcpy(out->allow, e->allow, sizeof(e->allow[0]) * e->nallow);
+}
+
+void fs_conf_export_set_live(struct fs_conf *c, unsigned i, const struct fs_conf_export *e)
+{
+	uint64_t allow = 1ull << FS_K_ALLOW;
+	if (i == 0) {
+		c->read_only = e->read_only;
+		c->nallow = e->nallow;
+		memcpy(c->allow, e->allow, sizeof(c->allow[0]) * e->nallow);
+		c->set = (c->set & ~allow) | (e->set & allow);
+		return;
+	}
+	struct fs_conf_export *d = &c->more[i - 1];
+	d->read_only = e->read_only;
+	d->nallow = e->nallow;
+	memcpy(d->allow, e->allow, sizeof(d->allow[0]) * e->nallow);
+	d->set = (d->set & ~allow) | (e->set & allow);
 }
 
 static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -450,6 +520,13 @@ void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src)
 		case FS_K_COUNT: break;
 		}
 	}
+	if (src->set & (1ull << FS_K_EXPORT))
+		dst->export_line = src->export_line;
+	if (src->nmore) {
+		dst->nmore = src->nmore;
+		for (unsigned i = 0; i < src->nmore; i++)
+			fs_conf_export_get(src, i + 1, &dst->more[i]);
+	}
 }
 
 /* Compare one key of two configs (only restart-only keys are asked). */
@@ -490,14 +567,37 @@ static bool differs(const struct fs_conf *a, const struct fs_conf *b, enum fs_co
 	}
 }
 
+/* Whether the later exports differ in anything a reload cannot apply. */
+static bool more_differ(const struct fs_conf *a, const struct fs_conf *b)
+{
+	if (a->nmore != b->nmore)
+		return true;
+	for (unsigned i = 0; i < a->nmore; i++) {
+		const struct fs_conf_export *x = &a->more[i], *y = &b->more[i];
+		if (strcmp(x->dir, y->dir) || strcmp(x->name, y->name) ||
+		    x->root_squash != y->root_squash || x->anon_uid != y->anon_uid ||
+		    x->anon_gid != y->anon_gid)
+			return true;
+	}
+	return false;
+}
+
 void fs_conf_restart_diff(const struct fs_conf *a, const struct fs_conf *b, char *out, size_t len)
 {
 	size_t used = 0;
 	out[0] = '\0';
-	for (unsigned k = 0; k < FS_K_COUNT; k++) {
-		if (keys[k].live || !differs(a, b, (enum fs_conf_key)k))
-			continue;
-		int n = snprintf(out + used, len - used, "%s%s", used ? ", " : "", keys[k].name);
+	for (unsigned k = 0; k <= FS_K_COUNT; k++) {
+		const char *what;
+		if (k == FS_K_COUNT) {
+			if (!more_differ(a, b))
+				continue;
+			what = "exports";
+		} else {
+			if (keys[k].live || !differs(a, b, (enum fs_conf_key)k))
+				continue;
+			what = keys[k].name;
+		}
+		int n = snprintf(out + used, len - used, "%s%s", used ? ", " : "", what);
 		if (n < 0 || (size_t)n >= len - used)
 			break;
 		used += (size_t)n;
@@ -577,6 +677,45 @@ int fs_conf_load(struct fs_conf *c, const char *path, char *err, size_t errlen)
 	return rc;
 }
 
+/* Open a new [export DIR] section on line @lineno: the first export goes to
+ * @c's own fields, later ones to c->more[] through the scratch config *@t
+ * (allocated here on first use). *@cur: 0 = first export, k = more[k-1]. */
+static int export_begin(struct fs_conf *c, struct fs_conf **t, int *cur, const char *dir,
+			const char *path, unsigned lineno, char *err, size_t errlen)
+{
+	char msg[512];
+	if (*dir != '/')
+		return fail(err, errlen, "%s:%u: the export '%.64s' is not an absolute path", path,
+			    lineno, dir);
+	for (unsigned i = 0; i < fs_conf_nexports(c); i++) {
+		const char *d = i ? c->more[i - 1].dir : c->export_dir;
+		unsigned l = i ? c->more[i - 1].line : c->export_line;
+		if (l && !strcmp(d, dir))
+			return fail(err, errlen, "%s:%u: the export %.64s is already on line %u",
+				    path, lineno, dir, l);
+	}
+	if (!c->export_line) {
+		/* the first section: over whatever the defaults hold */
+		if (fs_conf_set(c, FS_K_EXPORT, dir, msg, sizeof(msg)) < 0)
+			return fail(err, errlen, "%s:%u: %s", path, lineno, msg);
+		c->export_line = lineno;
+		*cur = 0;
+		return 0;
+	}
+	if (c->nmore + 1 >= FS_CONF_MAX_EXPORTS)
+		return fail(err, errlen, "%s:%u: more than %u exports (the most one server serves)",
+			    path, lineno, FS_CONF_MAX_EXPORTS);
+	if (!*t && !(*t = malloc(sizeof(**t))))
+		return fail(err, errlen, "%s:%u: out of memory", path, lineno);
+	fs_conf_defaults(*t);
+	if (fs_conf_set(*t, FS_K_EXPORT, dir, msg, sizeof(msg)) < 0)
+		return fail(err, errlen, "%s:%u: %s", path, lineno, msg);
+	(*t)->export_line = lineno;
+	first_get(*t, &c->more[c->nmore]);
+	*cur = (int)++c->nmore;
+	return 0;
+}
+
 int fs_conf_parse(struct fs_conf *c, const char *path, char *buf, size_t len, char *err,
 		  size_t errlen)
 {
@@ -586,9 +725,13 @@ int fs_conf_parse(struct fs_conf *c, const char *path, char *buf, size_t len, ch
 			    FS_CONF_MAX_SIZE);
 	if (memchr(buf, '\0', len))
 		return fail(err, errlen, "%s: a NUL byte in the file (not a text file?)", path);
-	uint64_t file_set = 0;
+	uint64_t file_set = 0, ekeys = export_keys();
 	unsigned key_line[FS_K_COUNT] = {0};
-	bool in_export = false, had_export = false;
+	bool in_export = false;
+	int cur = -1;             /* the export section being read (see export_begin) */
+	struct fs_conf *t = NULL; /* scratch for the keys of later exports */
+	c->export_line = 0;
+	c->nmore = 0;
 	unsigned lineno = 0;
 	char *p = buf, msg[512];
 	while (*p) {
@@ -625,26 +768,13 @@ int fs_conf_parse(struct fs_conf *c, const char *path, char *buf, size_t len, ch
 					  path, lineno, sec);
 				goto out;
 			}
-			if (had_export) {
-				rc = fail(err, errlen,
-					  "%s:%u: a second [export]: rrr-server serves one export per "
-					  "process; run another instance on other ports for this one",
-					  path, lineno);
+			rc = export_begin(c, &t, &cur, trim(sec + 6), path, lineno, err, errlen);
+			if (rc < 0)
 				goto out;
-			}
-			char *dir = trim(sec + 6);
-			if (*dir != '/') {
-				rc = fail(err, errlen, "%s:%u: the export '%.64s' is not an absolute path",
-					  path, lineno, dir);
-				goto out;
-			}
-			if (fs_conf_set(c, FS_K_EXPORT, dir, msg, sizeof(msg)) < 0) {
-				rc = fail(err, errlen, "%s:%u: %s", path, lineno, msg);
-				goto out;
-			}
-			file_set |= 1ull << FS_K_EXPORT;
+			/* the export keys may be given again in the new section */
+			file_set = (file_set & ~ekeys) | (1ull << FS_K_EXPORT);
 			key_line[FS_K_EXPORT] = lineno;
-			in_export = had_export = true;
+			in_export = true;
 			continue;
 		}
 		char *eq = strchr(line, '=');
@@ -673,14 +803,18 @@ int fs_conf_parse(struct fs_conf *c, const char *path, char *buf, size_t len, ch
 				  key, key_line[k]);
 			goto out;
 		}
-		if (fs_conf_set(c, (enum fs_conf_key)k, val, msg, sizeof(msg)) < 0) {
+		struct fs_conf *target = in_export && cur > 0 ? t : c;
+		if (fs_conf_set(target, (enum fs_conf_key)k, val, msg, sizeof(msg)) < 0) {
 			rc = fail(err, errlen, "%s:%u: %s", path, lineno, msg);
 			goto out;
 		}
+		if (target == t)
+			first_get(t, &c->more[cur - 1]);
 		file_set |= 1ull << k;
 		key_line[k] = lineno;
 	}
 	rc = 0;
 out:
+	free(t);
 	return rc;
 }

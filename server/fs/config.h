@@ -20,6 +20,7 @@
 #define FS_CONF_MAX_LISTEN 8u    /* addresses in listen */
 #define FS_CONF_MAX_LINE 4096u   /* bytes in one config line, newline included */
 #define FS_CONF_MAX_SIZE (1u << 20) /* bytes in a config file */
+#define FS_CONF_MAX_EXPORTS 16u  /* [export DIR] sections in one server */
 
 /* One allowed network: family AF_INET or AF_INET6, prefix length. */
 struct fs_cidr {
@@ -45,6 +46,19 @@ enum fs_conf_key {
 	FS_K_COUNT
 };
 
+/* One export's settings: the keys of an [export DIR] section. */
+struct fs_conf_export {
+	uint64_t set;                /* 1 << enum fs_conf_key of the export keys given */
+	unsigned line;               /* line of its [export] header (0: command line) */
+	char dir[PATH_MAX];
+	char name[PATH_MAX];
+	bool read_only;
+	bool root_squash;
+	uint32_t anon_uid, anon_gid;
+	unsigned nallow;
+	struct fs_cidr allow[FS_CONF_MAX_ALLOW];
+};
+
 struct fs_conf {
 	uint64_t set; /* 1 << enum fs_conf_key for every key given */
 	char listen[256];
@@ -67,7 +81,7 @@ struct fs_conf {
 	/* WRITEs of new data of at least this many bytes go O_DIRECT (0: never);
 	 * used only when its key is set, else FS_DIRECT_WRITE_DEFAULT */
 	uint32_t direct_write;
-	/* the export */
+	/* the first export (the command line's export flags set these) */
 	char export_dir[PATH_MAX];
 	char name[PATH_MAX];
 	bool read_only;
@@ -75,6 +89,10 @@ struct fs_conf {
 	uint32_t anon_uid, anon_gid; /* squashed and AUTH_NONE callers (default 65534) */
 	unsigned nallow;             /* 0 with FS_K_ALLOW unset: every client */
 	struct fs_cidr allow[FS_CONF_MAX_ALLOW];
+	unsigned export_line;        /* line of the first [export] header (0: none) */
+	/* the second and later [export DIR] sections, in file order */
+	unsigned nmore;
+	struct fs_conf_export more[FS_CONF_MAX_EXPORTS - 1];
 };
 
 /* config.c */
@@ -83,7 +101,11 @@ void fs_conf_defaults(struct fs_conf *c);
 /* Parse config file @path into @c (on top of what @c holds). 0, or -errno
  * with a sentence naming the file and line in @err. Never reads more than
  * FS_CONF_MAX_SIZE bytes; refuses NUL bytes, overlong lines, unknown
- * sections and keys, repeated keys, a second [export]. MAY BLOCK (file I/O). */
+ * sections and keys, a key repeated in one section, more than
+ * FS_CONF_MAX_EXPORTS exports or the same export directory twice. Several
+ * [export DIR] sections are several exports (fs_conf_export_get); whether
+ * their directories overlap is main.c's check (it needs the real paths).
+ * MAY BLOCK (file I/O). */
 int fs_conf_load(struct fs_conf *c, const char *path, char *err, size_t errlen);
 /* The same on @len bytes of @buf (buf[len] must be '\0'; the buffer is
  * modified), @path only for messages. Never blocks. */
@@ -93,8 +115,16 @@ int fs_conf_parse(struct fs_conf *c, const char *path, char *buf, size_t len, ch
  * -EINVAL with a sentence in @err (without file or line). */
 int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *val, char *err,
 		size_t errlen);
-/* Copy into @dst every key set in @src (command line over file). */
+/* Copy into @dst every key set in @src (command line over file); the
+ * first export's keys land on @dst's first export, and @src's later
+ * exports, if it has any, replace @dst's. */
 void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src);
+/* How many exports @c has (0 before an export is given). */
+unsigned fs_conf_nexports(const struct fs_conf *c);
+/* Export @i of @c (0 = the first) into @out. Never fails for i < nexports. */
+void fs_conf_export_get(const struct fs_conf *c, unsigned i, struct fs_conf_export *out);
+/* Set the live keys (read-only, allow) of export @i from @e. */
+void fs_conf_export_set_live(struct fs_conf *c, unsigned i, const struct fs_conf_export *e);
 /* Name of a key as written in the file ("rdma-port"). */
 const char *fs_conf_key_name(enum fs_conf_key k);
 /* Parse "10.0.0.0/8", "127.0.0.1", "::1", "fd00::/8": 0 or -EINVAL. */
@@ -103,16 +133,21 @@ int fs_cidr_parse(const char *s, struct fs_cidr *out);
  * IPv4 address against IPv4 networks, as itself against IPv6 ones). */
 bool fs_cidr_match(const struct fs_cidr *n, const struct sockaddr_storage *ss);
 /* The keys that need a restart and differ between @a and @b, as
- * "listen, rdma-port" into @out ("" when none). */
+ * "listen, rdma-port" into @out ("" when none); a change in the list of
+ * exports or their restart-only keys reads "exports". */
 void fs_conf_restart_diff(const struct fs_conf *a, const struct fs_conf *b, char *out,
 			  size_t len);
 
-/* access.c: who may do what, swapped whole on reload. Thread-safe. */
+/* access.c: who may do what, per export (by index, as in
+ * fs_conf_export_get and the export table), swapped whole on reload.
+ * Thread-safe. 0 or -ENOMEM (the running policy stays). */
 int fs_access_set(const struct fs_conf *c);
 /* Program tables that check the policy, then call the real handlers
  * (fs_nfs3_procs, fs_mnt_procs): a client outside the allow list gets
  * MNT3ERR_ACCES on MNT and NFS3ERR_ACCES on every NFS procedure but NULL;
- * on a read-only export modifying procedures get NFS3ERR_ROFS. */
+ * on a read-only export modifying procedures get NFS3ERR_ROFS. The export
+ * of an NFS call is the one its first file handle names (fs_exports_by_args),
+ * of a MNT the one its path names. */
 extern const struct rrr_svc_proc fs_nfs3_guarded[];
 extern const struct rrr_svc_proc fs_mnt_guarded[];
 /* The NFS table fs_nfs3_guarded hands allowed calls to (NULL: fs_nfs3_procs;

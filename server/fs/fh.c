@@ -657,6 +657,15 @@ static void note_missed(struct fs_export *ex, uint64_t ino)
 	pthread_mutex_unlock(&ex->lock);
 }
 
+int fs_fh_export_id(const struct rrr_nfs3_fh *fh, uint32_t *id)
+{
+	uint32_t magic = fh->len >= 8 ? get_be32(fh->data) : 0;
+	if (magic != FH_MAGIC && magic != KH_MAGIC)
+		return -EINVAL;
+	*id = get_be32(fh->data + 4);
+	return 0;
+}
+
 uint32_t fs_fh_parse(struct fs_export *ex, const struct rrr_nfs3_fh *fh, uint64_t *ino,
 		     uint64_t *gen)
 {

@@ -19,6 +19,7 @@
 #include <rrr/server.h>
 
 #define FS_MAX_MOUNTS 64u
+#define FS_MAX_EXPORTS 16u   /* exports of one server (FS_CONF_MAX_EXPORTS) */
 #define FS_SCAN_MAX 1000000u /* directory entries visited to find a path handle */
 #define FS_MISSED 64u        /* remembered failed scans */
 #define FS_MISSED_SECS 2.0   /* ... for this long */
@@ -82,6 +83,7 @@ struct fs_export {
 	uint32_t anon_uid, anon_gid; /* squashed and AUTH_NONE callers */
 	uint8_t key[16];             /* handle MAC key, persistent */
 	uint32_t export_id;
+	unsigned index;              /* in the export table (exports.c), config order */
 	uint8_t write_verf[8];       /* changes at every start */
 	bool read_only;
 	bool verbose;
@@ -123,6 +125,9 @@ void fs_export_close(struct fs_export *ex);
 void fs_fh_make(struct fs_export *ex, const struct fs_obj *o, struct rrr_nfs3_fh *fh);
 /* One line for the start-up log: which handle mode, what it cannot do. */
 void fs_fh_describe(const struct fs_export *ex, char *out, size_t len);
+/* The export id a handle carries (not checked against any tag): 0, or
+ * -EINVAL when it is too short or not one of ours. */
+int fs_fh_export_id(const struct rrr_nfs3_fh *fh, uint32_t *id);
 /* Check a handle's form and tag (not the object): NFS3_OK with the inode
  * number and generation it names, or BADHANDLE / STALE. */
 uint32_t fs_fh_parse(struct fs_export *ex, const struct rrr_nfs3_fh *fh, uint64_t *ino,
@@ -217,6 +222,29 @@ const struct fs_cred *fs_cred_current(void);
  * MAY BLOCK (the file system work of a request). */
 int fs_as_caller(const struct fs_export *ex, const struct fs_cred *c, void (*fn)(void *),
 		 void *arg);
+
+/* exports.c (see its essay): the export table, filled before the server
+ * runs and fixed afterwards (lookups take no lock). */
+/* Add @ex (opened) as the next export: 0, -ENOSPC past FS_MAX_EXPORTS, or
+ * -EEXIST when another export has the same id. Sets ex->index. Not
+ * thread-safe: before the server runs. */
+int fs_exports_add(struct fs_export *ex);
+void fs_exports_clear(void);
+unsigned fs_exports_count(void);
+/* Export @i (config order) or NULL. */
+struct fs_export *fs_exports_at(unsigned i);
+/* The export @fh names; the first export when it names none of ours. */
+struct fs_export *fs_exports_by_fh(const struct rrr_nfs3_fh *fh);
+/* The export of an NFS call: the one its first file handle names (peeked,
+ * @args is not moved); the first export without one. */
+struct fs_export *fs_exports_by_args(const struct rrr_xdr *args);
+/* The export a MNT path names ("/" only with one export), the directory
+ * relative to its root into @rel ("." for the root); NULL: none. */
+struct fs_export *fs_exports_by_path(const char *path, char *rel, size_t len);
+/* The calling thread's current request export (the first export when
+ * none was set). Never blocks. */
+void fs_req_export_set(struct fs_export *ex);
+struct fs_export *fs_req_export(void);
 
 /* nfs3_proc.c, mount.c */
 extern const struct rrr_svc_proc fs_nfs3_procs[RRR_NFS3_NPROCS];

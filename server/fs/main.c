@@ -4,7 +4,8 @@
  * RPC-over-RDMA (soft or verbs provider) and plain TCP.
  *
  * Normal operation: read the config file (--config, config.c) and the
- * flags (which override the file, key by key), open the export (fh.c), register the
+ * flags (which override the file, key by key), open the exports (fh.c;
+ * one or several [export DIR] sections, exports.c), register the
  * NFS (100003 v3) and MOUNT (100005 v3) programs with the server library,
  * listen for RPC-over-RDMA on --port (20049) and for ONC RPC over TCP on
  * --mount-port (MOUNT and NFS, for the kernel client's mountproto=tcp and
@@ -37,6 +38,7 @@
 #include <getopt.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <syslog.h>
 #include <stdio.h>
@@ -53,7 +55,8 @@
 #include "server/fs/fs.h"
 
 static struct rrr_svc *g_svc;
-static struct fs_export g_ex;
+static struct fs_export *g_ex[FS_MAX_EXPORTS]; /* in config order, also in exports.c */
+static unsigned g_nex;
 static struct fs_conf g_conf;    /* running settings (the control thread swaps the live keys) */
 static struct fs_conf g_cli;     /* what the command line set: wins over the file */
 static const char *g_config;     /* --config FILE, or NULL */
@@ -85,8 +88,10 @@ static void usage(FILE *f)
 		"  --config FILE         read settings from FILE (rrr-server.conf(5)); the flags\n"
 		"                        below override it; SIGHUP re-reads it\n"
 		"  --check-config        check the config and the flags, then exit (0: valid)\n"
-		"  --export DIR          directory to export (required, here or in the config)\n"
-		"  --name PATH           path clients mount (default: DIR's real path; \"/\" works too)\n"
+		"  --export DIR          directory to export (required, here or in the config;\n"
+		"                        more exports: more [export DIR] sections in the config)\n"
+		"  --name PATH           path clients mount (default: DIR's real path; \"/\" works\n"
+		"                        too while there is one export)\n"
 		"  --allow LIST          client addresses/networks allowed (e.g. \"10.0.0.0/8 ::1\";\n"
 		"                        default: every client)\n"
 		"  --provider NAME       soft (user-space iWARP over TCP, default) or verbs\n"
@@ -128,6 +133,8 @@ static void usage(FILE *f)
 		"                        out (default 256)\n"
 		"  --help                this text\n"
 		"\n"
+		"The export flags (--export, --name, --allow, --read-only, --no-root-squash,\n"
+		"--anon-uid, --anon-gid) set the config's first export.\n"
 		"Kernel client:  mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,\\\n"
 		"                      mountport=20048,nolock SERVER:/PATH /mnt\n"
 		"Stops cleanly on SIGTERM or SIGINT and prints its counters; SIGHUP re-reads\n"
@@ -135,37 +142,50 @@ static void usage(FILE *f)
 		"Exit status: 0 clean stop, 1 runtime failure, 2 usage or config error.\n");
 }
 
+/* The sum of one counter over every export. */
+static uint64_t ex_sum(size_t off)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < g_nex; i++)
+		n += atomic_load((atomic_uint_fast64_t *)((char *)g_ex[i] + off));
+	return n;
+}
+#define EX_SUM(field) ((unsigned long long)ex_sum(offsetof(struct fs_export, field)))
+
 static void print_counters(FILE *f, const char *title)
 {
-	struct fs_export *ex = &g_ex;
 	struct rrr_xprt_stats st;
 	memset(&st, 0, sizeof(st));
 	rrr_svc_stats(g_svc, &st);
 	fprintf(f, "rrr-server: %s\n", title);
 	rrr_xprt_stats_print(f, "  xprt.", &st);
 	for (unsigned i = 0; i < RRR_NFS3_NPROCS; i++) {
-		uint64_t n = atomic_load(&ex->nfs_calls[i]);
+		unsigned long long n = EX_SUM(nfs_calls[i]);
 		if (n)
-			fprintf(f, "  nfs.%s %llu\n", fs_nfs3_procs[i].name, (unsigned long long)n);
+			fprintf(f, "  nfs.%s %llu\n", fs_nfs3_procs[i].name, n);
 	}
 	for (unsigned i = 0; i < RRR_MNT_NPROCS; i++) {
-		uint64_t n = atomic_load(&ex->mnt_calls[i]);
+		unsigned long long n = EX_SUM(mnt_calls[i]);
 		if (n)
-			fprintf(f, "  mount.%s %llu\n", fs_mnt_procs[i].name, (unsigned long long)n);
+			fprintf(f, "  mount.%s %llu\n", fs_mnt_procs[i].name, n);
 	}
 	fprintf(f, "  fh.stale %llu\n  fh.scans %llu\n  fh.escapes_refused %llu\n",
-		(unsigned long long)atomic_load(&ex->stale),
-		(unsigned long long)atomic_load(&ex->scans),
-		(unsigned long long)atomic_load(&ex->escapes));
-	fprintf(f, "  fh.kernel_handles %llu\n  fh.path_handles %llu\n",
-		(unsigned long long)atomic_load(&ex->khandles),
-		(unsigned long long)atomic_load(&ex->phandles));
-	fprintf(f, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n",
-		(unsigned long long)atomic_load(&ex->fdc.hits),
-		(unsigned long long)atomic_load(&ex->fdc.misses));
-	fprintf(f, "  io.direct_writes %llu\n  io.direct_bounced %llu\n",
-		(unsigned long long)atomic_load(&ex->direct_writes),
-		(unsigned long long)atomic_load(&ex->direct_bounced));
+		EX_SUM(stale), EX_SUM(scans), EX_SUM(escapes));
+	fprintf(f, "  fh.kernel_handles %llu\n  fh.path_handles %llu\n", EX_SUM(khandles),
+		EX_SUM(phandles));
+	fprintf(f, "  fh.fdcache_hits %llu\n  fh.fdcache_misses %llu\n", EX_SUM(fdc.hits),
+		EX_SUM(fdc.misses));
+	fprintf(f, "  io.direct_writes %llu\n  io.direct_bounced %llu\n", EX_SUM(direct_writes),
+		EX_SUM(direct_bounced));
+	if (g_nex > 1) {
+		/* per export: NFS calls (all procedures) */
+		for (unsigned i = 0; i < g_nex; i++) {
+			uint64_t n = 0;
+			for (unsigned j = 0; j < RRR_NFS3_NPROCS; j++)
+				n += atomic_load(&g_ex[i]->nfs_calls[j]);
+			fprintf(f, "  export.%u.nfs_calls %llu\n", i, (unsigned long long)n);
+		}
+	}
 	fs_access_print(f, "  ");
 	fs_drc_print(f);
 	struct rrr_svc_limit_stats ls;
@@ -212,14 +232,83 @@ static int build_conf(struct fs_conf *c, char *err, size_t len)
 	return 0;
 }
 
-static void describe_access(const struct fs_conf *c, char *out, size_t len)
+static void describe_access(const struct fs_conf_export *e, char *out, size_t len)
 {
-	if (!(c->set & (1ull << FS_K_ALLOW)))
+	if (!(e->set & (1ull << FS_K_ALLOW)))
 		snprintf(out, len, "every client");
-	else if (!c->nallow)
+	else if (!e->nallow)
 		snprintf(out, len, "no client (empty allow list)");
 	else
-		snprintf(out, len, "%u allowed network%s", c->nallow, c->nallow == 1 ? "" : "s");
+		snprintf(out, len, "%u allowed network%s", e->nallow, e->nallow == 1 ? "" : "s");
+}
+
+/* Whether @a lies inside @b or is @b (real paths, no trailing slash but "/"). */
+static bool path_within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+	if (!strcmp(b, "/"))
+		return true;
+	return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/');
+}
+
+/*
+ * The exports of @c must exist and not overlap: no directory twice (by any
+ * path), none inside another (a handle of the inner one would also be a
+ * handle of the outer one's tree, with the outer one's policy), no name
+ * twice (MNT would be ambiguous). 0, or -EINVAL with the reason in @err.
+ * The real paths go to @real (FS_MAX_EXPORTS x PATH_MAX) when not NULL.
+ */
+static int check_exports(const struct fs_conf *c, char (*real)[PATH_MAX], char *err, size_t len)
+{
+	unsigned n = fs_conf_nexports(c);
+	struct fs_conf_export *e = calloc(2, sizeof(*e));
+	char (*rp)[PATH_MAX] = calloc(FS_MAX_EXPORTS, PATH_MAX);
+	char (*nm)[PATH_MAX] = calloc(FS_MAX_EXPORTS, PATH_MAX);
+	int rc = -ENOMEM;
+	if (!e || !rp || !nm) {
+		snprintf(err, len, "out of memory");
+		goto out;
+	}
+	rc = -EINVAL;
+	for (unsigned i = 0; i < n && i < FS_MAX_EXPORTS; i++) {
+		fs_conf_export_get(c, i, &e[0]);
+		if (!realpath(e[0].dir, rp[i])) {
+			snprintf(err, len, "the export %.256s%s: %s", e[0].dir,
+				 e[0].line ? "" : " (--export)", strerror(errno));
+			goto out;
+		}
+		snprintf(nm[i], PATH_MAX, "%s", e[0].name[0] ? e[0].name : rp[i]);
+		for (unsigned j = 0; j < i; j++) {
+			fs_conf_export_get(c, j, &e[1]);
+			const char *what = !strcmp(rp[i], rp[j])           ? "is the same directory as"
+					   : path_within(rp[i], rp[j]) ? "lies inside"
+					   : path_within(rp[j], rp[i]) ? "contains"
+								       : NULL;
+			if (what) {
+				snprintf(err, len,
+					 "the export %.128s (%.128s) %s the export %.128s (%.128s): "
+					 "exports must not overlap; export the outer one, or give "
+					 "them separate trees",
+					 e[0].dir, rp[i], what, e[1].dir, rp[j]);
+				goto out;
+			}
+			if (!strcmp(nm[i], nm[j])) {
+				snprintf(err, len,
+					 "the exports %.128s and %.128s have the same name %.128s: "
+					 "give one another name",
+					 e[1].dir, e[0].dir, nm[i]);
+				goto out;
+			}
+		}
+	}
+	if (real)
+		memcpy(real, rp, (size_t)FS_MAX_EXPORTS * PATH_MAX);
+	rc = 0;
+out:
+	free(e);
+	free(rp);
+	free(nm);
+	return rc;
 }
 
 /* SIGHUP, on the control thread. */
@@ -230,32 +319,110 @@ static void reload_cb(void *arg)
 		fs_log_at(LOG_NOTICE, "SIGHUP: started without --config, nothing to re-read");
 		return;
 	}
-	static struct fs_conf next; /* only this thread reloads */
+	/* only this thread reloads; g_conf is read by no other */
+	static struct fs_conf next, upd;
+	static struct fs_conf_export e, r;
 	char err[768], diff[512], who[96];
-	if (build_conf(&next, err, sizeof(err)) < 0) {
+	if (build_conf(&next, err, sizeof(err)) < 0 || check_exports(&next, NULL, err, sizeof(err)) < 0) {
 		fs_log_at(LOG_ERR, "SIGHUP: keeping the running settings: %s", err);
 		return;
 	}
-	if (fs_access_set(&next) < 0) {
+	fs_conf_restart_diff(&g_conf, &next, diff, sizeof(diff));
+	/* the live keys of each running export from the export of the same
+	 * directory in the new file; an export gone from it keeps its settings */
+	upd = g_conf;
+	upd.log_level = next.log_level;
+	unsigned nrun = fs_conf_nexports(&g_conf), nnext = fs_conf_nexports(&next);
+	for (unsigned i = 0; i < nrun; i++) {
+		fs_conf_export_get(&g_conf, i, &r);
+		unsigned j;
+		for (j = 0; j < nnext; j++) {
+			fs_conf_export_get(&next, j, &e);
+			if (!strcmp(e.dir, r.dir))
+				break;
+		}
+		if (j == nnext) {
+			fs_log_at(LOG_WARNING, "SIGHUP: the export %s is no longer in %s: still served "
+					       "with its settings until the next start", r.dir, g_config);
+			continue;
+		}
+		fs_conf_export_set_live(&upd, i, &e);
+	}
+	if (fs_access_set(&upd) < 0) {
 		fs_log_at(LOG_ERR, "SIGHUP: out of memory; keeping the running settings");
 		return;
 	}
-	fs_conf_restart_diff(&g_conf, &next, diff, sizeof(diff));
 	if (diff[0])
 		fs_log_at(LOG_WARNING, "SIGHUP: %s changed in %s: takes effect at the next start",
 			  diff, g_config);
-	/* keep the restart-only keys as running, take the live ones */
-	g_conf.read_only = next.read_only;
-	g_conf.log_level = next.log_level;
-	g_conf.nallow = next.nallow;
-	memcpy(g_conf.allow, next.allow, sizeof(next.allow[0]) * next.nallow);
-	g_conf.set = (g_conf.set & ~(1ull << FS_K_ALLOW)) | (next.set & (1ull << FS_K_ALLOW));
-	describe_access(&g_conf, who, sizeof(who));
+	g_conf = upd;
 	/* logged at the old level, so a reload is always seen (unless the old
 	 * level was below notice) */
-	fs_log_at(LOG_NOTICE, "reloaded %s: %s, %s, log level %s", g_config, who,
-		  g_conf.read_only ? "read-only" : "read-write", fs_log_level_name(g_conf.log_level));
+	for (unsigned i = 0; i < nrun; i++) {
+		fs_conf_export_get(&g_conf, i, &r);
+		describe_access(&r, who, sizeof(who));
+		if (nrun == 1)
+			fs_log_at(LOG_NOTICE, "reloaded %s: %s, %s, log level %s", g_config, who,
+				  r.read_only ? "read-only" : "read-write",
+				  fs_log_level_name(g_conf.log_level));
+		else
+			fs_log_at(LOG_NOTICE, "reloaded %s: export %s: %s, %s", g_config, r.dir, who,
+				  r.read_only ? "read-only" : "read-write");
+	}
+	if (nrun > 1)
+		fs_log_at(LOG_NOTICE, "reloaded %s: log level %s", g_config,
+			  fs_log_level_name(g_conf.log_level));
 	fs_log_set_level(g_conf.log_level);
+}
+
+/* Open export @i of the config as g_ex[i] and add it to the table. */
+static int open_export(const struct fs_conf *cf, unsigned i, const char *real)
+{
+	struct fs_conf_export *e = malloc(sizeof(*e));
+	struct fs_export *ex = calloc(1, sizeof(*ex));
+	if (!e || !ex) {
+		free(e);
+		free(ex);
+		fprintf(stderr, "rrr-server: out of memory opening the exports\n");
+		return -ENOMEM;
+	}
+	fs_conf_export_get(cf, i, e);
+	ex->root_fd = -1;
+	ex->mount_fd = -1;
+	ex->verbose = cf->log_level >= LOG_INFO;
+	ex->direct_min = fs_direct_write(cf);
+	ex->no_root_squash = !e->root_squash;
+	ex->anon_uid = e->anon_uid;
+	ex->anon_gid = e->anon_gid;
+	if (e->name[0])
+		snprintf(ex->name, sizeof(ex->name), "%s", e->name);
+	int rc = fs_export_open(ex, real, cf->state_dir);
+	if (rc < 0) {
+		fprintf(stderr, "rrr-server: cannot export '%s': %s\n", e->dir, strerror(-rc));
+		free(e);
+		free(ex);
+		return rc;
+	}
+	g_ex[g_nex++] = ex;
+	rc = fs_exports_add(ex);
+	if (rc < 0)
+		fprintf(stderr, "rrr-server: cannot serve '%s' beside the other exports: %s\n",
+			e->dir, rc == -EEXIST ? "its handle id is another export's; give it another "
+						"path (a bind mount) or remove STATE_DIR/fh.key"
+					      : strerror(-rc));
+	free(e);
+	return rc;
+}
+
+static void close_exports(void)
+{
+	fs_exports_clear();
+	for (unsigned i = 0; i < g_nex; i++) {
+		fs_export_close(g_ex[i]);
+		free(g_ex[i]);
+		g_ex[i] = NULL;
+	}
+	g_nex = 0;
 }
 
 static int cli_set(enum fs_conf_key k, const char *v)
@@ -387,16 +554,22 @@ int main(int argc, char **argv)
 			usage(stderr);
 		return 2;
 	}
+	static char real[FS_MAX_EXPORTS][PATH_MAX];
+	if (check_exports(&g_conf, real, err, sizeof(err)) < 0) {
+		fprintf(stderr, "rrr-server: %s\n", err);
+		return 2;
+	}
 	if (check_only) {
-		char real[PATH_MAX], who[96];
-		if (!realpath(g_conf.export_dir, real)) {
-			fprintf(stderr, "rrr-server: the export %s: %s\n", g_conf.export_dir,
-				strerror(errno));
-			return 2;
+		static struct fs_conf_export e;
+		char who[96];
+		printf("rrr-server: %s is valid:", g_config ? g_config : "the command line");
+		for (unsigned i = 0; i < fs_conf_nexports(&g_conf); i++) {
+			fs_conf_export_get(&g_conf, i, &e);
+			describe_access(&e, who, sizeof(who));
+			printf("%s export %s, %s, %s", i ? ";" : "", real[i], who,
+			       e.read_only ? "read-only" : "read-write");
 		}
-		describe_access(&g_conf, who, sizeof(who));
-		printf("rrr-server: %s is valid: export %s, %s, %s\n", g_config ? g_config : "the command line",
-		       real, who, g_conf.read_only ? "read-only" : "read-write");
+		printf("\n");
 		return 0;
 	}
 	fs_log_set_level(g_conf.log_level);
@@ -436,33 +609,26 @@ int main(int argc, char **argv)
 	const char *port_file = cf->port_file[0] ? cf->port_file : NULL;
 	bool no_rdma = !cf->rdma;
 
-	struct fs_export *ex = &g_ex;
-	ex->root_fd = -1;
-	ex->verbose = cf->log_level >= LOG_INFO;
-	ex->direct_min = fs_direct_write(cf);
-	ex->no_root_squash = !cf->root_squash;
-	ex->anon_uid = cf->anon_uid;
-	ex->anon_gid = cf->anon_gid;
-	if (cf->name[0])
-		snprintf(ex->name, sizeof(ex->name), "%s", cf->name);
 	if (fs_access_set(cf) < 0) {
 		fprintf(stderr, "rrr-server: out of memory\n");
 		return 1;
 	}
-	int rc = fs_export_open(ex, cf->export_dir, cf->state_dir);
-	if (rc < 0) {
-		fprintf(stderr, "rrr-server: cannot export '%s': %s\n", cf->export_dir, strerror(-rc));
-		fs_access_free();
-		return 1;
+	for (unsigned i = 0; i < fs_conf_nexports(cf); i++) {
+		if (open_export(cf, i, real[i]) < 0) {
+			close_exports();
+			fs_access_free();
+			return 1;
+		}
 	}
+	struct fs_export *ex = g_ex[0];
 
 	/* before any thread exists, so only the control thread sees SIGHUP */
 	fs_ctl_block_sighup();
 	struct fs_ctl *ctl = NULL;
-	rc = rrr_svc_create(&so, &g_svc);
+	int rc = rrr_svc_create(&so, &g_svc);
 	if (rc < 0) {
 		fprintf(stderr, "rrr-server: cannot create the server: %s\n", rrr_last_error());
-		fs_export_close(ex);
+		close_exports();
 		fs_access_free();
 		return 1;
 	}
@@ -541,7 +707,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	char who[96];
-	describe_access(cf, who, sizeof(who));
+	static struct fs_conf_export first;
+	fs_conf_export_get(cf, 0, &first);
+	describe_access(&first, who, sizeof(who));
 	if (!no_rdma)
 		fs_log("exporting %s as '%s': NFS over RDMA (%s) on port %u, NFS+MOUNT over TCP "
 		       "on port %u%s",
@@ -557,6 +725,17 @@ int main(int argc, char **argv)
 	char fhline[512];
 	fs_fh_describe(ex, fhline, sizeof(fhline));
 	fs_log("%s", fhline);
+	for (unsigned i = 1; i < g_nex; i++) {
+		static struct fs_conf_export e;
+		char ewho[96];
+		fs_conf_export_get(cf, i, &e);
+		describe_access(&e, ewho, sizeof(ewho));
+		fs_log("also exporting %s as '%s'%s", g_ex[i]->root, g_ex[i]->name,
+		       e.read_only ? ", read-only" : "");
+		fs_fh_describe(g_ex[i], fhline, sizeof(fhline));
+		fs_log("  %s: %s", g_ex[i]->name, fhline);
+		fs_log_at(LOG_INFO, "  %s: open to %s", g_ex[i]->name, ewho);
+	}
 	if (ex->as_caller)
 		fs_log("requests run as their callers (fsuid/fsgid/groups per thread); root %s, "
 		       "anonymous %u:%u", ex->no_root_squash ? "not squashed" : "squashed",
@@ -587,7 +766,7 @@ int main(int argc, char **argv)
 	print_counters(stderr, "final counters");
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;
-	fs_export_close(ex);
+	close_exports();
 	fs_access_free();
 	fs_drc_fini();
 	return rc < 0 ? 1 : 0;
@@ -596,7 +775,7 @@ fail:
 	fs_ctl_stop(ctl);
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;
-	fs_export_close(ex);
+	close_exports();
 	fs_access_free();
 	fs_drc_fini();
 	return 1;

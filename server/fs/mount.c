@@ -2,14 +2,17 @@
 /*
  * server/fs/mount.c - MOUNT version 3 for rrr-server (RFC 1813 appendix I).
  *
- * Normal operation: MNT accepts the export's name (its real path, the
- * --name given, or "/" as an alias for the only export) or a directory
- * beneath it (resolved beneath the export root like every path; ".." and
- * symlinks cannot climb out), answers with that directory's file handle and AUTH_SYS/AUTH_NONE as accepted
- * flavors, and records (client address, path) for DUMP. UMNT/UMNTALL
- * forget the caller's entries. EXPORT lists the one export, open to every
- * host ("*"); rrr-server answers EXPORT in access.c instead, with the
- * allow list as the groups, and refuses MNT there to clients not on it. The same program is served on every listener, so the kernel
+ * Normal operation: MNT accepts an export's name (its real path, the
+ * name given, or "/" as an alias when there is only one export) or a
+ * directory beneath it (exports.c picks the export; the directory is
+ * resolved beneath that export's root like every path; ".." and symlinks
+ * cannot climb out), answers with that directory's file handle and
+ * AUTH_SYS/AUTH_NONE as accepted flavors, and records (client address,
+ * path) in that export's list for DUMP, which lists every export's.
+ * UMNT/UMNTALL forget the caller's entries. EXPORT lists every export,
+ * open to every host ("*"); rrr-server answers EXPORT in access.c instead,
+ * with each export's allow list as its groups, and refuses MNT there to
+ * clients not on the list of the export they ask for. The same program is served on every listener, so the kernel
  * client (mountproto=tcp) and libnfs find it on the TCP mount port, and
  * RDMA clients may also MNT over their NFS connection.
  *
@@ -25,11 +28,10 @@
 
 #include "server/fs/fs.h"
 
-static struct fs_export *begin(struct rrr_svc_req *req, unsigned proc)
+/* MOUNT calls are counted on the first export, MNT and UMNT on theirs. */
+static void count(struct fs_export *ex, unsigned proc)
 {
-	struct fs_export *ex = rrr_svc_req_program_ctx(req);
 	atomic_fetch_add(&ex->mnt_calls[proc], 1);
-	return ex;
 }
 
 static void peer_name(struct rrr_svc_req *req, char *out, size_t len)
@@ -49,65 +51,39 @@ static void peer_name(struct rrr_svc_req *req, char *out, size_t len)
 	}
 }
 
-/*
- * Which directory of the export does @path name? The export's real path,
- * its --name, and "/" name the root; "<one of those>/a/b" names a/b beneath
- * it (resolved with RESOLVE_BENEATH like every other path). *rel gets the
- * relative part ("." for the root). false: not this export.
- */
-static bool export_matches(const struct fs_export *ex, const char *path, char *rel, size_t len)
-{
-	const char *bases[] = {ex->root, ex->name};
-	size_t n = strlen(path);
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	if (n == 1 && path[0] == '/') {
-		snprintf(rel, len, ".");
-		return true;
-	}
-	for (int i = 0; i < 2; i++) {
-		size_t b = strlen(bases[i]);
-		while (b > 1 && bases[i][b - 1] == '/')
-			b--;
-		if (n < b || strncmp(bases[i], path, b))
-			continue;
-		if (n == b) {
-			snprintf(rel, len, ".");
-			return true;
-		}
-		if (path[b] == '/' && b > 1) {
-			const char *r = path + b;
-			while (*r == '/')
-				r++;
-			snprintf(rel, len, "%.*s", (int)(n - (size_t)(r - path)), r);
-			return true;
-		}
-	}
-	return false;
-}
-
 static int m_null(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	(void)args;
 	(void)res;
-	begin(req, RRR_MNT_NULL);
+	(void)req;
+	count(fs_exports_at(0), RRR_MNT_NULL);
 	return 0;
 }
 
 static int m_mnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
-	struct fs_export *ex = begin(req, RRR_MNT_MNT);
 	struct rrr_mnt_dirpath d;
-	if (rrr_mnt_xdr_dirpath(args, &d) < 0)
+	if (rrr_mnt_xdr_dirpath(args, &d) < 0) {
+		count(fs_exports_at(0), RRR_MNT_MNT);
 		return RRR_SVC_GARBAGE_ARGS;
+	}
 	struct rrr_mnt_res r = {0};
 	char host[RRR_NFS3_MAXNAMLEN + 1];
 	peer_name(req, host, sizeof(host));
 	char rel[PATH_MAX];
 	struct fs_obj o = {.fd = -1};
-	if (!export_matches(ex, d.path, rel, sizeof(rel))) {
+	struct fs_export *ex = fs_exports_by_path(d.path, rel, sizeof(rel));
+	count(ex ? ex : fs_exports_at(0), RRR_MNT_MNT);
+	if (!ex) {
 		r.status = RRR_MNT3ERR_NOENT;
-		fs_log("MNT of '%s' from %s refused: the export is '%s'", d.path, host, ex->name);
+		if (fs_exports_count() == 1)
+			fs_log("MNT of '%s' from %s refused: the export is '%s'", d.path, host,
+			       fs_exports_at(0)->name);
+		else
+			fs_log("MNT of '%s' from %s refused: not one of the %u exports%s", d.path,
+			       host, fs_exports_count(),
+			       strcmp(d.path, "/") ? "" : " (\"/\" names the export only when there "
+							   "is one)");
 	} else {
 		uint32_t st = fs_resolve_path(ex, rel, &o);
 		if (st == RRR_NFS3_OK && !S_ISDIR(o.st.st_mode))
@@ -144,19 +120,25 @@ static int m_mnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *
 static int m_dump(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	(void)args;
-	struct fs_export *ex = begin(req, RRR_MNT_DUMP);
-	struct rrr_mnt_entry *copy = rrr_svc_req_alloc(req, sizeof(ex->mounts));
+	count(fs_exports_at(0), RRR_MNT_DUMP);
+	unsigned nex = fs_exports_count();
+	struct rrr_mnt_entry *copy =
+		rrr_svc_req_alloc(req, sizeof(copy[0]) * FS_MAX_MOUNTS * (nex ? nex : 1));
 	if (!copy)
 		return RRR_SVC_SYSTEM_ERR;
-	pthread_mutex_lock(&ex->lock);
-	uint32_t n = ex->nmounts;
-	memcpy(copy, ex->mounts, sizeof(ex->mounts[0]) * n);
-	pthread_mutex_unlock(&ex->lock);
+	uint32_t n = 0;
+	for (unsigned i = 0; i < nex; i++) {
+		struct fs_export *ex = fs_exports_at(i);
+		pthread_mutex_lock(&ex->lock);
+		memcpy(copy + n, ex->mounts, sizeof(ex->mounts[0]) * ex->nmounts);
+		n += ex->nmounts;
+		pthread_mutex_unlock(&ex->lock);
+	}
 	struct rrr_mnt_dump_res r = {.entries = copy, .n = n, .cap = n};
 	return rrr_mnt_xdr_dump_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
 }
 
-static void forget(struct fs_export *ex, const char *host, const char *dir)
+static void forget_one(struct fs_export *ex, const char *host, const char *dir)
 {
 	pthread_mutex_lock(&ex->lock);
 	uint32_t j = 0;
@@ -170,16 +152,23 @@ static void forget(struct fs_export *ex, const char *host, const char *dir)
 	pthread_mutex_unlock(&ex->lock);
 }
 
+/* Forget @host's entries for @dir (NULL: all) in every export. */
+static void forget(const char *host, const char *dir)
+{
+	for (unsigned i = 0; i < fs_exports_count(); i++)
+		forget_one(fs_exports_at(i), host, dir);
+}
+
 static int m_umnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	(void)res;
-	struct fs_export *ex = begin(req, RRR_MNT_UMNT);
+	count(fs_exports_at(0), RRR_MNT_UMNT);
 	struct rrr_mnt_dirpath d;
 	if (rrr_mnt_xdr_dirpath(args, &d) < 0)
 		return RRR_SVC_GARBAGE_ARGS;
 	char host[RRR_NFS3_MAXNAMLEN + 1];
 	peer_name(req, host, sizeof(host));
-	forget(ex, host, d.path);
+	forget(host, d.path);
 	return 0;
 }
 
@@ -187,23 +176,26 @@ static int m_umntall(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 {
 	(void)args;
 	(void)res;
-	struct fs_export *ex = begin(req, RRR_MNT_UMNTALL);
+	count(fs_exports_at(0), RRR_MNT_UMNTALL);
 	char host[RRR_NFS3_MAXNAMLEN + 1];
 	peer_name(req, host, sizeof(host));
-	forget(ex, host, NULL);
+	forget(host, NULL);
 	return 0;
 }
 
 static int m_export(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	(void)args;
-	struct fs_export *ex = begin(req, RRR_MNT_EXPORT);
-	struct rrr_mnt_export *e = rrr_svc_req_alloc(req, sizeof(*e));
+	count(fs_exports_at(0), RRR_MNT_EXPORT);
+	unsigned nex = fs_exports_count();
+	struct rrr_mnt_export *e = rrr_svc_req_alloc(req, sizeof(*e) * (nex ? nex : 1));
 	if (!e)
 		return RRR_SVC_SYSTEM_ERR;
-	snprintf(e->dir, sizeof(e->dir), "%.1024s", ex->name);
-	snprintf(e->groups, sizeof(e->groups), "*");
-	struct rrr_mnt_export_res r = {.entries = e, .n = 1, .cap = 1};
+	for (unsigned i = 0; i < nex; i++) {
+		snprintf(e[i].dir, sizeof(e[i].dir), "%.1024s", fs_exports_at(i)->name);
+		snprintf(e[i].groups, sizeof(e[i].groups), "*");
+	}
+	struct rrr_mnt_export_res r = {.entries = e, .n = nex, .cap = nex};
 	return rrr_mnt_xdr_export_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
 }
 

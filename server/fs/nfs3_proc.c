@@ -61,9 +61,11 @@
 
 #define DIR_OVERHEAD 128u /* READDIR(PLUS) result minus its entries, rounded up */
 
+/* The request's export (exports.c: the one its first handle names). */
 static struct fs_export *begin(struct rrr_svc_req *req, unsigned proc)
 {
-	struct fs_export *ex = rrr_svc_req_program_ctx(req);
+	(void)req;
+	struct fs_export *ex = fs_req_export();
 	atomic_fetch_add(&ex->nfs_calls[proc], 1);
 	return ex;
 }
@@ -77,6 +79,7 @@ static uint64_t who(void)
 /* Run a whole procedure as its caller (cred.c's agent thread). */
 struct job {
 	int (*fn)(struct rrr_svc_req *, struct rrr_xdr *, struct rrr_xdr *);
+	struct fs_export *ex; /* the request's export, for the agent thread */
 	struct rrr_svc_req *req;
 	struct rrr_xdr *args, *res;
 	int rc;
@@ -85,16 +88,17 @@ struct job {
 static void run_job(void *p)
 {
 	struct job *j = p;
+	fs_req_export_set(j->ex);
 	j->rc = j->fn(j->req, j->args, j->res);
 }
 
 static int as_caller(int (*fn)(struct rrr_svc_req *, struct rrr_xdr *, struct rrr_xdr *),
 		     struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
-	struct fs_export *ex = rrr_svc_req_program_ctx(req);
+	struct fs_export *ex = fs_req_export();
 	struct fs_cred c;
 	fs_cred_of_call(ex, rrr_svc_req_call(req), &c);
-	struct job j = {fn, req, args, res, RRR_SVC_SYSTEM_ERR};
+	struct job j = {fn, ex, req, args, res, RRR_SVC_SYSTEM_ERR};
 	int rc = fs_as_caller(ex, &c, run_job, &j);
 	if (rc < 0) {
 		fs_log("cannot act as uid %u gid %u: %s", c.uid, c.gid, strerror(-rc));
@@ -919,6 +923,15 @@ static int p_rmdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 	return do_remove(req, args, res, RRR_NFS3_RMDIR, AT_REMOVEDIR);
 }
 
+/* Whether @fh is a handle of another of our exports (RENAME and LINK
+ * across exports are XDEV, as across file systems). */
+static bool other_export(const struct fs_export *ex, const struct rrr_nfs3_fh *fh)
+{
+	struct fs_export *o = fs_exports_by_fh(fh);
+	uint32_t id;
+	return o != ex && fs_fh_export_id(fh, &id) == 0 && id == o->export_id;
+}
+
 static int p_rename(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct fs_export *ex = begin(req, RRR_NFS3_RENAME);
@@ -928,6 +941,8 @@ static int p_rename(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 	struct rrr_nfs3_rename_res r = {0};
 	struct fs_obj fd_ = {.fd = -1}, td = {.fd = -1};
 	r.status = dir_begin(ex, &a.from, &fd_, &r.from_wcc);
+	if (r.status == RRR_NFS3_OK && other_export(ex, &a.to.dir))
+		r.status = RRR_NFS3ERR_XDEV;
 	if (r.status == RRR_NFS3_OK)
 		r.status = dir_begin(ex, &a.to, &td, &r.to_wcc);
 	if (r.status == RRR_NFS3_OK) {
@@ -956,6 +971,8 @@ static int p_link(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 	struct rrr_nfs3_link_res r = {0};
 	struct fs_obj f = {.fd = -1}, d = {.fd = -1};
 	r.status = fs_resolve(ex, &a.file, &f);
+	if (r.status == RRR_NFS3_OK && other_export(ex, &a.link.dir))
+		r.status = RRR_NFS3ERR_XDEV;
 	if (r.status == RRR_NFS3_OK)
 		r.status = dir_begin(ex, &a.link, &d, &r.dir_wcc);
 	if (r.status == RRR_NFS3_OK && S_ISDIR(f.st.st_mode))

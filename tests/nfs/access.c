@@ -637,3 +637,209 @@ Test(nfs_access, bulk_io_denied_rdma)
 {
 	bulk_denied(true);
 }
+
+/* ------------------------------------------------------------ two exports */
+/*
+ * One server, two exports: A (the helper's export dir, open to everyone)
+ * and B (srv.dir/b, with @b_lines). Each export's allow list and read-only
+ * apply to its own MNT and to NFS calls with its handles, over TCP and
+ * RDMA; a handle cannot be moved to the other export; EXPORT lists both.
+ */
+static char exp_b[400];
+
+static void start_two(bool rdma, const char *b_lines)
+{
+	need_server();
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	snprintf(exp_b, sizeof(exp_b), "%s/b", srv.dir);
+	cr_assert_eq(mkdir(exp_b, 0755), 0);
+	char lines[2048], conf[400];
+	snprintf(lines, sizeof(lines), "root-squash = no\n[export %s]\nname = /b\n%s", exp_b,
+		 b_lines);
+	cr_assert_eq(th_conf_write(&srv, rdma, lines, conf), 0);
+	int rc = th_server_start_conf(&srv, conf);
+	if (rdma && rc < 0) {
+		th_cleanup(&srv);
+		cr_skip_test("rrr-server could not listen on the soft provider (rc %d)", rc);
+	}
+	cr_assert_eq(rc, 0, "server start");
+}
+
+static struct rrr_nfs3 *mount_export(const char *path, const char *src, bool rdma, int *rc)
+{
+	char port[16], mport[16];
+	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
+	snprintf(mport, sizeof(mport), "%u", srv.mount_port);
+	struct rrr_nfs3_opts o;
+	rrr_nfs3_opts_init(&o);
+	o.transport = rdma ? "rdma" : "tcp";
+	o.provider = "soft";
+	o.host = "127.0.0.1";
+	o.port = port;
+	o.mount_port = mport;
+	o.export_path = path;
+	o.timeout_ms = 10000;
+	th_src_addr(src);
+	struct rrr_nfs3 *n = NULL;
+	*rc = rrr_nfs3_mount(&o, &n);
+	return n;
+}
+
+static uint32_t raw_mnt_path(struct rrr_clnt *c, const char *path)
+{
+	static struct rrr_mnt_dirpath d;
+	static struct rrr_mnt_res r;
+	memset(&r, 0, sizeof(r));
+	snprintf(d.path, sizeof(d.path), "%s", path);
+	cr_assert_eq(raw_call(c, RRR_MNT_PROGRAM, RRR_MNT_MNT, XF(rrr_mnt_xdr_dirpath), &d,
+			      XF(rrr_mnt_xdr_mnt_res), &r), 0, "MNT reply decodes");
+	return r.status;
+}
+
+static void two_exports(bool rdma)
+{
+	start_two(rdma, "allow = " ALLOWED "\nread-only = yes\nroot-squash = no\n");
+	char path[500];
+	snprintf(path, sizeof(path), "%s/data", exp_b);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("bee", f);
+	fclose(f);
+	cr_assert(th_log_wait(&srv, "also exporting ", 5), "the second export is logged");
+
+	/* A: everyone, read-write */
+	int rc;
+	struct rrr_nfs3 *a = mount_export(srv.export_dir, DENIED, rdma, &rc);
+	cr_assert_eq(rc, 0, "mount A from " DENIED ": %s", rrr_last_error());
+	struct rrr_nfs3_fh fa, aroot = *rrr_nfs3_root(a);
+	cr_assert_eq(rrr_nfs3_create(a, &aroot, "a1", 0644, false, &fa), 0);
+	/* B: not for 127.0.0.1, by its name and by its path */
+	struct rrr_nfs3 *no = mount_export("/b", DENIED, rdma, &rc);
+	cr_assert_null(no);
+	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "mount B from " DENIED " gives %d", rc);
+	no = mount_export(exp_b, DENIED, rdma, &rc);
+	cr_assert_null(no);
+	cr_assert_eq(rc, RRR_NFS3ERR_ACCES);
+
+	/* B from 127.0.0.2: reads, no writes */
+	struct rrr_nfs3 *b = mount_export("/b", ALLOWED, rdma, &rc);
+	cr_assert_eq(rc, 0, "mount B from " ALLOWED ": %s", rrr_last_error());
+	struct rrr_nfs3_fh broot = *rrr_nfs3_root(b), fb, x;
+	cr_assert_eq(rrr_nfs3_lookup(b, &broot, "data", &fb, NULL), 0);
+	char back[8] = {0};
+	struct iovec riov = {.iov_base = back, .iov_len = sizeof(back)};
+	uint32_t count = 0;
+	bool eof;
+	cr_assert_eq(rrr_nfs3_read(b, &fb, 0, &riov, 1, &count, &eof), 0);
+	cr_assert_eq(count, 3);
+	cr_assert_eq(memcmp(back, "bee", 3), 0);
+	cr_assert_eq(rrr_nfs3_create(b, &broot, "nope", 0644, false, &x), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(rrr_nfs3_lookup(b, &broot, "a1", &x, NULL), RRR_NFS3ERR_NOENT,
+		     "B's root is B's directory, not A's");
+
+	/* B's handles from 127.0.0.1 (learnt elsewhere): ACCES; A's: fine */
+	struct rrr_clnt *d = raw_from(DENIED, rdma);
+	cr_assert_eq(raw_getattr(d, &broot), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(raw_getattr(d, &fb), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(raw_lookup(d, &broot, "data"), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(raw_getattr(d, &aroot), RRR_NFS3_OK);
+	cr_assert_eq(raw_mnt_path(d, "/b"), RRR_MNT3ERR_ACCES, "MNT of B over %s",
+		     rdma ? "RDMA" : "TCP");
+	cr_assert_eq(raw_mnt_path(d, srv.export_dir), RRR_MNT3_OK);
+	cr_assert_eq(raw_mnt_path(d, "/"), RRR_MNT3ERR_NOENT, "\"/\" is ambiguous with two exports");
+
+	/* a handle cannot change export: B's handle with A's export id */
+	struct rrr_nfs3_fh forged = fb;
+	memcpy(forged.data + 4, aroot.data + 4, 4);
+	cr_assert_eq(raw_getattr(d, &forged), RRR_NFS3ERR_STALE, "the tag covers the export id");
+	struct rrr_clnt *okc = raw_from(ALLOWED, rdma);
+	cr_assert_eq(raw_getattr(okc, &forged), RRR_NFS3ERR_STALE);
+	cr_assert_eq(raw_getattr(okc, &fb), RRR_NFS3_OK);
+	/* RENAME and LINK across exports: XDEV, nothing moves */
+	struct rrr_nfs3 *a2 = mount_export(srv.export_dir, ALLOWED, rdma, &rc);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(rrr_nfs3_rename(a2, &aroot, "a1", &broot, "moved"), RRR_NFS3ERR_XDEV);
+	snprintf(path, sizeof(path), "%s/a1", srv.export_dir);
+	cr_assert_eq(access(path, F_OK), 0, "a1 is still in A");
+
+	/* EXPORT lists both, each with its groups */
+	static struct rrr_mnt_export exps[4];
+	static struct rrr_mnt_export_res er = {.entries = exps, .cap = 4};
+	cr_assert_eq(raw_call(d, RRR_MNT_PROGRAM, RRR_MNT_EXPORT, NULL, NULL,
+			      XF(rrr_mnt_xdr_export_res), &er), 0);
+	cr_assert_eq(er.n, 2);
+	cr_assert_str_eq(exps[0].dir, srv.export_dir);
+	cr_assert_str_eq(exps[0].groups, "*");
+	cr_assert_str_eq(exps[1].dir, "/b");
+	cr_assert_str_eq(exps[1].groups, ALLOWED);
+
+	char out[400];
+	cr_assert_eq(stats(out), 0);
+	cr_assert_geq(th_counter(out, "export.0.nfs_calls"), 2);
+	cr_assert_geq(th_counter(out, "export.1.nfs_calls"), 4);
+	cr_assert_eq(th_counter(out, "access.rofs"), 1);
+	cr_assert_eq(th_counter(out, "access.denied_mount"), 3);
+	cr_assert_eq(th_counter(out, "access.denied_nfs"), 3);
+	rrr_clnt_destroy(okc);
+	rrr_clnt_destroy(d);
+	rrr_nfs3_umount(a2);
+	rrr_nfs3_umount(b);
+	rrr_nfs3_umount(a);
+	cr_assert_eq(th_server_stop(&srv), 0);
+}
+
+Test(nfs_access, two_exports_tcp)
+{
+	two_exports(false);
+}
+
+Test(nfs_access, two_exports_rdma)
+{
+	two_exports(true);
+}
+
+/* SIGHUP changes B's allow list; A's clients keep their connection. */
+Test(nfs_access, two_exports_sighup)
+{
+	start_two(false, "allow = " ALLOWED "\nroot-squash = no\n");
+	int rc;
+	struct rrr_nfs3 *a = mount_export(srv.export_dir, DENIED, false, &rc);
+	cr_assert_eq(rc, 0);
+	struct rrr_nfs3_fh aroot = *rrr_nfs3_root(a);
+	struct rrr_clnt *d = raw_from(DENIED, false);
+	cr_assert_eq(raw_mnt_path(d, "/b"), RRR_MNT3ERR_ACCES);
+
+	char lines[1024], conf[400];
+	snprintf(lines, sizeof(lines),
+		 "root-squash = no\n[export %s]\nname = /b\nallow = " ALLOWED " " DENIED
+		 "\nroot-squash = no\nread-only = yes\n",
+		 exp_b);
+	cr_assert_eq(th_conf_write(&srv, false, lines, conf), 0);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "reloaded", 10), "the reload is logged");
+	cr_assert(th_file_contains(srv.log, "2 allowed networks, read-only"), "B's new policy");
+	cr_assert(!th_file_contains(srv.log, "takes effect at the next start"),
+		  "only live keys changed");
+	cr_assert_eq(raw_mnt_path(d, "/b"), RRR_MNT3_OK, "the same connection may mount B now");
+	cr_assert_eq(rrr_nfs3_getattr(a, &aroot, NULL), 0, "A's client is still connected");
+
+	/* a third export in the file needs a restart: reported, not applied */
+	char c_dir[420];
+	snprintf(c_dir, sizeof(c_dir), "%s/c", srv.dir);
+	cr_assert_eq(mkdir(c_dir, 0755), 0);
+	size_t n = strlen(lines);
+	snprintf(lines + n, sizeof(lines) - n, "[export %s]\n", c_dir);
+	cr_assert_eq(th_conf_write(&srv, false, lines, conf), 0);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "exports changed", 10), "the new export is reported");
+	cr_assert_eq(raw_mnt_path(d, c_dir), RRR_MNT3ERR_NOENT, "and not served before a restart");
+
+	struct rrr_xprt_stats st;
+	memset(&st, 0, sizeof(st));
+	rrr_clnt_stats(d, &st);
+	cr_assert_eq(st.connects, 1, "one connection through the reloads");
+	cr_assert_eq(st.disconnects, 0);
+	rrr_clnt_destroy(d);
+	rrr_nfs3_umount(a);
+	cr_assert_eq(th_server_stop(&srv), 0);
+}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/nfs/helpers/conf_server.h"
@@ -83,7 +84,9 @@ Test(nfs_config, broken_files_name_the_line)
 	refused("[clients]\n", "c.conf:1: unknown section '[clients]'");
 	refused("[server\n", "c.conf:1: a section is");
 	refused("[export relative/dir]\n", "c.conf:1: the export 'relative/dir' is not an absolute");
-	refused("[export /a]\n[export /b]\n", "c.conf:2: a second [export]");
+	refused("[export /a]\n[export /a/]\n[export /a]\n", "c.conf:3: the export /a is already on line 1");
+	refused("[export /a]\nallow = *\n[export /b]\nallow = *\nallow = ::1\n",
+		"c.conf:5: 'allow' is already set on line 4");
 	refused("allow = 10.0.0.0/8\n", "c.conf:1: 'allow' belongs in an [export DIR] section");
 	refused("[export /a]\nrdma-port = 1\n", "c.conf:2: 'rdma-port' belongs in [server]");
 	refused("[export /a]\nallow = 10.0.0.0/33\n", "c.conf:2: allow: '10.0.0.0/33'");
@@ -99,6 +102,55 @@ Test(nfs_config, broken_files_name_the_line)
 	refused("rdma = no\n", "no export: give --export DIR");
 	refused("listen = a b c d e f g h i\n", "c.conf:1: listen has more than 8 addresses");
 	refused("listen = 1.2.3.4;rm\n", "c.conf:1: listen: '1.2.3.4;rm'");
+}
+
+/* Several [export DIR] sections: each its own keys; overlapping exports,
+ * a name twice and too many exports are refused. */
+Test(nfs_config, several_exports)
+{
+	char text[8192], out[400], a[400], b[400], sub[420], link[400];
+	snprintf(a, sizeof(a), "%s", srv.export_dir);
+	snprintf(b, sizeof(b), "%s/b", srv.dir);
+	snprintf(sub, sizeof(sub), "%s/sub", a);
+	snprintf(link, sizeof(link), "%s/link", srv.dir);
+	cr_assert_eq(mkdir(b, 0755), 0);
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	cr_assert_eq(symlink(a, link), 0);
+
+	snprintf(text, sizeof(text),
+		 "rdma = no\n[export %s]\nallow = 10.0.0.0/8\n[export %s]\nallow = ::1\n"
+		 "read-only = yes\nname = /b\n",
+		 a, b);
+	cr_assert_eq(check(text, strlen(text), "", out), 0);
+	cr_assert(th_file_contains(out, "1 allowed network, read-write; export "),
+		  "both exports listed, each with its own keys");
+	cr_assert(th_file_contains(out, "/b, 1 allowed network, read-only"));
+	/* the export flags set the first export only */
+	cr_assert_eq(check(text, strlen(text), "--read-only", out), 0);
+	cr_assert(th_file_contains(out, "1 allowed network, read-only; export "));
+
+	snprintf(text, sizeof(text), "rdma = no\n[export %s]\n[export %s]\n", a, sub);
+	cr_assert_eq(check(text, strlen(text), "", out), 2);
+	cr_assert(th_file_contains(out, "lies inside the export"), "nested");
+	snprintf(text, sizeof(text), "rdma = no\n[export %s]\n[export %s]\n", sub, a);
+	cr_assert_eq(check(text, strlen(text), "", out), 2);
+	cr_assert(th_file_contains(out, "contains the export"), "nested, outer second");
+	snprintf(text, sizeof(text), "rdma = no\n[export %s]\n[export %s]\n", a, link);
+	cr_assert_eq(check(text, strlen(text), "", out), 2);
+	cr_assert(th_file_contains(out, "is the same directory as"), "same directory by a symlink");
+	snprintf(text, sizeof(text),
+		 "rdma = no\n[export %s]\nname = /d\n[export %s]\nname = /d\n", a, b);
+	cr_assert_eq(check(text, strlen(text), "", out), 2);
+	cr_assert(th_file_contains(out, "have the same name /d"));
+	snprintf(text, sizeof(text), "rdma = no\n[export %s]\n[export /no/such/dir]\n", a);
+	cr_assert_eq(check(text, strlen(text), "", out), 2);
+	cr_assert(th_file_contains(out, "the export /no/such/dir: No such file"));
+
+	size_t used = (size_t)snprintf(text, sizeof(text), "rdma = no\n");
+	for (int i = 0; i < 17; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used, "[export /e%d]\n", i);
+	cr_assert_eq(check(text, strlen(text), "", out), 2);
+	cr_assert(th_file_contains(out, "c.conf:18: more than 16 exports"));
 }
 
 Test(nfs_config, hostile_bytes)
