@@ -3,7 +3,8 @@
  * tests/fuzz/fuzz_config.c - libFuzzer harness for rrr-server's config
  * file parser (server/fs/config.c, compiled in here: it belongs to the
  * program, not the library). The input is the file. Whatever parses must
- * leave every field within its bounds and NUL-terminated, every network a
+ * leave every field within its bounds and NUL-terminated, every export
+ * (there may be several) an absolute path given once, every network a
  * valid prefix that matches its own address; whatever fails must say why.
  */
 #include <stdint.h>
@@ -61,21 +62,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bounded(c.export_dir, sizeof(c.export_dir));
 	bounded(c.name, sizeof(c.name));
 	check(!c.export_dir[0] || c.export_dir[0] == '/');
-	check(c.nallow <= FS_CONF_MAX_ALLOW);
-	for (unsigned i = 0; i < c.nallow; i++) {
-		const struct fs_cidr *n = &c.allow[i];
-		struct sockaddr_storage ss;
-		memset(&ss, 0, sizeof(ss));
-		if (n->family == AF_INET) {
-			check(n->bits <= 32);
-			ss.ss_family = AF_INET;
-			memcpy(&((struct sockaddr_in *)&ss)->sin_addr, n->addr, 4);
-		} else {
-			check(n->family == AF_INET6 && n->bits <= 128);
-			ss.ss_family = AF_INET6;
-			memcpy(&((struct sockaddr_in6 *)&ss)->sin6_addr, n->addr, 16);
+	check(c.nmore < FS_CONF_MAX_EXPORTS);
+	check(fs_conf_nexports(&c) <= FS_CONF_MAX_EXPORTS);
+	static struct fs_conf_export e;
+	for (unsigned x = 0; x < fs_conf_nexports(&c); x++) {
+		fs_conf_export_get(&c, x, &e);
+		bounded(e.dir, sizeof(e.dir));
+		bounded(e.name, sizeof(e.name));
+		check(e.dir[0] == '/');
+		check(x == 0 || e.line > 0);
+		check(e.nallow <= FS_CONF_MAX_ALLOW);
+		for (unsigned i = 0; i < e.nallow; i++) {
+			const struct fs_cidr *n = &e.allow[i];
+			struct sockaddr_storage ss;
+			memset(&ss, 0, sizeof(ss));
+			if (n->family == AF_INET) {
+				check(n->bits <= 32);
+				ss.ss_family = AF_INET;
+				memcpy(&((struct sockaddr_in *)&ss)->sin_addr, n->addr, 4);
+			} else {
+				check(n->family == AF_INET6 && n->bits <= 128);
+				ss.ss_family = AF_INET6;
+				memcpy(&((struct sockaddr_in6 *)&ss)->sin6_addr, n->addr, 16);
+			}
+			check(fs_cidr_match(n, &ss));
 		}
-		check(fs_cidr_match(n, &ss));
+		/* no export directory twice (as written) */
+		for (unsigned y = 0; y < x; y++) {
+			static struct fs_conf_export o;
+			fs_conf_export_get(&c, y, &o);
+			check(strcmp(o.dir, e.dir) != 0);
+		}
 	}
 	/* merging a parsed config into defaults gives the same restart keys */
 	static struct fs_conf d;
