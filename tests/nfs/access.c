@@ -86,7 +86,8 @@ static struct rrr_clnt *raw_from(const char *src, bool rdma)
 	return c;
 }
 
-static struct rrr_nfs3 *mount_host(const char *host, const char *src, bool rdma, int *rc)
+static struct rrr_nfs3 *mount_at(const char *host, const char *path, const char *src, bool rdma,
+				 int *rc)
 {
 	char port[16], mport[16];
 	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
@@ -98,12 +99,17 @@ static struct rrr_nfs3 *mount_host(const char *host, const char *src, bool rdma,
 	o.host = host;
 	o.port = port;
 	o.mount_port = mport;
-	o.export_path = srv.export_dir;
+	o.export_path = path;
 	o.timeout_ms = 10000;
 	th_src_addr(src);
 	struct rrr_nfs3 *n = NULL;
 	*rc = rrr_nfs3_mount(&o, &n);
 	return n;
+}
+
+static struct rrr_nfs3 *mount_host(const char *host, const char *src, bool rdma, int *rc)
+{
+	return mount_at(host, srv.export_dir, src, rdma, rc);
 }
 
 static struct rrr_nfs3 *mount_from(const char *src, bool rdma, int *rc)
@@ -667,22 +673,7 @@ static void start_two(bool rdma, const char *b_lines)
 
 static struct rrr_nfs3 *mount_export(const char *path, const char *src, bool rdma, int *rc)
 {
-	char port[16], mport[16];
-	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
-	snprintf(mport, sizeof(mport), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = rdma ? "rdma" : "tcp";
-	o.provider = "soft";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = mport;
-	o.export_path = path;
-	o.timeout_ms = 10000;
-	th_src_addr(src);
-	struct rrr_nfs3 *n = NULL;
-	*rc = rrr_nfs3_mount(&o, &n);
-	return n;
+	return mount_at("127.0.0.1", path, src, rdma, rc);
 }
 
 static uint32_t raw_mnt_path(struct rrr_clnt *c, const char *path)
