@@ -619,7 +619,7 @@ static void try_connect(struct rrr_clnt *c)
 	c->next_connect_ns = rrr__clnt_now_ns() + (uint64_t)c->backoff_ms * 1000000ull;
 }
 
-static void send_pending(struct rrr_clnt *c)
+static void send_queued(struct rrr_clnt *c)
 {
 	struct rrr__clnt_req *req;
 	int rc;
@@ -655,6 +655,15 @@ static void send_pending(struct rrr_clnt *c)
 		}
 		rrr__clnt_complete(c, req, rc);
 	}
+}
+
+/* Send what is pending, then post it as one batch where the transport
+ * batches (ops->flush): a run of calls costs one doorbell. */
+static void send_pending(struct rrr_clnt *c)
+{
+	send_queued(c);
+	if (c->connected && c->ops->flush && c->ops->flush(c) == -ENOTCONN)
+		conn_lost(c);
 }
 
 /* Under the lock: move submissions to the pending queue, collect cancels

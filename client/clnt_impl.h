@@ -108,6 +108,13 @@ struct rrr__clnt_xprt_ops {
 	 * -EAGAIN: no resources now, keep it queued; -ENOTCONN: connection
 	 * gone; other: fail this call with that status (nothing exposed). */
 	int (*send)(struct rrr_clnt *c, struct rrr__clnt_req *req);
+	/* Optional: post what the send() calls since the last flush queued,
+	 * as one batch (one doorbell). The core calls it after every run of
+	 * send(); a call send() accepted counts as on the wire even before
+	 * its flush. Returns 0 or -ENOTCONN (the connection is gone: the core
+	 * treats the batch's calls like every other sent call, close()
+	 * recovers their MRs). */
+	int (*flush)(struct rrr_clnt *c);
 	/* The fd registered with tag @tag is ready: make progress. Returns 0
 	 * or -ENOTCONN when the connection is gone. */
 	int (*progress)(struct rrr_clnt *c, uint32_t tag);

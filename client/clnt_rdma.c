@@ -146,6 +146,9 @@ struct rdma_xprt {
 		struct rrr_mr *mr;
 	} pc[PCACHE_MAX];
 	struct rrr_rdma_hdr hdr; /* scratch */
+	/* calls' chains (REG_MRs + SEND) that rdma_send() queued for the next
+	 * rdma_flush(): linked SEND -> next chain, posted as one */
+	struct rrr_send_wr *db_head, *db_tail;
 };
 
 static struct rdma_xprt *X(const struct rrr_clnt *c)
@@ -529,6 +532,14 @@ static void rdma_close(struct rrr_clnt *c)
 	struct rdma_xprt *x = X(c);
 
 	drop_conn(c);
+	/* chains queued for a flush that never came: unlink; their slots are
+	 * recovered below like every other */
+	for (struct rrr_send_wr *w = x->db_head, *next; w; w = next) {
+		next = w->next;
+		if (w->opcode == RRR_WR_SEND)
+			w->next = NULL;
+	}
+	x->db_head = x->db_tail = NULL;
 	for (uint32_t i = 0; i < x->nslots; i++) {
 		struct rslot *s = &x->slots[i];
 
@@ -801,7 +812,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	struct rrr_rdma_hdr *h = &x->hdr;
 	struct rrr__plan_in in;
 	struct rrr__plan plan;
-	struct rrr_send_wr *head, *bad;
+	struct rrr_send_wr *head;
 	struct rslot *s;
 	struct rrr_xdr xd;
 	uint32_t ppad = req->has_payload ? RRR_XDR_PAD(req->payload_len) : 0;
@@ -944,12 +955,14 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	s->send_wr.flags = RRR_SEND_SIGNALED;
 	s->send_wr.sg_list = &s->send_sge;
 	s->send_wr.num_sge = 1;
+	/* queued for rdma_flush(), which the core calls after this run of
+	 * sends: from here on the call counts as posted */
 	head = chain_regs(s, &s->send_wr);
-	rc = rrr_qp_post_send(x->qp, head, &bad);
-	if (rc) {
-		recover_slot_ios(x, s);
-		return -ENOTCONN;
-	}
+	if (x->db_tail)
+		x->db_tail->next = head;
+	else
+		x->db_head = head;
+	x->db_tail = &s->send_wr;
 	s->busy = true;
 	s->sent = true;
 	s->send_pending = true;
@@ -1329,6 +1342,30 @@ static uint32_t rdma_max_payload(const struct rrr_clnt *c)
 	return m > MAX_PAYLOAD_CAP ? MAX_PAYLOAD_CAP : (uint32_t)m;
 }
 
+/* Post the chains rdma_send() queued as one chained post (one doorbell:
+ * the soft provider hands the batch to one socket write, a NIC fetches it
+ * in one go). Each chain ends with its call's SEND; the links between
+ * chains are cut again once posted. */
+static int rdma_flush(struct rrr_clnt *c)
+{
+	struct rdma_xprt *x = X(c);
+	struct rrr_send_wr *head = x->db_head, *bad = NULL, *w, *next;
+	int rc;
+
+	if (!head)
+		return 0;
+	x->db_head = x->db_tail = NULL;
+	rc = x->qp ? rrr_qp_post_send(x->qp, head, &bad) : -ENOTCONN;
+	for (w = head; w; w = next) {
+		next = w->next;
+		if (w->opcode == RRR_WR_SEND)
+			w->next = NULL;
+	}
+	/* nothing from @bad on was posted; the connection is gone and
+	 * close() recovers every slot's registrations */
+	return rc ? -ENOTCONN : 0;
+}
+
 const struct rrr__clnt_xprt_ops rrr__clnt_rdma_ops = {
     .name = "rdma",
     .create = rdma_create,
@@ -1336,6 +1373,7 @@ const struct rrr__clnt_xprt_ops rrr__clnt_rdma_ops = {
     .close = rdma_close,
     .can_send = rdma_can_send,
     .send = rdma_send,
+    .flush = rdma_flush,
     .progress = rdma_progress,
     .before_sleep = rdma_before_sleep,
     .abort = rdma_abort,

@@ -222,23 +222,102 @@ static void repost(struct svc_rdma_conn *rc, uint32_t idx, bool flush)
 
 /* ------------------------------------------------------------------ sending */
 
+/* Post the chains of the contexts from @head on (linked through ->next;
+ * send-queue room already taken) as one chained post, in order. The
+ * provider sees one doorbell: a software provider hands the whole batch to
+ * one socket write, as a NIC fetches a doorbell's WRs in one go. */
+static void post_batch(struct svc_rdma_conn *rc, struct svc_rdma_ctx *head)
+{
+	struct rrr_send_wr *bad = NULL, *first = NULL, *tail = NULL;
+	struct svc_rdma_ctx *ctx, *next;
+	bool failed = false;
+
+	for (ctx = head; ctx; ctx = ctx->next) {
+		struct rrr_send_wr *w = ctx->chain;
+
+		if (tail)
+			tail->next = w;
+		else
+			first = w;
+		while (w->next)
+			w = w->next;
+		tail = w;
+	}
+	if (!first)
+		return;
+	if (rrr_qp_post_send(rc->qp, first, &bad) == 0)
+		bad = NULL;
+	else if (!bad)
+		bad = first;
+	/* undo the links between chains; a context any of whose WRs is at or
+	 * after @bad was not (wholly) posted: nothing from @bad on was posted,
+	 * earlier WRs will flush (a posted prefix is unsignaled; the
+	 * context's buffers live until the connection is freed) */
+	for (ctx = head; ctx; ctx = next) {
+		struct rrr_send_wr *w = ctx->chain;
+
+		next = ctx->next;
+		ctx->next = NULL;
+		for (;; w = w->next) {
+			if (w == bad)
+				failed = true;
+			if (--ctx->sq_need == 0 || !w->next)
+				break;
+		}
+		w->next = NULL;
+		ctx->sq_need = 0;
+		if (failed) {
+			rc->sq_free += ctx->sq_held;
+			ctx->sq_held = 0;
+			ctx_put(ctx);
+		}
+	}
+	if (failed)
+		svc_rdma_fail(rc, "cannot post send work requests");
+}
+
+/* Take send-queue room for @ctx's chain and post it, or queue it for the
+ * end of the poll batch being handled (db_flush). */
 static void do_post(struct svc_rdma_ctx *ctx)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
-	struct rrr_send_wr *bad = NULL;
 
 	rc->sq_free -= ctx->sq_need;
 	ctx->sq_held = ctx->sq_need;
-	ctx->sq_need = 0;
-	if (rrr_qp_post_send(rc->qp, ctx->chain, &bad)) {
-		/* nothing from @bad on was posted; earlier WRs will flush */
-		rc->sq_free += ctx->sq_held;
-		ctx->sq_held = 0;
-		svc_rdma_fail(rc, "cannot post send work requests");
-		/* a posted prefix is unsignaled and will flush; the context's
-		 * buffers live until the connection is freed */
-		ctx_put(ctx);
+	ctx->next = NULL;
+	if (rc->db_defer) {
+		if (rc->db_tail)
+			rc->db_tail->next = ctx;
+		else
+			rc->db_head = ctx;
+		rc->db_tail = ctx;
+		return;
 	}
+	post_batch(rc, ctx);
+}
+
+/* Post what the poll batch produced (replies, READ chains), in order. */
+static void db_flush(struct svc_rdma_conn *rc)
+{
+	struct svc_rdma_ctx *head = rc->db_head;
+
+	rc->db_head = rc->db_tail = NULL;
+	if (!head)
+		return;
+	if (rc->broken) {
+		/* the QP is in error: nothing more is posted */
+		while (head) {
+			struct svc_rdma_ctx *next = head->next;
+
+			head->next = NULL;
+			rc->sq_free += head->sq_held;
+			head->sq_held = head->sq_need = 0;
+			ctx_put(head);
+			head = next;
+		}
+		return;
+	}
+	post_batch(rc, head);
 }
 
 static void svc_rdma_post_chain(struct svc_rdma_ctx *ctx)
@@ -754,8 +833,11 @@ static void conn_poll(struct svc_rdma_conn *rc)
 			svc_rdma_fail(rc, "completion queue failed");
 			break;
 		}
+		rc->db_defer = true;
 		for (i = 0; i < n; i++)
 			handle_wc(rc, &wc[i]);
+		rc->db_defer = false;
+		db_flush(rc);
 		if (n == RDMA_POLL_BATCH)
 			continue;
 		if (n == 0 && armed)
@@ -764,6 +846,7 @@ static void conn_poll(struct svc_rdma_conn *rc)
 		armed = true;
 	}
 	/* calls that waited for a context, while contexts are free */
+	rc->db_defer = true;
 	while (rc->ndefer && (rc->ctx_free || rc->nctx < rc->max_ctx || rc->broken ||
 			      rc->shutting)) {
 		uint32_t h = rc->defer_head;
@@ -772,6 +855,8 @@ static void conn_poll(struct svc_rdma_conn *rc)
 		rc->ndefer--;
 		handle_recv(rc, rc->defer_idx[h], rc->defer_len[h], true);
 	}
+	rc->db_defer = false;
+	db_flush(rc);
 	repost(rc, UINT32_MAX, true);
 	maybe_finish(rc);
 }

@@ -110,6 +110,10 @@ struct svc_rdma_conn {
 	/* send queue accounting */
 	uint32_t sq_depth, sq_free;
 	struct svc_rdma_ctx *sq_wait_head, *sq_wait_tail;
+	/* chains ready while a poll batch is handled, posted together by
+	 * db_flush() as one chained post (one doorbell): see svc_rdma.c */
+	struct svc_rdma_ctx *db_head, *db_tail;
+	bool db_defer;
 	/* request contexts: at most max_requests + SVC_RDMA_CTX_SLACK; a call
 	 * that finds none waits (its receive buffer held) in the deferred
 	 * ring until one is free */
