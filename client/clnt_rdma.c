@@ -1355,6 +1355,7 @@ static int rdma_flush(struct rrr_clnt *c)
 	if (!head)
 		return 0;
 	x->db_head = x->db_tail = NULL;
+	RRR__CLNT_STAT_ADD(c, send_posts, 1);
 	rc = x->qp ? rrr_qp_post_send(x->qp, head, &bad) : -ENOTCONN;
 	for (w = head; w; w = next) {
 		next = w->next;

@@ -416,6 +416,7 @@ void rrr_nfs3_stats(struct rrr_nfs3 *n, struct rrr_xprt_stats *st)
 		SUM(connects);
 		SUM(disconnects);
 		SUM(rdma_errors_sent);
+		SUM(send_posts);
 #undef SUM
 #undef MIN
 	}

@@ -245,6 +245,7 @@ static void post_batch(struct svc_rdma_conn *rc, struct svc_rdma_ctx *head)
 	}
 	if (!first)
 		return;
+	RRR__STAT_ADD(rc->base.st, send_posts, 1);
 	if (rrr_qp_post_send(rc->qp, first, &bad) == 0)
 		bad = NULL;
 	else if (!bad)

@@ -54,6 +54,7 @@ void rrr_xprt_stats_print(FILE *f, const char *prefix, const struct rrr_xprt_sta
 	P64(connects);
 	P64(disconnects);
 	P64(rdma_errors_sent);
+	P64(send_posts);
 #undef P64
 #undef P32
 }
@@ -84,6 +85,7 @@ void rrr__xprt_stats_load(struct rrr_xprt_stats *dst, const struct rrr_xprt_stat
 	L(connects);
 	L(disconnects);
 	L(rdma_errors_sent);
+	L(send_posts);
 	L(credits);
 	L(max_credits);
 	L(inline_send);
@@ -121,6 +123,7 @@ void rrr__xprt_stats_fold(struct rrr_xprt_stats *dst, const struct rrr_xprt_stat
 	SUM(connects);
 	SUM(disconnects);
 	SUM(rdma_errors_sent);
+	SUM(send_posts);
 	MAX(credits);
 	MAX(max_credits);
 	MAX(inline_send);

@@ -49,6 +49,10 @@ struct rrr_xprt_stats {
 	uint64_t connects;
 	uint64_t disconnects;
 	uint64_t rdma_errors_sent;
+	/* RPC-over-RDMA: posts of calls (client) or replies and READ chains
+	 * (server) to the send queue - doorbells; several calls or replies
+	 * ready at once share one post, so at depth this is below calls */
+	uint64_t send_posts;
 };
 
 /* Print as "key value" lines, prefixed by @prefix (may be ""). */

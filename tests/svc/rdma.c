@@ -735,3 +735,104 @@ Test(svc_rdma, write_chunk_from_foreign_memory)
 	}
 	free(sink);
 }
+
+/* One doorbell per batch: 32 calls submitted together (from a completion
+ * callback, so the progress thread sends them in one run) go out in one
+ * post on the client, and the server answers a batch of calls received
+ * together with far fewer posts than replies. Every reply is still right. */
+#define DB_N 32
+
+struct db_state {
+	struct rrr_call calls[DB_N];
+	struct u32x2 args[DB_N];
+	struct u32x3 res[DB_N];
+	int status[DB_N];
+	int submit_err;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+};
+
+static void db_done(struct rrr_call *call, int status, void *arg)
+{
+	struct db_state *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	s->status[call - s->calls] = status;
+	s->done++;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void db_first_done(struct rrr_call *call, int status, void *arg)
+{
+	struct db_state *s = arg;
+
+	(void)call;
+	(void)status;
+	for (int i = 0; i < DB_N; i++) {
+		struct rrr_call *c = &s->calls[i];
+
+		s->args[i].a = (uint32_t)i;
+		s->args[i].b = 1000;
+		c->prog = TPROG;
+		c->vers = 1;
+		c->proc = TP_ADD;
+		c->encode = enc_u32x2;
+		c->args = &s->args[i];
+		c->decode = dec_u32x3;
+		c->res = &s->res[i];
+		if (rrr_clnt_call_async(clnt, c, db_done, s))
+			s->submit_err++;
+	}
+}
+
+Test(svc_rdma, one_doorbell_per_batch)
+{
+	static struct db_state s;
+	struct rrr_call first;
+	struct u32x2 a = {1, 2};
+	struct u32x3 r;
+	struct rrr_xprt_stats c0, c1, s0, s1;
+
+	/* credits are granted by the first reply: warm up */
+	cr_assert_eq(call_simple(TP_ADD, &a, &r, dec_u32x3), 0);
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	rrr_clnt_stats(clnt, &c0);
+	rrr_svc_stats(srv.svc, &s0);
+	memset(&first, 0, sizeof(first));
+	first.prog = TPROG;
+	first.vers = 1;
+	first.proc = TP_ADD;
+	first.encode = enc_u32x2;
+	first.args = &a;
+	first.decode = dec_u32x3;
+	first.res = &r;
+	cr_assert_eq(rrr_clnt_call_async(clnt, &first, db_first_done, &s), 0);
+	pthread_mutex_lock(&s.lock);
+	while (s.done < DB_N && s.submit_err == 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 20;
+		cr_assert_eq(pthread_cond_timedwait(&s.cond, &s.lock, &ts), 0, "calls not answered");
+	}
+	pthread_mutex_unlock(&s.lock);
+	cr_assert_eq(s.submit_err, 0);
+	for (int i = 0; i < DB_N; i++) {
+		cr_assert_eq(s.status[i], 0, "call %d: %d", i, s.status[i]);
+		cr_assert_eq(s.res[i].v[0], (uint32_t)i + 1000);
+	}
+	rrr_clnt_stats(clnt, &c1);
+	rrr_svc_stats(srv.svc, &s1);
+	cr_assert_eq(c1.calls - c0.calls, DB_N + 1);
+	/* the first call, then the 32 in one post */
+	cr_assert_eq(c1.send_posts - c0.send_posts, 2, "client posts: %llu",
+		     (unsigned long long)(c1.send_posts - c0.send_posts));
+	cr_assert_eq(s1.replies - s0.replies, DB_N + 1);
+	cr_assert_leq(s1.send_posts - s0.send_posts, DB_N / 2, "server posts: %llu for %d replies",
+		      (unsigned long long)(s1.send_posts - s0.send_posts), DB_N + 1);
+	pthread_mutex_destroy(&s.lock);
+	pthread_cond_destroy(&s.cond);
+}
