@@ -149,6 +149,8 @@ struct rdma_xprt {
 	/* calls' chains (REG_MRs + SEND) that rdma_send() queued for the next
 	 * rdma_flush(): linked SEND -> next chain, posted as one */
 	struct rrr_send_wr *db_head, *db_tail;
+	uint32_t db_n;	 /* calls queued */
+	bool db_failed; /* a post made by rdma_send() failed: connection gone */
 };
 
 static struct rdma_xprt *X(const struct rrr_clnt *c)
@@ -540,6 +542,8 @@ static void rdma_close(struct rrr_clnt *c)
 			w->next = NULL;
 	}
 	x->db_head = x->db_tail = NULL;
+	x->db_n = 0;
+	x->db_failed = false;
 	for (uint32_t i = 0; i < x->nslots; i++) {
 		struct rslot *s = &x->slots[i];
 
@@ -805,6 +809,32 @@ static struct rrr_send_wr *chain_regs(struct rslot *s, struct rrr_send_wr *tail_
 	return head;
 }
 
+/* Post the chains rdma_send() queued as one chained post (one doorbell:
+ * the soft provider hands the batch to one socket write, a NIC fetches it
+ * in one go). Each chain ends with its call's SEND; the links between
+ * chains are cut again once posted. 0 or -ENOTCONN (nothing from the WR
+ * the provider refused on was posted; the connection is gone and close()
+ * recovers every slot's registrations). */
+static int db_post(struct rrr_clnt *c)
+{
+	struct rdma_xprt *x = X(c);
+	struct rrr_send_wr *head = x->db_head, *bad = NULL, *w, *next;
+	int rc;
+
+	if (!head)
+		return 0;
+	x->db_head = x->db_tail = NULL;
+	x->db_n = 0;
+	RRR__CLNT_STAT_ADD(c, send_posts, 1);
+	rc = x->qp ? rrr_qp_post_send(x->qp, head, &bad) : -ENOTCONN;
+	for (w = head; w; w = next) {
+		next = w->next;
+		if (w->opcode == RRR_WR_SEND)
+			w->next = NULL;
+	}
+	return rc ? -ENOTCONN : 0;
+}
+
 static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 {
 	struct rdma_xprt *x = X(c);
@@ -963,6 +993,10 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	else
 		x->db_head = head;
 	x->db_tail = &s->send_wr;
+	/* a quarter of the credit window goes out at once (the server's
+	 * db_max in svc_rdma.c says why) */
+	if (++x->db_n >= (x->credits >= 8 ? x->credits / 4 : 1) && db_post(c))
+		x->db_failed = true;
 	s->busy = true;
 	s->sent = true;
 	s->send_pending = true;
@@ -1342,29 +1376,16 @@ static uint32_t rdma_max_payload(const struct rrr_clnt *c)
 	return m > MAX_PAYLOAD_CAP ? MAX_PAYLOAD_CAP : (uint32_t)m;
 }
 
-/* Post the chains rdma_send() queued as one chained post (one doorbell:
- * the soft provider hands the batch to one socket write, a NIC fetches it
- * in one go). Each chain ends with its call's SEND; the links between
- * chains are cut again once posted. */
+/* Post what rdma_send() queued but did not post itself. */
 static int rdma_flush(struct rrr_clnt *c)
 {
 	struct rdma_xprt *x = X(c);
-	struct rrr_send_wr *head = x->db_head, *bad = NULL, *w, *next;
-	int rc;
 
-	if (!head)
-		return 0;
-	x->db_head = x->db_tail = NULL;
-	RRR__CLNT_STAT_ADD(c, send_posts, 1);
-	rc = x->qp ? rrr_qp_post_send(x->qp, head, &bad) : -ENOTCONN;
-	for (w = head; w; w = next) {
-		next = w->next;
-		if (w->opcode == RRR_WR_SEND)
-			w->next = NULL;
+	if (x->db_failed) {
+		x->db_failed = false;
+		return -ENOTCONN;
 	}
-	/* nothing from @bad on was posted; the connection is gone and
-	 * close() recovers every slot's registrations */
-	return rc ? -ENOTCONN : 0;
+	return db_post(c);
 }
 
 const struct rrr__clnt_xprt_ops rrr__clnt_rdma_ops = {

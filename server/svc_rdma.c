@@ -222,6 +222,21 @@ static void repost(struct svc_rdma_conn *rc, uint32_t idx, bool flush)
 
 /* ------------------------------------------------------------------ sending */
 
+/*
+ * Doorbell batching. Replies (and READ chains) that handling one poll batch
+ * produces are posted together, so a software provider writes them to the
+ * socket in one call and the peer is woken once, not once per reply. A
+ * batch never holds more than a quarter of the credit window: with the
+ * whole window in one batch, client and server would take turns (one
+ * works through 32 messages while the other waits for them); with a
+ * quarter, the client is already working on the first replies while the
+ * server produces the next ones, so both ends stay busy.
+ */
+static uint32_t db_max(uint32_t credits)
+{
+	return credits >= 8 ? credits / 4 : 1;
+}
+
 /* Post the chains of the contexts from @head on (linked through ->next;
  * send-queue room already taken) as one chained post, in order. The
  * provider sees one doorbell: a software provider hands the whole batch to
@@ -277,8 +292,11 @@ static void post_batch(struct svc_rdma_conn *rc, struct svc_rdma_ctx *head)
 		svc_rdma_fail(rc, "cannot post send work requests");
 }
 
+static void db_flush(struct svc_rdma_conn *rc);
+
 /* Take send-queue room for @ctx's chain and post it, or queue it for the
- * end of the poll batch being handled (db_flush). */
+ * end of the poll batch being handled (db_flush); a quarter of the credit
+ * window goes out at once (db_max). */
 static void do_post(struct svc_rdma_ctx *ctx)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
@@ -292,6 +310,8 @@ static void do_post(struct svc_rdma_ctx *ctx)
 		else
 			rc->db_head = ctx;
 		rc->db_tail = ctx;
+		if (++rc->db_n >= db_max(rc->max_requests))
+			db_flush(rc);
 		return;
 	}
 	post_batch(rc, ctx);
@@ -303,6 +323,7 @@ static void db_flush(struct svc_rdma_conn *rc)
 	struct svc_rdma_ctx *head = rc->db_head;
 
 	rc->db_head = rc->db_tail = NULL;
+	rc->db_n = 0;
 	if (!head)
 		return;
 	if (rc->broken) {

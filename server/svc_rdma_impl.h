@@ -113,6 +113,7 @@ struct svc_rdma_conn {
 	/* chains ready while a poll batch is handled, posted together by
 	 * db_flush() as one chained post (one doorbell): see svc_rdma.c */
 	struct svc_rdma_ctx *db_head, *db_tail;
+	uint32_t db_n; /* contexts queued */
 	bool db_defer;
 	/* request contexts: at most max_requests + SVC_RDMA_CTX_SLACK; a call
 	 * that finds none waits (its receive buffer held) in the deferred
