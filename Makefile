@@ -53,10 +53,10 @@ LDFLAGS += -pthread $(SANFLAGS)
 LIBS := -libverbs -lrdmacm -lurcu-memb -lurcu-common -lisal -lm
 
 # ---------------------------------------------------------------- layout
-# Library: xdr/, transport/ (+ soft/, verbs/), server/*.c, client/*.c
+# Library: common/, xdr/, transport/ (+ soft/, verbs/), server/*.c, client/*.c
 # Override LIB_DIRS/TEST_DIRS/PROGRAMS to build a subset while other parts
 # are being written (e.g. make BUILD=build-xdr LIB_DIRS=xdr TEST_DIRS=xdr test-unit).
-LIB_DIRS ?= xdr transport transport/soft transport/verbs server client
+LIB_DIRS ?= common xdr transport transport/soft transport/verbs server client
 LIB_SRCS := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
@@ -184,7 +184,13 @@ test: deps deps-fio
 	$(MAKE) all tests
 	$(MAKE) check
 
-check: test-unit test-install test-example test-man test-probes
+check: test-includes test-unit test-install test-example test-man test-probes
+
+# The layer rule of docs/design.md: no #include crosses it (no file above
+# transport/ sees a provider's private header; xdr/ does not use transport/).
+.PHONY: test-includes
+test-includes:
+	@scripts/check-includes.sh
 
 # Man pages: groff (and mandoc -Tlint when installed) without warnings, and
 # every option of each program's --help documented in its page.

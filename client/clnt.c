@@ -62,7 +62,7 @@
 
 #include "client/clnt_impl.h"
 #include "common/probes.h"
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 
 #define TAG_EVENTFD	 0u
 #define BACKOFF_MIN_MS	 100u

@@ -50,7 +50,7 @@
 #include <rrr/nfs3.h>
 #include <rrr/provider.h>
 
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 
 #define MAX_QD 128u
 #define DIR_MAXCOUNT 32768u

@@ -76,7 +76,7 @@
 #include "common/probes.h"
 #include "server/svc_impl.h"
 #include "transport/wait.h"
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 
 #define SVC_MAX_PROGRAMS  32
 #define SVC_MAX_LISTENERS 8

@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <rrr/log.h>
 #include <rrr/wait.h>
 
 #ifdef __cplusplus
@@ -108,9 +109,8 @@ void rrr_device_close(struct rrr_device *dev);
 int rrr_device_query(struct rrr_device *dev, struct rrr_device_attr *attr);
 /* Comma-separated names of compiled-in providers, e.g. "soft,verbs". */
 const char *rrr_provider_names(void);
-/* Human-readable description of the last -errno a provider returned on this
- * thread, or NULL (e.g. "rdma_cm could not resolve 10.0.2.15: No such device"). */
-const char *rrr_last_error(void);
+/* rrr_last_error() (the sentence of the last failure on this thread, e.g.
+ * "rdma_cm could not resolve 10.0.2.15: No such device") is in <rrr/log.h>. */
 
 /* --- protection domains --------------------------------------------------- */
 int rrr_pd_alloc(struct rrr_device *dev, struct rrr_pd **out);
