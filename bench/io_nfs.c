@@ -53,7 +53,7 @@
 
 #include <rrr/wait.h>
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #define NMODES_NFS 5

@@ -68,7 +68,7 @@
 #include <unistd.h>
 
 #include <rrr/crc32c.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "bench.h"

@@ -65,7 +65,7 @@
 #include "optgroup.h"
 
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/rrr.h>
 
 #ifndef RRR_FIO_VERSION

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include <rrr/crc32c.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 
 enum cli_exit {
 	EXIT_OK = 0,

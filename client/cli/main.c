@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "client/cli/cli.h"

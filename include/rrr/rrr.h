@@ -13,6 +13,9 @@
 #include <rrr/wait.h>
 #include <rrr/client.h>
 #include <rrr/server.h>
+#include <rrr/nfs3_xdr.h>
+#include <rrr/nfs3_client.h>
+#include <rrr/log.h>
 
 #define RRR_VERSION_MAJOR 0
 #define RRR_VERSION_MINOR 1

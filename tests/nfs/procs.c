@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "tests/nfs/helpers/nfs_helpers.h"
@@ -68,7 +68,7 @@ static void teardown(void)
 
 TestSuite(nfs_procs, .init = setup, .fini = teardown, .timeout = 60);
 
-/* One raw NFS call with the codecs of rrr/nfs3.h. */
+/* One raw NFS call with the codecs of rrr/nfs3_xdr.h. */
 typedef int (*xfn)(struct rrr_xdr *, void *);
 struct raw_args {
 	xfn fn;
