@@ -26,6 +26,11 @@
 #      provider's own tool)
 #   fio/, examples/             their own folder
 #
+# Public headers have layers too: common/ and <rrr/log.h>, <rrr/stats.h>
+# use only <rrr/log.h> and <rrr/stats.h>; xdr/ and the codec headers
+# <rrr/xdr.h>, <rrr/oncrpc.h>, <rrr/rpcrdma.h>, <rrr/nfs3_xdr.h> use only
+# those and the common ones (never <rrr/provider.h>, <rrr/client.h> ...).
+#
 # So nothing above transport/ sees a provider's private header
 # (transport/provider_impl.h, transport/soft/, transport/verbs/), xdr/ does
 # not depend on transport/, and the programs use the public API. tests/ may
@@ -56,11 +61,22 @@ allowed() {
 	esac
 }
 
+# public_allowed FILE: the <rrr/...> headers FILE may include ("" = any)
+public_allowed() {
+	case $1 in
+	common/* | include/rrr/log.h | include/rrr/stats.h) echo "log.h stats.h" ;;
+	xdr/* | include/rrr/xdr.h | include/rrr/oncrpc.h | include/rrr/rpcrdma.h | include/rrr/nfs3_xdr.h)
+		echo "log.h stats.h xdr.h oncrpc.h rpcrdma.h nfs3_xdr.h" ;;
+	*) echo "" ;;
+	esac
+}
+
 fails=0
 checked=0
 while IFS= read -r f; do
 	dir=$(dirname "$f")
 	rules=$(allowed "$dir")
+	pub=$(public_allowed "$f")
 	if [[ $rules == UNKNOWN ]]; then
 		echo "check-includes: FAIL: $f: folder $dir has no include rule (add it to" \
 		     "scripts/check-includes.sh and docs/design.md)" >&2
@@ -79,6 +95,15 @@ while IFS= read -r f; do
 			else
 				continue # not a file of this tree
 			fi
+		elif [[ -n $pub && $inc =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\<rrr/([^\>]+)\> ]]; then
+			name=${BASH_REMATCH[1]}
+			checked=$((checked + 1))
+			if [[ " $pub " != *" $name "* ]]; then
+				echo "check-includes: FAIL: $f:$n includes <rrr/$name>; $f may include only" \
+				     "<rrr/...> headers of its layer or below: $pub (docs/design.md, Layers)" >&2
+				fails=$((fails + 1))
+			fi
+			continue
 		elif [[ $inc =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\<((common|xdr|transport|client|server|bench|fio|tests)/[^\>]+)\> ]]; then
 			path=${BASH_REMATCH[1]}
 		else
