@@ -72,7 +72,7 @@
 #include <rrr/provider.h>
 
 #include "bench.h"
-#include "common.h"
+#include "bench_common.h"
 
 #define SOAK_MAX_CLIENTS 256u
 #define SOAK_MAX_QD	 128u

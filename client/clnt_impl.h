@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include <rrr/client.h>
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 #include <rrr/rpcrdma.h>
 #include "common/rrr_impl.h"
 #include "transport/wait.h"

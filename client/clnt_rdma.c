@@ -57,7 +57,7 @@
 #include <sys/epoll.h>
 
 #include <rrr/client.h>
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 #include <rrr/rpcrdma.h>
 
 #include "client/clnt_impl.h"

@@ -7,7 +7,7 @@
 #include <rrr/oncrpc.h>
 #include <rrr/rpcrdma.h>
 #include <rrr/provider.h>
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 #include <rrr/stats.h>
 #include <rrr/crc32c.h>
 #include <rrr/wait.h>
