@@ -387,9 +387,10 @@ static bool past(const struct soak *s, uint64_t t)
 static void note(struct soak_client *c, const char *what, int rc)
 {
 	const char *e = rrr_last_error();
+	uint32_t st = rrr_nfs3_last_status(); /* this thread's failing call */
 
 	if (snprintf(c->last_err, sizeof(c->last_err), "%s: %s%s%s", what,
-		     rc > 0 ? rrr_nfs3_strstat((uint32_t)rc) : strerror(-rc), e ? ": " : "",
+		     st ? rrr_nfs3_strstat(st) : strerror(-rc), e ? ": " : "",
 		     e ? e : "") < 0)
 		c->last_err[0] = '\0';
 }
@@ -508,7 +509,7 @@ static int verify_file(struct soak_client *c, unsigned k, bool have_pattern, uin
 			c->failed_read++;
 			note(c, "read", rc);
 		}
-		if (rc == RRR_NFS3ERR_NOENT) {
+		if (rc == -ENOENT && rrr_nfs3_last_status() == RRR_NFS3ERR_NOENT) {
 			/* the committed file is gone: all of it is lost */
 			c->lost += len;
 			return 0;
