@@ -184,13 +184,18 @@ test: deps deps-fio
 	$(MAKE) all tests
 	$(MAKE) check
 
-check: test-includes test-unit test-install test-example test-man test-probes
+check: test-includes test-contracts test-unit test-install test-example test-man test-probes
 
 # The layer rule of docs/design.md: no #include crosses it (no file above
 # transport/ sees a provider's private header; xdr/ does not use transport/).
 .PHONY: test-includes
 test-includes:
 	@scripts/check-includes.sh
+
+# Every exported function in include/rrr/*.h has a contract comment.
+.PHONY: test-contracts
+test-contracts:
+	@scripts/check-contracts.sh
 
 # Man pages: groff (and mandoc -Tlint when installed) without warnings, and
 # every option of each program's --help documented in its page.

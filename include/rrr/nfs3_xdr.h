@@ -412,6 +412,9 @@ struct rrr_mnt_export_res {
 };
 
 /* --- codecs (direction from the stream) ------------------------------------ */
+/* Basic types. Every codec below: encode or decode (the stream's direction)
+ * one object; 0 or -EMSGSIZE/-EBADMSG/-E2BIG/-EINVAL (the contract at the
+ * top of this file). No locking, no allocation, never blocks. */
 int rrr_nfs3_xdr_fh(struct rrr_xdr *xdr, struct rrr_nfs3_fh *fh);
 int rrr_nfs3_xdr_fattr(struct rrr_xdr *xdr, struct rrr_nfs3_fattr *a);
 int rrr_nfs3_xdr_post_op_attr(struct rrr_xdr *xdr, struct rrr_nfs3_post_op_attr *a);
@@ -419,6 +422,8 @@ int rrr_nfs3_xdr_wcc_data(struct rrr_xdr *xdr, struct rrr_nfs3_wcc_data *w);
 int rrr_nfs3_xdr_sattr(struct rrr_xdr *xdr, struct rrr_nfs3_sattr *s);
 int rrr_nfs3_xdr_diropargs(struct rrr_xdr *xdr, struct rrr_nfs3_diropargs *d);
 
+/* Call arguments, one codec per procedure's argument type (a server decodes,
+ * a client encodes). WRITE data and SYMLINK paths are DDP payload. */
 int rrr_nfs3_xdr_fh_args(struct rrr_xdr *xdr, struct rrr_nfs3_fh_args *a);
 int rrr_nfs3_xdr_setattr_args(struct rrr_xdr *xdr, struct rrr_nfs3_setattr_args *a);
 int rrr_nfs3_xdr_access_args(struct rrr_xdr *xdr, struct rrr_nfs3_access_args *a);
@@ -434,6 +439,9 @@ int rrr_nfs3_xdr_readdir_args(struct rrr_xdr *xdr, struct rrr_nfs3_readdir_args 
 int rrr_nfs3_xdr_readdirplus_args(struct rrr_xdr *xdr, struct rrr_nfs3_readdir_args *a);
 int rrr_nfs3_xdr_commit_args(struct rrr_xdr *xdr, struct rrr_nfs3_commit_args *a);
 
+/* Results, one codec per procedure's result type (a server encodes, a
+ * client decodes; READ data and READLINK paths are DDP payload; READDIR
+ * entries go to the caller's array of r->cap). */
 int rrr_nfs3_xdr_getattr_res(struct rrr_xdr *xdr, struct rrr_nfs3_getattr_res *r);
 int rrr_nfs3_xdr_wcc_res(struct rrr_xdr *xdr, struct rrr_nfs3_wcc_res *r);
 int rrr_nfs3_xdr_lookup_res(struct rrr_xdr *xdr, struct rrr_nfs3_lookup_res *r);
@@ -449,17 +457,28 @@ int rrr_nfs3_xdr_fsstat_res(struct rrr_xdr *xdr, struct rrr_nfs3_fsstat_res *r);
 int rrr_nfs3_xdr_fsinfo_res(struct rrr_xdr *xdr, struct rrr_nfs3_fsinfo_res *r);
 int rrr_nfs3_xdr_pathconf_res(struct rrr_xdr *xdr, struct rrr_nfs3_pathconf_res *r);
 int rrr_nfs3_xdr_commit_res(struct rrr_xdr *xdr, struct rrr_nfs3_commit_res *r);
-/* Encoded size of one directory entry (for a server filling up to a count). */
+/* Encoded size in bytes of one directory entry (for a server filling a
+ * READDIR reply up to the client's count). Pure; never fails or blocks. */
 uint32_t rrr_nfs3_dirent_size(const struct rrr_nfs3_dirent *e, bool plus);
 
+/* MOUNT v3: the MNT/UMNT argument, the MNT result, the DUMP and EXPORT
+ * lists (decoded into the caller's arrays, at most RRR_MNT_MAX_LIST
+ * entries). Same contract as the NFS codecs. */
 int rrr_mnt_xdr_dirpath(struct rrr_xdr *xdr, struct rrr_mnt_dirpath *d);
 int rrr_mnt_xdr_mnt_res(struct rrr_xdr *xdr, struct rrr_mnt_res *r);
 int rrr_mnt_xdr_dump_res(struct rrr_xdr *xdr, struct rrr_mnt_dump_res *r);
 int rrr_mnt_xdr_export_res(struct rrr_xdr *xdr, struct rrr_mnt_export_res *r);
 
-/* Human-readable name of an nfsstat3 ("NFS3ERR_NOENT"); never NULL. */
+/* Human-readable name of an nfsstat3 ("NFS3ERR_NOENT"; "NFS3ERR_(unknown)"
+ * for values RFC 1813 does not define): a static string, never NULL. Pure;
+ * thread-safe; never blocks. */
 const char *rrr_nfs3_strstat(uint32_t status);
-/* The closest negative errno for an nfsstat3 (0 for NFS3_OK). */
+/* The closest negative errno for an nfsstat3: 0 for NFS3_OK; the same
+ * number for the statuses that are Linux errnos (NOENT -> -ENOENT, ...);
+ * STALE -> -ESTALE, BADHANDLE -> -EBADF, NOTSUPP -> -EOPNOTSUPP,
+ * SERVERFAULT -> -EREMOTEIO, JUKEBOX -> -EAGAIN, NOT_SYNC, BAD_COOKIE,
+ * TOOSMALL and BADTYPE -> -EINVAL; -EIO for unknown values. The NFS client
+ * returns exactly this for an NFS error. Pure; never blocks. */
 int rrr_nfs3_stat_to_errno(uint32_t status);
 
 #pragma GCC visibility pop
