@@ -17,9 +17,9 @@
 #include <rrr/nfs3_client.h>
 #include <rrr/log.h>
 
-#define RRR_VERSION_MAJOR 0
-#define RRR_VERSION_MINOR 1
+#define RRR_VERSION_MAJOR 1
+#define RRR_VERSION_MINOR 0
 #define RRR_VERSION_PATCH 0
-#define RRR_VERSION_STRING "0.1.0"
+#define RRR_VERSION_STRING "1.0.0"
 
 #endif
