@@ -77,10 +77,7 @@
 
 uint64_t rrr__clnt_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return rrr__mono_ns();
 }
 
 void rrr_clnt_opts_init(struct rrr_clnt_opts *opts)

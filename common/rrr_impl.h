@@ -2,7 +2,7 @@
 /*
  * common/rrr_impl.h - what every layer of the library shares, and nothing
  * else: error sentences, container_of, "key=value" option lists, the log
- * hook, and the counters of struct rrr_xprt_stats.
+ * hook, the monotonic clock, and the counters of struct rrr_xprt_stats.
  *
  * The layers (docs/design.md) are common/ < xdr/ < transport/ < client/,
  * server/ < programs. A file includes its own layer's headers, the public
@@ -25,6 +25,8 @@
 #define RRR_COMMON_RRR_IMPL_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 
 #include <rrr/log.h>
 #include <rrr/stats.h>
@@ -70,6 +72,26 @@ void rrr__log(enum rrr_log_level level, const char *fmt, ...) __attribute__((for
 		if (rrr__log_enabled(RRR_LOG_DEBUG))          \
 			rrr__log(RRR_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
+
+/* --- clocks ----------------------------------------------------------------- */
+
+/* CLOCK_MONOTONIC in nanoseconds / milliseconds: deadlines, timeouts, rate
+ * limits. Never fail, never block. */
+static inline uint64_t rrr__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline int64_t rrr__mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* --- counters (common/stats.c) ------------------------------------------------- */
 /*

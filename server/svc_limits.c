@@ -55,14 +55,6 @@ struct rrr__svc_peer {
 	uint32_t n;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
 {
 	if (!o->setup_timeout_ms)
@@ -157,7 +149,7 @@ static unsigned bucket_of(uint32_t fam, const uint8_t addr[16])
 __attribute__((format(printf, 3, 4)))
 static void log_limit(struct rrr__svc_limits *L, int k, const char *fmt, ...)
 {
-	int64_t now = mono_ms();
+	int64_t now = rrr__mono_ms();
 	char text[400];
 	va_list ap;
 

@@ -163,14 +163,6 @@ int rrr_cq_wait(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms)
 	return rrr_cq_poll(cq, wc, n);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms,
 		     enum rrr_wait_mode mode, uint32_t spin_us)
 {
@@ -193,7 +185,7 @@ int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms
 		budget = (uint64_t)spin_us * 1000u;
 	if (timeout_ms > 0 && budget > (uint64_t)timeout_ms * 1000000ull)
 		budget = (uint64_t)timeout_ms * 1000000ull;
-	t0 = now = mono_ns();
+	t0 = now = rrr__mono_ns();
 	while (now - t0 < budget) {
 		sched_yield();
 		rc = rrr_cq_poll(cq, wc, n);
@@ -202,7 +194,7 @@ int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms
 				cq->hot = true;
 			return rc;
 		}
-		now = mono_ns();
+		now = rrr__mono_ns();
 	}
 	if (timeout_ms > 0) {
 		uint64_t spent = (now - t0) / 1000000ull;
@@ -211,7 +203,7 @@ int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms
 	}
 	rc = rrr_cq_wait(cq, wc, n, timeout_ms);
 	/* hot when a spin of the usual budget would have found it */
-	cq->hot = rc > 0 && mono_ns() - t0 < (uint64_t)spin_us * 1000u;
+	cq->hot = rc > 0 && rrr__mono_ns() - t0 < (uint64_t)spin_us * 1000u;
 	return rc;
 }
 
