@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 
 #include <rrr/log.h>
 #include <rrr/provider.h>
@@ -81,4 +82,24 @@ Test(log, device_open_clears_old_sentence)
 	cr_assert_null(rrr_last_error());
 	rrr_device_close(dev);
 	rrr_log_set_handler(NULL, NULL);
+}
+
+/* Without a handler, warnings go to stderr as one line each, debug lines
+ * not at all (the threshold is RRR_LOG_WARN). */
+Test(log, default_handler_writes_warnings_to_stderr, .init = cr_redirect_stderr)
+{
+	struct rrr_device *dev = NULL;
+	char out[1024];
+	size_t n;
+	FILE *f;
+
+	rrr_log_set_handler(NULL, NULL);
+	(void)rrr_log_set_level(RRR_LOG_WARN);
+	cr_assert_eq(rrr_device_open("soft", "no_such_option=1", &dev), -EINVAL);
+	f = cr_get_redirected_stderr();
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	cr_assert(strncmp(out, "rrr soft: bad option 'no_such_option=1'", 39) == 0, "stderr: %s",
+		  out);
+	cr_assert_eq(strchr(out, '\n'), out + n - 1, "one line: %s", out);
 }
