@@ -184,7 +184,7 @@ test: deps deps-fio
 	$(MAKE) all tests
 	$(MAKE) check
 
-check: test-includes test-contracts test-unit test-install test-example test-man test-probes
+check: test-includes test-contracts test-log test-unit test-install test-example test-man test-probes
 
 # The layer rule of docs/design.md: no #include crosses it (no file above
 # transport/ sees a provider's private header; xdr/ does not use transport/).
@@ -196,6 +196,11 @@ test-includes:
 .PHONY: test-contracts
 test-contracts:
 	@scripts/check-contracts.sh
+
+# The library prints nothing itself: operator lines go through <rrr/log.h>.
+.PHONY: test-log
+test-log:
+	@scripts/check-log.sh
 
 # Man pages: groff (and mandoc -Tlint when installed) without warnings, and
 # every option of each program's --help documented in its page.
