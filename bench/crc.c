@@ -37,7 +37,7 @@
 #include <rrr/crc32c.h>
 
 #include "bench.h"
-#include "common.h"
+#include "bench_common.h"
 
 #define MAX_SIZES 16
 #define MAX_SIZE  (256u << 20)

@@ -25,7 +25,7 @@
  *               opts bounce: the approach of NFS-Ganesha's ntirpc)
  *   nfs-tcp     NFSv3 over the library's ONC RPC over TCP transport
  *   tcp         plain loopback TCP request/response moving the same bytes
- *               (bench/common.c): the physical baseline of this machine
+ *               (bench/bench_common.c): the physical baseline of this machine
  *
  * The NFS modes talk to a real rrr-server process (spawned on a temporary
  * export with an ephemeral port, or an existing one given with --host and
@@ -63,7 +63,7 @@
 #include <rrr/wait.h>
 
 #include "bench.h"
-#include "common.h"
+#include "bench_common.h"
 #include "io_nfs.h"
 
 #define MAX_SIZES 16

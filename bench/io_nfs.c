@@ -53,7 +53,7 @@
 
 #include <rrr/wait.h>
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #define NMODES_NFS 5
@@ -330,7 +330,7 @@ int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
 	}
 	rc = rrr_nfs3_create(m, rrr_nfs3_root(m), BENCH_FILE, 0644, false, &n->fh);
 	if (rc) {
-		set_err(rc < 0 ? rc : -EIO, "CREATE", rc > 0 ? rrr_nfs3_strstat((uint32_t)rc) : "");
+		set_err(rc < 0 ? rc : -EIO, "CREATE", rrr_nfs3_last_status() ? rrr_nfs3_strstat(rrr_nfs3_last_status()) : "");
 		rc = rc < 0 ? rc : -EIO;
 		goto fail;
 	}
@@ -346,7 +346,7 @@ int rrr__bench_io_nfs_setup(const struct io_nfs_cfg *cfg, struct io_nfs **out)
 	free(data);
 	if (rc) {
 		set_err(rc < 0 ? rc : -EIO, "writing the benchmark file",
-			rc > 0 ? rrr_nfs3_strstat((uint32_t)rc) : "");
+			rrr_nfs3_last_status() ? rrr_nfs3_strstat(rrr_nfs3_last_status()) : "");
 		rc = rc < 0 ? rc : -EIO;
 		goto fail;
 	}

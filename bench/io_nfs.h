@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "bench_common.h"
 
 enum io_mode {
 	IO_MODE_RDMA = 0,   /* per-I/O registration (library default) */
@@ -17,7 +17,7 @@ enum io_mode {
 	IO_MODE_PERSISTENT, /* client opts persistent_reg */
 	IO_MODE_BOUNCE,	    /* client opts bounce */
 	IO_MODE_NFS_TCP,    /* ONC RPC over TCP */
-	IO_MODE_TCP,	    /* plain TCP echo (bench/common.c), not NFS */
+	IO_MODE_TCP,	    /* plain TCP echo (bench/bench_common.c), not NFS */
 };
 
 /* Accumulated over rounds. */

@@ -42,7 +42,7 @@
 #include <rrr/provider.h>
 
 #include "bench.h"
-#include "common.h"
+#include "bench_common.h"
 
 #define MAX_SIZES 16
 #define CTRL_TIMEOUT_MS 30000

@@ -68,11 +68,11 @@
 #include <unistd.h>
 
 #include <rrr/crc32c.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "bench.h"
-#include "common.h"
+#include "bench_common.h"
 
 #define SOAK_MAX_CLIENTS 256u
 #define SOAK_MAX_QD	 128u
@@ -387,9 +387,10 @@ static bool past(const struct soak *s, uint64_t t)
 static void note(struct soak_client *c, const char *what, int rc)
 {
 	const char *e = rrr_last_error();
+	uint32_t st = rrr_nfs3_last_status(); /* this thread's failing call */
 
 	if (snprintf(c->last_err, sizeof(c->last_err), "%s: %s%s%s", what,
-		     rc > 0 ? rrr_nfs3_strstat((uint32_t)rc) : strerror(-rc), e ? ": " : "",
+		     st ? rrr_nfs3_strstat(st) : strerror(-rc), e ? ": " : "",
 		     e ? e : "") < 0)
 		c->last_err[0] = '\0';
 }
@@ -508,7 +509,7 @@ static int verify_file(struct soak_client *c, unsigned k, bool have_pattern, uin
 			c->failed_read++;
 			note(c, "read", rc);
 		}
-		if (rc == RRR_NFS3ERR_NOENT) {
+		if (rc == -ENOENT && rrr_nfs3_last_status() == RRR_NFS3ERR_NOENT) {
 			/* the committed file is gone: all of it is lost */
 			c->lost += len;
 			return 0;

@@ -62,7 +62,7 @@
 
 #include "client/clnt_impl.h"
 #include "common/probes.h"
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 
 #define TAG_EVENTFD	 0u
 #define BACKOFF_MIN_MS	 100u
@@ -77,10 +77,7 @@
 
 uint64_t rrr__clnt_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return rrr__mono_ns();
 }
 
 void rrr_clnt_opts_init(struct rrr_clnt_opts *opts)

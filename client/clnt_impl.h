@@ -34,9 +34,9 @@
 #include <stdint.h>
 
 #include <rrr/client.h>
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 #include <rrr/rpcrdma.h>
-#include "transport/stats_impl.h"
+#include "common/rrr_impl.h"
 #include "transport/wait.h"
 
 struct rrr__clnt_req;
@@ -191,7 +191,7 @@ int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *
 /* The call is finished with @status and none of its MRs is valid: queue
  * its callback (removes it from the xid table). */
 void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
-/* Counter update: relaxed atomics, no lock (transport/stats_impl.h). */
+/* Counter update: relaxed atomics, no lock (common/rrr_impl.h). */
 #define RRR__CLNT_STAT_ADD(c, field, n) RRR__STAT_ADD(&(c)->stats, field, (n))
 #define RRR__CLNT_STAT_SET(c, field, v) RRR__STAT_SET(&(c)->stats, field, (v))
 

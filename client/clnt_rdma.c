@@ -57,11 +57,11 @@
 #include <sys/epoll.h>
 
 #include <rrr/client.h>
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 #include <rrr/rpcrdma.h>
 
 #include "client/clnt_impl.h"
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 
 #define TAG_CQ		1u
 #define TAG_CM		2u
@@ -277,8 +277,8 @@ static int rdma_create(struct rrr_clnt *c)
 		x->slots[i].recv_idx = -1;
 	}
 	if (c->opts.persistent_reg)
-		fprintf(stderr, "rrr: WARNING: persistent_reg is UNSAFE (benchmarks only): caller "
-				"memory stays remotely accessible after calls complete\n");
+		rrr__log_warn("rrr: WARNING: persistent_reg is UNSAFE (benchmarks only): caller "
+			      "memory stays remotely accessible after calls complete");
 	return 0;
 fail:
 	if (rc != -ENOMEM && !rrr_last_error())
@@ -1174,7 +1174,7 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 				       "call does not own: disconnecting",
 				       c->host, c->port, wc->invalidated_rkey);
 			/* an operator must hear of a misbehaving server */
-			fprintf(stderr, "rrr client: %s\n", rrr_last_error());
+			rrr__log_err("rrr client: %s", rrr_last_error());
 			return -ENOTCONN;
 		}
 	}

@@ -57,7 +57,7 @@
 #include <rrr/client.h>
 
 #include "client/clnt_impl.h"
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 #include "xdr/oncrpc_rm.h"
 
 #define TAG_SOCK    1u

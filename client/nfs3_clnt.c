@@ -33,7 +33,9 @@
  *
  * Recovery: transport errors end the operation with the negative errno
  * (the message is in rrr_last_error()); an NFS error ends it with the
- * positive nfsstat3. UNSTABLE writes are followed by COMMIT; if any reply,
+ * matching negative errno (rrr_nfs3_stat_to_errno()), and the exact
+ * nfsstat3 is kept thread-local for rrr_nfs3_last_status(): reset when a
+ * public call starts, set when a reply carries an error (nfs_err). UNSTABLE writes are followed by COMMIT; if any reply,
  * from any connection, or the COMMIT carried a different write verifier
  * (the server restarted: its verifier is per server instance, the same on
  * every connection), the whole range is written again once with FILE_SYNC.
@@ -47,10 +49,10 @@
 #include <unistd.h>
 
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 
 #define MAX_QD 128u
 #define DIR_MAXCOUNT 32768u
@@ -146,6 +148,25 @@ static void call_init(struct rrr_nfs3 *n, struct rrr_call *k, uint32_t proc,
 	k->timeout_ms = n->timeout_ms;
 }
 
+/* The nfsstat3 behind the last -errno an NFS call returned on this thread
+ * (rrr_nfs3_last_status()): every public call that returns int resets it
+ * on entry, nfs_err() sets it when a reply carries an error. */
+static _Thread_local uint32_t last_status;
+
+uint32_t rrr_nfs3_last_status(void)
+{
+	return last_status;
+}
+
+/* An NFS answer: 0 for NFS3_OK, else remember @st and return its -errno. */
+static int nfs_err(uint32_t st)
+{
+	if (st == RRR_NFS3_OK)
+		return 0;
+	last_status = st;
+	return rrr_nfs3_stat_to_errno(st);
+}
+
 static int call_status(int rc, const struct rrr_call *k, const char *what)
 {
 	if (rc == -EPROTO)
@@ -203,9 +224,12 @@ static int do_mnt(struct rrr_nfs3 *n, struct rrr_clnt *c, const char *path)
 	if (rc < 0)
 		return rc;
 	if (r.status != RRR_MNT3_OK) {
-		rrr__set_error(-EACCES, "the server refused to mount '%s' (mountstat3 %u): check "
-			       "--export against the server's export name", path, r.status);
-		return (int)(r.status == RRR_MNT3ERR_NOENT ? RRR_NFS3ERR_NOENT : RRR_NFS3ERR_ACCES);
+		int err = nfs_err(r.status == RRR_MNT3ERR_NOENT ? RRR_NFS3ERR_NOENT
+							       : RRR_NFS3ERR_ACCES);
+
+		return rrr__set_error(err, "the server refused to mount '%s' (mountstat3 %u): "
+				      "check --export against the server's export name",
+				      path, r.status);
 	}
 	n->root = r.fh;
 	return 0;
@@ -213,6 +237,7 @@ static int do_mnt(struct rrr_nfs3 *n, struct rrr_clnt *c, const char *path)
 
 int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out)
 {
+	last_status = RRR_NFS3_OK;
 	if (!opts || !opts->host || !out)
 		return rrr__set_error(-EINVAL, "rrr_nfs3_mount: a server host is required");
 	if (opts->nconnect < 1 || opts->nconnect > RRR_NFS3_MAX_NCONNECT)
@@ -286,7 +311,7 @@ int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out)
 	if (rc < 0)
 		goto fail;
 	if (fi.status) {
-		rc = (int)fi.status;
+		rc = nfs_err(fi.status);
 		rrr__set_error(-EIO, "FSINFO of the export root failed: %s",
 			       rrr_nfs3_strstat(fi.status));
 		goto fail;
@@ -424,6 +449,7 @@ void rrr_nfs3_stats(struct rrr_nfs3 *n, struct rrr_xprt_stats *st)
 
 int rrr_nfs3_conn_stats(struct rrr_nfs3 *n, unsigned idx, struct rrr_xprt_stats *st)
 {
+	last_status = RRR_NFS3_OK;
 	if (idx >= n->nconn)
 		return rrr__set_error(-EINVAL, "no connection %u: this mount has %u (nconnect)",
 				      idx, n->nconn);
@@ -434,6 +460,7 @@ int rrr_nfs3_conn_stats(struct rrr_nfs3 *n, unsigned idx, struct rrr_xprt_stats 
 /* ------------------------------------------------------------ simple calls */
 int rrr_nfs3_null(struct rrr_nfs3 *n)
 {
+	last_status = RRR_NFS3_OK;
 	return sync_call(n, RRR_NFS3_NULL, NULL, NULL, NULL, NULL, true, "NULL");
 }
 
@@ -446,6 +473,7 @@ static int name_ok(const char *name)
 
 int rrr_nfs3_getattr(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, struct rrr_nfs3_fattr *attr)
 {
+	last_status = RRR_NFS3_OK;
 	struct rrr_nfs3_fh_args a = {.fh = *fh};
 	struct rrr_nfs3_getattr_res r;
 	memset(&r, 0, sizeof(r));
@@ -455,12 +483,13 @@ int rrr_nfs3_getattr(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, struct rr
 		return rc;
 	if (r.status == RRR_NFS3_OK && attr)
 		*attr = r.attr;
-	return (int)r.status;
+	return nfs_err(r.status);
 }
 
 int rrr_nfs3_setattr(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh,
 		     const struct rrr_nfs3_sattr *sattr)
 {
+	last_status = RRR_NFS3_OK;
 	struct rrr_nfs3_setattr_args a;
 	memset(&a, 0, sizeof(a));
 	a.fh = *fh;
@@ -469,12 +498,13 @@ int rrr_nfs3_setattr(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh,
 	memset(&r, 0, sizeof(r));
 	int rc = sync_call(n, RRR_NFS3_SETATTR, enc_setattr_args, &a, dec_wcc_res, &r, true,
 			   "SETATTR");
-	return rc < 0 ? rc : (int)r.status;
+	return rc < 0 ? rc : nfs_err(r.status);
 }
 
 int rrr_nfs3_lookup(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const char *name,
 		    struct rrr_nfs3_fh *fh, struct rrr_nfs3_fattr *attr)
 {
+	last_status = RRR_NFS3_OK;
 	if (!name || strlen(name) > RRR_NFS3_MAXNAMLEN)
 		return rrr__set_error(-EINVAL, "bad file name");
 	struct rrr_nfs3_diropargs a;
@@ -487,7 +517,7 @@ int rrr_nfs3_lookup(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const cha
 	if (rc < 0)
 		return rc;
 	if (r.status)
-		return (int)r.status;
+		return nfs_err(r.status);
 	if (fh)
 		*fh = r.fh;
 	if (attr) {
@@ -502,6 +532,7 @@ int rrr_nfs3_lookup(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const cha
 int rrr_nfs3_lookup_path(struct rrr_nfs3 *n, const char *path, struct rrr_nfs3_fh *fh,
 			 struct rrr_nfs3_fattr *attr)
 {
+	last_status = RRR_NFS3_OK;
 	struct rrr_nfs3_fh cur = n->root;
 	const char *p = path ? path : "";
 	char comp[RRR_NFS3_MAXNAMLEN + 1];
@@ -529,6 +560,7 @@ int rrr_nfs3_lookup_path(struct rrr_nfs3 *n, const char *path, struct rrr_nfs3_f
 
 int rrr_nfs3_readlink(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, char *buf, size_t cap)
 {
+	last_status = RRR_NFS3_OK;
 	struct rrr_nfs3_fh_args a = {.fh = *fh};
 	struct rrr_nfs3_readlink_res *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -550,7 +582,7 @@ int rrr_nfs3_readlink(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, char *bu
 		else
 			memcpy(buf, r->path, len + 1);
 	} else if (rc == 0) {
-		rc = (int)r->status;
+		rc = nfs_err(r->status);
 	}
 	free(r);
 	return rc;
@@ -566,7 +598,7 @@ static int do_create(struct rrr_nfs3 *n, uint32_t proc, rrr_xdr_encode_fn enc, c
 	if (rc < 0)
 		return rc;
 	if (r.status)
-		return (int)r.status;
+		return nfs_err(r.status);
 	if (fh) {
 		if (r.fh_present)
 			*fh = r.fh;
@@ -579,6 +611,7 @@ static int do_create(struct rrr_nfs3 *n, uint32_t proc, rrr_xdr_encode_fn enc, c
 int rrr_nfs3_create(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const char *name,
 		    uint32_t mode, bool guarded, struct rrr_nfs3_fh *fh)
 {
+	last_status = RRR_NFS3_OK;
 	int rc = name_ok(name);
 	if (rc)
 		return rc;
@@ -599,6 +632,7 @@ int rrr_nfs3_create(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const cha
 int rrr_nfs3_mkdir(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const char *name,
 		   uint32_t mode, struct rrr_nfs3_fh *fh)
 {
+	last_status = RRR_NFS3_OK;
 	int rc = name_ok(name);
 	if (rc)
 		return rc;
@@ -614,6 +648,7 @@ int rrr_nfs3_mkdir(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const char
 int rrr_nfs3_symlink(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const char *name,
 		     const char *target, struct rrr_nfs3_fh *fh)
 {
+	last_status = RRR_NFS3_OK;
 	int rc = name_ok(name);
 	if (rc)
 		return rc;
@@ -636,7 +671,7 @@ int rrr_nfs3_symlink(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const ch
 	k.npayload = 1;
 	rc = call_status(rrr_clnt_call(pick(n), &k), &k, "SYMLINK");
 	if (rc == 0) {
-		rc = (int)r.status;
+		rc = nfs_err(r.status);
 		if (rc == 0 && fh) {
 			if (r.fh_present)
 				*fh = r.fh;
@@ -660,22 +695,25 @@ static int do_remove(struct rrr_nfs3 *n, uint32_t proc, const struct rrr_nfs3_fh
 	struct rrr_nfs3_wcc_res r;
 	memset(&r, 0, sizeof(r));
 	rc = sync_call(n, proc, enc_diropargs, &a, dec_wcc_res, &r, false, what);
-	return rc < 0 ? rc : (int)r.status;
+	return rc < 0 ? rc : nfs_err(r.status);
 }
 
 int rrr_nfs3_remove(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const char *name)
 {
+	last_status = RRR_NFS3_OK;
 	return do_remove(n, RRR_NFS3_REMOVE, dir, name, "REMOVE");
 }
 
 int rrr_nfs3_rmdir(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir, const char *name)
 {
+	last_status = RRR_NFS3_OK;
 	return do_remove(n, RRR_NFS3_RMDIR, dir, name, "RMDIR");
 }
 
 int rrr_nfs3_rename(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *from_dir, const char *from,
 		    const struct rrr_nfs3_fh *to_dir, const char *to)
 {
+	last_status = RRR_NFS3_OK;
 	int rc = name_ok(from);
 	if (rc || (rc = name_ok(to)))
 		return rc;
@@ -688,11 +726,12 @@ int rrr_nfs3_rename(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *from_dir, cons
 	memset(&r, 0, sizeof(r));
 	rc = sync_call(n, RRR_NFS3_RENAME, enc_rename_args, &a, dec_rename_res, &r, false,
 		       "RENAME");
-	return rc < 0 ? rc : (int)r.status;
+	return rc < 0 ? rc : nfs_err(r.status);
 }
 
 int rrr_nfs3_commit(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint8_t verf[8])
 {
+	last_status = RRR_NFS3_OK;
 	struct rrr_nfs3_commit_args a = {.fh = *fh, .offset = 0, .count = 0};
 	struct rrr_nfs3_commit_res r;
 	memset(&r, 0, sizeof(r));
@@ -702,22 +741,24 @@ int rrr_nfs3_commit(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint8_t ve
 		return rc;
 	if (r.status == RRR_NFS3_OK && verf)
 		memcpy(verf, r.verf, 8);
-	return (int)r.status;
+	return nfs_err(r.status);
 }
 
 int rrr_nfs3_fsstat(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh,
 		    struct rrr_nfs3_fsstat_res *res)
 {
+	last_status = RRR_NFS3_OK;
 	struct rrr_nfs3_fh_args a = {.fh = *fh};
 	memset(res, 0, sizeof(*res));
 	int rc = sync_call(n, RRR_NFS3_FSSTAT, enc_fh_args, &a, dec_fsstat_res, res, true,
 			   "FSSTAT");
-	return rc < 0 ? rc : (int)res->status;
+	return rc < 0 ? rc : nfs_err(res->status);
 }
 
 int rrr_nfs3_readdirplus(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir,
 			 rrr_nfs3_dirent_fn fn, void *arg)
 {
+	last_status = RRR_NFS3_OK;
 	struct rrr_nfs3_readdir_args a;
 	memset(&a, 0, sizeof(a));
 	a.dir = *dir;
@@ -742,7 +783,7 @@ int rrr_nfs3_readdirplus(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir,
 		if (rc < 0)
 			break;
 		if (r.status) {
-			rc = (int)r.status;
+			rc = nfs_err(r.status);
 			break;
 		}
 		for (uint32_t i = 0; i < r.n && rc == 0; i++) {
@@ -763,6 +804,7 @@ int rrr_nfs3_readdirplus(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir,
 int rrr_nfs3_read(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t offset,
 		  const struct iovec *iov, unsigned niov, uint32_t *count, bool *eof)
 {
+	last_status = RRR_NFS3_OK;
 	size_t len = 0;
 	for (unsigned i = 0; i < niov; i++)
 		len += iov[i].iov_len;
@@ -781,7 +823,7 @@ int rrr_nfs3_read(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t off
 	k.idempotent = true;
 	int rc = call_status(rrr_clnt_call(pick(n), &k), &k, "READ");
 	if (rc == 0) {
-		rc = (int)r->status;
+		rc = nfs_err(r->status);
 		if (rc == 0) {
 			*count = r->count;
 			*eof = r->eof;
@@ -794,6 +836,7 @@ int rrr_nfs3_read(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t off
 int rrr_nfs3_write(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t offset,
 		   const struct iovec *iov, unsigned niov, uint32_t stable, uint32_t *count)
 {
+	last_status = RRR_NFS3_OK;
 	size_t len = 0;
 	for (unsigned i = 0; i < niov; i++)
 		len += iov[i].iov_len;
@@ -817,7 +860,7 @@ int rrr_nfs3_write(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t of
 	k.npayload = niov;
 	int rc = call_status(rrr_clnt_call(pick(n), &k), &k, "WRITE");
 	if (rc == 0) {
-		rc = (int)r.status;
+		rc = nfs_err(r.status);
 		if (rc == 0)
 			*count = r.count;
 	}
@@ -919,7 +962,8 @@ static int slot_submit(struct xfer *x, struct slot *s, uint64_t off, uint32_t le
 	return rc;
 }
 
-/* Check a completed slot; returns 0, -errno or nfsstat3; *resub gets the
+/* Check a completed slot; returns 0, -errno or a POSITIVE nfsstat3 (the
+ * pipeline turns it into -errno with nfs_err()); *resub gets the
  * remainder to re-issue (offset, length) when the transfer was short. */
 static int slot_check(struct xfer *x, struct slot *s, uint64_t *roff, uint32_t *rlen)
 {
@@ -1033,7 +1077,7 @@ static int run_pipeline(struct xfer *x, unsigned qd, rrr_nfs3_progress_fn progre
 			uint32_t rlen;
 			int src = slot_check(x, s, &roff, &rlen);
 			if (src != 0 && rc == 0)
-				rc = src;
+				rc = src > 0 ? nfs_err((uint32_t)src) : src;
 			if (src == 0) {
 				uint64_t got = s->len - rlen;
 				if (!x->write && s->off + got > x->eof_at)
@@ -1063,6 +1107,7 @@ int rrr_nfs3_read_all(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t
 		      void *buf, size_t len, unsigned qd, uint32_t split, size_t *done,
 		      rrr_nfs3_progress_fn progress, void *arg)
 {
+	last_status = RRR_NFS3_OK;
 	struct xfer x = {.n = n, .fh = fh, .write = false, .buf = buf, .base = offset,
 			 .len = len, .chunk = n->rsize, .split = split};
 	if (offset > UINT64_MAX - len)
@@ -1074,6 +1119,7 @@ int rrr_nfs3_write_all(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_
 		       const void *buf, size_t len, unsigned qd, uint32_t split, uint32_t stable,
 		       rrr_nfs3_progress_fn progress, void *arg)
 {
+	last_status = RRR_NFS3_OK;
 	if (offset > UINT64_MAX - len)
 		return rrr__set_error(-EINVAL, "write range overflows");
 	struct xfer x = {.n = n, .fh = fh, .write = true, .buf = (uint8_t *)(uintptr_t)buf,

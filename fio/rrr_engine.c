@@ -65,7 +65,7 @@
 #include "optgroup.h"
 
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/rrr.h>
 
 #ifndef RRR_FIO_VERSION
@@ -268,23 +268,23 @@ static struct fio_option options[] = {
     },
 };
 
-/* A library error for fio's log: the status and the library's sentence. */
+/* A library error for fio's log (right after the failing call, on its
+ * thread): the server's NFS status, or the errno and the library's sentence. */
 static void report(const char *what, int rc)
 {
 	const char *why = rrr_last_error();
+	uint32_t st = rrr_nfs3_last_status();
 
-	if (rc > 0)
-		log_err("rrr: %s: NFS error %s\n", what, rrr_nfs3_strstat((uint32_t)rc));
+	if (rc < 0 && st != RRR_NFS3_OK)
+		log_err("rrr: %s: NFS error %s\n", what, rrr_nfs3_strstat(st));
 	else
 		log_err("rrr: %s: %s%s%s\n", what, strerror(-rc), why ? ": " : "", why ? why : "");
 }
 
-/* A positive errno for fio from a library result (negative errno or
- * positive nfsstat3). */
+/* A positive errno for fio from a library result (a negative errno; an NFS
+ * error already is the matching errno). */
 static int to_errno(int rc)
 {
-	if (rc > 0)
-		rc = rrr_nfs3_stat_to_errno((uint32_t)rc);
 	return rc < 0 ? -rc : EIO;
 }
 
@@ -523,12 +523,12 @@ static int lookup_or_create(struct rrr_fio *e, const struct rrr_nfs3_fh *dir, co
 	struct rrr_nfs3_fh parent = *dir, made; /* @out may be @dir */
 	int rc = rrr_nfs3_lookup(e->nfs, &parent, name, out, attr);
 
-	if (rc != RRR_NFS3ERR_NOENT || !create)
+	if (rc != -ENOENT || rrr_nfs3_last_status() != RRR_NFS3ERR_NOENT || !create)
 		return rc;
 	rc = dir_wanted ? rrr_nfs3_mkdir(e->nfs, &parent, name, 0755, &made)
 			: rrr_nfs3_create(e->nfs, &parent, name, 0644, false, &made);
-	if (rc == RRR_NFS3ERR_EXIST) /* another job made it meanwhile */
-		rc = 0;
+	if (rc == -EEXIST && rrr_nfs3_last_status() == RRR_NFS3ERR_EXIST)
+		rc = 0; /* another job made it meanwhile */
 	return rc ? rc : rrr_nfs3_lookup(e->nfs, &parent, name, out, attr);
 }
 
@@ -674,7 +674,7 @@ static int rrr_fio_unlink_file(struct thread_data *td, struct fio_file *f)
 	}
 	if (!rc)
 		rc = rrr_nfs3_remove(e->nfs, &dir, name);
-	if (rc == RRR_NFS3ERR_NOENT)
+	if (rc == -ENOENT)
 		return ENOENT;
 	return rc ? to_errno(rc) : 0;
 }

@@ -153,7 +153,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The machine, as bench/common.c prints it.
+# The machine, as bench/bench_common.c prints it.
 cpu_model() { awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 NPROC=$(nproc)

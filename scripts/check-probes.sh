@@ -31,7 +31,7 @@ skip() {
 command -v readelf >/dev/null || skip "readelf not found (apt-get install binutils)"
 echo '#include <sys/sdt.h>' | "$cc" -E -x c - >/dev/null 2>&1 ||
 	skip "$cc has no <sys/sdt.h>: the library was built without probes (apt-get install systemtap-sdt-dev)"
-so=$(ls "$build"/librrr.so.*.*.* 2>/dev/null | head -n 1)
+so=$(ls -t "$build"/librrr.so.*.*.* 2>/dev/null | head -n 1) # the newest: an old build dir may hold earlier versions
 [[ -n $so ]] || fail "no shared library in $build (make all)"
 [[ -f $doc ]] || fail "docs/tracing.md is missing"
 

@@ -76,7 +76,7 @@
 #include "common/probes.h"
 #include "server/svc_impl.h"
 #include "transport/wait.h"
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 
 #define SVC_MAX_PROGRAMS  32
 #define SVC_MAX_LISTENERS 8
@@ -870,14 +870,6 @@ int rrr__svc_post_msg(struct rrr__svc_conn *c, const void *msg, size_t len)
 	return inbox_push(c->w, it);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 {
 	struct inbox_item *it, *n;
@@ -902,7 +894,7 @@ static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 				rrr__svc_conn_close(c);
 			} else {
 				c->in_epoll = true;
-				c->last_ms = now_ms();
+				c->last_ms = rrr__mono_ms();
 				list_add(&w->conns, c);
 				w->nconns++;
 				RRR__STAT_ADD(&w->st, connects, 1);
@@ -940,7 +932,7 @@ static void *worker_main(void *arg)
 			struct rrr__svc_conn *c, *next;
 
 			shut = true;
-			deadline = now_ms() + SVC_STOP_GRACE_MS;
+			deadline = rrr__mono_ms() + SVC_STOP_GRACE_MS;
 			for (c = w->conns; c; c = next) {
 				next = c->next;
 				c->ops->shutdown(c);
@@ -949,7 +941,7 @@ static void *worker_main(void *arg)
 		}
 		if (shut && !w->conns && !w->closing)
 			break;
-		if (shut && now_ms() > deadline) {
+		if (shut && rrr__mono_ms() > deadline) {
 			while (w->conns)
 				rrr__svc_conn_close(w->conns);
 			reap(w);
@@ -958,7 +950,7 @@ static void *worker_main(void *arg)
 		n = rrr__wait_epoll(&w->waiter, w->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR)
 			break;
-		now = now_ms();
+		now = rrr__mono_ms();
 		for (i = 0; i < n; i++) {
 			struct rrr__svc_conn *c = evs[i].data.ptr;
 

@@ -29,13 +29,13 @@
 #include <rrr/stats.h>
 #include <rrr/xdr.h>
 
-#include "transport/stats_impl.h"
+#include "common/rrr_impl.h"
 
 struct rrr_svc;
 struct rrr__svc_worker;
 struct rrr__svc_conn;
 
-/* Counters: RRR__STAT_ADD/RRR__STAT_SET (transport/stats_impl.h). */
+/* Counters: RRR__STAT_ADD/RRR__STAT_SET (common/rrr_impl.h). */
 
 struct rrr__svc_conn_ops {
 	const char *name; /* "tcp" or "rdma" */

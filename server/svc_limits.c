@@ -55,14 +55,6 @@ struct rrr__svc_peer {
 	uint32_t n;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
 {
 	if (!o->setup_timeout_ms)
@@ -157,21 +149,22 @@ static unsigned bucket_of(uint32_t fam, const uint8_t addr[16])
 __attribute__((format(printf, 3, 4)))
 static void log_limit(struct rrr__svc_limits *L, int k, const char *fmt, ...)
 {
-	int64_t now = mono_ms();
+	int64_t now = rrr__mono_ms();
+	char text[400];
 	va_list ap;
 
 	L->pending_log[k]++;
 	if (now - L->last_log[k] < LOG_EVERY_MS)
 		return;
 	L->last_log[k] = now;
-	fputs("rrr server: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	if (L->pending_log[k] > 1)
-		fprintf(stderr, " (%llu times since the last such line)",
-			(unsigned long long)L->pending_log[k]);
-	fputc('\n', stderr);
+		rrr__log_warn("rrr server: %s (%llu times since the last such line)", text,
+			      (unsigned long long)L->pending_log[k]);
+	else
+		rrr__log_warn("rrr server: %s", text);
 	L->pending_log[k] = 0;
 }
 

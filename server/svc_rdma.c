@@ -58,8 +58,9 @@
  * disconnect was issued or seen, the worker closes the connection: QP and
  * CM id are destroyed under the listener's CM lock, then everything else.
  * On server shutdown new calls are ignored, in-flight replies finish, then
- * the connection is disconnected. RRR_SVC_DEBUG=1 in the environment prints
- * why a connection was dropped (the counters say how often).
+ * the connection is disconnected. Why a connection was dropped is a debug
+ * line of the log hook (<rrr/log.h>: RRR_DEBUG=1 in the environment, or a
+ * handler at RRR_LOG_DEBUG); the counters say how often.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -71,7 +72,7 @@
 
 #include "common/probes.h"
 #include "server/svc_rdma_impl.h"
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 
 #define RECV_TAG	(1ull << 63)
 #define RDMA_BATCH_MAX	16u
@@ -692,8 +693,7 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bo
 	}
 	if (err) {
 		ctx_put(ctx);
-		if (getenv("RRR_SVC_DEBUG"))
-			fprintf(stderr, "read_prepare: %d\n", err);
+		rrr__log_debug("svc_rdma: read_prepare: %d", err);
 		svc_rdma_fail(rc, "cannot prepare the read chunks of a call");
 		return;
 	}
@@ -737,9 +737,8 @@ static void svc_rdma_fail(struct svc_rdma_conn *rc, const char *why)
 	struct svc_rdma_ctx *ctx;
 
 	RRR_PROBE2(svc_conn_failed, &rc->base, why);
-	if (why && getenv("RRR_SVC_DEBUG"))
-		fprintf(stderr, "svc_rdma: %s (%s)\n", why,
-			rrr_last_error() ? rrr_last_error() : "");
+	if (why)
+		rrr__log_debug("svc_rdma: %s (%s)", why, rrr_last_error() ? rrr_last_error() : "");
 	rc->broken = true;
 	/* chains that never got posted end here */
 	while ((ctx = rc->sq_wait_head)) {
@@ -793,9 +792,8 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 	rc->sq_free += ctx->sq_held;
 	ctx->sq_held = 0;
 	if (wc->status != RRR_WC_SUCCESS) {
-		if (getenv("RRR_SVC_DEBUG"))
-			fprintf(stderr, "svc_rdma: wc phase %u status %s vendor %u\n", phase,
-				rrr_wc_status_str(wc->status), wc->vendor_err);
+		rrr__log_debug("svc_rdma: wc phase %u status %s vendor %u", phase,
+			       rrr_wc_status_str(wc->status), wc->vendor_err);
 		svc_rdma_fail(rc, "send-side work request failed");
 		ctx_put(ctx);
 		return;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include <rrr/provider.h>
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 #include <rrr/rpcrdma.h>
 
 #include "server/svc_impl.h"

@@ -55,7 +55,7 @@
 #include <string.h>
 
 #include "server/svc_rdma_impl.h"
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 
 /* ------------------------------------------------------------------ buffers */
 

@@ -60,7 +60,7 @@
 
 #include "common/probes.h"
 #include "server/svc_impl.h"
-#include "transport/provider_impl.h"
+#include "common/rrr_impl.h"
 #include "xdr/oncrpc_rm.h"
 
 #define TCP_RECORDS_PER_EVENT 8

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport/frwr.c - the per-I/O registration engine (include/rrr/reg.h).
+ * transport/frwr.c - the per-I/O registration engine (include/rrr/reg_engine.h).
  *
  * Normal operation
  * ----------------
@@ -55,7 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 
 #include "provider_impl.h"
 #include "reg_plan.h"

@@ -28,14 +28,6 @@
 #define LOOP_POLL_MS	    10
 #define LOOP_DEFAULT_MS 10000
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int loop_fail(int rc, const char *what)
 {
 	const char *e = rrr_last_error();
@@ -143,7 +135,7 @@ int rrr__loop_connect(struct rrr__loop_pair *p, const struct rrr__loop_opts *o)
 
 	if (!p || !o || !p->listen || p->c.id)
 		return -EINVAL;
-	deadline = mono_ms() + (o->timeout_ms > 0 ? o->timeout_ms : LOOP_DEFAULT_MS);
+	deadline = rrr__mono_ms() + (o->timeout_ms > 0 ? o->timeout_ms : LOOP_DEFAULT_MS);
 	rc = rrr_cm_id_create(p->c.cm, NULL, &p->c.id);
 	if (!rc)
 		rc = rrr_cm_resolve(p->c.id, (struct sockaddr *)&p->addr, p->addrlen,
@@ -167,7 +159,7 @@ int rrr__loop_connect(struct rrr__loop_pair *p, const struct rrr__loop_opts *o)
 			if (rc == 1)
 				est[side] = true;
 		}
-		if (mono_ms() > deadline && (!est[0] || !est[1]))
+		if (rrr__mono_ms() > deadline && (!est[0] || !est[1]))
 			return loop_fail(-ETIMEDOUT, "connection set-up");
 	}
 	return 0;

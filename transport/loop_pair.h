@@ -2,7 +2,7 @@
 /*
  * transport/loop_pair.h - two connected RC QPs of one device in one
  * process, over the provider's CM on a loopback (or local) address and an
- * ephemeral port: the fixture of the benchmarks (bench/reg.c), rrr-devcheck
+ * ephemeral port: the fixture of the benchmarks (bench/bench_reg.c), rrr-devcheck
  * (transport/verbs/devcheck/loop.c) and the tests that need a connected
  * QP pair (tests/reg, tests/verbs). Internal to the library's own
  * programs and tests; not installed.

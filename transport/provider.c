@@ -8,8 +8,9 @@
  * to all providers (NULL objects, counts, private data length). An ops slot
  * a provider leaves NULL answers -EOPNOTSUPP.
  *
- * Errors carry a thread-local human-readable reason (rrr_last_error()) so
- * programs can tell an operator what failed and what to do.
+ * Errors carry a thread-local human-readable reason (rrr_last_error(),
+ * recorded with rrr__set_error() of common/error.c) so programs can tell
+ * an operator what failed and what to do.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -27,52 +28,9 @@ static const struct rrr__provider_ops *const providers[] = {
 	&rrr__verbs_ops,
 };
 
-static _Thread_local char last_error[256];
-
-int rrr__set_error(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-const char *rrr_last_error(void)
-{
-	return last_error[0] ? last_error : NULL;
-}
-
 const char *rrr_provider_names(void)
 {
 	return "soft,verbs";
-}
-
-int rrr__opts_parse(const char *opts, int (*fn)(void *arg, const char *key, const char *val),
-		    void *arg)
-{
-	char buf[512], *save = NULL, *tok;
-
-	if (!opts || !*opts)
-		return 0;
-	if (strlen(opts) >= sizeof(buf))
-		return rrr__set_error(-EINVAL, "provider options too long (max %zu bytes)",
-				      sizeof(buf) - 1);
-	strcpy(buf, opts);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-		int rc;
-
-		if (!eq || eq == tok)
-			return rrr__set_error(-EINVAL,
-					      "provider option '%s' is not key=value", tok);
-		*eq = '\0';
-		rc = fn(arg, tok, eq + 1);
-		if (rc)
-			return rc;
-	}
-	return 0;
 }
 
 int rrr_device_open(const char *provider, const char *opts, struct rrr_device **out)
@@ -82,7 +40,7 @@ int rrr_device_open(const char *provider, const char *opts, struct rrr_device **
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	last_error[0] = '\0';
+	rrr__clear_error();
 	if (!provider)
 		provider = "soft";
 	for (i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
@@ -205,14 +163,6 @@ int rrr_cq_wait(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms)
 	return rrr_cq_poll(cq, wc, n);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms,
 		     enum rrr_wait_mode mode, uint32_t spin_us)
 {
@@ -235,7 +185,7 @@ int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms
 		budget = (uint64_t)spin_us * 1000u;
 	if (timeout_ms > 0 && budget > (uint64_t)timeout_ms * 1000000ull)
 		budget = (uint64_t)timeout_ms * 1000000ull;
-	t0 = now = mono_ns();
+	t0 = now = rrr__mono_ns();
 	while (now - t0 < budget) {
 		sched_yield();
 		rc = rrr_cq_poll(cq, wc, n);
@@ -244,7 +194,7 @@ int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms
 				cq->hot = true;
 			return rc;
 		}
-		now = mono_ns();
+		now = rrr__mono_ns();
 	}
 	if (timeout_ms > 0) {
 		uint64_t spent = (now - t0) / 1000000ull;
@@ -253,7 +203,7 @@ int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms
 	}
 	rc = rrr_cq_wait(cq, wc, n, timeout_ms);
 	/* hot when a spin of the usual budget would have found it */
-	cq->hot = rc > 0 && mono_ns() - t0 < (uint64_t)spin_us * 1000u;
+	cq->hot = rc > 0 && rrr__mono_ns() - t0 < (uint64_t)spin_us * 1000u;
 	return rc;
 }
 

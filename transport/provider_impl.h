@@ -11,6 +11,12 @@
  *
  * An ops slot left NULL means "not supported": the generic layer returns
  * -EOPNOTSUPP for it.
+ *
+ * Private to transport/: only the generic layer (the .c files of transport/) and the
+ * providers (transport/soft/, transport/verbs/) include this header; the
+ * layers above see the objects only through <rrr/provider.h> and share
+ * errors, options and logging through common/rrr_impl.h
+ * (scripts/check-includes.sh).
  */
 #ifndef RRR_TRANSPORT_PROVIDER_IMPL_H
 #define RRR_TRANSPORT_PROVIDER_IMPL_H
@@ -20,9 +26,7 @@
 
 #include <rrr/provider.h>
 
-#ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
-#endif
+#include "common/rrr_impl.h" /* container_of, rrr__set_error, rrr__opts_parse, rrr__log */
 
 struct rrr__provider_ops;
 
@@ -121,15 +125,5 @@ struct rrr__provider_ops {
 /* The two providers (defined in transport/soft/ and transport/verbs/). */
 extern const struct rrr__provider_ops rrr__soft_ops;
 extern const struct rrr__provider_ops rrr__verbs_ops;
-
-/* Record a human-readable reason for the error about to be returned
- * (read back with rrr_last_error()); printf-style, thread-local. Returns
- * @err so providers can write: return rrr__set_error(-ENODEV, "..."). */
-int rrr__set_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Parse one "key=value" option list; calls @fn for each pair. Returns 0 or
- * the first nonzero value @fn returns; -EINVAL on syntax errors. */
-int rrr__opts_parse(const char *opts, int (*fn)(void *arg, const char *key, const char *val),
-		    void *arg);
 
 #endif /* RRR_TRANSPORT_PROVIDER_IMPL_H */

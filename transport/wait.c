@@ -25,15 +25,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/rrr_impl.h"
 #include "transport/wait.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int rrr_wait_mode_parse(const char *s, enum rrr_wait_mode *mode)
 {
@@ -91,7 +84,7 @@ int rrr__wait_epoll(struct rrr__waiter *w, int epfd, struct epoll_event *evs, in
 			return n;
 		}
 	}
-	t0 = now_ns();
+	t0 = rrr__mono_ns();
 	if (timeout_ms > 0 && budget > (uint64_t)timeout_ms * 1000000ull)
 		budget = (uint64_t)timeout_ms * 1000000ull;
 	now = t0;
@@ -105,7 +98,7 @@ int rrr__wait_epoll(struct rrr__waiter *w, int epfd, struct epoll_event *evs, in
 			}
 			return n;
 		}
-		now = now_ns();
+		now = rrr__mono_ns();
 	}
 	if (timeout_ms > 0) {
 		uint64_t spent_ms = (now - t0) / 1000000ull;
@@ -117,6 +110,6 @@ int rrr__wait_epoll(struct rrr__waiter *w, int epfd, struct epoll_event *evs, in
 	/* hot when a spin of the usual budget would have found it: a spin that
 	 * ran out (the peer is slow, or needs this core) turns spinning off
 	 * until a wait ends within the budget again */
-	w->hot = n > 0 && now_ns() - t0 < w->spin_ns;
+	w->hot = n > 0 && rrr__mono_ns() - t0 < w->spin_ns;
 	return n;
 }

@@ -19,7 +19,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_xdr.h>
 
 #include "xdr/nfs3_impl.h"
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include <rrr/crc32c.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 
 enum cli_exit {
 	EXIT_OK = 0,
@@ -66,12 +66,17 @@ struct cli_xfer {
 	/* out */
 	uint64_t done;	   /* bytes moved (get: where the remote file ended) */
 	uint32_t crc;	   /* CRC32C of the bytes moved, when @crc_on */
-	int rc;		   /* 0, negative errno (transport), positive nfsstat3 */
+	int rc;		   /* 0, negative errno (transport), positive nfsstat3 (cli_nfs_rc) */
 	char emsg[256];	   /* the sentence for @rc */
 	int lerr;	   /* errno of the first local I/O failure, 0 none */
 	const char *lwhat; /* what failed on the local file ("write to", ...) */
 };
 /* Returns x->rc; a local failure sets x->lerr instead. */
 int cli_xfer_run(struct cli_xfer *x);
+
+/* util.c: @rc of an rrr_nfs3_* call just made on this thread in the CLI's
+ * convention: the positive nfsstat3 when the server answered with an NFS
+ * error (rrr_nfs3_last_status()), else @rc unchanged. */
+int cli_nfs_rc(int rc);
 
 #endif

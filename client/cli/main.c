@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "client/cli/cli.h"
@@ -108,8 +108,12 @@ static void usage(FILE *f)
 		"             5 local file error\n");
 }
 
+/* Exit status and message for @rc: a positive nfsstat3 (the CLI's own, or
+ * the one behind the -errno of the library call just made on this thread)
+ * is an NFS error; another negative errno a connection or transport one. */
 static int fail_rc(int rc, const char *what)
 {
+	rc = cli_nfs_rc(rc);
 	if (rc < 0) {
 		fprintf(stderr, "rrr-client: %s: %s\n", what, rrr_last_error());
 		return EXIT_CONN;

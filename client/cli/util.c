@@ -63,3 +63,10 @@ void cli_progress_end(struct cli_progress *p, uint64_t done)
 	if (p->on)
 		draw(p, done, true);
 }
+
+int cli_nfs_rc(int rc)
+{
+	uint32_t st = rrr_nfs3_last_status();
+
+	return rc < 0 && st != RRR_NFS3_OK ? (int)st : rc;
+}

@@ -155,9 +155,12 @@ __attribute__((format(printf, 3, 4))) static void set_rc_msg(struct eng *e, int 
 	pthread_mutex_unlock(&e->mu);
 }
 
+/* The error of a library call just made on this thread: an NFS error is kept
+ * as its positive nfsstat3 (rrr_nfs3_last_status()), the CLI's convention
+ * for exit status 1 and the status name in the message. */
 static void set_rc(struct eng *e, int rc)
 {
-	set_rc_msg(e, rc, NULL);
+	set_rc_msg(e, cli_nfs_rc(rc), NULL);
 }
 
 /* Record the first local I/O error and stop. */

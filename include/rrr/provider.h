@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <rrr/log.h>
 #include <rrr/wait.h>
 
 #ifdef __cplusplus
@@ -108,13 +109,17 @@ void rrr_device_close(struct rrr_device *dev);
 int rrr_device_query(struct rrr_device *dev, struct rrr_device_attr *attr);
 /* Comma-separated names of compiled-in providers, e.g. "soft,verbs". */
 const char *rrr_provider_names(void);
-/* Human-readable description of the last -errno a provider returned on this
- * thread, or NULL (e.g. "rdma_cm could not resolve 10.0.2.15: No such device"). */
-const char *rrr_last_error(void);
+/* rrr_last_error() (the sentence of the last failure on this thread, e.g.
+ * "rdma_cm could not resolve 10.0.2.15: No such device") is in <rrr/log.h>. */
 
 /* --- protection domains --------------------------------------------------- */
+/* Allocate a protection domain of @dev into *@out (owned by the caller, freed
+ * with rrr_pd_free() before the device is closed). Errors: -EINVAL (NULL
+ * argument), -ENOMEM, the provider's (a sentence in rrr_last_error()).
+ * Thread-safe; does not block. */
 int rrr_pd_alloc(struct rrr_device *dev, struct rrr_pd **out);
-/* -EBUSY while MRs or QPs still use it. */
+/* Free @pd (NULL: 0). -EBUSY while MRs or QPs still use it (then nothing is
+ * freed). Does not block; no other call may use @pd at the same time. */
 int rrr_pd_free(struct rrr_pd *pd);
 
 /* --- completion queues ----------------------------------------------------- */
@@ -152,9 +157,20 @@ struct rrr_wc {
 	struct rrr_qp *qp;
 	uint32_t vendor_err;        /* provider detail (e.g. Terminate code) */
 };
+/* Name of a completion status ("RRR_WC_SUCCESS" ...): a static string,
+ * never NULL (a placeholder for unknown values). Pure; never blocks. */
 const char *rrr_wc_status_str(enum rrr_wc_status st);
 
+/* Create a completion queue of @dev with room for @depth completions into
+ * *@out (owned by the caller: rrr_cq_destroy()). The caller sizes it for
+ * every work request that may complete before it polls (a full CQ is an
+ * overrun: the QPs on it go to error). Errors: -EINVAL (NULL argument,
+ * @depth 0 or above the provider's limit), -ENOMEM, the provider's (a
+ * sentence in rrr_last_error()). Thread-safe; does not block. */
 int rrr_cq_create(struct rrr_device *dev, uint32_t depth, struct rrr_cq **out);
+/* Destroy @cq (NULL: 0) and its fd. -EBUSY while a QP still uses it (then
+ * nothing is destroyed). No other call may use @cq at the same time; does
+ * not block. */
 int rrr_cq_destroy(struct rrr_cq *cq);
 /* Poll up to @n completions into @wc. Returns the count (0 if none) or
  * -errno. For the soft provider polling also makes progress (reads sockets,
@@ -333,9 +349,18 @@ struct rrr_conn_param {
 	uint32_t ord;                     /* initiator depth */
 };
 
+/* Name of a CM event type ("RRR_CM_EVENT_ESTABLISHED" ...): a static
+ * string, never NULL. Pure; never blocks. */
 const char *rrr_cm_event_str(enum rrr_cm_event_type t);
 
+/* Create a connection manager of @dev into *@out (owned by the caller:
+ * rrr_cm_destroy()): the event channel of its cm ids, with an fd for epoll
+ * (rrr_cm_fd()). Errors: -EINVAL (NULL argument), -ENOMEM, the provider's
+ * (a sentence in rrr_last_error()). Thread-safe; does not block. */
 int rrr_cm_create(struct rrr_device *dev, struct rrr_cm **out);
+/* Destroy @cm (NULL is ignored) and its pending events; its cm ids must be
+ * destroyed first. No other call may use @cm at the same time. May wait
+ * for the provider's threads to let go of it (briefly). */
 void rrr_cm_destroy(struct rrr_cm *cm);
 /* Readable (level-triggered) when rrr_cm_get_event() has something. */
 int rrr_cm_fd(struct rrr_cm *cm);
@@ -344,9 +369,18 @@ int rrr_cm_get_event(struct rrr_cm *cm, struct rrr_cm_event *ev);
 /* MAY BLOCK up to @timeout_ms for the next event; -ETIMEDOUT. */
 int rrr_cm_wait_event(struct rrr_cm *cm, struct rrr_cm_event *ev, int timeout_ms);
 
+/* Create a cm id (a listener or one connection) on @cm into *@out, owned
+ * by the caller (rrr_cm_id_destroy()); @ctx is the caller's, returned by
+ * rrr_cm_id_ctx() and in its events, never touched by the library.
+ * Errors: -EINVAL (NULL argument), -ENOMEM, the provider's. Thread-safe;
+ * does not block. */
 int rrr_cm_id_create(struct rrr_cm *cm, void *ctx, struct rrr_cm_id **out);
 /* Destroys the id (and disconnects it if needed); its QP must be destroyed first. */
 void rrr_cm_id_destroy(struct rrr_cm_id *id);
+/* The caller's context of @id (rrr_cm_id_create(), rrr_cm_id_set_ctx();
+ * for an id a listener accepted, NULL until set), and its QP (NULL before
+ * rrr_qp_create()). Plain field accesses: never fail or block; the caller
+ * serialises a set with the reads. */
 void *rrr_cm_id_ctx(const struct rrr_cm_id *id);
 void rrr_cm_id_set_ctx(struct rrr_cm_id *id, void *ctx);
 struct rrr_qp *rrr_cm_id_qp(const struct rrr_cm_id *id);
@@ -411,6 +445,7 @@ struct rrr_soft_fault_stats {
 	uint64_t points; /* fault points passed with injection on */
 	uint64_t drops, delays, stalls;
 };
+/* Copy the process-wide fault injection totals into *@st (the caller's). */
 void rrr_soft_fault_totals(struct rrr_soft_fault_stats *st);
 
 /* Resolve "host" and "port" strings into a sockaddr (numeric or name). */

@@ -7,16 +7,19 @@
 #include <rrr/oncrpc.h>
 #include <rrr/rpcrdma.h>
 #include <rrr/provider.h>
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 #include <rrr/stats.h>
 #include <rrr/crc32c.h>
 #include <rrr/wait.h>
 #include <rrr/client.h>
 #include <rrr/server.h>
+#include <rrr/nfs3_xdr.h>
+#include <rrr/nfs3_client.h>
+#include <rrr/log.h>
 
-#define RRR_VERSION_MAJOR 0
-#define RRR_VERSION_MINOR 1
+#define RRR_VERSION_MAJOR 1
+#define RRR_VERSION_MINOR 0
 #define RRR_VERSION_PATCH 0
-#define RRR_VERSION_STRING "0.1.0"
+#define RRR_VERSION_STRING "1.0.0"
 
 #endif

@@ -99,7 +99,15 @@ struct rrr_svc_opts {
 
 #define RRR_SVC_UNLIMITED 0xffffffffu
 
+/* Fill @opts with the defaults documented in struct rrr_svc_opts. Call it
+ * before setting fields. Cannot fail; does not block. */
 void rrr_svc_opts_init(struct rrr_svc_opts *opts);
+/* Create a server with @opts (NULL: the defaults; copied) into *@out,
+ * owned by the caller (rrr_svc_destroy()): its worker threads' event loops
+ * are set up but serve nothing until rrr_svc_run(). Errors: -EINVAL (NULL
+ * @out, an option out of its range: a sentence in rrr_last_error()),
+ * -ENOMEM, -EMFILE/-ENFILE (no descriptors for the event loops).
+ * Thread-safe; does not block. */
 int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out);
 /* Programs must be registered before rrr_svc_run(). */
 int rrr_svc_register(struct rrr_svc *svc, const struct rrr_svc_program *prog);
@@ -144,7 +152,11 @@ void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st);
 void rrr_svc_limit_stats_print(FILE *f, const char *prefix, const struct rrr_svc_limit_stats *st);
 
 /* --- inside a handler ------------------------------------------------------ */
+/* The decoded call header of @req (xid, program, version, procedure,
+ * credentials), valid while the handler runs; NULL for a NULL @req. */
 const struct rrr_rpc_call *rrr_svc_req_call(const struct rrr_svc_req *req);
+/* The ctx of the program (struct rrr_svc_program) the call is for; NULL
+ * for a NULL @req. Never blocks. */
 void *rrr_svc_req_program_ctx(const struct rrr_svc_req *req);
 /* Peer address of the connection. */
 int rrr_svc_req_peer(const struct rrr_svc_req *req, struct sockaddr_storage *ss);

@@ -132,12 +132,15 @@ int rrr_xdr_fill_u32(struct rrr_xdr *xdr, size_t pos, uint32_t v);
 /* Skip @n bytes (+pad) when decoding, or emit @n zero bytes (+pad) when encoding. */
 int rrr_xdr_skip(struct rrr_xdr *xdr, uint32_t n);
 
+#define RRR_XDR_PAYLOAD_MAX_IOV 64
 /* DDP-eligible variable opaque (see the comment at the top of this file).
  * encode: @len must equal the sum of the iovec lengths.
  * decode: fails with -E2BIG when the length word exceeds @max. Without a
  * hook *niov is 1 and iov[0] points into the stream. @iov must have room for
- * at least RRR_XDR_PAYLOAD_MAX_IOV entries. */
-#define RRR_XDR_PAYLOAD_MAX_IOV 64
+ * at least RRR_XDR_PAYLOAD_MAX_IOV entries. Errors otherwise those of the
+ * other codecs (-EMSGSIZE, -EINVAL); the iovecs are not copied: the bytes
+ * stay where they are (the caller's or the transport's buffers). No
+ * locking; never blocks. */
 int rrr_xdr_encode_payload(struct rrr_xdr *xdr, const struct iovec *iov, unsigned niov,
 			   uint32_t len);
 int rrr_xdr_decode_payload(struct rrr_xdr *xdr, uint32_t max, uint32_t *len,

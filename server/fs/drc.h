@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_xdr.h>
 #include <rrr/server.h>
 
 #define FS_DRC_DEFAULT_ENTRIES 1024u  /* --drc-entries default */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_xdr.h>
 #include <rrr/server.h>
 
 #define FS_MAX_MOUNTS 64u

@@ -15,6 +15,11 @@
  *
  * Each line is formatted into a buffer and written with one write(2), so
  * lines of concurrent threads do not interleave.
+ *
+ * The library's own operator lines (<rrr/log.h>: a peer refused, a
+ * connection dropped, an unsafe option) come through the same path:
+ * fs_log_set_level() installs lib_line() as the library's log handler and
+ * hands it the same threshold, so they carry rrr-server's format and level.
  */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -26,6 +31,8 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <rrr/log.h>
+
 #include "server/fs/config.h"
 #include "server/fs/fs.h"
 
@@ -36,13 +43,16 @@ static const char *const names[] = {"emerg", "alert", "crit", "error", "warning"
 				     "info", "debug"};
 
 static bool journal(void);
+static void lib_line(void *ctx, enum rrr_log_level level, const char *line);
 
 /* Called by main() before any thread starts (and on reload): decides the
- * format then, so threads only read it. */
+ * format then, so threads only read it; routes the library's lines here. */
 void fs_log_set_level(int level)
 {
 	(void)journal();
 	atomic_store(&g_level, level);
+	rrr_log_set_handler(lib_line, NULL);
+	(void)rrr_log_set_level(level >= LOG_DEBUG ? RRR_LOG_DEBUG : (enum rrr_log_level)level);
 }
 
 int fs_log_level(void)
@@ -136,4 +146,11 @@ void fs_log(const char *fmt, ...)
 	va_start(ap, fmt);
 	vlog(level, fmt, ap);
 	va_end(ap);
+}
+
+/* The library's log handler: its levels are syslog priorities too. */
+static void lib_line(void *ctx, enum rrr_log_level level, const char *line)
+{
+	(void)ctx;
+	fs_log_at((int)level, "%s", line);
 }

@@ -3,7 +3,7 @@
  * server/fs/nfs3_proc.c - the NFSv3 procedures of rrr-server (RFC 1813 ch.3).
  *
  * Normal operation: every handler decodes its arguments with the codecs of
- * rrr/nfs3.h (a decode failure is GARBAGE_ARGS), resolves file handles
+ * rrr/nfs3_xdr.h (a decode failure is GARBAGE_ARGS), resolves file handles
  * through fh.c (which guarantees the object lies beneath the export), does
  * the work with *at() system calls relative to the resolved directory's
  * O_PATH descriptor using single-component names (never a client-supplied

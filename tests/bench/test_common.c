@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/common.h"
+#include "bench/bench_common.h"
 
 Test(bench_samples, nearest_rank_quantiles)
 {

@@ -3,7 +3,7 @@
  * tests/fuzz/fuzz_nfs3.c - libFuzzer harness for the NFSv3 and MOUNT v3
  * decoders (xdr/nfs3.c, xdr/mount3.c). The first input byte picks a
  * decoder, the rest is the XDR stream. Whatever decodes must respect the
- * limits of rrr/nfs3.h, and must be canonical: encode(decode(x)) decoded
+ * limits of rrr/nfs3_xdr.h, and must be canonical: encode(decode(x)) decoded
  * and encoded again gives the same bytes (pad bytes on the wire need not
  * be zero, so the input itself is not compared).
  */
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_xdr.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "tests/nfs/helpers/conf_server.h"
@@ -247,7 +247,7 @@ static void allowed_and_denied(bool rdma)
 	/* denied: MNT over the TCP mount port and over this transport */
 	struct rrr_nfs3 *no = mount_from(DENIED, rdma, &rc);
 	cr_assert_null(no);
-	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "rrr_nfs3_mount from " DENIED " gives %d", rc);
+	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES, "rrr_nfs3_mount from " DENIED " gives %d", rc);
 	struct rrr_clnt *tcp = raw_from(DENIED, false);
 	cr_assert_eq(raw_mnt(tcp, NULL), RRR_MNT3ERR_ACCES, "MNT over TCP");
 	struct rrr_clnt *c = raw_from(DENIED, rdma);
@@ -324,13 +324,13 @@ static void read_only(bool rdma)
 	cr_assert_eq(rrr_nfs3_read(n, &fh, 0, &riov, 1, &count, &eof), 0, "reads still work");
 	cr_assert_eq(count, 8);
 	struct iovec iov = {.iov_base = "new", .iov_len = 3};
-	cr_assert_eq(rrr_nfs3_write(n, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count), RRR_NFS3ERR_ROFS);
-	cr_assert_eq(rrr_nfs3_create(n, root, "c", 0644, false, NULL), RRR_NFS3ERR_ROFS);
-	cr_assert_eq(rrr_nfs3_mkdir(n, root, "d", 0755, NULL), RRR_NFS3ERR_ROFS);
-	cr_assert_eq(rrr_nfs3_rename(n, root, "old", root, "new"), RRR_NFS3ERR_ROFS);
-	cr_assert_eq(rrr_nfs3_remove(n, root, "old"), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_write(n, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count)), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_create(n, root, "c", 0644, false, NULL)), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_mkdir(n, root, "d", 0755, NULL)), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_rename(n, root, "old", root, "new")), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_remove(n, root, "old")), RRR_NFS3ERR_ROFS);
 	struct rrr_nfs3_sattr s = {.set_size = true, .size = 0};
-	cr_assert_eq(rrr_nfs3_setattr(n, &fh, &s), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_setattr(n, &fh, &s)), RRR_NFS3ERR_ROFS);
 	struct stat st;
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(st.st_size, 8, "the file is untouched");
@@ -378,7 +378,7 @@ Test(nfs_access, sighup_reload)
 	cr_assert_eq(raw_mnt(d, NULL), RRR_MNT3_OK, "the same connection may mount now");
 	cr_assert_eq(raw_getattr(d, &root), RRR_NFS3_OK);
 	cr_assert_eq(raw_create(d, &root, "x"), RRR_NFS3ERR_ROFS);
-	cr_assert_eq(rrr_nfs3_getattr(a, &root, NULL), RRR_NFS3ERR_ACCES,
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(a, &root, NULL)), RRR_NFS3ERR_ACCES,
 		     "the connected client left out gets ACCES, not a dropped connection");
 
 	/* a bad file: the log says where, the settings stay */
@@ -438,7 +438,7 @@ Test(nfs_access, ipv6_and_mapped_ipv4_tcp)
 	cr_assert_eq(rrr_nfs3_getattr(v6, rrr_nfs3_root(v6), NULL), 0);
 	struct rrr_nfs3 *v4 = mount_from(NULL, false, &rc);
 	cr_assert_null(v4);
-	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "127.0.0.1 is not ::1");
+	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES, "127.0.0.1 is not ::1");
 	rrr_nfs3_umount(v6);
 	/* ::ffff:127.0.0.0/104 is an IPv4 network written as IPv6 */
 	rewrite("allow = ::ffff:127.0.0.0/104\n");
@@ -448,7 +448,7 @@ Test(nfs_access, ipv6_and_mapped_ipv4_tcp)
 	cr_assert_eq(rc, 0, "127.0.0.1 in ::ffff:127.0.0.0/104: %s", rrr_last_error());
 	rrr_nfs3_umount(v4);
 	v6 = mount_host("::1", NULL, false, &rc);
-	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "::1 is not in it");
+	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES, "::1 is not in it");
 }
 
 static int count(const char *path, const char *needle)
@@ -494,7 +494,7 @@ Test(nfs_access, log_levels_and_journal_prefixes)
 	cr_assert(th_file_contains(srv.log, "log level error"));
 	n = mount_from(DENIED, false, &rc);
 	cr_assert_null(n);
-	cr_assert_eq(rc, RRR_NFS3ERR_ACCES);
+	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES);
 	cr_assert_eq(count(srv.log, "<4>MNT from"), 1, "the second refusal is below the level");
 	char out[400];
 	cr_assert_eq(stats(out), 0);
@@ -612,11 +612,11 @@ static void bulk_denied(bool rdma)
 	cr_assert(th_log_wait(&srv, "reloaded", 10));
 	struct iovec riov = {.iov_base = back, .iov_len = len};
 	bool eof;
-	cr_assert_eq(rrr_nfs3_read(n, &fh, 0, &riov, 1, &count, &eof), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_read(n, &fh, 0, &riov, 1, &count, &eof)), RRR_NFS3ERR_ACCES);
 	memset(buf, 'b', len);
-	cr_assert_eq(rrr_nfs3_write(n, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count),
+	cr_assert_eq(th_nfs_st(rrr_nfs3_write(n, &fh, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count)),
 		     RRR_NFS3ERR_ACCES);
-	cr_assert_eq(rrr_nfs3_getattr(n, &fh, NULL), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(n, &fh, NULL)), RRR_NFS3ERR_ACCES);
 	/* the connection still works once allowed again */
 	cr_assert_eq(th_conf_write(&srv, rdma, "allow = " ALLOWED "\n", conf), 0);
 	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
@@ -707,10 +707,10 @@ static void two_exports(bool rdma)
 	/* B: not for 127.0.0.1, by its name and by its path */
 	struct rrr_nfs3 *no = mount_export("/b", DENIED, rdma, &rc);
 	cr_assert_null(no);
-	cr_assert_eq(rc, RRR_NFS3ERR_ACCES, "mount B from " DENIED " gives %d", rc);
+	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES, "mount B from " DENIED " gives %d", rc);
 	no = mount_export(exp_b, DENIED, rdma, &rc);
 	cr_assert_null(no);
-	cr_assert_eq(rc, RRR_NFS3ERR_ACCES);
+	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES);
 
 	/* B from 127.0.0.2: reads, no writes */
 	struct rrr_nfs3 *b = mount_export("/b", ALLOWED, rdma, &rc);
@@ -724,8 +724,8 @@ static void two_exports(bool rdma)
 	cr_assert_eq(rrr_nfs3_read(b, &fb, 0, &riov, 1, &count, &eof), 0);
 	cr_assert_eq(count, 3);
 	cr_assert_eq(memcmp(back, "bee", 3), 0);
-	cr_assert_eq(rrr_nfs3_create(b, &broot, "nope", 0644, false, &x), RRR_NFS3ERR_ROFS);
-	cr_assert_eq(rrr_nfs3_lookup(b, &broot, "a1", &x, NULL), RRR_NFS3ERR_NOENT,
+	cr_assert_eq(th_nfs_st(rrr_nfs3_create(b, &broot, "nope", 0644, false, &x)), RRR_NFS3ERR_ROFS);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_lookup(b, &broot, "a1", &x, NULL)), RRR_NFS3ERR_NOENT,
 		     "B's root is B's directory, not A's");
 
 	/* B's handles from 127.0.0.1 (learnt elsewhere): ACCES; A's: fine */
@@ -749,7 +749,7 @@ static void two_exports(bool rdma)
 	/* RENAME and LINK across exports: XDEV, nothing moves */
 	struct rrr_nfs3 *a2 = mount_export(srv.export_dir, ALLOWED, rdma, &rc);
 	cr_assert_eq(rc, 0);
-	cr_assert_eq(rrr_nfs3_rename(a2, &aroot, "a1", &broot, "moved"), RRR_NFS3ERR_XDEV);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_rename(a2, &aroot, "a1", &broot, "moved")), RRR_NFS3ERR_XDEV);
 	snprintf(path, sizeof(path), "%s/a1", srv.export_dir);
 	cr_assert_eq(access(path, F_OK), 0, "a1 is still in A");
 

@@ -6,9 +6,10 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_xdr.h>
 
 static uint8_t buf[8192];
 

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "tests/nfs/helpers/nfs_helpers.h"
@@ -343,14 +343,14 @@ static void t_moved_out_is_stale(void)
 	local_path(from, sizeof(from), "d");
 	snprintf(to, sizeof(to), "%s/d-out", srv.dir);
 	cr_assert_eq(rename(from, to), 0);
-	cr_assert_eq(rrr_nfs3_getattr(nfs, &f, NULL), RRR_NFS3ERR_STALE, "a file moved out");
-	cr_assert_eq(rrr_nfs3_getattr(nfs, &d, NULL), RRR_NFS3ERR_STALE, "a directory moved out");
-	cr_assert_eq(rrr_nfs3_getattr(nfs, &g, NULL), RRR_NFS3ERR_STALE, "a file in it");
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &f, NULL)), RRR_NFS3ERR_STALE, "a file moved out");
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &d, NULL)), RRR_NFS3ERR_STALE, "a directory moved out");
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &g, NULL)), RRR_NFS3ERR_STALE, "a file in it");
 	struct rrr_nfs3_fh x;
 	cr_assert_neq(rrr_nfs3_lookup(nfs, &d, "g", &x, NULL), 0);
 	restart();
-	cr_assert_eq(rrr_nfs3_getattr(nfs, &f, NULL), RRR_NFS3ERR_STALE, "also after a restart");
-	cr_assert_eq(rrr_nfs3_getattr(nfs, &g, NULL), RRR_NFS3ERR_STALE);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &f, NULL)), RRR_NFS3ERR_STALE, "also after a restart");
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &g, NULL)), RRR_NFS3ERR_STALE);
 }
 
 Test(nfs_exports, moved_out_of_the_export_is_stale)
@@ -466,16 +466,16 @@ Test(nfs_exports, a_sealed_handle_of_a_file_outside_is_refused)
 	/* a leaked key must still not open anything outside the export */
 	snprintf(out, sizeof(out), "%s/secret", srv.dir);
 	seal(out, &fh);
-	cr_assert_eq(rrr_nfs3_getattr(nfs, &fh, NULL), RRR_NFS3ERR_STALE);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &fh, NULL)), RRR_NFS3ERR_STALE);
 	static char buf[64];
 	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
 	uint32_t count = 0;
 	bool eof;
-	cr_assert_eq(rrr_nfs3_read(nfs, &fh, 0, &iov, 1, &count, &eof), RRR_NFS3ERR_STALE);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_read(nfs, &fh, 0, &iov, 1, &count, &eof)), RRR_NFS3ERR_STALE);
 	cr_assert_null(memmem(buf, sizeof(buf), "secret", 6));
 	seal(srv.dir, &fh); /* the export's parent directory */
 	struct rrr_nfs3_fh x;
-	cr_assert_eq(rrr_nfs3_lookup(nfs, &fh, "secret", &x, NULL), RRR_NFS3ERR_STALE);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_lookup(nfs, &fh, "secret", &x, NULL)), RRR_NFS3ERR_STALE);
 	disconnect_all();
 	cr_assert_eq(th_server_stop(&srv), 0);
 	cr_assert(!th_file_contains(srv.log, "fh.escapes_refused 0"), "escapes are counted");
@@ -496,10 +496,10 @@ Test(nfs_creds, root_is_squashed_and_chmod_of_anothers_file_is_eperm)
 
 	struct rrr_nfs3 *u = mount_as(1000, 1000);
 	struct rrr_nfs3_sattr m = {.set_mode = true, .mode = 0666};
-	cr_assert_eq(rrr_nfs3_setattr(u, &f, &m), RRR_NFS3ERR_PERM, "uid 1000 chmods 65534's file");
+	cr_assert_eq(th_nfs_st(rrr_nfs3_setattr(u, &f, &m)), RRR_NFS3ERR_PERM, "uid 1000 chmods 65534's file");
 	struct rrr_nfs3_sattr own = {.set_uid = true, .uid = 1000};
-	cr_assert_eq(rrr_nfs3_setattr(u, &f, &own), RRR_NFS3ERR_PERM);
-	cr_assert_eq(rrr_nfs3_setattr(nfs, &f, &own), RRR_NFS3ERR_PERM, "squashed root may not chown");
+	cr_assert_eq(th_nfs_st(rrr_nfs3_setattr(u, &f, &own)), RRR_NFS3ERR_PERM);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_setattr(nfs, &f, &own)), RRR_NFS3ERR_PERM, "squashed root may not chown");
 	cr_assert_eq(rrr_nfs3_setattr(nfs, &f, &m), 0, "the owner may chmod");
 	struct rrr_nfs3_fh g;
 	cr_assert_eq(rrr_nfs3_create(u, rrr_nfs3_root(nfs), "u", 0644, true, &g), 0);
@@ -526,12 +526,12 @@ Test(nfs_creds, permissions_are_the_kernels_and_the_fd_cache_is_per_user)
 	for (int i = 0; i < 3; i++) /* the owner's reads fill the descriptor cache */
 		cr_assert_eq(rrr_nfs3_read(u, &f, 0, &rio, 1, &count, &eof), 0);
 	memset(buf, 0, sizeof(buf));
-	cr_assert_eq(rrr_nfs3_read(w, &f, 0, &rio, 1, &count, &eof), RRR_NFS3ERR_ACCES,
+	cr_assert_eq(th_nfs_st(rrr_nfs3_read(w, &f, 0, &rio, 1, &count, &eof)), RRR_NFS3ERR_ACCES,
 		     "another user reads a 0600 file");
 	cr_assert_null(memmem(buf, sizeof(buf), "mine", 4));
-	cr_assert_eq(rrr_nfs3_write(w, &f, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count),
+	cr_assert_eq(th_nfs_st(rrr_nfs3_write(w, &f, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count)),
 		     RRR_NFS3ERR_ACCES);
-	cr_assert_eq(rrr_nfs3_read(nfs, &f, 0, &rio, 1, &count, &eof), RRR_NFS3ERR_ACCES,
+	cr_assert_eq(th_nfs_st(rrr_nfs3_read(nfs, &f, 0, &rio, 1, &count, &eof)), RRR_NFS3ERR_ACCES,
 		     "squashed root is nobody");
 	uint32_t acc = access_as(2000, &f);
 	cr_assert_eq(acc & (RRR_NFS3_ACCESS_READ | RRR_NFS3_ACCESS_MODIFY), 0u, "ACCESS agrees");
@@ -549,20 +549,20 @@ Test(nfs_creds, permissions_are_the_kernels_and_the_fd_cache_is_per_user)
 	cr_assert_eq(rrr_nfs3_setattr(w, &pub, &now), 0, "O_TRUNC of a 0666 file by another user");
 	struct rrr_nfs3_sattr given = {.mtime_how = RRR_NFS3_SET_TO_CLIENT_TIME,
 				       .mtime = {.sec = 946684800}};
-	cr_assert_eq(rrr_nfs3_setattr(w, &pub, &given), RRR_NFS3ERR_PERM);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_setattr(w, &pub, &given)), RRR_NFS3ERR_PERM);
 	cr_assert_eq(rrr_nfs3_setattr(u, &pub, &given), 0);
-	cr_assert_eq(rrr_nfs3_setattr(w, &f, &now), RRR_NFS3ERR_ACCES, "no write permission");
+	cr_assert_eq(th_nfs_st(rrr_nfs3_setattr(w, &f, &now)), RRR_NFS3ERR_ACCES, "no write permission");
 
 	/* a directory of 1000's: 2000 may not create, remove or rename in it */
 	cr_assert_eq(rrr_nfs3_mkdir(u, rrr_nfs3_root(nfs), "d", 0755, &d), 0);
-	cr_assert_eq(rrr_nfs3_create(w, &d, "x", 0644, true, NULL), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_create(w, &d, "x", 0644, true, NULL)), RRR_NFS3ERR_ACCES);
 	cr_assert_eq(rrr_nfs3_create(u, &d, "x", 0644, true, NULL), 0);
-	cr_assert_eq(rrr_nfs3_remove(w, &d, "x"), RRR_NFS3ERR_ACCES);
-	cr_assert_eq(rrr_nfs3_rename(w, &d, "x", rrr_nfs3_root(nfs), "stolen"), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_remove(w, &d, "x")), RRR_NFS3ERR_ACCES);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_rename(w, &d, "x", rrr_nfs3_root(nfs), "stolen")), RRR_NFS3ERR_ACCES);
 	struct rrr_nfs3_sattr m = {.set_mode = true, .mode = 0700};
 	cr_assert_eq(rrr_nfs3_setattr(u, &d, &m), 0);
 	struct rrr_nfs3_fh x;
-	cr_assert_eq(rrr_nfs3_lookup(w, &d, "x", &x, NULL), RRR_NFS3ERR_ACCES,
+	cr_assert_eq(th_nfs_st(rrr_nfs3_lookup(w, &d, "x", &x, NULL)), RRR_NFS3ERR_ACCES,
 		     "LOOKUP needs search permission");
 	cr_assert_eq(rrr_nfs3_lookup(u, &d, "x", &x, NULL), 0);
 
@@ -570,7 +570,7 @@ Test(nfs_creds, permissions_are_the_kernels_and_the_fd_cache_is_per_user)
 	struct rrr_nfs3_fh ro;
 	cr_assert_eq(rrr_nfs3_create(u, rrr_nfs3_root(nfs), "ro", 0444, true, &ro), 0);
 	cr_assert_eq(rrr_nfs3_write(u, &ro, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count), 0);
-	cr_assert_eq(rrr_nfs3_write(w, &ro, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count),
+	cr_assert_eq(th_nfs_st(rrr_nfs3_write(w, &ro, 0, &iov, 1, RRR_NFS3_FILE_SYNC, &count)),
 		     RRR_NFS3ERR_ACCES);
 	rrr_nfs3_umount(w);
 	rrr_nfs3_umount(u);

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 
 #include "tests/nfs/helpers/nfs_helpers.h"
 

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "tests/nfs/helpers/nfs_helpers.h"
@@ -118,10 +118,10 @@ Test(nfs_fdcache, remove_through_the_server_is_stale_at_once)
 	snprintf(keep, sizeof(keep), "%s/keep", srv.dir);
 	cr_assert_eq(link(path, keep), 0);
 	cr_assert_eq(rrr_nfs3_remove(nfs, rrr_nfs3_root(nfs), "r"), 0);
-	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), RRR_NFS3ERR_STALE);
+	cr_assert_eq(th_nfs_st(read_all(&fh, buf, sizeof(buf), &n)), RRR_NFS3ERR_STALE);
 	struct iovec iov = {.iov_base = "x", .iov_len = 1};
 	uint32_t count;
-	cr_assert_eq(rrr_nfs3_write(nfs, &fh, 0, &iov, 1, RRR_NFS3_UNSTABLE, &count),
+	cr_assert_eq(th_nfs_st(rrr_nfs3_write(nfs, &fh, 0, &iov, 1, RRR_NFS3_UNSTABLE, &count)),
 		     RRR_NFS3ERR_STALE);
 }
 
@@ -135,7 +135,7 @@ Test(nfs_fdcache, unlink_behind_the_servers_back_is_stale)
 	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), 0);
 	export_path("u", path, sizeof(path));
 	cr_assert_eq(unlink(path), 0);
-	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), RRR_NFS3ERR_STALE);
+	cr_assert_eq(th_nfs_st(read_all(&fh, buf, sizeof(buf), &n)), RRR_NFS3ERR_STALE);
 }
 
 Test(nfs_fdcache, rename_out_of_the_export_is_stale_after_the_ttl)
@@ -151,7 +151,7 @@ Test(nfs_fdcache, rename_out_of_the_export_is_stale_after_the_ttl)
 	cr_assert_eq(rename(path, out), 0);
 	struct timespec ts = {1, 300 * 1000 * 1000}; /* FS_FDC_TTL + margin */
 	nanosleep(&ts, NULL);
-	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), RRR_NFS3ERR_STALE);
+	cr_assert_eq(th_nfs_st(read_all(&fh, buf, sizeof(buf), &n)), RRR_NFS3ERR_STALE);
 }
 
 Test(nfs_fdcache, setattr_mode_shows_in_the_next_read)

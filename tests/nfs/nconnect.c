@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "tests/nfs/helpers/nfs_helpers.h"

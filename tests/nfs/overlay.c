@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include <rrr/client.h>
-#include <rrr/nfs3.h>
+#include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
 #include "tests/nfs/helpers/nfs_helpers.h"
@@ -132,7 +132,7 @@ static void t_what_clients_do(const char *mode_line)
 	cr_assert_eq(count, 4);
 	cr_assert_eq(memcmp(buf, "0123", 4), 0);
 	cr_assert_eq(rrr_nfs3_create(nfs, &d, "x", 0644, true, &g), 0);
-	cr_assert_eq(rrr_nfs3_create(nfs, &d, "x", 0644, true, NULL), RRR_NFS3ERR_EXIST);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_create(nfs, &d, "x", 0644, true, NULL)), RRR_NFS3ERR_EXIST);
 	/* rename across directories, then use every handle */
 	cr_assert_eq(rrr_nfs3_mkdir(nfs, root, "e", 0755, &e), 0);
 	cr_assert_eq(rrr_nfs3_rename(nfs, &d, "x", &e, "y"), 0);

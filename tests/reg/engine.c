@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 
 #include "helpers/fake_provider.h"
 

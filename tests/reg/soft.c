@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 
 #include "../test_env.h"
 #include "helpers/loop.h"

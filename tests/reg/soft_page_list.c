@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 
 #include "../test_env.h"
 #include "helpers/loop.h"

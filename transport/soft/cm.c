@@ -221,14 +221,6 @@ static void id_unlink(struct soft_cm *cm, struct soft_id *id)
 	id->next = id->prev = NULL;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Arm the sweep timer while connections are in set-up, disarm it after. */
 static void timer_update(struct soft_cm *cm)
 {
@@ -255,7 +247,7 @@ static void setup_begin(struct soft_cm *cm, struct soft_id *id)
 		id->in_setup = true;
 		cm->nsetup++;
 	}
-	id->setup_deadline = mono_ns() + (uint64_t)cm->setup_timeout_ms * 1000000ull;
+	id->setup_deadline = rrr__mono_ns() + (uint64_t)cm->setup_timeout_ms * 1000000ull;
 	timer_update(cm);
 }
 
@@ -428,7 +420,7 @@ static bool evict_oldest(struct soft_cm *cm)
 /* Close what is past its set-up deadline (timer tick). */
 static void sweep(struct soft_cm *cm)
 {
-	uint64_t now = mono_ns(), v;
+	uint64_t now = rrr__mono_ns(), v;
 
 	if (read(cm->tfd, &v, sizeof(v)) < 0) {
 		/* not expired yet: nothing to consume */

@@ -102,12 +102,12 @@ static int opt(void *arg, const char *key, const char *val)
 	} else if (strcmp(key, "fault_stall_ppm") == 0 && !parse_u32(val, 0, 1000000, &v)) {
 		d->fault_stall_ppm = v;
 	} else {
-		fprintf(stderr, "rrr soft: bad option '%s=%s' (known: crc=0|1, progress_thread=0|1, "
-				"mulpdu=%u..%u, tx_batch=1..%u, tx_refill=0|1, max_fr_pages=1..%u, "
-				"map_model=page_list|gaps, fault_seed=N, fault_drop_ppm=0..1000000, "
-				"fault_delay_us=0..1000000, fault_delay_ppm=N, fault_stall_ms=0..60000, "
-				"fault_stall_ppm=N)\n",
-			key, val, SOFT_MULPDU_MIN, SOFT_MULPDU_MAX, SOFT_TX_BATCH,
+		rrr__log_warn("rrr soft: bad option '%s=%s' (known: crc=0|1, progress_thread=0|1, "
+			      "mulpdu=%u..%u, tx_batch=1..%u, tx_refill=0|1, max_fr_pages=1..%u, "
+			      "map_model=page_list|gaps, fault_seed=N, fault_drop_ppm=0..1000000, "
+			      "fault_delay_us=0..1000000, fault_delay_ppm=N, fault_stall_ms=0..60000, "
+			      "fault_stall_ppm=N)",
+			      key, val, SOFT_MULPDU_MIN, SOFT_MULPDU_MAX, SOFT_TX_BATCH,
 			SOFT_MAX_FR_PAGES_MAX);
 		return rrr__set_error(-EINVAL, "soft: bad option '%s=%s'", key, val);
 	}
@@ -261,8 +261,8 @@ static void soft_device_close(struct rrr_device *dev)
 		pthread_join(d->thr, NULL);
 	}
 	if (atomic_load(&d->nobj))
-		fprintf(stderr, "rrr soft: device closed with %d objects still alive\n",
-			atomic_load(&d->nobj));
+		rrr__log_warn("rrr soft: device closed with %d objects still alive",
+			      atomic_load(&d->nobj));
 	dev_free(d);
 }
 

@@ -83,7 +83,7 @@ static int parse_opt(void *arg, const char *key, const char *val)
 		else if (strcmp(val, "persistent") == 0)
 			o->strategy = VSTRAT_PERSISTENT;
 		else {
-			fprintf(stderr, "rrr verbs: unknown strategy '%s'\n", val);
+			rrr__log_warn("rrr verbs: unknown strategy '%s'", val);
 			return rrr__set_error(-EINVAL,
 					      "verbs: strategy=%s: use auto, mw, regmr, umr or "
 					      "persistent",
@@ -97,7 +97,7 @@ static int parse_opt(void *arg, const char *key, const char *val)
 		o->remote_inv = val[0] == '1';
 		return 0;
 	}
-	fprintf(stderr, "rrr verbs: unknown option '%s'\n", key);
+	rrr__log_warn("rrr verbs: unknown option '%s'", key);
 	return rrr__set_error(-EINVAL, "verbs: unknown option '%s' (dev, strategy, remote_inv)",
 			      key);
 }
@@ -170,20 +170,18 @@ static int choose_strategy(struct vdev *d, const struct vopts *o, const char *na
 					      "use strategy=regmr or auto",
 					      name);
 		if (d->quirks.mw_bounds_unchecked)
-			fprintf(stderr,
-				"rrr verbs: WARNING: %s does not enforce memory window "
-				"bounds; strategy=mw does not protect memory here "
-				"(see rrr-devcheck)\n",
-				name);
+			rrr__log_warn("rrr verbs: WARNING: %s does not enforce memory window "
+				      "bounds; strategy=mw does not protect memory here "
+				      "(see rrr-devcheck)",
+				      name);
 		return 0;
 	case VSTRAT_UMR:
 		return rrr__set_error(-EOPNOTSUPP,
 				      "verbs: strategy=umr (mlx5dv UMR lists) is not built in "
 				      "this version: use auto, mw or regmr");
 	case VSTRAT_PERSISTENT:
-		fprintf(stderr,
-			"rrr verbs: WARNING: strategy=persistent leaves memory "
-			"remotely accessible after each I/O; for benchmarks only, UNSAFE\n");
+		rrr__log_warn("rrr verbs: WARNING: strategy=persistent leaves memory "
+			      "remotely accessible after each I/O; for benchmarks only, UNSAFE");
 		return 0;
 	case VSTRAT_REGMR:
 		return 0;

@@ -523,8 +523,8 @@ void rrr__verbs_mr_qp_gone(struct vqp *qp)
 			next = m->next;
 			/* not a MAPPED one: its new key is already handed out */
 			if (m->bound_qp == qp && m->state != VMR_MAPPED && renew_window(d, m) != 0)
-				fprintf(stderr, "rrr verbs: cannot replace a window bound to a "
-						"destroyed QP\n");
+				rrr__log_err("rrr verbs: cannot replace a window bound to a "
+					     "destroyed QP");
 		}
 	}
 	pthread_mutex_unlock(&d->lock);

@@ -21,6 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <criterion/criterion.h>
+
+#include <rrr/nfs3_client.h>
+
 #include "tests/nfs/helpers/nfs_helpers.h"
 
 const char *th_prog(const char *prog, char *buf, size_t len)
@@ -220,4 +224,15 @@ bool th_file_contains(const char *path, const char *needle)
 	fclose(f);
 	buf[n] = '\0';
 	return strstr(buf, needle) != NULL;
+}
+
+int th_nfs_st(int rc)
+{
+	uint32_t st = rrr_nfs3_last_status();
+
+	if (rc >= 0 || st == RRR_NFS3_OK)
+		return rc;
+	cr_assert_eq(rc, rrr_nfs3_stat_to_errno(st), "%s comes back as %d, not as its errno",
+		     rrr_nfs3_strstat(st), rc);
+	return (int)st;
 }

@@ -46,4 +46,10 @@ int th_cmp_files(const char *a, const char *b);
 /* Whether @path's contents contain @needle. */
 bool th_file_contains(const char *path, const char *needle);
 
+/* The result of an rrr_nfs3_* call just made on this thread, for asserting
+ * the server's exact status: when it failed with an NFS error, checks that
+ * the -errno is the one rrr_nfs3_stat_to_errno() gives and returns the
+ * POSITIVE nfsstat3 (rrr_nfs3_last_status()); otherwise returns @rc. */
+int th_nfs_st(int rc);
+
 #endif

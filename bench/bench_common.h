@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/common.h - helpers shared by the rrr-bench subcommands.
+ * bench/bench_common.h - helpers shared by the rrr-bench subcommands.
  *
  * Clocks, sample sets with order statistics, a tiny streaming JSON writer,
  * option parsing helpers (sizes with K/M suffixes, comma lists), a plain

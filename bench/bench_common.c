@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/common.c - clocks, samples, JSON, options and the TCP baseline
+ * bench/bench_common.c - clocks, samples, JSON, options and the TCP baseline
  * shared by every rrr-bench subcommand.
  *
  * Normal operation. A benchmark takes wall-clock timestamps with
@@ -25,7 +25,7 @@
  * and is always joined. Sample arrays grow by doubling and drop the sample
  * on allocation failure (reported as -ENOMEM by the add).
  */
-#include "common.h"
+#include "bench_common.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport/stats.c - printing of the per-connection transport counters.
+ * common/stats.c - printing of the per-connection transport counters.
  *
  * One "key value" line per counter, in the order of struct rrr_xprt_stats,
  * each prefixed by the caller's prefix, so the output is easy to grep and
@@ -9,7 +9,7 @@
  * nothing.
  *
  * Also the library's one way to read counters that other threads update
- * with relaxed atomics (transport/stats_impl.h): a snapshot (client) and a
+ * with relaxed atomics (RRR__STAT_ADD/SET of common/rrr_impl.h): a snapshot (client) and a
  * fold of many (the server's per-worker counters).
  */
 #include <inttypes.h>
@@ -17,7 +17,7 @@
 
 #include <rrr/stats.h>
 
-#include "transport/stats_impl.h"
+#include "common/rrr_impl.h"
 
 void rrr_xprt_stats_print(FILE *f, const char *prefix, const struct rrr_xprt_stats *st)
 {

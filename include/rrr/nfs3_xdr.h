@@ -1,45 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rrr/nfs3.h - NFS version 3 (RFC 1813) and MOUNT version 3 over rrr.
+ * rrr/nfs3_xdr.h - NFS version 3 (RFC 1813) and MOUNT version 3: the types
+ * and their XDR codecs (xdr/nfs3.c, xdr/mount3.c). No transport here: the
+ * codecs work on any struct rrr_xdr stream, for a client (nfs3_client.h)
+ * or a server (rrr-server) alike.
  *
- * Two layers live here.
+ * Every argument and result type has ONE function, rrr_nfs3_xdr_<type>(xdr,
+ * obj), that encodes when the stream was initialised with RRR_XDR_ENCODE
+ * and decodes with RRR_XDR_DECODE (the classic SunRPC style: one
+ * description, two directions, so the two can never disagree). Limits
+ * enforced on decode: file handles <= 64 bytes, names <= 255 bytes, paths
+ * <= 1024 bytes, READ/WRITE data <= 1 MiB, directory listings <=
+ * RRR_NFS3_MAX_DIRENTS entries, MOUNT lists <= RRR_MNT_MAX_LIST entries.
+ * Names and paths are copied and NUL-terminated; embedded NUL bytes are
+ * rejected (-EINVAL). DDP-eligible items (READ and WRITE data, READLINK and
+ * SYMLINK paths, RFC 8267) go through rrr_xdr_encode_payload()/
+ * rrr_xdr_decode_payload(): on decode their iovecs describe where the
+ * transport put the bytes (they are NOT copied). Variable lists (directory
+ * entries, mount/export lists) are arrays owned by the caller: on decode
+ * @entries must point to @cap entries.
  *
- * 1. XDR codecs. Every argument and result type has ONE function,
- *    rrr_nfs3_xdr_<type>(xdr, obj), that encodes when the stream was
- *    initialised with RRR_XDR_ENCODE and decodes with RRR_XDR_DECODE (the
- *    classic SunRPC style: one description, two directions, so the two can
- *    never disagree). Limits enforced on decode: file handles <= 64 bytes,
- *    names <= 255 bytes, paths <= 1024 bytes, READ/WRITE data <= 1 MiB,
- *    directory listings <= RRR_NFS3_MAX_DIRENTS entries, MOUNT lists <=
- *    RRR_MNT_MAX_LIST entries. Names and paths are copied and NUL-terminated;
- *    embedded NUL bytes are rejected (-EINVAL). DDP-eligible items (READ and
- *    WRITE data, READLINK and SYMLINK paths, RFC 8267) go through
- *    rrr_xdr_encode_payload()/rrr_xdr_decode_payload(): on decode their iovecs
- *    describe where the transport put the bytes (they are NOT copied).
- *    Variable lists (directory entries, mount/export lists) are arrays owned
- *    by the caller: on decode @entries must point to @cap entries.
- *    Errors: those of rrr/xdr.h (-EMSGSIZE, -EBADMSG, -E2BIG, -EINVAL).
- *
- * 2. A client library (rrr_nfs3_*): MOUNT over TCP (like the kernel client's
- *    mountproto=tcp) or over the NFS connection, then typed calls over one
- *    or more rrr_clnt connections to the server (RDMA or TCP; opts.nconnect,
- *    like the kernel's nconnect mount option), and pipelined whole-range
- *    READ/WRITE with a queue depth. Client functions return 0, a NEGATIVE
- *    errno when the call could not be made or answered (connection, timeout,
- *    garbage; a sentence is in rrr_last_error()), or a POSITIVE nfsstat3
- *    when the server answered with an NFS error. A struct rrr_nfs3 may be
- *    used by several threads at once.
- *
- *    Connections (nconnect > 1): every call, synchronous or one of a
- *    pipelined transfer, goes to the next connection in turn (round-robin
- *    over all of them). NFS promises no order between calls in flight at
- *    the same time, and across connections they do overtake each other: a
- *    call issued after another one COMPLETED sees its effects, nothing more
- *    is guaranteed. Each connection recovers on its own (reconnect,
- *    idempotent retry); a failure of one fails only the calls sent on it.
+ * Contract of every rrr_nfs3_xdr_* and rrr_mnt_xdr_* codec: returns 0 or
+ * the errors of rrr/xdr.h (-EMSGSIZE: the stream is too short; -EBADMSG: a
+ * value out of its range, e.g. a bad discriminant; -E2BIG: a count or
+ * length above the limits above; -EINVAL: an embedded NUL). On a decode
+ * error the object may be partly filled and must not be used. Pure
+ * functions of the stream and the object: no locking, no allocation, never
+ * block; the caller owns both and may use distinct streams from distinct
+ * threads.
  */
-#ifndef RRR_NFS3_H
-#define RRR_NFS3_H
+#ifndef RRR_NFS3_XDR_H
+#define RRR_NFS3_XDR_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,8 +38,6 @@
 #include <sys/uio.h>
 
 #include <rrr/oncrpc.h>
-#include <rrr/stats.h>
-#include <rrr/wait.h>
 #include <rrr/xdr.h>
 
 #ifdef __cplusplus
@@ -423,6 +412,9 @@ struct rrr_mnt_export_res {
 };
 
 /* --- codecs (direction from the stream) ------------------------------------ */
+/* Basic types. Every codec below: encode or decode (the stream's direction)
+ * one object; 0 or -EMSGSIZE/-EBADMSG/-E2BIG/-EINVAL (the contract at the
+ * top of this file). No locking, no allocation, never blocks. */
 int rrr_nfs3_xdr_fh(struct rrr_xdr *xdr, struct rrr_nfs3_fh *fh);
 int rrr_nfs3_xdr_fattr(struct rrr_xdr *xdr, struct rrr_nfs3_fattr *a);
 int rrr_nfs3_xdr_post_op_attr(struct rrr_xdr *xdr, struct rrr_nfs3_post_op_attr *a);
@@ -430,6 +422,8 @@ int rrr_nfs3_xdr_wcc_data(struct rrr_xdr *xdr, struct rrr_nfs3_wcc_data *w);
 int rrr_nfs3_xdr_sattr(struct rrr_xdr *xdr, struct rrr_nfs3_sattr *s);
 int rrr_nfs3_xdr_diropargs(struct rrr_xdr *xdr, struct rrr_nfs3_diropargs *d);
 
+/* Call arguments, one codec per procedure's argument type (a server decodes,
+ * a client encodes). WRITE data and SYMLINK paths are DDP payload. */
 int rrr_nfs3_xdr_fh_args(struct rrr_xdr *xdr, struct rrr_nfs3_fh_args *a);
 int rrr_nfs3_xdr_setattr_args(struct rrr_xdr *xdr, struct rrr_nfs3_setattr_args *a);
 int rrr_nfs3_xdr_access_args(struct rrr_xdr *xdr, struct rrr_nfs3_access_args *a);
@@ -445,6 +439,9 @@ int rrr_nfs3_xdr_readdir_args(struct rrr_xdr *xdr, struct rrr_nfs3_readdir_args 
 int rrr_nfs3_xdr_readdirplus_args(struct rrr_xdr *xdr, struct rrr_nfs3_readdir_args *a);
 int rrr_nfs3_xdr_commit_args(struct rrr_xdr *xdr, struct rrr_nfs3_commit_args *a);
 
+/* Results, one codec per procedure's result type (a server encodes, a
+ * client decodes; READ data and READLINK paths are DDP payload; READDIR
+ * entries go to the caller's array of r->cap). */
 int rrr_nfs3_xdr_getattr_res(struct rrr_xdr *xdr, struct rrr_nfs3_getattr_res *r);
 int rrr_nfs3_xdr_wcc_res(struct rrr_xdr *xdr, struct rrr_nfs3_wcc_res *r);
 int rrr_nfs3_xdr_lookup_res(struct rrr_xdr *xdr, struct rrr_nfs3_lookup_res *r);
@@ -460,143 +457,33 @@ int rrr_nfs3_xdr_fsstat_res(struct rrr_xdr *xdr, struct rrr_nfs3_fsstat_res *r);
 int rrr_nfs3_xdr_fsinfo_res(struct rrr_xdr *xdr, struct rrr_nfs3_fsinfo_res *r);
 int rrr_nfs3_xdr_pathconf_res(struct rrr_xdr *xdr, struct rrr_nfs3_pathconf_res *r);
 int rrr_nfs3_xdr_commit_res(struct rrr_xdr *xdr, struct rrr_nfs3_commit_res *r);
-/* Encoded size of one directory entry (for a server filling up to a count). */
+/* Encoded size in bytes of one directory entry (for a server filling a
+ * READDIR reply up to the client's count). Pure; never fails or blocks. */
 uint32_t rrr_nfs3_dirent_size(const struct rrr_nfs3_dirent *e, bool plus);
 
+/* MOUNT v3: the MNT/UMNT argument, the MNT result, the DUMP and EXPORT
+ * lists (decoded into the caller's arrays, at most RRR_MNT_MAX_LIST
+ * entries). Same contract as the NFS codecs. */
 int rrr_mnt_xdr_dirpath(struct rrr_xdr *xdr, struct rrr_mnt_dirpath *d);
 int rrr_mnt_xdr_mnt_res(struct rrr_xdr *xdr, struct rrr_mnt_res *r);
 int rrr_mnt_xdr_dump_res(struct rrr_xdr *xdr, struct rrr_mnt_dump_res *r);
 int rrr_mnt_xdr_export_res(struct rrr_xdr *xdr, struct rrr_mnt_export_res *r);
 
-/* Human-readable name of an nfsstat3 ("NFS3ERR_NOENT"); never NULL. */
+/* Human-readable name of an nfsstat3 ("NFS3ERR_NOENT"; "NFS3ERR_(unknown)"
+ * for values RFC 1813 does not define): a static string, never NULL. Pure;
+ * thread-safe; never blocks. */
 const char *rrr_nfs3_strstat(uint32_t status);
-/* The closest negative errno for an nfsstat3 (0 for NFS3_OK). */
+/* The closest negative errno for an nfsstat3: 0 for NFS3_OK; the same
+ * number for the statuses that are Linux errnos (NOENT -> -ENOENT, ...);
+ * STALE -> -ESTALE, BADHANDLE -> -EBADF, NOTSUPP -> -EOPNOTSUPP,
+ * SERVERFAULT -> -EREMOTEIO, JUKEBOX -> -EAGAIN, NOT_SYNC, BAD_COOKIE,
+ * TOOSMALL and BADTYPE -> -EINVAL; -EIO for unknown values. The NFS client
+ * returns exactly this for an NFS error. Pure; never blocks. */
 int rrr_nfs3_stat_to_errno(uint32_t status);
-
-/* --- client library -------------------------------------------------------- */
-struct rrr_nfs3;
-
-struct rrr_nfs3_opts {
-	const char *transport;     /* "rdma" (default) or "tcp" */
-	const char *provider;      /* "soft" (default) or "verbs" */
-	const char *provider_opts;
-	const char *host;          /* required */
-	const char *port;          /* NFS port, default "20049" */
-	const char *mount_port;    /* MOUNT over TCP on this port; NULL or "0":
-				    * send MNT over the NFS connection */
-	const char *export_path;   /* default "/" */
-	uint32_t rsize, wsize;     /* default 1 MiB, capped by FSINFO and 1 MiB */
-	int timeout_ms;            /* default 30000 */
-	uint32_t uid, gid;         /* AUTH_SYS credentials */
-	bool auth_none;            /* send AUTH_NONE instead of AUTH_SYS */
-	bool no_remote_inv;        /* do not offer Send With Invalidate (RFC 8797) */
-	bool fail_fast;            /* rrr_clnt_opts.fail_fast: a connection loss fails
-				    * non-idempotent calls (-ECONNRESET) instead of
-				    * re-sending them after the reconnect (hard) */
-	unsigned nconnect;         /* connections to the server, 1 (default) ..
-				    * RRR_NFS3_MAX_NCONNECT; calls are spread
-				    * over them round-robin */
-	enum rrr_wait_mode wait_mode; /* how the connections' progress threads
-				       * wait (rrr/wait.h), default adaptive */
-	uint32_t spin_us;          /* their spin budget, 0 = default */
-};
-
-#define RRR_NFS3_MAX_NCONNECT 16u
-
-void rrr_nfs3_opts_init(struct rrr_nfs3_opts *opts);
-/* Connect (opts->nconnect connections, one after the other, all to the same
- * server and port), MOUNT the export, FSINFO the root over the first one.
- * rsize/wsize are also capped by every connection's payload limit. Errors:
- * -EINVAL (no host; nconnect 0 or above RRR_NFS3_MAX_NCONNECT: a caller
- * that filled the struct without rrr_nfs3_opts_init() gets this), those of
- * rrr_clnt_create() for any connection (then none is left open), a negative
- * errno or positive status of MNT/FSINFO. MAY BLOCK. */
-int rrr_nfs3_mount(const struct rrr_nfs3_opts *opts, struct rrr_nfs3 **out);
-/* UMNT (best effort), disconnect every connection, free. No call may be in
- * progress. MAY BLOCK. */
-void rrr_nfs3_umount(struct rrr_nfs3 *nfs);
-const struct rrr_nfs3_fh *rrr_nfs3_root(const struct rrr_nfs3 *nfs);
-uint32_t rrr_nfs3_rsize(const struct rrr_nfs3 *nfs);
-uint32_t rrr_nfs3_wsize(const struct rrr_nfs3 *nfs);
-/* Number of connections (opts.nconnect). */
-unsigned rrr_nfs3_nconnect(const struct rrr_nfs3 *nfs);
-/* Counters summed over every connection: event counters and bytes add up;
- * credits and max_credits are the sums of the connections' grants (calls
- * the client may have in flight in all); inline_send/inline_recv are the
- * smallest negotiated. Thread-safe. */
-void rrr_nfs3_stats(struct rrr_nfs3 *nfs, struct rrr_xprt_stats *st);
-/* Counters of connection @idx (0 .. nconnect-1; 0 carries MOUNT when there
- * is no mount port, and FSINFO). -EINVAL when @idx is out of range.
- * Thread-safe. */
-int rrr_nfs3_conn_stats(struct rrr_nfs3 *nfs, unsigned idx, struct rrr_xprt_stats *st);
-
-int rrr_nfs3_null(struct rrr_nfs3 *nfs);
-int rrr_nfs3_getattr(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh,
-		     struct rrr_nfs3_fattr *attr);
-int rrr_nfs3_setattr(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh,
-		     const struct rrr_nfs3_sattr *sattr);
-/* @attr may be NULL. */
-int rrr_nfs3_lookup(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *dir, const char *name,
-		    struct rrr_nfs3_fh *fh, struct rrr_nfs3_fattr *attr);
-/* Walk a '/'-separated path from the root (empty or "/" = root). */
-int rrr_nfs3_lookup_path(struct rrr_nfs3 *nfs, const char *path, struct rrr_nfs3_fh *fh,
-			 struct rrr_nfs3_fattr *attr);
-int rrr_nfs3_readlink(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh, char *buf,
-		      size_t cap);
-/* Create (UNCHECKED, or GUARDED when @exclusive) a regular file. */
-int rrr_nfs3_create(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *dir, const char *name,
-		    uint32_t mode, bool guarded, struct rrr_nfs3_fh *fh);
-int rrr_nfs3_mkdir(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *dir, const char *name,
-		   uint32_t mode, struct rrr_nfs3_fh *fh);
-int rrr_nfs3_symlink(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *dir, const char *name,
-		     const char *target, struct rrr_nfs3_fh *fh);
-int rrr_nfs3_remove(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *dir, const char *name);
-int rrr_nfs3_rmdir(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *dir, const char *name);
-int rrr_nfs3_rename(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *from_dir,
-		    const char *from, const struct rrr_nfs3_fh *to_dir, const char *to);
-int rrr_nfs3_commit(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh, uint8_t verf[8]);
-int rrr_nfs3_fsstat(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh,
-		    struct rrr_nfs3_fsstat_res *res);
-
-/* READDIRPLUS the whole directory; @fn runs once per entry ("." and ".."
- * skipped); a non-zero return from @fn stops and is returned. */
-typedef int (*rrr_nfs3_dirent_fn)(void *arg, const struct rrr_nfs3_dirent *e);
-int rrr_nfs3_readdirplus(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *dir,
-			 rrr_nfs3_dirent_fn fn, void *arg);
-
-/* One READ/WRITE: data goes to/from @iov (DDP payload); outputs: count, eof. */
-int rrr_nfs3_read(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh, uint64_t offset,
-		  const struct iovec *iov, unsigned niov, uint32_t *count, bool *eof);
-int rrr_nfs3_write(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh, uint64_t offset,
-		   const struct iovec *iov, unsigned niov, uint32_t stable, uint32_t *count);
-
-/* Progress callback for the pipelined helpers: bytes done so far. */
-typedef void (*rrr_nfs3_progress_fn)(void *arg, uint64_t done);
-
-/*
- * Pipelined I/O: move @len bytes between @buf and the file at @offset with
- * up to @qd READs/WRITEs in flight, each at most rsize/wsize bytes. WRITE
- * uses UNSTABLE and ends with COMMIT (restarting from the first byte once if
- * the write verifier changed), unless @stable is FILE_SYNC/DATA_SYNC.
- * rrr_nfs3_read_all stops at EOF; *done gets the bytes moved. @split > 0
- * hands each call's payload to the transport as two iovecs cut @split bytes
- * into the chunk (exercises registration holes). With nconnect > 1 the
- * calls go round-robin over the connections (@qd is the total in flight,
- * not per connection); COMMIT is sent only after every WRITE on every
- * connection has completed, and the verifiers of all WRITE replies and of
- * the COMMIT must agree, or the range is written again with FILE_SYNC.
- * MAY BLOCK.
- */
-int rrr_nfs3_read_all(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh, uint64_t offset,
-		      void *buf, size_t len, unsigned qd, uint32_t split, size_t *done,
-		      rrr_nfs3_progress_fn progress, void *arg);
-int rrr_nfs3_write_all(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh, uint64_t offset,
-		       const void *buf, size_t len, unsigned qd, uint32_t split, uint32_t stable,
-		       rrr_nfs3_progress_fn progress, void *arg);
 
 #pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
 #endif
-#endif /* RRR_NFS3_H */
+#endif /* RRR_NFS3_XDR_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/reg.c - rrr-bench reg: what per-I/O registration + invalidation
+ * bench/bench_reg.c - rrr-bench reg: what per-I/O registration + invalidation
  * costs, per strategy, side by side with a persistent registration.
  *
  * Normal operation. Each strategy is a device opened with its own provider
@@ -52,10 +52,10 @@
 #include <unistd.h>
 
 #include <rrr/provider.h>
-#include <rrr/reg.h>
+#include <rrr/reg_engine.h>
 
 #include "bench.h"
-#include "common.h"
+#include "bench_common.h"
 #include "transport/loop_pair.h"
 
 #define MAX_STRATS 8

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rrr/reg.h - per-I/O registration engine (FRWR style).
+ * rrr/reg_engine.h - per-I/O registration engine (FRWR style).
  *
  * A scatterlist becomes one or more registrations (struct rrr_reg_seg:
  * handle, length, offset - an RFC 8166 segment). Where the device's map
@@ -50,8 +50,8 @@
  * The hot path (map, build_inv, inv_done, remote_invalidated) never
  * allocates once the pool has grown, and is O(entries + registrations).
  */
-#ifndef RRR_REG_H
-#define RRR_REG_H
+#ifndef RRR_REG_ENGINE_H
+#define RRR_REG_ENGINE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -181,4 +181,4 @@ void rrr_reg_recover(struct rrr_mrpool *pool, struct rrr_reg_io *io);
 #ifdef __cplusplus
 }
 #endif
-#endif /* RRR_REG_H */
+#endif /* RRR_REG_ENGINE_H */

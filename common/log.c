@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * common/log.c - the library's one log hook (include/rrr/log.h).
+ *
+ * Normal operation: a library file calls rrr__log(level, fmt, ...). When
+ * the level passes the threshold (one relaxed atomic load, so a disabled
+ * debug line costs a branch), the line is formatted into a stack buffer and
+ * handed to the installed handler. The handler and its context are read
+ * together under a mutex and called outside it, so a slow handler never
+ * holds the lock and a handler may itself log. The default handler writes
+ * "line\n" to stderr with one write(2), so lines of concurrent threads do
+ * not interleave.
+ *
+ * The threshold starts at RRR_LOG_WARN, or RRR_LOG_DEBUG when RRR_DEBUG
+ * (or the older RRR_SVC_DEBUG) is set in the environment; it is decided
+ * once, at the first line or the first rrr_log_set_level().
+ *
+ * Recovery: nothing here can fail in a way a caller could act on; a line
+ * longer than the buffer is cut, a failing stderr is ignored.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/rrr_impl.h"
+
+#define LOG_LINE_MAX 512
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static rrr_log_fn g_fn;   /* NULL: default handler */
+static void *g_ctx;
+static int g_level;       /* 0: not decided yet */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void level_init(void)
+{
+	int l = RRR_LOG_WARN;
+
+	if (getenv("RRR_DEBUG") || getenv("RRR_SVC_DEBUG"))
+		l = RRR_LOG_DEBUG;
+	__atomic_store_n(&g_level, l, __ATOMIC_RELAXED);
+}
+
+static int level_now(void)
+{
+	pthread_once(&g_once, level_init);
+	return __atomic_load_n(&g_level, __ATOMIC_RELAXED);
+}
+
+static void default_handler(const char *line)
+{
+	char buf[LOG_LINE_MAX + 1];
+	int n = snprintf(buf, sizeof(buf), "%s\n", line);
+	ssize_t w;
+
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(buf)) {
+		n = (int)sizeof(buf) - 1;
+		buf[n - 1] = '\n';
+	}
+	w = write(2, buf, (size_t)n);
+	(void)w; /* nowhere to report a failing stderr */
+}
+
+void rrr_log_set_handler(rrr_log_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&g_lock);
+	g_fn = fn;
+	g_ctx = fn ? ctx : NULL;
+	pthread_mutex_unlock(&g_lock);
+}
+
+enum rrr_log_level rrr_log_set_level(enum rrr_log_level level)
+{
+	int old;
+
+	pthread_once(&g_once, level_init);
+	old = __atomic_exchange_n(&g_level, (int)level, __ATOMIC_RELAXED);
+	return (enum rrr_log_level)old;
+}
+
+const char *rrr_log_level_name(enum rrr_log_level level)
+{
+	switch (level) {
+	case RRR_LOG_ERR:
+		return "err";
+	case RRR_LOG_WARN:
+		return "warn";
+	case RRR_LOG_INFO:
+		return "info";
+	case RRR_LOG_DEBUG:
+		return "debug";
+	}
+	return "?";
+}
+
+int rrr__log_enabled(enum rrr_log_level level)
+{
+	return (int)level <= level_now();
+}
+
+void rrr__log(enum rrr_log_level level, const char *fmt, ...)
+{
+	char line[LOG_LINE_MAX];
+	rrr_log_fn fn;
+	void *ctx;
+	va_list ap;
+
+	if (!rrr__log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&g_lock);
+	fn = g_fn;
+	ctx = g_ctx;
+	pthread_mutex_unlock(&g_lock);
+	if (fn)
+		fn(ctx, level, line);
+	else
+		default_handler(line);
+}
