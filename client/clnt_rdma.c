@@ -24,7 +24,10 @@
  * planner (clnt_plan.c) picks inline / read chunk / RDMA_NOMSG and the
  * reply chunks; the payload (or the whole call) is registered with remote
  * read access, sinks and the reply chunk with remote write access, and the
- * REG_MR WRs are chained ahead of the SEND in one post.
+ * REG_MR WRs are chained ahead of the SEND. The chains of the calls the
+ * core sends in one run are posted together (rdma_flush), a quarter of the
+ * credit window at most per post: one doorbell per batch, as the server
+ * does with its replies (svc_rdma.c).
  *
  * A reply. The RECV is matched to its slot by xid. A remote invalidation
  * must name a handle this call owns (else: protocol violation,

@@ -40,6 +40,8 @@
  * is signaled; its completion ends the request. Send With Invalidate names
  * the single handle a call carried, never on error replies. A chain that
  * does not fit the send queue waits its turn (counted as a credit stall).
+ * Chains that handling one poll batch produces are posted together, up to a
+ * quarter of the credit window per post (doorbell batching, see db_max()).
  *
  * Contexts. A connection has at most max_requests + SVC_RDMA_CTX_SLACK (4)
  * request contexts (each may hold up to max_payload + 64 KiB of registered
