@@ -412,38 +412,15 @@ void rrr_nfs3_stats(struct rrr_nfs3 *n, struct rrr_xprt_stats *st)
 	for (unsigned i = 1; i < n->nconn; i++) {
 		struct rrr_xprt_stats c;
 		rrr_clnt_stats(n->clnt[i], &c);
-#define SUM(f) st->f += c.f
-#define MIN(f) st->f = c.f < st->f ? c.f : st->f
-		SUM(calls);
-		SUM(replies);
-		SUM(bad_replies);
-		SUM(timeouts);
-		SUM(retransmits);
-		SUM(inline_calls);
-		SUM(read_chunks);
-		SUM(write_chunks);
-		SUM(reply_chunks);
-		SUM(nomsg_calls);
-		SUM(registrations);
-		SUM(hole_splits);
-		SUM(local_inv);
-		SUM(remote_inv);
-		SUM(recoveries);
-		SUM(credit_stalls);
-		SUM(credits);
-		SUM(max_credits);
-		MIN(inline_send);
-		MIN(inline_recv);
-		SUM(rdma_read_bytes);
-		SUM(rdma_write_bytes);
-		SUM(send_bytes);
-		SUM(recv_bytes);
-		SUM(connects);
-		SUM(disconnects);
-		SUM(rdma_errors_sent);
-		SUM(send_posts);
-#undef SUM
-#undef MIN
+		rrr__xprt_stats_add(st, &c);
+		/* credits add up over the connections; the inline sizes
+		 * that hold for every connection are the smallest */
+		st->credits += c.credits;
+		st->max_credits += c.max_credits;
+		if (c.inline_send < st->inline_send)
+			st->inline_send = c.inline_send;
+		if (c.inline_recv < st->inline_recv)
+			st->inline_recv = c.inline_recv;
 	}
 }
 

@@ -110,6 +110,10 @@ static inline int64_t rrr__mono_ms(void)
 
 /* Copy @src into @dst, each field read atomically (relaxed). */
 void rrr__xprt_stats_load(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats *src);
+/* Add the counters of the snapshot @s to @dst (both the caller's); the
+ * gauges (credits, max_credits, inline_send, inline_recv) are left to the
+ * caller, who knows how its parts combine. */
+void rrr__xprt_stats_add(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats *s);
 /* Fold @src into @dst: counters are summed, the gauges (credits,
  * max_credits, inline_send, inline_recv) keep the larger value; @src is
  * read atomically (relaxed), @dst belongs to the caller. */

@@ -93,13 +93,9 @@ void rrr__xprt_stats_load(struct rrr_xprt_stats *dst, const struct rrr_xprt_stat
 #undef L
 }
 
-void rrr__xprt_stats_fold(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats *src)
+void rrr__xprt_stats_add(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats *s)
 {
-	struct rrr_xprt_stats s;
-
-	rrr__xprt_stats_load(&s, src);
-#define SUM(f) dst->f += s.f
-#define MAX(f) dst->f = s.f > dst->f ? s.f : dst->f
+#define SUM(f) dst->f += s->f
 	SUM(calls);
 	SUM(replies);
 	SUM(bad_replies);
@@ -124,10 +120,19 @@ void rrr__xprt_stats_fold(struct rrr_xprt_stats *dst, const struct rrr_xprt_stat
 	SUM(disconnects);
 	SUM(rdma_errors_sent);
 	SUM(send_posts);
+#undef SUM
+}
+
+void rrr__xprt_stats_fold(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats *src)
+{
+	struct rrr_xprt_stats s;
+
+	rrr__xprt_stats_load(&s, src);
+	rrr__xprt_stats_add(dst, &s);
+#define MAX(f) dst->f = s.f > dst->f ? s.f : dst->f
 	MAX(credits);
 	MAX(max_credits);
 	MAX(inline_send);
 	MAX(inline_recv);
-#undef SUM
 #undef MAX
 }

@@ -158,6 +158,14 @@ static void transfer(bool rdma, unsigned nconnect, unsigned qd)
 	}
 	cr_assert_eq(sum.calls, calls, "summed counters are the sum of the connections'");
 	cr_assert_eq(sum.registrations, regs);
+	/* gauges: credits add up, the inline size is the smallest */
+	uint32_t credits = 0, inl = UINT32_MAX;
+	for (unsigned i = 0; i < nconnect; i++) {
+		credits += after[i].credits;
+		inl = after[i].inline_send < inl ? after[i].inline_send : inl;
+	}
+	cr_assert_eq(sum.credits, credits);
+	cr_assert_eq(sum.inline_send, inl);
 	cr_assert_geq(sum.connects, nconnect);
 
 	struct rrr_xprt_stats bad;
