@@ -18,6 +18,16 @@
  * (a reply due within microseconds) is served without a wake-up. This is the hybrid of Linux's busy polling and
  * interrupt mode, decided by the recent past instead of a socket option.
  *
+ * A cold waiter also spins now and then (a probe): after 1 wait, then 2,
+ * 4 ... up to PROBE_GAP_MAX waits, and a probe that finds events makes it
+ * hot again. Without probes a machine whose wake-up from sleep takes
+ * longer than the spin budget (a virtual machine whose idle vCPU has to be
+ * scheduled again by the host: 50-100 us) would never see a sleep end
+ * within the budget, and one slow moment (a peer descheduled, a connection
+ * idle between bursts) would leave the loop sleeping - paying a wake-up per
+ * message - for as long as traffic flows. An idle loop pays at most one
+ * spin per PROBE_GAP_MAX waits.
+ *
  * Recovery: none needed; a failed epoll_wait is returned as it is.
  */
 #include <errno.h>
@@ -27,6 +37,8 @@
 
 #include "common/rrr_impl.h"
 #include "transport/wait.h"
+
+#define PROBE_GAP_MAX 64u /* waits between two probes of a cold waiter, at most */
 
 int rrr_wait_mode_parse(const char *s, enum rrr_wait_mode *mode)
 {
@@ -62,25 +74,48 @@ void rrr__waiter_init(struct rrr__waiter *w, enum rrr_wait_mode mode, uint32_t s
 	if (spin_us > RRR_WAIT_SPIN_US_MAX)
 		spin_us = RRR_WAIT_SPIN_US_MAX;
 	w->spin_ns = (uint64_t)spin_us * 1000u;
+	w->probe_gap = 1;
+}
+
+/* Adaptive: traffic flows (a look or a spin found events, or a sleep ended
+ * within the budget): spin on the next wait. */
+static void set_hot(struct rrr__waiter *w, bool hot)
+{
+	if (hot || w->hot) {
+		w->cold_waits = 0;
+		w->probe_gap = 1;
+	}
+	w->hot = hot;
 }
 
 int rrr__wait_epoll(struct rrr__waiter *w, int epfd, struct epoll_event *evs, int max,
 		    int timeout_ms)
 {
 	uint64_t t0, budget, now;
+	bool probe = false;
 	int n;
 
 	w->waits++;
 	budget = 0;
-	if (timeout_ms != 0 &&
-	    (w->mode == RRR_WAIT_SPIN || (w->mode == RRR_WAIT_ADAPTIVE && w->hot)))
-		budget = w->spin_ns;
+	if (timeout_ms != 0) {
+		if (w->mode == RRR_WAIT_SPIN || (w->mode == RRR_WAIT_ADAPTIVE && w->hot)) {
+			budget = w->spin_ns;
+		} else if (w->mode == RRR_WAIT_ADAPTIVE && ++w->cold_waits >= w->probe_gap) {
+			/* cold: spin once in a while anyway (see the essay) */
+			budget = w->spin_ns;
+			probe = true;
+			w->probes++;
+			w->cold_waits = 0;
+			if (w->probe_gap < PROBE_GAP_MAX)
+				w->probe_gap *= 2;
+		}
+	}
 	if (budget || timeout_ms == 0) {
 		/* a look first; sleeping right away needs none */
 		n = epoll_wait(epfd, evs, max, 0);
 		if (n != 0 || timeout_ms == 0) {
-			if (n > 0)
-				w->hot = true;
+			if (n > 0 && w->mode == RRR_WAIT_ADAPTIVE)
+				set_hot(w, true);
 			return n;
 		}
 	}
@@ -94,7 +129,8 @@ int rrr__wait_epoll(struct rrr__waiter *w, int epfd, struct epoll_event *evs, in
 		if (n != 0) {
 			if (n > 0) {
 				w->spin_hits++;
-				w->hot = true;
+				if (w->mode == RRR_WAIT_ADAPTIVE)
+					set_hot(w, true);
 			}
 			return n;
 		}
@@ -109,7 +145,8 @@ int rrr__wait_epoll(struct rrr__waiter *w, int epfd, struct epoll_event *evs, in
 	n = epoll_wait(epfd, evs, max, timeout_ms);
 	/* hot when a spin of the usual budget would have found it: a spin that
 	 * ran out (the peer is slow, or needs this core) turns spinning off
-	 * until a wait ends within the budget again */
-	w->hot = n > 0 && rrr__mono_ns() - t0 < w->spin_ns;
+	 * until a wait ends within the budget again, or a probe finds events */
+	if (w->mode == RRR_WAIT_ADAPTIVE)
+		set_hot(w, !probe && n > 0 && rrr__mono_ns() - t0 < w->spin_ns);
 	return n;
 }

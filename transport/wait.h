@@ -16,8 +16,11 @@ struct rrr__waiter {
 	enum rrr_wait_mode mode;
 	uint64_t spin_ns;
 	bool hot;   /* adaptive: the last wait ended soon after it began */
+	/* adaptive, while cold: waits since going cold or since the last
+	 * probe, and how many make the next probe (1, 2, 4 ... 64) */
+	uint32_t cold_waits, probe_gap;
 	/* counters (owner thread only) */
-	uint64_t waits, spin_hits, sleeps;
+	uint64_t waits, spin_hits, sleeps, probes;
 };
 
 /* Set up a waiter; @spin_us 0 means RRR_WAIT_SPIN_US_DEFAULT. */

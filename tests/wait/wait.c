@@ -118,8 +118,8 @@ Test(wait, spin_finds_events_within_the_budget)
 	ep_close(&e);
 }
 
-/* event never spins; adaptive spins only after a wait ended within the
- * budget, and stops after one that did not. */
+/* event never spins; adaptive spins after a wait ended within the budget,
+ * stops after one that did not, and then only probes now and then. */
 Test(wait, event_sleeps_adaptive_follows_the_last_wait)
 {
 	struct rrr__waiter w;
@@ -134,10 +134,12 @@ Test(wait, event_sleeps_adaptive_follows_the_last_wait)
 	cr_assert_eq(w.spin_hits, 0);
 
 	rrr__waiter_init(&w, RRR_WAIT_ADAPTIVE, 1000);
-	cr_assert_not(w.hot, "a fresh waiter sleeps at once");
+	cr_assert_not(w.hot, "a fresh waiter is cold");
 	cr_assert_eq(write(e.p[1], "x", 1), 1);
 	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 100), 1);
 	cr_assert(w.hot, "found at once: traffic is flowing");
+	cr_assert_eq(w.probes, 1, "a cold waiter's first wait is a probe (a look found it)");
+	cr_assert_eq(w.sleeps, 0);
 	cr_assert_eq(read(e.p[0], &c, 1), 1);
 	/* nothing comes: the spin runs out, then the sleep times out, and the
 	 * next wait does not spin */
@@ -146,7 +148,14 @@ Test(wait, event_sleeps_adaptive_follows_the_last_wait)
 	cr_assert_geq(now_us() - t0, 15000, "the timeout covers spin and sleep");
 	cr_assert_not(w.hot);
 	cr_assert_eq(w.spin_hits, 0);
-	cr_assert_eq(w.sleeps, 2, "a cold waiter sleeps at once; a spin that runs out sleeps");
+	cr_assert_eq(w.sleeps, 1, "a spin that runs out sleeps");
+	/* cold now: the next wait probes (spin, then sleep), the one after
+	 * sleeps at once */
+	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 2), 0);
+	cr_assert_eq(w.probes, 2);
+	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 2), 0);
+	cr_assert_eq(w.probes, 2, "the next probe waits for 2 cold waits");
+	cr_assert_eq(w.sleeps, 3);
 	ep_close(&e);
 }
 
@@ -214,4 +223,49 @@ Test(wait, options_out_of_range_are_refused)
 	so.spin_us = 0;
 	cr_assert_eq(rrr_svc_create(&so, &s), 0);
 	rrr_svc_destroy(s);
+}
+
+/* A cold adaptive waiter probes with a spin after 1, 2, 4 ... 64 waits
+ * (so a machine whose wake-ups outlast the spin budget still gets back to
+ * spinning while traffic flows), and an event found makes it hot again and
+ * restarts the schedule. */
+Test(wait, cold_adaptive_waiter_probes_with_backoff)
+{
+	struct rrr__waiter w;
+	struct epoll_event ev[4];
+	struct ep e;
+	char c;
+
+	ep_open(&e);
+	rrr__waiter_init(&w, RRR_WAIT_ADAPTIVE, 100);
+	cr_assert_not(w.hot);
+	/* nothing ever comes: probes at waits 1, 3, 7, 15, 31, 63 of 100 */
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 1), 0);
+	cr_assert_eq(w.probes, 6, "probes: %llu", (unsigned long long)w.probes);
+	cr_assert_eq(w.spin_hits, 0);
+	cr_assert_not(w.hot);
+	/* the gap stays at 64 waits */
+	for (int i = 0; i < 128; i++)
+		cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 1), 0);
+	cr_assert_eq(w.probes, 8, "probes: %llu", (unsigned long long)w.probes);
+	/* traffic again: found at once, hot, and the schedule starts over */
+	cr_assert_eq(write(e.p[1], "x", 1), 1);
+	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 100), 1);
+	cr_assert(w.hot);
+	cr_assert_eq(read(e.p[0], &c, 1), 1);
+	uint64_t p0 = w.probes;
+
+	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 1), 0); /* hot: spins, goes cold */
+	cr_assert_not(w.hot);
+	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 1), 0); /* first cold wait probes */
+	cr_assert_eq(w.probes, p0 + 1);
+	/* a probe that finds the event makes the waiter hot */
+	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 1), 0);
+	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 1), 0);
+	cr_assert_eq(write(e.p[1], "x", 1), 1);
+	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 100), 1); /* 4th cold wait: a probe */
+	cr_assert_eq(w.probes, p0 + 2);
+	cr_assert(w.hot);
+	ep_close(&e);
 }
