@@ -14,7 +14,10 @@
  *                      the spin budget), look for work without sleeping for
  *                      up to spin_us microseconds, yielding the CPU between
  *                      looks, then sleep; an idle thread, or one whose last
- *                      spin ran out, sleeps at once. The default: small
+ *                      spin ran out, sleeps at once, except for one spin
+ *                      after 1, 2, 4 ... 64 such waits (so a machine whose
+ *                      wake-ups take longer than spin_us gets back to
+ *                      spinning when traffic resumes). The default: small
  *                      calls in a stream skip the wake-up, and a thread never
  *                      burns more than spin_us per wait (so two processes
  *                      sharing two cores do not starve each other)
