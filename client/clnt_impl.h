@@ -109,9 +109,9 @@ struct rrr__clnt_xprt_ops {
 	 * gone; other: fail this call with that status (nothing exposed). */
 	int (*send)(struct rrr_clnt *c, struct rrr__clnt_req *req);
 	/* Optional: post what the send() calls since the last flush queued,
-	 * as one batch (one doorbell). The core calls it after every run of
-	 * send(); a call send() accepted counts as on the wire even before
-	 * its flush. Returns 0 or -ENOTCONN (the connection is gone: the core
+	 * as one batch (one doorbell; send() itself posts a batch that is
+	 * full). The core calls it after every run of send(); a call send()
+	 * accepted counts as on the wire even before its flush. Returns 0 or -ENOTCONN (the connection is gone: the core
 	 * treats the batch's calls like every other sent call, close()
 	 * recovers their MRs). */
 	int (*flush)(struct rrr_clnt *c);
