@@ -996,9 +996,9 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	else
 		x->db_head = head;
 	x->db_tail = &s->send_wr;
-	/* a quarter of the credit window goes out at once (the server's
-	 * db_max in svc_rdma.c says why) */
-	if (++x->db_n >= (x->credits >= 8 ? x->credits / 4 : 1) && db_post(c))
+	/* a full batch goes out at once (rrr__doorbell_max, the server's
+	 * rule too) */
+	if (++x->db_n >= rrr__doorbell_max(x->credits) && db_post(c))
 		x->db_failed = true;
 	s->busy = true;
 	s->sent = true;

@@ -108,6 +108,20 @@ static inline int64_t rrr__mono_ms(void)
 #define RRR__STAT_ADD(st, field, n) __atomic_fetch_add(&(st)->field, (n), __ATOMIC_RELAXED)
 #define RRR__STAT_SET(st, field, v) __atomic_store_n(&(st)->field, (v), __ATOMIC_RELAXED)
 
+/*
+ * Doorbell batching (client/clnt_rdma.c, server/svc_rdma.c): how many calls
+ * or replies that are ready together go out in one post to the send queue.
+ * A quarter of the credit window: with the whole window in one post, client
+ * and server take turns (one works through 32 messages while the other
+ * waits for them); with a quarter, the client is already working on the
+ * first replies while the server produces the next ones, so both ends stay
+ * busy. Small windows post one at a time.
+ */
+static inline uint32_t rrr__doorbell_max(uint32_t credits)
+{
+	return credits >= 8 ? credits / 4 : 1;
+}
+
 /* Copy @src into @dst, each field read atomically (relaxed). */
 void rrr__xprt_stats_load(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats *src);
 /* Add the counters of the snapshot @s to @dst (both the caller's); the

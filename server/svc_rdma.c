@@ -41,7 +41,8 @@
  * the single handle a call carried, never on error replies. A chain that
  * does not fit the send queue waits its turn (counted as a credit stall).
  * Chains that handling one poll batch produces are posted together, up to a
- * quarter of the credit window per post (doorbell batching, see db_max()).
+ * quarter of the credit window per post (doorbell batching, see
+ * rrr__doorbell_max()).
  *
  * Contexts. A connection has at most max_requests + SVC_RDMA_CTX_SLACK (4)
  * request contexts (each may hold up to max_payload + 64 KiB of registered
@@ -228,17 +229,10 @@ static void repost(struct svc_rdma_conn *rc, uint32_t idx, bool flush)
 /*
  * Doorbell batching. Replies (and READ chains) that handling one poll batch
  * produces are posted together, so a software provider writes them to the
- * socket in one call and the peer is woken once, not once per reply. A
- * batch never holds more than a quarter of the credit window: with the
- * whole window in one batch, client and server would take turns (one
- * works through 32 messages while the other waits for them); with a
- * quarter, the client is already working on the first replies while the
- * server produces the next ones, so both ends stay busy.
+ * socket in one call and the peer is woken once, not once per reply; a
+ * batch holds at most rrr__doorbell_max() of them (common/rrr_impl.h says
+ * why).
  */
-static uint32_t db_max(uint32_t credits)
-{
-	return credits >= 8 ? credits / 4 : 1;
-}
 
 /* Post the chains of the contexts from @head on (linked through ->next;
  * send-queue room already taken) as one chained post, in order. The
@@ -299,7 +293,7 @@ static void db_flush(struct svc_rdma_conn *rc);
 
 /* Take send-queue room for @ctx's chain and post it, or queue it for the
  * end of the poll batch being handled (db_flush); a quarter of the credit
- * window goes out at once (db_max). */
+ * window goes out at once (rrr__doorbell_max). */
 static void do_post(struct svc_rdma_ctx *ctx)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
@@ -313,7 +307,7 @@ static void do_post(struct svc_rdma_ctx *ctx)
 		else
 			rc->db_head = ctx;
 		rc->db_tail = ctx;
-		if (++rc->db_n >= db_max(rc->max_requests))
+		if (++rc->db_n >= rrr__doorbell_max(rc->max_requests))
 			db_flush(rc);
 		return;
 	}
