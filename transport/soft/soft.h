@@ -55,6 +55,8 @@
 					 * an 8 KiB inline message and headers */
 #define SOFT_TX_BATCH 64                /* FPDUs per writev: most tx_batch= allows */
 #define SOFT_TX_BATCH_DEF 32            /* default: 1 MiB of 32 KiB (loopback MSS) FPDUs */
+#define SOFT_TX_LEAD_DEF (256u << 10)   /* bytes per sendmsg of a message nothing waits behind */
+#define SOFT_TX_LEAD_MAX (64u << 20)
 #define SOFT_TX_IOV (8 * (SOFT_PAY_IOV + 2)) /* iovecs per writev: <= IOV_MAX */
 
 /* ------------------------------------------------------------ mpa.c */
@@ -212,6 +214,7 @@ struct soft_dev {
 	uint32_t mulpdu;
 	bool tx_refill;             /* refill a partly written batch */
 	uint32_t tx_batch;           /* FPDUs per sendmsg, 1..SOFT_TX_BATCH */
+	uint32_t tx_lead;            /* bytes per sendmsg when nothing waits behind; 0: off */
 	uint32_t max_fr_pages;
 	_Atomic(struct soft_mr *) *stags; /* SOFT_MAX_STAGS entries, [0] unused */
 	uint32_t *free_idx;
@@ -414,6 +417,9 @@ struct soft_qp {
 				     * before the initiator's first FPDU arrived */
 	uint32_t ord, ird;          /* outstanding READs allowed out / in */
 	uint32_t mulpdu;            /* largest ULPDU sent: device option, <= MSS */
+	/* transmit counters (under lock; read by tests): sendmsg calls made,
+	 * batches ended by the tx_lead rule (tx.c batch_room) */
+	uint64_t tx_calls, tx_lead_cuts;
 	uint32_t max_send_sge, max_recv_sge;
 
 	/* send queue ring */
@@ -438,8 +444,11 @@ struct soft_qp {
 		struct iovec iov[SOFT_TX_IOV];
 		int niov, idx;
 		int nf, fdone;              /* FPDUs in the batch, fully written */
+		uint64_t bytes;             /* wire bytes of the FPDUs in the batch */
+		bool lead_busy;             /* lead cap reached with work behind: fill on */
 		struct {
 			int end;            /* iov index after this FPDU */
+			uint32_t len;       /* its wire bytes */
 			enum soft_tx_kind kind;
 			bool last;
 			uint32_t slot;      /* SQ ring index */

@@ -45,6 +45,8 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -138,6 +140,8 @@ static void fpdu_seal(struct soft_qp *qp, size_t hdrlen, int np, uint32_t paylen
 	v[1 + np].iov_len = pad + 4;
 	qp->tx.niov += np + 2;
 	qp->tx.f[n].end = qp->tx.niov;
+	qp->tx.f[n].len = (uint32_t)hdrlen + paylen + pad + 4;
+	qp->tx.bytes += qp->tx.f[n].len;
 	qp->tx.f[n].kind = kind;
 	qp->tx.f[n].last = last;
 	qp->tx.f[n].slot = slot;
@@ -170,6 +174,7 @@ static int tx_write(struct soft_qp *qp)
 		msg.msg_iov = qp->tx.iov + qp->tx.idx;
 		msg.msg_iovlen = qp->tx.niov - qp->tx.idx;
 		n = sendmsg(qp->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		qp->tx_calls++;
 		rrr__soft_mr_put(guard);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -227,6 +232,8 @@ static void batch_progress(struct soft_qp *qp)
 		qp->tx.active = false;
 		qp->tx.nf = qp->tx.fdone = 0;
 		qp->tx.niov = qp->tx.idx = 0;
+		qp->tx.bytes = 0;
+		qp->tx.lead_busy = false;
 		qp->tx.src_guard = false;
 		qp->tx.irq_more = false;
 	}
@@ -402,14 +409,83 @@ static bool build_sq(struct soft_qp *qp)
 	return false;
 }
 
-/* Room for one more FPDU in the batch? A batch holds SQ FPDUs, or the
- * FPDUs of one Read Response (one guarded source range), or a Terminate. */
-static bool batch_room(const struct soft_qp *qp)
+/*
+ * Payload bytes of the wire work queued besides the message the next FPDU
+ * belongs to (the Read Response or SQ WR in progress, else the one that
+ * would start next), counted until @enough is reached.
+ */
+static uint64_t work_behind(const struct soft_qp *qp, uint64_t enough)
 {
+	bool irq_cur = qp->tx.kind == SOFT_TXK_IRQ ||
+		       (qp->tx.kind == SOFT_TXK_NONE && qp->irq_count);
+	bool sq_cur = !irq_cur;
+	uint64_t b = 0;
+
+	for (uint32_t i = irq_cur ? 1 : 0; i < qp->irq_count && b < enough; i++) {
+		const struct soft_irq *q = &qp->irq[(qp->irq_head + i) % qp->irq_size];
+
+		b += q->rr.size - q->off;
+	}
+	for (uint32_t k = qp->sq_tx; k < qp->sq_count && b < enough; k++) {
+		const struct soft_swqe *w = &qp->sq[(qp->sq_head + k) % qp->sq_size];
+
+		if (w->st == SOFT_WQE_DONE || w->opcode == RRR_WR_RDMA_READ ||
+		    w->opcode == RRR_WR_REG_MR || w->opcode == RRR_WR_LOCAL_INV)
+			continue;
+		if (sq_cur) {
+			sq_cur = false; /* the message in progress or next */
+			continue;
+		}
+		b += w->total - w->done_bytes;
+	}
+	return b;
+}
+
+/*
+ * Is the peer busy rather than waiting for the message we send? It is when
+ * it sent bytes we have not read yet (Read Requests, calls: work behind
+ * ours that our receive side has not queued yet), or when it has not taken
+ * the last lead batch from our socket yet (its receive side is behind: a
+ * shorter sendmsg would not let it start any sooner). Two ioctls per
+ * lead-sized batch.
+ */
+static bool peer_busy(const struct soft_qp *qp, uint32_t lead)
+{
+	int unread = 0, unsent = 0;
+
+	if (ioctl(qp->fd, FIONREAD, &unread) == 0 && unread > 0)
+		return true;
+	return ioctl(qp->fd, SIOCOUTQ, &unsent) == 0 && (uint32_t)unsent >= lead;
+}
+
+/*
+ * Room for one more FPDU in the batch? A batch holds SQ FPDUs, or the
+ * FPDUs of one Read Response (one guarded source range), or a Terminate;
+ * at most tx_batch FPDUs. Lead batches: once a batch holds tx_lead bytes
+ * it ends there if no other message of tx_lead bytes or more waits behind
+ * the one being sent and the peer is not busy (peer_busy: nothing from it
+ * unread, our last batch taken). Then the peer most likely waits for this message
+ * (a call at depth 1, a bulk transfer nothing follows), and a short
+ * sendmsg lets it start receiving while we checksum the next batch; with
+ * work behind, batches stay large, which is what a busy stream needs
+ * (fewer sendmsg calls and short writes per MiB). The check runs once a
+ * batch (lead_busy remembers the answer).
+ */
+static bool batch_room(struct soft_qp *qp)
+{
+	uint32_t lead = qp->dev->tx_lead;
+
 	if (!qp->tx.nf)
 		return true;
 	if (qp->tx.src_guard && !qp->tx.irq_more)
 		return false;
+	if (lead && qp->tx.bytes >= lead && !qp->tx.lead_busy) {
+		if (work_behind(qp, lead) < lead && !peer_busy(qp, lead)) {
+			qp->tx_lead_cuts++;
+			return false;
+		}
+		qp->tx.lead_busy = true;
+	}
 	return qp->tx.nf < (int)qp->dev->tx_batch &&
 	       qp->tx.niov + SOFT_PAY_IOV + 2 <= (int)(sizeof(qp->tx.iov) / sizeof(qp->tx.iov[0]));
 }
@@ -430,6 +506,8 @@ static void batch_compact(struct soft_qp *qp)
 		else if (b >= t0 && b < t1)
 			qp->tx.iov[i].iov_base = (void *)(b - (t0 - (uintptr_t)qp->tx.trl[0]));
 	}
+	for (int j = 0; j < k; j++)
+		qp->tx.bytes -= qp->tx.f[j].len;
 	memmove(qp->tx.hdr[0], qp->tx.hdr[k], (size_t)rest * sizeof(qp->tx.hdr[0]));
 	memmove(qp->tx.trl[0], qp->tx.trl[k], (size_t)rest * sizeof(qp->tx.trl[0]));
 	memmove(qp->tx.iov, qp->tx.iov + idx, (size_t)(qp->tx.niov - idx) * sizeof(qp->tx.iov[0]));
@@ -544,6 +622,8 @@ void rrr__soft_tx(struct soft_qp *qp)
 		if (rc < 0) {
 			qp->tx.active = false;
 			qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
+			qp->tx.bytes = 0;
+			qp->tx.lead_busy = false;
 			qp->tx.src_guard = false;
 			qp->tx.irq_more = false;
 			qp->tx.term_pending = false;
