@@ -111,8 +111,12 @@ static int lead_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
-/* One 1 MiB WRITE and nothing behind it: batches of ~64 KiB, so at least 8
- * sendmsg calls (at most 2 FPDUs of <= 64 KiB each per batch). */
+/* One 1 MiB WRITE and nothing behind it, on an idle connection: the first
+ * batch ends at ~64 KiB (nothing unread, nothing of ours in the socket), so
+ * the WRITE takes at least two sendmsg calls. Later batches are cut too
+ * while the peer keeps up (up to 16 calls on a quiet machine); a loaded
+ * peer that falls behind gets full batches (SIOCOUTQ), so only the first
+ * cut is certain. */
 Test(soft_lead, lone_message_goes_in_lead_batches, .timeout = 60)
 {
 	struct lead_arg a = { .pieces = 1 };
@@ -120,9 +124,9 @@ Test(soft_lead, lone_message_goes_in_lead_batches, .timeout = 60)
 	cr_assert_eq(th_run_pair("tx_lead=65536", lead_server, lead_client, &a), 0);
 	cr_log_info("lone 1 MiB WRITE, tx_lead=65536: %llu lead cuts, %llu sendmsg calls",
 		    (unsigned long long)a.cuts, (unsigned long long)a.calls);
-	cr_assert_geq(a.cuts, 7, "a lone message was not cut into lead batches (%llu cuts)",
+	cr_assert_geq(a.cuts, 1, "a lone message was not cut into lead batches (%llu cuts)",
 		      (unsigned long long)a.cuts);
-	cr_assert_geq(a.calls, 8);
+	cr_assert_geq(a.calls, 2);
 }
 
 /* The same bytes as 8 WRITEs of 128 KiB posted as one chain: work is queued
