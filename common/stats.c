@@ -55,6 +55,7 @@ void rrr_xprt_stats_print(FILE *f, const char *prefix, const struct rrr_xprt_sta
 	P64(disconnects);
 	P64(rdma_errors_sent);
 	P64(send_posts);
+	P64(pull_waits);
 #undef P64
 #undef P32
 }
@@ -86,6 +87,7 @@ void rrr__xprt_stats_load(struct rrr_xprt_stats *dst, const struct rrr_xprt_stat
 	L(disconnects);
 	L(rdma_errors_sent);
 	L(send_posts);
+	L(pull_waits);
 	L(credits);
 	L(max_credits);
 	L(inline_send);
@@ -120,6 +122,7 @@ void rrr__xprt_stats_add(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats
 	SUM(disconnects);
 	SUM(rdma_errors_sent);
 	SUM(send_posts);
+	SUM(pull_waits);
 #undef SUM
 }
 

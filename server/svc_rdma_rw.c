@@ -86,6 +86,29 @@ int rrr__svc_rdma_buf_get(struct svc_rdma_conn *rc, struct svc_rdma_buf *b, size
 	return 0;
 }
 
+int rrr__svc_rdma_sink_take(struct svc_rdma_ctx *ctx, size_t len)
+{
+	struct svc_rdma_conn *rc = ctx->rc;
+
+	if (!ctx->arg.p && rc->nsink_pool)
+		ctx->arg = rc->sink_pool[--rc->nsink_pool];
+	return rrr__svc_rdma_buf_get(rc, &ctx->arg, len);
+}
+
+void rrr__svc_rdma_sink_give(struct svc_rdma_ctx *ctx)
+{
+	struct svc_rdma_conn *rc = ctx->rc;
+
+	if (!ctx->arg.p)
+		return;
+	if (rc->sink_pool && rc->nsink_pool < rc->max_ctx) {
+		rc->sink_pool[rc->nsink_pool++] = ctx->arg;
+		memset(&ctx->arg, 0, sizeof(ctx->arg));
+	} else {
+		rrr__svc_rdma_buf_free(&ctx->arg);
+	}
+}
+
 void rrr__svc_rdma_buf_free(struct svc_rdma_buf *b)
 {
 	if (b->mr)
@@ -201,7 +224,7 @@ int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, siz
 	ctx->arg_off = nch && ch[0].position % SVC_RDMA_ALIGN
 			   ? SVC_RDMA_ALIGN - ch[0].position % SVC_RDMA_ALIGN
 			   : 0;
-	err = rrr__svc_rdma_buf_get(rc, &ctx->arg, rc->max_record + SVC_RDMA_ALIGN);
+	err = rrr__svc_rdma_sink_take(ctx, rc->max_record + SVC_RDMA_ALIGN);
 	if (err)
 		return err;
 	ctx->arg_len = (size_t)full;

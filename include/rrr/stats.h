@@ -53,6 +53,10 @@ struct rrr_xprt_stats {
 	 * (server) to the send queue - doorbells; several calls or replies
 	 * ready at once share one post, so at depth this is below calls */
 	uint64_t send_posts;
+	/* server: calls whose RDMA READs waited because the connection was
+	 * already pulling two calls' worth of read-chunk bytes (the pull
+	 * window, docs/embedding.md); 0 on a client */
+	uint64_t pull_waits;
 };
 
 /* Print as "key value" lines, prefixed by @prefix (may be ""). */

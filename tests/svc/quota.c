@@ -9,6 +9,10 @@
  * and pulls its chunk; with every context busy, the rest wait holding
  * their receive buffers. Before the bound a client reached 2 x credits.
  * Then the client lets the READs through and every call is answered.
+ *
+ * The same client shows the pull window: with max_payload 8 KiB the server
+ * pulls at most 16 KiB of read chunks at once (four 4 KiB calls); the other
+ * calls wait, counted in pull_waits, and start as READs complete.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -62,6 +66,8 @@ static int wait_ev(enum rrr_cm_event_type want)
 	return rc ? rc : ev.type == want ? 0 : -EPROTO;
 }
 
+static uint32_t setup_max_payload; /* 0: the default */
+
 static void setup(void)
 {
 	struct rrr_svc_opts o;
@@ -79,6 +85,8 @@ static void setup(void)
 	rrr_svc_opts_init(&o);
 	o.nthreads = 1;
 	o.max_requests = CREDITS;
+	if (setup_max_payload)
+		o.max_payload = setup_max_payload;
 	o.provider = tenv_provider();
 	o.provider_opts = tenv_provider_opts();
 	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
@@ -266,4 +274,71 @@ Test(svc_quota, contexts_bounded_by_credits_plus_slack)
 		      "the calls over the bound waited for a context");
 	cr_assert_eq(st.disconnects, 0,
 		     "a client over its grant but within its receives is served");
+}
+
+static void setup_small(void)
+{
+	setup_max_payload = 8192; /* pull window: 2 x 8 KiB */
+	setup();
+}
+
+static void teardown_small(void)
+{
+	teardown();
+	setup_max_payload = 0;
+}
+
+Test(svc_quota, pulls_bounded_by_the_window, .init = setup_small, .fini = teardown_small)
+{
+	struct rrr_xprt_stats st;
+	unsigned answered = 0;
+	struct timespec t0, t1;
+
+	/* a full grant of 4 KiB read chunks; nothing answered yet */
+	for (unsigned i = 0; i < CREDITS; i++)
+		send_call(i);
+	for (int i = 0; i < 500; i++) {
+		rrr_svc_stats(srv.svc, &st);
+		if (st.recv_bytes >= CREDITS * 24u * 4u)
+			break;
+		usleep(10000);
+	}
+	usleep(100000);
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_geq(st.recv_bytes, CREDITS * 24u * 4u, "the server received every call");
+	cr_log_info("pull window 16 KiB, %u calls of %u bytes: %llu waited", CREDITS, CHUNK,
+		    (unsigned long long)st.pull_waits);
+	cr_assert_eq(st.pull_waits, CREDITS - 2u * 8192u / CHUNK,
+		     "calls beyond the window wait for it (%llu waited)",
+		     (unsigned long long)st.pull_waits);
+
+	/* answer the READs: the waiting calls start as earlier pulls end */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (answered < CREDITS) {
+		struct rrr_wc wc;
+		int n = rrr_cq_wait(c.cq, &wc, 1, 100);
+
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "%u of %u answered", answered, CREDITS);
+		if (n <= 0)
+			continue;
+		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
+		if (wc.opcode != RRR_WC_RECV)
+			continue;
+		{
+			const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
+			uint32_t xid = get32(b), i = xid - 0x7a000000u;
+
+			cr_assert_lt(i, CREDITS);
+			cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
+			cr_assert_eq(get32(b + 13 * 4), CHUNK, "call %u: the server read its chunk",
+				     i);
+			cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, CHUNK));
+		}
+		post_recv((unsigned)wc.wr_id);
+		answered++;
+	}
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_eq(st.disconnects, 0);
+	cr_assert_eq(st.rdma_read_bytes, (uint64_t)CREDITS * CHUNK, "every chunk pulled once");
 }
