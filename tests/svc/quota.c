@@ -172,8 +172,9 @@ static uint32_t get32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Call @i: RDMA_MSG, TP_SUM, its CHUNK-byte payload in a read chunk. */
-static void send_call(unsigned i)
+/* Call @i: RDMA_MSG, TP_SUM, its @len-byte payload (from c.src + i * CHUNK)
+ * in a read chunk. */
+static void send_call_len(unsigned i, uint32_t len)
 {
 	uint64_t off = (uint64_t)(uintptr_t)(c.src + i * CHUNK);
 	uint32_t xid = 0x7a000000u + i;
@@ -184,7 +185,7 @@ static void send_call(unsigned i)
 			1,
 			44,
 			rrr_mr_rkey(c.src_mr),
-			CHUNK,
+			len,
 			(uint32_t)(off >> 32),
 			(uint32_t)off,
 			0,
@@ -200,7 +201,7 @@ static void send_call(unsigned i)
 			0,
 			0,
 			0,
-			CHUNK};
+			len};
 	uint8_t *sb = c.mem + (NRECV + i) * BUFSZ;
 	struct rrr_sge sge = {(uint64_t)(uintptr_t)sb, sizeof(w), rrr_mr_lkey(c.mr)};
 	struct rrr_send_wr wr = {.wr_id = 1000 + i,
@@ -212,6 +213,11 @@ static void send_call(unsigned i)
 	for (unsigned k = 0; k < sizeof(w) / 4; k++)
 		put32(sb + 4 * k, w[k]);
 	cr_assert_eq(rrr_qp_post_send(c.qp, &wr, &bad), 0);
+}
+
+static void send_call(unsigned i)
+{
+	send_call_len(i, CHUNK);
 }
 
 Test(svc_quota, contexts_bounded_by_credits_plus_slack)
@@ -341,4 +347,46 @@ Test(svc_quota, pulls_bounded_by_the_window, .init = setup_small, .fini = teardo
 	rrr_svc_stats(srv.svc, &st);
 	cr_assert_eq(st.disconnects, 0);
 	cr_assert_eq(st.rdma_read_bytes, (uint64_t)CREDITS * CHUNK, "every chunk pulled once");
+}
+
+/* A chunk larger than the whole window (20 KiB against 16 KiB) goes alone,
+ * and the calls behind it follow. */
+Test(svc_quota, a_chunk_larger_than_the_window_goes_alone, .init = setup_small,
+     .fini = teardown_small)
+{
+	const uint32_t big = 5 * CHUNK;
+	unsigned answered = 0;
+	struct timespec t0, t1;
+	struct rrr_xprt_stats st;
+
+	send_call_len(0, big);
+	send_call(6); /* 4 KiB each, from beyond the big chunk's bytes */
+	send_call(7);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (answered < 3) {
+		struct rrr_wc wc;
+		int n = rrr_cq_wait(c.cq, &wc, 1, 100);
+
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "%u of 3 answered", answered);
+		if (n <= 0)
+			continue;
+		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
+		if (wc.opcode != RRR_WC_RECV)
+			continue;
+		{
+			const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
+			uint32_t i = get32(b) - 0x7a000000u, len = i == 0 ? big : CHUNK;
+
+			cr_assert(i == 0 || i == 6 || i == 7, "xid of call %u", i);
+			cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
+			cr_assert_eq(get32(b + 13 * 4), len, "call %u: its whole chunk was read", i);
+			cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, len));
+		}
+		post_recv((unsigned)wc.wr_id);
+		answered++;
+	}
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_eq(st.disconnects, 0);
+	cr_assert_eq(st.rdma_read_bytes, (uint64_t)big + 2 * CHUNK);
 }
