@@ -319,6 +319,7 @@ void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term
 	qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
 	qp->tx.bytes = 0;
 	qp->tx.lead_busy = false;
+	qp->tx.lead_cut = false;
 	qp->tx.src_guard = false;
 	qp->tx.irq_more = false;
 	qp->tx.term_pending = false;

@@ -446,6 +446,7 @@ struct soft_qp {
 		int nf, fdone;              /* FPDUs in the batch, fully written */
 		uint64_t bytes;             /* wire bytes of the FPDUs in the batch */
 		bool lead_busy;             /* lead cap reached with work behind: fill on */
+		bool lead_cut;              /* the batch was ended by the lead rule */
 		struct {
 			int end;            /* iov index after this FPDU */
 			uint32_t len;       /* its wire bytes */

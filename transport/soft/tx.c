@@ -234,6 +234,7 @@ static void batch_progress(struct soft_qp *qp)
 		qp->tx.niov = qp->tx.idx = 0;
 		qp->tx.bytes = 0;
 		qp->tx.lead_busy = false;
+		qp->tx.lead_cut = false;
 		qp->tx.src_guard = false;
 		qp->tx.irq_more = false;
 	}
@@ -469,7 +470,8 @@ static bool peer_busy(const struct soft_qp *qp, uint32_t lead)
  * sendmsg lets it start receiving while we checksum the next batch; with
  * work behind, batches stay large, which is what a busy stream needs
  * (fewer sendmsg calls and short writes per MiB). The check runs once a
- * batch (lead_busy remembers the answer).
+ * batch (lead_busy or lead_cut remembers the answer, also across the
+ * refill after a short write).
  */
 static bool batch_room(struct soft_qp *qp)
 {
@@ -479,12 +481,17 @@ static bool batch_room(struct soft_qp *qp)
 		return true;
 	if (qp->tx.src_guard && !qp->tx.irq_more)
 		return false;
-	if (lead && qp->tx.bytes >= lead && !qp->tx.lead_busy) {
-		if (work_behind(qp, lead) < lead && !peer_busy(qp, lead)) {
-			qp->tx_lead_cuts++;
-			return false;
+	if (lead && !qp->tx.lead_busy) {
+		if (qp->tx.lead_cut)
+			return false; /* decided: the rest of it goes as it is */
+		if (qp->tx.bytes >= lead) {
+			if (work_behind(qp, lead) < lead && !peer_busy(qp, lead)) {
+				qp->tx.lead_cut = true;
+				qp->tx_lead_cuts++;
+				return false;
+			}
+			qp->tx.lead_busy = true;
 		}
-		qp->tx.lead_busy = true;
 	}
 	return qp->tx.nf < (int)qp->dev->tx_batch &&
 	       qp->tx.niov + SOFT_PAY_IOV + 2 <= (int)(sizeof(qp->tx.iov) / sizeof(qp->tx.iov[0]));
@@ -624,6 +631,7 @@ void rrr__soft_tx(struct soft_qp *qp)
 			qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
 			qp->tx.bytes = 0;
 			qp->tx.lead_busy = false;
+			qp->tx.lead_cut = false;
 			qp->tx.src_guard = false;
 			qp->tx.irq_more = false;
 			qp->tx.term_pending = false;
