@@ -721,8 +721,7 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bo
  * flight (a chunk larger than the window goes alone). */
 static bool pull_fits(const struct svc_rdma_conn *rc, uint64_t need)
 {
-	return !rc->pull_inflight || !rc->pull_window ||
-	       rc->pull_inflight + need <= rc->pull_window;
+	return !rc->pull_inflight || rc->pull_inflight + need <= rc->pull_window;
 }
 
 /* The READs of @ctx completed or it ended: its bytes leave the window. */

@@ -130,7 +130,8 @@ struct svc_rdma_conn {
 	uint32_t *defer_idx, *defer_len; /* ring of nrecv entries */
 	uint32_t defer_head, ndefer;
 	/* pull window: read-chunk bytes in flight (RDMA READs posted, not yet
-	 * complete) stay within SVC_RDMA_PULL_WINDOW; calls beyond it wait in
+	 * complete) stay within pull_window (SVC_RDMA_PULL_RECORDS x
+	 * max_payload); calls beyond it wait in
 	 * order (pull_head..pull_tail), their receive buffers held. Sink
 	 * buffers (ctx->arg) come from a LIFO pool, so the next pull lands in
 	 * the buffer the last call just left, still in the CPU's caches. */

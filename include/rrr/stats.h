@@ -54,7 +54,7 @@ struct rrr_xprt_stats {
 	 * ready at once share one post, so at depth this is below calls */
 	uint64_t send_posts;
 	/* server: calls whose RDMA READs waited because the connection was
-	 * already pulling two calls' worth of read-chunk bytes (the pull
+	 * already pulling 2 x max_payload of read-chunk bytes (the pull
 	 * window, docs/embedding.md); 0 on a client */
 	uint64_t pull_waits;
 };

@@ -220,11 +220,52 @@ static void send_call(unsigned i)
 	send_call_len(i, CHUNK);
 }
 
+/* Let the client answer the server's READs (it only makes progress while it
+ * polls) until @n replies came back, each checked: RDMA_MSG, RPC success,
+ * and the TP_SUM result of call i's chunk of len_of(i) bytes. Fails the test
+ * after 10 s. */
+static void answer_calls(unsigned n, uint32_t (*len_of)(uint32_t i))
+{
+	unsigned answered = 0;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (answered < n) {
+		struct rrr_wc wc;
+		int got = rrr_cq_wait(c.cq, &wc, 1, 100);
+
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "%u of %u answered", answered, n);
+		if (got <= 0)
+			continue;
+		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
+		if (wc.opcode != RRR_WC_RECV)
+			continue;
+		{
+			const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
+			uint32_t i = get32(b) - 0x7a000000u, len;
+
+			cr_assert_lt(i, NCALLS, "xid of a call we did not send");
+			len = len_of(i);
+			cr_assert_eq(get32(b + 12), RRR_RDMA_MSG);
+			cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
+			cr_assert_eq(get32(b + 13 * 4), len, "call %u: the server read its chunk", i);
+			cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, len));
+		}
+		post_recv((unsigned)wc.wr_id);
+		answered++;
+	}
+}
+
+static uint32_t chunk_len(uint32_t i)
+{
+	(void)i;
+	return CHUNK;
+}
+
 Test(svc_quota, contexts_bounded_by_credits_plus_slack)
 {
 	struct rrr_xprt_stats st;
-	unsigned answered = 0;
-	struct timespec t0, t1;
 
 	/* the first burst: a full grant, every call waits for its READ */
 	for (unsigned i = 0; i < CREDITS; i++)
@@ -249,32 +290,7 @@ Test(svc_quota, contexts_bounded_by_credits_plus_slack)
 		      CREDITS);
 
 	/* now answer the READs: every call completes, the waiting ones too */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (answered < NCALLS) {
-		struct rrr_wc wc;
-		int n = rrr_cq_wait(c.cq, &wc, 1, 100);
-
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "%u of %u answered", answered, NCALLS);
-		if (n <= 0)
-			continue;
-		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
-		if (wc.opcode != RRR_WC_RECV)
-			continue;
-		{
-			const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
-			uint32_t xid = get32(b), i = xid - 0x7a000000u;
-
-			cr_assert_lt(i, NCALLS);
-			cr_assert_eq(get32(b + 12), RRR_RDMA_MSG);
-			cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
-			cr_assert_eq(get32(b + 13 * 4), CHUNK, "call %u: the server read its chunk",
-				     i);
-			cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, CHUNK));
-		}
-		post_recv((unsigned)wc.wr_id);
-		answered++;
-	}
+	answer_calls(NCALLS, chunk_len);
 	rrr_svc_stats(srv.svc, &st);
 	cr_assert_geq(st.credit_stalls, NCALLS - CREDITS - SVC_RDMA_CTX_SLACK,
 		      "the calls over the bound waited for a context");
@@ -297,8 +313,6 @@ static void teardown_small(void)
 Test(svc_quota, pulls_bounded_by_the_window, .init = setup_small, .fini = teardown_small)
 {
 	struct rrr_xprt_stats st;
-	unsigned answered = 0;
-	struct timespec t0, t1;
 
 	/* a full grant of 4 KiB read chunks; nothing answered yet */
 	for (unsigned i = 0; i < CREDITS; i++)
@@ -319,31 +333,7 @@ Test(svc_quota, pulls_bounded_by_the_window, .init = setup_small, .fini = teardo
 		     (unsigned long long)st.pull_waits);
 
 	/* answer the READs: the waiting calls start as earlier pulls end */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (answered < CREDITS) {
-		struct rrr_wc wc;
-		int n = rrr_cq_wait(c.cq, &wc, 1, 100);
-
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "%u of %u answered", answered, CREDITS);
-		if (n <= 0)
-			continue;
-		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
-		if (wc.opcode != RRR_WC_RECV)
-			continue;
-		{
-			const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
-			uint32_t xid = get32(b), i = xid - 0x7a000000u;
-
-			cr_assert_lt(i, CREDITS);
-			cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
-			cr_assert_eq(get32(b + 13 * 4), CHUNK, "call %u: the server read its chunk",
-				     i);
-			cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, CHUNK));
-		}
-		post_recv((unsigned)wc.wr_id);
-		answered++;
-	}
+	answer_calls(CREDITS, chunk_len);
 	rrr_svc_stats(srv.svc, &st);
 	cr_assert_eq(st.disconnects, 0);
 	cr_assert_eq(st.rdma_read_bytes, (uint64_t)CREDITS * CHUNK, "every chunk pulled once");
@@ -351,42 +341,22 @@ Test(svc_quota, pulls_bounded_by_the_window, .init = setup_small, .fini = teardo
 
 /* A chunk larger than the whole window (20 KiB against 16 KiB) goes alone,
  * and the calls behind it follow. */
+static uint32_t big_first_len(uint32_t i)
+{
+	cr_assert(i == 0 || i == 6 || i == 7, "call %u was not sent", i);
+	return i == 0 ? 5 * CHUNK : CHUNK;
+}
+
 Test(svc_quota, a_chunk_larger_than_the_window_goes_alone, .init = setup_small,
      .fini = teardown_small)
 {
-	const uint32_t big = 5 * CHUNK;
-	unsigned answered = 0;
-	struct timespec t0, t1;
 	struct rrr_xprt_stats st;
 
-	send_call_len(0, big);
+	send_call_len(0, big_first_len(0)); /* 20 KiB against a 16 KiB window */
 	send_call(6); /* 4 KiB each, from beyond the big chunk's bytes */
 	send_call(7);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (answered < 3) {
-		struct rrr_wc wc;
-		int n = rrr_cq_wait(c.cq, &wc, 1, 100);
-
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "%u of 3 answered", answered);
-		if (n <= 0)
-			continue;
-		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
-		if (wc.opcode != RRR_WC_RECV)
-			continue;
-		{
-			const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
-			uint32_t i = get32(b) - 0x7a000000u, len = i == 0 ? big : CHUNK;
-
-			cr_assert(i == 0 || i == 6 || i == 7, "xid of call %u", i);
-			cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
-			cr_assert_eq(get32(b + 13 * 4), len, "call %u: its whole chunk was read", i);
-			cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, len));
-		}
-		post_recv((unsigned)wc.wr_id);
-		answered++;
-	}
+	answer_calls(3, big_first_len);
 	rrr_svc_stats(srv.svc, &st);
 	cr_assert_eq(st.disconnects, 0);
-	cr_assert_eq(st.rdma_read_bytes, (uint64_t)big + 2 * CHUNK);
+	cr_assert_eq(st.rdma_read_bytes, (uint64_t)big_first_len(0) + 2 * CHUNK);
 }
