@@ -138,23 +138,37 @@ void rrr__soft_qp_want_out(struct soft_qp *qp, bool on)
 	ep_mod(qp, EPOLL_CTL_MOD);
 }
 
+/*
+ * One FPDU fits one TCP segment (RFC 5044 alignment; Wireshark decodes
+ * FPDUs so): ULPDU <= MSS - length - pad - CRC, and <= the device's mulpdu
+ * option. The MSS is read again here before every message that takes more
+ * than one FPDU (tx.c), not only at connection time, as Linux siw
+ * re-reads it before every WR: Linux bounds a new connection's MSS by half
+ * the peer's first window (loopback: ~32 KiB at connect, ~64 KiB once the
+ * window has grown), so a bound taken once at connect would cut every bulk
+ * transfer into twice the FPDUs - twice the receive calls - for the life
+ * of the connection (docs/benchmarks.md "FPDUs that follow the MSS").
+ */
+void rrr__soft_qp_mulpdu_update(struct soft_qp *qp)
+{
+	int mss = 0;
+	socklen_t ml = sizeof(mss);
+
+	qp->mulpdu = qp->dev->mulpdu;
+	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &ml) == 0 && mss > 0 &&
+	    (uint32_t)mss - 9 < qp->mulpdu && mss >= (int)SOFT_MULPDU_MIN + 9)
+		qp->mulpdu = (uint32_t)mss - 9;
+}
+
 int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord,
 			bool hold_tx)
 {
 	int one = 1;
 
-	int mss = 0;
-	socklen_t ml = sizeof(mss);
-
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	pthread_mutex_lock(&qp->lock);
-	/* one FPDU fits one TCP segment (RFC 5044 alignment; Wireshark
-	 * decodes FPDUs only so): ULPDU <= MSS - length - pad - CRC */
-	qp->mulpdu = qp->dev->mulpdu;
-	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &ml) == 0 && mss > 0 &&
-	    (uint32_t)mss - 9 < qp->mulpdu && mss >= (int)SOFT_MULPDU_MIN + 9)
-		qp->mulpdu = (uint32_t)mss - 9;
 	qp->fd = fd;
+	rrr__soft_qp_mulpdu_update(qp);
 	qp->crc = crc;
 	qp->tx_hold = hold_tx;
 	if (ord && ord < qp->ord)

@@ -416,10 +416,11 @@ struct soft_qp {
 	bool tx_hold;               /* MPA rev 1 responder (RFC 5044): send nothing
 				     * before the initiator's first FPDU arrived */
 	uint32_t ord, ird;          /* outstanding READs allowed out / in */
-	uint32_t mulpdu;            /* largest ULPDU sent: device option, <= MSS */
+	uint32_t mulpdu;            /* largest ULPDU sent: device option, <= MSS
+				     * (read again before each multi-FPDU message) */
 	/* transmit counters (under lock; read by tests): sendmsg calls made,
-	 * batches ended by the tx_lead rule (tx.c batch_room) */
-	uint64_t tx_calls, tx_lead_cuts;
+	 * batches ended by the tx_lead rule (tx.c batch_room), FPDUs built */
+	uint64_t tx_calls, tx_lead_cuts, tx_fpdus;
 	uint32_t max_send_sge, max_recv_sge;
 
 	/* send queue ring */
@@ -515,6 +516,9 @@ void rrr__soft_sq_complete(struct soft_qp *qp);
 int rrr__soft_sq_keys_ok(struct soft_qp *qp, const struct soft_swqe *w);
 /* Under qp->lock: arm/disarm EPOLLOUT on the QP socket. */
 void rrr__soft_qp_want_out(struct soft_qp *qp, bool on);
+/* Set qp->mulpdu from the device option and the socket's current MSS
+ * (one getsockopt). Caller holds qp->lock; qp->fd is attached. */
+void rrr__soft_qp_mulpdu_update(struct soft_qp *qp);
 /* CM hands over an established socket. Takes qp->lock. @hold_tx: send
  * nothing until a first valid FPDU was received (MPA rev 1 responder). */
 int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord,

@@ -121,6 +121,7 @@ static void fpdu_seal(struct soft_qp *qp, size_t hdrlen, int np, uint32_t paylen
 	uint8_t *hdr = fhdr(qp), *trl = qp->tx.trl[qp->tx.nf];
 	int n = qp->tx.nf;
 
+	qp->tx_fpdus++;
 	v[0].iov_base = hdr;
 	v[0].iov_len = hdrlen;
 	memset(trl, 0, 8);
@@ -244,6 +245,9 @@ static void batch_progress(struct soft_qp *qp)
 static bool build_read_resp(struct soft_qp *qp)
 {
 	struct soft_irq *q = &qp->irq[qp->irq_head];
+
+	if (q->off == 0 && q->rr.size > qp->mulpdu - (SOFT_HDR_TAGGED - 2))
+		rrr__soft_qp_mulpdu_update(qp); /* a multi-FPDU response */
 	uint32_t maxpay = qp->mulpdu - (SOFT_HDR_TAGGED - 2);
 	uint64_t left = q->rr.size - q->off;
 	uint32_t seg = left > maxpay ? maxpay : (uint32_t)left;
@@ -297,6 +301,11 @@ static bool build_sq(struct soft_qp *qp)
 		uint32_t slot = (qp->sq_head + qp->sq_tx) % qp->sq_size;
 		struct soft_swqe *w = &qp->sq[slot];
 		uint32_t hdr = (w->opcode == RRR_WR_RDMA_WRITE) ? SOFT_HDR_TAGGED : SOFT_HDR_UNTAGGED;
+
+		if (w->st == SOFT_WQE_QUEUED && w->total > qp->mulpdu - (hdr - 2) &&
+		    w->opcode != RRR_WR_REG_MR && w->opcode != RRR_WR_LOCAL_INV &&
+		    w->opcode != RRR_WR_RDMA_READ)
+			rrr__soft_qp_mulpdu_update(qp); /* a multi-FPDU message */
 		uint32_t maxpay = qp->mulpdu - (hdr - 2);
 		int rc, np;
 
