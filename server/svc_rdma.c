@@ -322,6 +322,8 @@ static void do_post(struct svc_rdma_ctx *ctx)
 		else
 			rc->db_head = ctx;
 		rc->db_tail = ctx;
+		if (ctx->phase == PH_REG || ctx->phase == PH_READ)
+			rc->db_pulls++;
 		if (++rc->db_n >= rrr__doorbell_max(rc->max_requests))
 			db_flush(rc);
 		return;
@@ -335,7 +337,7 @@ static void db_flush(struct svc_rdma_conn *rc)
 	struct svc_rdma_ctx *head = rc->db_head;
 
 	rc->db_head = rc->db_tail = NULL;
-	rc->db_n = 0;
+	rc->db_n = rc->db_pulls = 0;
 	if (!head)
 		return;
 	if (rc->broken) {
@@ -543,6 +545,12 @@ static void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len
 	struct rrr_xdr args, res;
 	enum rrr__svc_verdict v;
 
+	/* Read Requests queued in this poll batch go out before the handler
+	 * runs: the client sends the next call's data while this one is
+	 * written to the file, instead of idling behind the pwrite (replies
+	 * keep waiting for the batch's doorbell) */
+	if (rc->db_pulls)
+		db_flush(rc);
 	memset(&ctx->req, 0, sizeof(ctx->req));
 	ctx->req.svc = rc->base.svc;
 	ctx->req.conn = &rc->base;

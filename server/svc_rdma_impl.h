@@ -121,6 +121,8 @@ struct svc_rdma_conn {
 	 * db_flush() as one chained post (one doorbell): see svc_rdma.c */
 	struct svc_rdma_ctx *db_head, *db_tail;
 	uint32_t db_n; /* contexts queued */
+	uint32_t db_pulls; /* of them, chains that pull (REG/READ): posted
+			    * before a handler runs, see svc_rdma_dispatch */
 	bool db_defer;
 	/* request contexts: at most max_requests + SVC_RDMA_CTX_SLACK; a call
 	 * that finds none waits (its receive buffer held) in the deferred

@@ -30,6 +30,7 @@
 #include "../test_env.h"
 #include "helpers/svc_test.h"
 #include "server/svc_rdma_impl.h"
+#include "transport/soft/soft.h"
 
 #define CREDITS 8u
 #define NCALLS	(2u * CREDITS)
@@ -172,9 +173,9 @@ static uint32_t get32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Call @i: RDMA_MSG, TP_SUM, its @len-byte payload (from c.src + i * CHUNK)
- * in a read chunk. */
-static void send_call_len(unsigned i, uint32_t len)
+/* Call @i: RDMA_MSG, procedure @proc (TP_SUM or TP_SLOWSUM), its @len-byte
+ * payload (from c.src + i * CHUNK) in a read chunk. */
+static void send_call_proc(unsigned i, uint32_t len, uint32_t proc)
 {
 	uint64_t off = (uint64_t)(uintptr_t)(c.src + i * CHUNK);
 	uint32_t xid = 0x7a000000u + i;
@@ -196,7 +197,7 @@ static void send_call_len(unsigned i, uint32_t len)
 			2,
 			TPROG,
 			TPROG_V1,
-			TP_SUM,
+			proc,
 			0,
 			0,
 			0,
@@ -213,6 +214,11 @@ static void send_call_len(unsigned i, uint32_t len)
 	for (unsigned k = 0; k < sizeof(w) / 4; k++)
 		put32(sb + 4 * k, w[k]);
 	cr_assert_eq(rrr_qp_post_send(c.qp, &wr, &bad), 0);
+}
+
+static void send_call_len(unsigned i, uint32_t len)
+{
+	send_call_proc(i, len, TP_SUM);
 }
 
 static void send_call(unsigned i)
@@ -359,4 +365,49 @@ Test(svc_quota, a_chunk_larger_than_the_window_goes_alone, .init = setup_small,
 	rrr_svc_stats(srv.svc, &st);
 	cr_assert_eq(st.disconnects, 0);
 	cr_assert_eq(st.rdma_read_bytes, (uint64_t)big_first_len(0) + 2 * CHUNK);
+}
+
+/* Read Requests that a poll batch queued go out before a handler runs. Call
+ * 0 fills the 16 KiB window and its handler takes TP_SLOW_MS; call 4 waits
+ * for the window. When call 0's READ completes, call 4's READ is queued
+ * and call 0's handler starts: the client must get call 4's Read Request
+ * while that handler sleeps, not after it (it used to wait for the end of
+ * the poll batch: the client idled through every WRITE's pwrite). */
+static uint32_t slow_first_len(uint32_t i)
+{
+	cr_assert(i == 0 || i == 4, "call %u was not sent", i);
+	return i == 0 ? 4 * CHUNK : CHUNK;
+}
+
+Test(svc_quota, read_requests_go_out_before_a_slow_handler, .init = setup_small,
+     .fini = teardown_small, .timeout = 30)
+{
+	struct soft_qp *qp = soft_qp(c.qp);
+	struct timespec t0, t1;
+	uint64_t reqs = 0;
+	long ms = 0;
+
+	send_call_proc(0, slow_first_len(0), TP_SLOWSUM);
+	send_call(4);
+	/* make progress (answer READs) for half the slow handler's time */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (ms < (long)TP_SLOW_MS / 2) {
+		struct rrr_wc wc;
+
+		int got = rrr_cq_wait(c.cq, &wc, 1, 10);
+
+		cr_assert_geq(got, 0);
+		cr_assert(got == 0 || wc.opcode != RRR_WC_RECV,
+			  "a reply came before the slow handler ended");
+		pthread_mutex_lock(&qp->lock);
+		reqs = qp->rx_read_reqs;
+		pthread_mutex_unlock(&qp->lock);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	}
+	cr_log_info("Read Requests within %ld ms, call 0's handler still running: %llu", ms,
+		    (unsigned long long)reqs);
+	cr_assert_eq(reqs, 2, "call 4's Read Request waited for call 0's handler (%llu seen)",
+		     (unsigned long long)reqs);
+	answer_calls(2, slow_first_len);
 }

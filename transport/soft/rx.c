@@ -277,6 +277,7 @@ static void got_read_req(struct soft_qp *qp, const uint8_t *b)
 	q->rr = rr;
 	q->off = 0;
 	qp->irq_count++;
+	qp->rx_read_reqs++;
 }
 
 /* The FPDU is complete and its CRC good: act on it. */

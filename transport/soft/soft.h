@@ -421,6 +421,7 @@ struct soft_qp {
 	/* transmit counters (under lock; read by tests): sendmsg calls made,
 	 * batches ended by the tx_lead rule (tx.c batch_room), FPDUs built */
 	uint64_t tx_calls, tx_lead_cuts, tx_fpdus;
+	uint64_t rx_read_reqs;      /* Read Requests accepted (under lock; tests) */
 	uint32_t max_send_sge, max_recv_sge;
 
 	/* send queue ring */

@@ -158,6 +158,12 @@ static int tp_sum(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 	return 0;
 }
 
+static int tp_slowsum(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
+{
+	usleep(TP_SLOW_MS * 1000u);
+	return tp_sum(req, args, res);
+}
+
 static int tp_big(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	uint32_t n, seed;
@@ -216,6 +222,7 @@ static const struct rrr_svc_proc tprocs[TP_NPROCS] = {
     [TP_BIG] = {"big", tp_big},
     [TP_HASHOP] = {"hashop", tp_hashop},
     [TP_STATIC] = {"static", tp_static},
+    [TP_SLOWSUM] = {"slowsum", tp_slowsum},
 };
 
 static uint32_t ctx_v1 = 1, ctx_v3 = 3;

@@ -30,8 +30,11 @@ enum tproc {
 	TP_BIG = 9,	/* u32 n, u32 seed -> plain opaque of n pattern bytes */
 	TP_HASHOP = 10, /* plain opaque in -> u32 len, u32 fnv1a */
 	TP_STATIC = 11, /* u32 len -> payload of len bytes of tpat(99) from static memory */
-	TP_NPROCS = 12,
+	TP_SLOWSUM = 12, /* TP_SUM after TP_SLOW_MS of sleep (a handler doing slow I/O) */
+	TP_NPROCS = 13,
 };
+
+#define TP_SLOW_MS 600u
 
 struct tsvc {
 	struct rrr_svc *svc;
