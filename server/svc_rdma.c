@@ -42,7 +42,9 @@
  * does not fit the send queue waits its turn (counted as a credit stall).
  * Chains that handling one poll batch produces are posted together, up to a
  * quarter of the credit window per post (doorbell batching, see
- * rrr__doorbell_max()).
+ * rrr__doorbell_max()); queued READ chains (a pull the batch started) are
+ * posted before the next handler runs, so the client sends that call's
+ * data while this one's handler works instead of after it.
  *
  * Contexts. A connection has at most max_requests + SVC_RDMA_CTX_SLACK (4)
  * request contexts (each may hold up to max_payload + 64 KiB of registered
