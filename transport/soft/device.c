@@ -9,7 +9,7 @@
  *                        rrr_cq_poll() drives the sockets of its QPs)
  *   mulpdu=N             largest ULPDU sent, 128..65535 (default 65520)
  *   tx_batch=N           FPDUs handed to one sendmsg, 1..64 (default 32,
- *                        1 MiB of loopback-MSS FPDUs: 1 MiB WRITE at ~0.9
+ *                        1-2 MiB of loopback-MSS FPDUs: 1 MiB WRITE at ~0.9
  *                        of plain TCP against ~0.6 with 8; docs/benchmarks.md)
  *   tx_lead=N            bytes per sendmsg while the message being sent is
  *                        all the QP has to send (the peer waits for it):

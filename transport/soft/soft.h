@@ -54,7 +54,7 @@
 #define SOFT_RX_SMALL 8448              /* an FPDU this long or shorter is small:
 					 * an 8 KiB inline message and headers */
 #define SOFT_TX_BATCH 64                /* FPDUs per writev: most tx_batch= allows */
-#define SOFT_TX_BATCH_DEF 32            /* default: 1 MiB of 32 KiB (loopback MSS) FPDUs */
+#define SOFT_TX_BATCH_DEF 32            /* default: 1-2 MiB of loopback FPDUs (32-64 KiB: the MSS) */
 #define SOFT_TX_LEAD_DEF (256u << 10)   /* bytes per sendmsg of a message nothing waits behind */
 #define SOFT_TX_LEAD_MAX (64u << 20)
 #define SOFT_TX_IOV (8 * (SOFT_PAY_IOV + 2)) /* iovecs per writev: <= IOV_MAX */
