@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -141,9 +142,11 @@ void rrr__soft_qp_want_out(struct soft_qp *qp, bool on)
 /*
  * One FPDU fits one TCP segment (RFC 5044 alignment; Wireshark decodes
  * FPDUs so): ULPDU <= MSS - length - pad - CRC, and <= the device's mulpdu
- * option. The MSS is read again here before every message that takes more
- * than one FPDU (tx.c), not only at connection time, as Linux siw
- * re-reads it before every WR: Linux bounds a new connection's MSS by half
+ * option. The MSS is read again before a message that takes more than one
+ * FPDU (tx.c, through rrr__soft_qp_mulpdu_refresh: at most once per
+ * SOFT_MSS_REFRESH_NS, so a stream of 4 KiB messages over a 1500-byte MTU
+ * does not pay a getsockopt each), not only at connection time, as Linux
+ * siw re-reads it before every WR: Linux bounds a new connection's MSS by half
  * the peer's first window (loopback: ~32 KiB at connect, ~64 KiB once the
  * window has grown), so a bound taken once at connect would cut every bulk
  * transfer into twice the FPDUs - twice the receive calls - for the life
@@ -158,6 +161,19 @@ void rrr__soft_qp_mulpdu_update(struct soft_qp *qp)
 	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &ml) == 0 && mss > 0 &&
 	    (uint32_t)mss - 9 < qp->mulpdu && mss >= (int)SOFT_MULPDU_MIN + 9)
 		qp->mulpdu = (uint32_t)mss - 9;
+}
+
+void rrr__soft_qp_mulpdu_refresh(struct soft_qp *qp)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (now - qp->mss_ns < SOFT_MSS_REFRESH_NS)
+		return;
+	qp->mss_ns = now;
+	rrr__soft_qp_mulpdu_update(qp);
 }
 
 int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord,

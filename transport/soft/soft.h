@@ -55,6 +55,7 @@
 					 * an 8 KiB inline message and headers */
 #define SOFT_TX_BATCH 64                /* FPDUs per writev: most tx_batch= allows */
 #define SOFT_TX_BATCH_DEF 32            /* default: 1-2 MiB of loopback FPDUs (32-64 KiB: the MSS) */
+#define SOFT_MSS_REFRESH_NS 1000000ull /* MSS re-read before bulk messages, at most this often */
 #define SOFT_TX_LEAD_DEF (256u << 10)   /* bytes per sendmsg of a message nothing waits behind */
 #define SOFT_TX_LEAD_MAX (64u << 20)
 #define SOFT_TX_IOV (8 * (SOFT_PAY_IOV + 2)) /* iovecs per writev: <= IOV_MAX */
@@ -417,7 +418,9 @@ struct soft_qp {
 				     * before the initiator's first FPDU arrived */
 	uint32_t ord, ird;          /* outstanding READs allowed out / in */
 	uint32_t mulpdu;            /* largest ULPDU sent: device option, <= MSS
-				     * (read again before each multi-FPDU message) */
+				     * (read again before a multi-FPDU message,
+				     * at most every SOFT_MSS_REFRESH_NS) */
+	uint64_t mss_ns;            /* CLOCK_MONOTONIC of the last refresh */
 	/* transmit counters (under lock; read by tests): sendmsg calls made,
 	 * batches ended by the tx_lead rule (tx.c batch_room), FPDUs built */
 	uint64_t tx_calls, tx_lead_cuts, tx_fpdus;
@@ -520,6 +523,8 @@ void rrr__soft_qp_want_out(struct soft_qp *qp, bool on);
 /* Set qp->mulpdu from the device option and the socket's current MSS
  * (one getsockopt). Caller holds qp->lock; qp->fd is attached. */
 void rrr__soft_qp_mulpdu_update(struct soft_qp *qp);
+/* The same, unless the last refresh is less than SOFT_MSS_REFRESH_NS old. */
+void rrr__soft_qp_mulpdu_refresh(struct soft_qp *qp);
 /* CM hands over an established socket. Takes qp->lock. @hold_tx: send
  * nothing until a first valid FPDU was received (MPA rev 1 responder). */
 int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord,

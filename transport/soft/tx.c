@@ -247,7 +247,7 @@ static bool build_read_resp(struct soft_qp *qp)
 	struct soft_irq *q = &qp->irq[qp->irq_head];
 
 	if (q->off == 0 && q->rr.size > qp->mulpdu - (SOFT_HDR_TAGGED - 2))
-		rrr__soft_qp_mulpdu_update(qp); /* a multi-FPDU response */
+		rrr__soft_qp_mulpdu_refresh(qp); /* a multi-FPDU response */
 	uint32_t maxpay = qp->mulpdu - (SOFT_HDR_TAGGED - 2);
 	uint64_t left = q->rr.size - q->off;
 	uint32_t seg = left > maxpay ? maxpay : (uint32_t)left;
@@ -305,7 +305,7 @@ static bool build_sq(struct soft_qp *qp)
 		if (w->st == SOFT_WQE_QUEUED && w->total > qp->mulpdu - (hdr - 2) &&
 		    w->opcode != RRR_WR_REG_MR && w->opcode != RRR_WR_LOCAL_INV &&
 		    w->opcode != RRR_WR_RDMA_READ)
-			rrr__soft_qp_mulpdu_update(qp); /* a multi-FPDU message */
+			rrr__soft_qp_mulpdu_refresh(qp); /* a multi-FPDU message */
 		uint32_t maxpay = qp->mulpdu - (hdr - 2);
 		int rc, np;
 
