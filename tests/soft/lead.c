@@ -28,32 +28,11 @@ struct lead_arg {
 static int lead_server(struct th_ep *e, void *arg)
 {
 	struct lead_arg *a = arg;
-	uint8_t *buf = malloc(LEN), note[16];
-	struct rrr_mr *mr, *nmr;
-	struct rrr_sge sge;
-	struct rrr_recv_wr rwr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 };
-	struct th_key k;
-	struct rrr_wc wc;
 	uint64_t ctr[2];
 
-	TH_CHECK(buf);
-	memset(buf, 0, LEN);
-	TH_CHECK(rrr_mr_reg(e->pd, buf, LEN, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
-			    &mr) == 0);
-	TH_CHECK(rrr_mr_reg(e->pd, note, sizeof(note), RRR_ACCESS_LOCAL_WRITE, &nmr) == 0);
-	sge = (struct rrr_sge){ (uintptr_t)note, sizeof(note), rrr_mr_lkey(nmr) };
-	TH_CHECK(rrr_qp_post_recv(e->qp, &rwr, NULL) == 0);
-	k = (struct th_key){ (uintptr_t)buf, LEN, rrr_mr_rkey(mr), 0 };
-	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
-	TH_CHECK(th_wc(e, &wc, TH_TIMEOUT_MS) == 1);
-	TH_CHECK(wc.wr_id == 7 && wc.status == RRR_WC_SUCCESS && wc.opcode == RRR_WC_RECV);
-	TH_CHECK(th_check(buf, LEN, 5) == 0);
-	TH_CHECK(th_oob_recv(e->oob, ctr, sizeof(ctr), TH_TIMEOUT_MS) == 0);
+	TH_CHECK(th_write_sink(e, LEN, 5, ctr, sizeof(ctr)) == 0);
 	a->cuts = ctr[0];
 	a->calls = ctr[1];
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	TH_CHECK(rrr_mr_dereg(nmr) == 0);
-	free(buf);
 	return 0;
 }
 

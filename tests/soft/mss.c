@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/soft/mss.c - FPDU size follows the TCP MSS of the moment
- * (transport/soft/qp.c rrr__soft_qp_mulpdu_update): before every message
- * that takes more than one FPDU the sender reads TCP_MAXSEG again, so an
- * FPDU fits one segment of the connection as it is now (RFC 5044
- * alignment), not as it was at connect time - Linux bounds a new
+ * (transport/soft/qp.c rrr__soft_qp_mulpdu_refresh): before a message that
+ * takes more than one FPDU the sender reads TCP_MAXSEG again (at most once
+ * a millisecond), so an FPDU fits one segment of the connection as it is
+ * now (RFC 5044 alignment), not as it was at connect time - Linux bounds a new
  * connection's MSS by half the peer's first window, which on loopback
  * halves every FPDU for the connection's life if read only once. The
  * device option mulpdu still caps it. Checked through the QP's tx_fpdus
@@ -34,30 +34,7 @@ struct mss_arg {
 
 static int mss_server(struct th_ep *e, void *arg)
 {
-	uint8_t *buf = malloc(LEN), note[16];
-	struct rrr_mr *mr, *nmr;
-	struct rrr_sge sge;
-	struct rrr_recv_wr rwr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 };
-	struct th_key k;
-	struct rrr_wc wc;
-
-	TH_CHECK(buf);
-	memset(buf, 0, LEN);
-	TH_CHECK(rrr_mr_reg(e->pd, buf, LEN, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
-			    &mr) == 0);
-	TH_CHECK(rrr_mr_reg(e->pd, note, sizeof(note), RRR_ACCESS_LOCAL_WRITE, &nmr) == 0);
-	sge = (struct rrr_sge){ (uintptr_t)note, sizeof(note), rrr_mr_lkey(nmr) };
-	TH_CHECK(rrr_qp_post_recv(e->qp, &rwr, NULL) == 0);
-	k = (struct th_key){ (uintptr_t)buf, LEN, rrr_mr_rkey(mr), 0 };
-	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
-	TH_CHECK(th_wc(e, &wc, TH_TIMEOUT_MS) == 1);
-	TH_CHECK(wc.wr_id == 7 && wc.status == RRR_WC_SUCCESS && wc.opcode == RRR_WC_RECV);
-	TH_CHECK(th_check(buf, LEN, 5) == 0);
-	TH_CHECK(th_oob_recv(e->oob, arg, sizeof(struct mss_arg), TH_TIMEOUT_MS) == 0);
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	TH_CHECK(rrr_mr_dereg(nmr) == 0);
-	free(buf);
-	return 0;
+	return th_write_sink(e, LEN, 5, arg, sizeof(struct mss_arg));
 }
 
 static int post_wait(struct th_ep *e, struct rrr_send_wr *wr)

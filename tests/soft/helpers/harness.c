@@ -311,6 +311,50 @@ void th_fill(void *buf, size_t len, uint32_t seed)
 	}
 }
 
+int th_write_sink(struct th_ep *e, size_t len, uint32_t seed, void *report, size_t report_len)
+{
+	uint8_t *buf = malloc(len), note[16];
+	struct rrr_mr *mr = NULL, *nmr = NULL;
+	struct rrr_sge sge;
+	struct rrr_recv_wr rwr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 };
+	struct th_key k;
+	struct rrr_wc wc;
+	int rc = -1;
+
+	if (!buf)
+		return -1;
+	memset(buf, 0, len);
+	if (rrr_mr_reg(e->pd, buf, len, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE, &mr) ||
+	    rrr_mr_reg(e->pd, note, sizeof(note), RRR_ACCESS_LOCAL_WRITE, &nmr)) {
+		fprintf(stderr, "th_write_sink: cannot register the buffers\n");
+		goto out;
+	}
+	sge = (struct rrr_sge){ (uintptr_t)note, sizeof(note), rrr_mr_lkey(nmr) };
+	k = (struct th_key){ (uintptr_t)buf, len, rrr_mr_rkey(mr), 0 };
+	if (rrr_qp_post_recv(e->qp, &rwr, NULL) || th_oob_send(e->oob, &k, sizeof(k))) {
+		fprintf(stderr, "th_write_sink: cannot post the receive or send the key\n");
+		goto out;
+	}
+	if (th_wc(e, &wc, TH_TIMEOUT_MS) != 1 || wc.wr_id != 7 || wc.status != RRR_WC_SUCCESS ||
+	    wc.opcode != RRR_WC_RECV) {
+		fprintf(stderr, "th_write_sink: no good receive of the client's SEND\n");
+		goto out;
+	}
+	if (th_check(buf, len, seed) ||
+	    th_oob_recv(e->oob, report, report_len, TH_TIMEOUT_MS)) {
+		fprintf(stderr, "th_write_sink: wrong bytes, or no report from the client\n");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (nmr && rrr_mr_dereg(nmr))
+		rc = -1;
+	if (mr && rrr_mr_dereg(mr))
+		rc = -1;
+	free(buf);
+	return rc;
+}
+
 int th_check(const void *buf, size_t len, uint32_t seed)
 {
 	const uint8_t *p = buf;

@@ -67,6 +67,16 @@ int th_run_pair(const char *opts, th_fn server, th_fn client, void *arg);
 int th_run_pair_hook(const char *opts, int (*after_listen)(uint16_t port, void *arg),
 		     th_fn server, th_fn client, void *arg);
 
+/*
+ * The server side of a test that RDMA-WRITEs into the server: register @len
+ * bytes for remote writes, send the client their key (a struct th_key) over
+ * oob, wait for the client's SEND (RC order: its WRITEs landed before it),
+ * check the pattern of @seed over all @len bytes, then receive the client's
+ * @report_len-byte report into @report (the client runs in another process).
+ * Returns 0, or -1 after printing which step failed.
+ */
+int th_write_sink(struct th_ep *e, size_t len, uint32_t seed, void *report, size_t report_len);
+
 /* Fill/verify a deterministic pattern. */
 void th_fill(void *buf, size_t len, uint32_t seed);
 int th_check(const void *buf, size_t len, uint32_t seed);
