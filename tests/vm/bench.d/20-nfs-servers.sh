@@ -34,6 +34,8 @@
 #   RRR_VM_BENCH_MOUNT_EXTRA  appended to the mount options of both servers
 #                         (e.g. rsize=262144,wsize=262144: nfsd's size for both)
 #   RRR_VM_BENCH_KNFSD_THREADS  nfsd threads (default 2, like rrr-server's)
+#   RRR_VM_BENCH_SERVER_ARGS    appended to rrr-server's command line, e.g.
+#                               "--wait event" (word-split; default none)
 #
 # Results in $RRR_VM_RESULTS: vm-nfs-servers.{txt,json} (per cell: median, min,
 # max of each server over the rounds, ratio of the medians rrr/knfsd, goal >=
@@ -64,6 +66,7 @@ TMPFS_MB=${RRR_VM_BENCH_TMPFS_MB:-256}
 RAND=${RRR_VM_BENCH_RAND:-1}
 DO_IO=${RRR_VM_BENCH_IO:-1}
 KTHREADS=${RRR_VM_BENCH_KNFSD_THREADS:-2}
+SERVER_ARGS=${RRR_VM_BENCH_SERVER_ARGS:-}
 MOPTS="vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock,soft,timeo=300,retrans=2"
 [ -n "${RRR_VM_BENCH_MOUNT_EXTRA:-}" ] && MOPTS="$MOPTS,$RRR_VM_BENCH_MOUNT_EXTRA"
 MNT=/tmp/bench-mnt
@@ -105,6 +108,7 @@ echo "== $TOOL, ${#CELLS[@]} cells x $ROUNDS rounds x 2 servers, ${SECS}s (+${RA
 	"about ${est}s (this script may take ${RRR_VM_SCRIPT_TIMEOUT:-?}s)"
 echo "== mount options (both servers): $MOPTS"
 echo "== server threads: rrr-server 2, knfsd $KTHREADS"
+[ -n "$SERVER_ARGS" ] && echo "== rrr-server extra arguments: $SERVER_ARGS"
 T_START=$(date +%s)
 
 # ---------------------------------------------------------------- results
@@ -115,7 +119,7 @@ summarize() {
 	local fio_v=$TOOL
 	[ "$TOOL" = fio ] && fio_v=$("$FIO" --version 2>/dev/null)
 	awk -v tool="$fio_v" -v rounds="$ROUNDS" -v secs="$SECS" -v ramp="$RAMP" -v mb="$MB" \
-	    -v tmpfs="$TMPFS_MB" -v mopts="$MOPTS" -v kthr="$KTHREADS" -v rneg="${NEG_rrr:-}" -v kneg="${NEG_knfsd:-}" \
+	    -v tmpfs="$TMPFS_MB" -v mopts="$MOPTS" -v kthr="$KTHREADS" -v rneg="${NEG_rrr:-}" -v kneg="${NEG_knfsd:-}" -v sargs="$SERVER_ARGS" \
 	    -v txt="$OUT/vm-nfs-servers.txt" -v json="$OUT/vm-nfs-servers.json" '
 	function sort(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
 	function med(a, n) { return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
@@ -138,6 +142,7 @@ summarize() {
 		printf "== %d rounds alternating rrr-server / knfsd, %ss per cell (+%ss ramp), %d MiB file,\n", rounds, secs, ramp, mb > txt
 		printf "== each server exports a %d MiB tmpfs; mount -o %s\n", tmpfs, mopts > txt
 		printf "== negotiated: rrr-server %s; knfsd %s; threads: rrr-server 2, knfsd %d\n", rneg, kneg, kthr > txt
+		if (sargs != "") printf "== rrr-server extra arguments: %s\n", sargs > txt
 		printf "== median over the rounds (min-max); ratio = rrr median / knfsd median; goal >= 1.0\n" > txt
 		printf "== round ratios: rrr / knfsd of the same round (the two ran back to back)\n" > txt
 		printf "%-16s %21s %21s %9s %9s %6s %15s %4s  %s\n", "cell", "rrr MB/s (min-max)", "knfsd MB/s (min-max)", "rrr IOPS", "knfsd IOPS", "ratio", "round ratios", "won", "goal" > txt
@@ -197,7 +202,8 @@ start_rrr() { # ROUND
 	rm -f /tmp/bench-ports
 	"$S" --export "$REXP" --provider verbs --provider-opts "dev=$D" --listen "$ADDR" \
 		--port 20049 --mount-port 20048 --state-dir /tmp/bench-state \
-		--port-file /tmp/bench-ports --threads 2 --no-root-squash > "/tmp/bench-rrr-server.$1.log" 2>&1 &
+		--port-file /tmp/bench-ports --threads 2 --no-root-squash $SERVER_ARGS \
+		> "/tmp/bench-rrr-server.$1.log" 2>&1 &
 	SPID=$!
 	for _ in $(seq 1 300); do [ -s /tmp/bench-ports ] && return 0; sleep 0.1; done
 	cat "/tmp/bench-rrr-server.$1.log"
