@@ -146,7 +146,7 @@ summarize() {
 		printf "== median over the rounds (min-max); ratio = rrr median / knfsd median; goal >= 1.0\n" > txt
 		printf "== round ratios: rrr / knfsd of the same round (the two ran back to back)\n" > txt
 		printf "%-16s %21s %21s %9s %9s %6s %15s %4s  %s\n", "cell", "rrr MB/s (min-max)", "knfsd MB/s (min-max)", "rrr IOPS", "knfsd IOPS", "ratio", "round ratios", "won", "goal" > txt
-		printf "{\n  \"benchmark\": \"vm-nfs-servers\",\n  \"tool\": \"%s\",\n  \"rounds\": %d,\n  \"seconds_per_cell\": %s,\n  \"ramp_seconds\": %s,\n  \"file_mib\": %d,\n  \"export_fs\": \"tmpfs %d MiB (each server its own)\",\n  \"mount_options\": \"%s\",\n  \"negotiated\": {\"rrr-server\": \"%s\", \"knfsd\": \"%s\"},\n  \"threads\": {\"rrr-server\": 2, \"knfsd\": %d},\n  \"goal_ratio\": 1.0,\n  \"cells\": [", tool, rounds, secs, ramp, mb, tmpfs, mopts, rneg, kneg, kthr > json
+		printf "{\n  \"benchmark\": \"vm-nfs-servers\",\n  \"tool\": \"%s\",\n  \"rounds\": %d,\n  \"seconds_per_cell\": %s,\n  \"ramp_seconds\": %s,\n  \"file_mib\": %d,\n  \"export_fs\": \"tmpfs %d MiB (each server its own)\",\n  \"mount_options\": \"%s\",\n  \"negotiated\": {\"rrr-server\": \"%s\", \"knfsd\": \"%s\"},\n  \"threads\": {\"rrr-server\": 2, \"knfsd\": %d},\n  \"rrr_server_args\": \"%s\",\n  \"goal_ratio\": 1.0,\n  \"cells\": [", tool, rounds, secs, ramp, mb, tmpfs, mopts, rneg, kneg, kthr, sargs > json
 		sep = ""
 		for (c = 1; c <= ncell; c++) {
 			cell = order[c]; split(cell, f, " ")
