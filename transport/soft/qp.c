@@ -34,7 +34,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -165,11 +164,8 @@ void rrr__soft_qp_mulpdu_update(struct soft_qp *qp)
 
 void rrr__soft_qp_mulpdu_refresh(struct soft_qp *qp)
 {
-	struct timespec ts;
-	uint64_t now;
+	uint64_t now = rrr__mono_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	if (now - qp->mss_ns < SOFT_MSS_REFRESH_NS)
 		return;
 	qp->mss_ns = now;
