@@ -56,6 +56,7 @@ void rrr_xprt_stats_print(FILE *f, const char *prefix, const struct rrr_xprt_sta
 	P64(rdma_errors_sent);
 	P64(send_posts);
 	P64(pull_waits);
+	P64(push_waits);
 #undef P64
 #undef P32
 }
@@ -88,6 +89,7 @@ void rrr__xprt_stats_load(struct rrr_xprt_stats *dst, const struct rrr_xprt_stat
 	L(rdma_errors_sent);
 	L(send_posts);
 	L(pull_waits);
+	L(push_waits);
 	L(credits);
 	L(max_credits);
 	L(inline_send);
@@ -123,6 +125,7 @@ void rrr__xprt_stats_add(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats
 	SUM(rdma_errors_sent);
 	SUM(send_posts);
 	SUM(pull_waits);
+	SUM(push_waits);
 #undef SUM
 }
 

@@ -67,6 +67,20 @@
  * context (docs/benchmarks.md "Pull window"). Calls without read chunks
  * never wait for it.
  *
+ * Push window. The same bound on the way out: while the write- and
+ * reply-chunk bytes of replies posted and not yet completed reach 2 x
+ * max_payload, a new call does not start (it waits in the deferred ring,
+ * in arrival order, its receive buffer held, counted in push_waits), so
+ * at most one more reply than the window is read ahead of the wire. A
+ * READ's data is then read from the file just before the provider
+ * checksums and sends it, while it is still in the CPU's caches, and the
+ * few contexts in use keep reusing their payload buffers; before, a batch
+ * of 32 1 MiB READs read 32 MiB ahead and the provider took it back from
+ * memory (docs/benchmarks.md "Push window"). The window counts what the
+ * reply actually carries, not what the client offered, and only a
+ * completion retires it: a client that stops reading its socket makes the
+ * server hold that much, not a reply buffer per credit.
+ *
  * Recovery. Any failed or flushed completion, a post failure or a client
  * that sends more calls than it has receives for disconnects the connection.
  * In-flight requests finish with their flushed completions (READ sink
@@ -115,6 +129,7 @@ static void set_gauges(struct svc_rdma_conn *rc);
 static void ctx_put(struct svc_rdma_ctx *ctx);
 static bool pull_fits(const struct svc_rdma_conn *rc, uint64_t need);
 static void pull_end(struct svc_rdma_ctx *ctx);
+static bool push_open(const struct svc_rdma_conn *rc);
 static void pull_kick(struct svc_rdma_conn *rc);
 static void pull_start(struct svc_rdma_ctx *ctx, uint32_t idx, uint32_t len);
 /* Post @ctx->chain (sq_need WRs) now or when the send queue has room. */
@@ -135,6 +150,14 @@ static uint32_t ctx_peak;
 uint32_t rrr__svc_rdma_ctx_peak(void)
 {
 	return __atomic_load_n(&ctx_peak, __ATOMIC_RELAXED);
+}
+
+/* Most reply-chunk bytes one connection had in flight at once (tests). */
+static uint64_t push_peak;
+
+uint64_t rrr__svc_rdma_push_peak(void)
+{
+	return __atomic_load_n(&push_peak, __ATOMIC_RELAXED);
 }
 
 static struct svc_rdma_ctx *ctx_get(struct svc_rdma_conn *rc)
@@ -510,6 +533,14 @@ again:
 	ctx->chain = &ctx->wrs[0];
 	ctx->sq_need = n + 1;
 	ctx->phase = PH_SEND;
+	ctx->push_bytes = via_reply ? mlen : 0;
+	for (unsigned k = 0; k < ctx->wchunk_next && k < SVC_RDMA_MAX_WRITE_CHUNKS; k++)
+		ctx->push_bytes += ctx->wchunk_len[k];
+	rc->push_inflight += ctx->push_bytes;
+	for (uint64_t p = __atomic_load_n(&push_peak, __ATOMIC_RELAXED); rc->push_inflight > p;)
+		if (__atomic_compare_exchange_n(&push_peak, &p, rc->push_inflight, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			break;
 	RRR__STAT_ADD(st, replies, 1);
 	RRR__STAT_ADD(st, send_bytes, hlen + (via_reply ? 0 : mlen));
 	svc_rdma_post_chain(ctx);
@@ -609,8 +640,9 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* A call that found no free context waits here, its receive buffer held
- * (so a client can have no more calls waiting than receives posted). */
+/* A call that found no free context, or the push window full, waits here,
+ * its receive buffer held (so a client can have no more calls waiting than
+ * receives posted). */
 static bool defer_call(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
 {
 	uint32_t t;
@@ -621,7 +653,11 @@ static bool defer_call(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len)
 	rc->defer_idx[t] = idx;
 	rc->defer_len[t] = len;
 	rc->ndefer++;
-	RRR__STAT_ADD(rc->base.st, credit_stalls, 1);
+	/* counted once, by why it waits */
+	if (push_open(rc))
+		RRR__STAT_ADD(rc->base.st, credit_stalls, 1);
+	else
+		RRR__STAT_ADD(rc->base.st, push_waits, 1);
 	return true;
 }
 
@@ -676,9 +712,10 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bo
 		repost(rc, idx, false);
 		return;
 	}
-	ctx = ctx_get(rc);
+	ctx = push_open(rc) ? ctx_get(rc) : NULL;
 	if (!ctx) {
-		/* every context busy (credits + slack): wait for one */
+		/* every context busy (credits + slack), or the replies in
+		 * flight fill the push window: wait */
 		if (!defer_call(rc, idx, len)) {
 			repost(rc, idx, false);
 			svc_rdma_fail(rc, "client sent more calls than it was granted");
@@ -725,6 +762,12 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bo
 		return;
 	}
 	pull_start(ctx, idx, len);
+}
+
+/* May a new call start, as far as the push window goes? */
+static bool push_open(const struct svc_rdma_conn *rc)
+{
+	return rc->push_inflight < rc->push_window;
 }
 
 /* May a pull of @need bytes start now? One always may when none is in
@@ -810,6 +853,8 @@ static void ctx_put(struct svc_rdma_ctx *ctx)
 	rrr__svc_rdma_sink_recover(ctx);
 	rrr__svc_req_end(&ctx->req);
 	pull_end(ctx);
+	rc->push_inflight -= ctx->push_bytes;
+	ctx->push_bytes = 0;
 	rrr__svc_rdma_sink_give(ctx);
 	ctx->busy = false;
 	ctx->next = rc->ctx_free;
@@ -962,8 +1007,8 @@ static void conn_poll(struct svc_rdma_conn *rc)
 	 * that now fit the window */
 	rc->db_defer = true;
 	pull_kick(rc);
-	while (rc->ndefer && (rc->ctx_free || rc->nctx < rc->max_ctx || rc->broken ||
-			      rc->shutting)) {
+	while (rc->ndefer && (((rc->ctx_free || rc->nctx < rc->max_ctx) && push_open(rc)) ||
+			      rc->broken || rc->shutting)) {
 		uint32_t h = rc->defer_head;
 
 		rc->defer_head = (h + 1) % rc->nrecv;
@@ -1157,6 +1202,7 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	rc->defer_len = calloc(rc->nrecv, sizeof(*rc->defer_len));
 	rc->sink_pool = calloc(rc->max_ctx, sizeof(*rc->sink_pool));
 	rc->pull_window = SVC_RDMA_PULL_RECORDS * (uint64_t)o->max_payload;
+	rc->push_window = SVC_RDMA_PUSH_RECORDS * (uint64_t)o->max_payload;
 	sz = (size_t)rc->nrecv * rc->recv_size;
 	if (!rc->repost || !rc->scratch || !rc->defer_idx || !rc->defer_len || !rc->sink_pool ||
 	    posix_memalign(&p, 4096, sz))

@@ -74,6 +74,9 @@ struct svc_rdma_ctx {
 	bool pulling;
 	struct svc_rdma_ctx *pull_next;
 	uint32_t pull_idx, pull_len;
+	/* push window (svc_rdma.c): write- and reply-chunk bytes of this
+	 * call's reply, counted against it from post to Send completion */
+	uint64_t push_bytes;
 	/* per-I/O registration of the READ sink */
 	struct rrr_reg_io *sink;
 	bool sink_mapped;
@@ -140,6 +143,12 @@ struct svc_rdma_conn {
 	uint64_t pull_inflight, pull_window;
 	struct svc_rdma_ctx *pull_head, *pull_tail;
 	struct svc_rdma_buf *sink_pool; /* max_ctx entries */
+	/* push window: write- and reply-chunk bytes posted and not yet
+	 * completed stay about within push_window (SVC_RDMA_PUSH_RECORDS x
+	 * max_payload): while they reach it, new calls wait in the deferred
+	 * ring, their receive buffers held, so a READ's data is read from
+	 * the file just before the provider sends it, still in the caches */
+	uint64_t push_inflight, push_window;
 	uint32_t nsink_pool;
 	/* lifecycle */
 	bool established;
@@ -165,9 +174,17 @@ struct svc_rdma_conn {
  * machine of the figures; windows of 1, 2, 4, 8 and unlimited measured). */
 #define SVC_RDMA_PULL_RECORDS 2u
 
+/* The push window, in records of max_payload bytes (see the connection):
+ * a call starts only while fewer reply-chunk bytes than this are waiting
+ * to be sent, so at most one more reply than the window is read ahead. */
+#define SVC_RDMA_PUSH_RECORDS 2u
+
 /* svc_rdma.c */
 /* Tests: the most request contexts one connection had busy at once. */
 uint32_t rrr__svc_rdma_ctx_peak(void);
+/* Tests: the most write- and reply-chunk bytes one connection had posted
+ * and not yet completed at once. */
+uint64_t rrr__svc_rdma_push_peak(void);
 
 /* svc_rdma_rw.c: called by svc_rdma.c (worker thread of the connection);
  * calls nothing back. */

@@ -57,6 +57,10 @@ struct rrr_xprt_stats {
 	 * already pulling 2 x max_payload of read-chunk bytes (the pull
 	 * window, docs/embedding.md); 0 on a client */
 	uint64_t pull_waits;
+	/* server: calls that waited because the connection's replies not yet
+	 * sent held 2 x max_payload of write- and reply-chunk bytes (the push
+	 * window, docs/embedding.md); 0 on a client */
+	uint64_t push_waits;
 };
 
 /* Print as "key value" lines, prefixed by @prefix (may be ""). */

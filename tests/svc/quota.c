@@ -13,6 +13,11 @@
  * The same client shows the pull window: with max_payload 8 KiB the server
  * pulls at most 16 KiB of read chunks at once (four 4 KiB calls); the other
  * calls wait, counted in pull_waits, and start as READs complete.
+ *
+ * And the push window: a client that asks for 1 MiB write-chunk replies
+ * and reads none of them (its socket fills) makes the server hold at most
+ * 2 x max_payload + one reply of them, not one per credit; the other calls
+ * wait, counted in push_waits, and are answered once the client reads.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -410,4 +415,97 @@ Test(svc_quota, read_requests_go_out_before_a_slow_handler, .init = setup_small,
 	cr_log_info("both Read Requests after %ld ms, call 0's handler still running",
 		    (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
 	answer_calls(2, slow_first_len);
+}
+
+/* Call @i: RDMA_MSG, TP_FILL of @len bytes of (0x40 + @i), the result's
+ * payload into a write chunk of one segment at @sink + @i * @len. */
+static void send_fill_call(unsigned i, uint32_t len, uint8_t *sink, struct rrr_mr *sink_mr)
+{
+	uint64_t off = (uint64_t)(uintptr_t)(sink + (size_t)i * len);
+	uint32_t xid = 0x7b000000u + i;
+	uint32_t w[] = {xid, 1, CREDITS, RRR_RDMA_MSG,
+			0, /* no read list */
+			1, 1, rrr_mr_rkey(sink_mr), len, (uint32_t)(off >> 32), (uint32_t)off,
+			0, /* end of the write list */
+			0, /* no reply chunk */
+			xid, RRR_RPC_CALL, 2, TPROG, TPROG_V1, TP_FILL, 0, 0, 0, 0, len, 0x40u + i};
+	uint8_t *sb = c.mem + (NRECV + i) * BUFSZ;
+	struct rrr_sge sge = {(uint64_t)(uintptr_t)sb, sizeof(w), rrr_mr_lkey(c.mr)};
+	struct rrr_send_wr wr = {.wr_id = 2000 + i,
+				 .opcode = RRR_WR_SEND,
+				 .sg_list = &sge,
+				 .num_sge = 1},
+			   *bad;
+
+	for (unsigned k = 0; k < sizeof(w) / 4; k++)
+		put32(sb + 4 * k, w[k]);
+	cr_assert_eq(rrr_qp_post_send(c.qp, &wr, &bad), 0);
+}
+
+Test(svc_quota, replies_in_flight_bounded_by_the_push_window, .timeout = 60)
+{
+	const uint32_t len = 1u << 20; /* the default max_payload: window 2 MiB */
+	struct rrr_xprt_stats st;
+	struct rrr_mr *sink_mr;
+	uint8_t *sink;
+	unsigned answered = 0;
+	struct timespec t0, t1;
+
+	cr_assert_eq(posix_memalign((void **)&sink, 4096, (size_t)CREDITS * len), 0);
+	memset(sink, 0, (size_t)CREDITS * len);
+	cr_assert_eq(rrr_mr_reg(c.pd, sink, (size_t)CREDITS * len,
+				RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE, &sink_mr),
+		     0);
+	/* a full grant of 1 MiB READ-like calls, and no polling: the client
+	 * reads nothing, so the server's socket fills after a few hundred KB */
+	for (unsigned i = 0; i < CREDITS; i++)
+		send_fill_call(i, len, sink, sink_mr);
+	for (int i = 0; i < 500; i++) {
+		rrr_svc_stats(srv.svc, &st);
+		if (st.recv_bytes >= CREDITS * 25u * 4u)
+			break;
+		usleep(10000);
+	}
+	usleep(200000);
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_geq(st.recv_bytes, CREDITS * 25u * 4u, "the server received every call");
+	cr_log_info("push window 2 MiB, %u calls of 1 MiB: %llu waited, at most %llu bytes in "
+		    "flight", CREDITS, (unsigned long long)st.push_waits,
+		    (unsigned long long)rrr__svc_rdma_push_peak());
+	cr_assert_gt(st.push_waits, 0, "calls beyond the window wait for it");
+	cr_assert_leq(rrr__svc_rdma_push_peak(), (uint64_t)SVC_RDMA_PUSH_RECORDS * len + len,
+		      "the server held %llu bytes of replies for a window of %u",
+		      (unsigned long long)rrr__svc_rdma_push_peak(), SVC_RDMA_PUSH_RECORDS * len);
+
+	/* now read: every call is answered, the waiting ones too */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (answered < CREDITS) {
+		struct rrr_wc wc;
+		int got = rrr_cq_wait(c.cq, &wc, 1, 100);
+
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		cr_assert_lt(t1.tv_sec - t0.tv_sec, 20, "%u of %u answered", answered, CREDITS);
+		if (got <= 0)
+			continue;
+		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
+		if (wc.opcode != RRR_WC_RECV)
+			continue;
+		const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
+		uint32_t i = get32(b) - 0x7b000000u;
+
+		cr_assert_lt(i, CREDITS, "xid of a call we did not send");
+		cr_assert_eq(get32(b + 12), RRR_RDMA_MSG);
+		cr_assert_eq(get32(b + 5 * 4), 1, "call %u: a write list", i);
+		cr_assert_eq(get32(b + 8 * 4), len, "call %u: the whole payload written", i);
+		for (size_t k = 0; k < len; k += 4093)
+			cr_assert_eq(sink[(size_t)i * len + k], 0x40u + i, "call %u byte %zu", i, k);
+		cr_assert_eq(sink[(size_t)i * len + len - 1], 0x40u + i);
+		post_recv((unsigned)wc.wr_id);
+		answered++;
+	}
+	rrr_svc_stats(srv.svc, &st);
+	cr_assert_eq(st.disconnects, 0);
+	cr_assert_eq(st.rdma_write_bytes, (uint64_t)CREDITS * len, "every reply written once");
+	rrr_mr_dereg(sink_mr);
+	free(sink);
 }

@@ -440,7 +440,7 @@ Test(svc_stats, print_format)
 	cr_assert(strstr(buf, "x: remote_inv 0\n"));
 	for (p = buf; *p; p++)
 		lines += *p == '\n';
-	cr_assert_eq(lines, 29, "one line per counter");
+	cr_assert_eq(lines, 30, "one line per counter");
 }
 
 struct tcp_pay {
