@@ -6,6 +6,10 @@
  * the sender checksums the rest; a message with other messages queued
  * behind it keeps full batches. Both are checked through the QP's
  * counters (tx_lead_cuts, tx_calls), and every byte is checked to land.
+ *
+ * Also cache-sized batches (device option tx_bytes, the same function): a
+ * batch takes no more FPDUs once it holds tx_bytes bytes, so a 1 MiB WRITE
+ * goes in at least 1 MiB / (tx_bytes + one FPDU) sendmsg calls.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -100,7 +104,7 @@ Test(soft_lead, lone_message_goes_in_lead_batches, .timeout = 60)
 {
 	struct lead_arg a = { .pieces = 1 };
 
-	cr_assert_eq(th_run_pair("tx_lead=65536", lead_server, lead_client, &a), 0);
+	cr_assert_eq(th_run_pair("tx_lead=65536,tx_bytes=0", lead_server, lead_client, &a), 0);
 	cr_log_info("lone 1 MiB WRITE, tx_lead=65536: %llu lead cuts, %llu sendmsg calls",
 		    (unsigned long long)a.cuts, (unsigned long long)a.calls);
 	cr_assert_geq(a.cuts, 1, "a lone message was not cut into lead batches (%llu cuts)",
@@ -115,7 +119,7 @@ Test(soft_lead, queued_work_keeps_batches_full, .timeout = 60)
 {
 	struct lead_arg a = { .pieces = NPIECES };
 
-	cr_assert_eq(th_run_pair("tx_lead=65536", lead_server, lead_client, &a), 0);
+	cr_assert_eq(th_run_pair("tx_lead=65536,tx_bytes=0", lead_server, lead_client, &a), 0);
 	cr_log_info("8 x 128 KiB WRITEs in one chain, tx_lead=65536: %llu lead cuts, %llu calls",
 		    (unsigned long long)a.cuts, (unsigned long long)a.calls);
 	cr_assert_leq(a.cuts, 2, "batches were cut although work was queued (%llu cuts)",
@@ -127,7 +131,7 @@ Test(soft_lead, off_when_zero, .timeout = 60)
 {
 	struct lead_arg a = { .pieces = 1 };
 
-	cr_assert_eq(th_run_pair("tx_lead=0", lead_server, lead_client, &a), 0);
+	cr_assert_eq(th_run_pair("tx_lead=0,tx_bytes=0", lead_server, lead_client, &a), 0);
 	cr_assert_eq(a.cuts, 0);
 }
 
@@ -138,4 +142,33 @@ Test(soft_lead, bad_value_refused)
 
 	cr_assert_eq(rrr_device_open("soft", "tx_lead=100000000", &d), -EINVAL);
 	cr_assert_null(d);
+}
+
+/* tx_bytes closes a batch at that many bytes: with FPDUs of at most 16 KiB
+ * (mulpdu) and batches closed at 64 KiB, no call carries more than 80 KiB,
+ * so a lone 1 MiB WRITE (lead batches off) takes at least 13 calls; every
+ * byte lands (th_write_sink checks). */
+Test(soft_lead, batches_close_at_tx_bytes, .timeout = 60)
+{
+	struct lead_arg a = { .pieces = 1 };
+
+	cr_assert_eq(th_run_pair("tx_lead=0,tx_bytes=65536,mulpdu=16384", lead_server, lead_client,
+				 &a),
+		     0);
+	cr_log_info("lone 1 MiB WRITE, tx_bytes=65536: %llu sendmsg calls",
+		    (unsigned long long)a.calls);
+	cr_assert_geq(a.calls, LEN / (65536 + 16384) + 1,
+		      "batches were not closed at tx_bytes (%llu calls for 1 MiB)",
+		      (unsigned long long)a.calls);
+	cr_assert_eq(a.cuts, 0);
+}
+
+Test(soft_lead, tx_bytes_bad_value_refused)
+{
+	struct rrr_device *d = NULL;
+
+	cr_assert_eq(rrr_device_open("soft", "tx_bytes=100000000", &d), -EINVAL);
+	cr_assert_null(d);
+	cr_assert_eq(rrr_device_open("soft", "tx_bytes=0", &d), 0);
+	rrr_device_close(d);
 }

@@ -8,14 +8,19 @@
  *   progress_thread=0|1  a device thread drives every QP socket (default 0:
  *                        rrr_cq_poll() drives the sockets of its QPs)
  *   mulpdu=N             largest ULPDU sent, 128..65535 (default 65520)
- *   tx_batch=N           FPDUs handed to one sendmsg, 1..64 (default 32,
- *                        1-2 MiB of loopback-MSS FPDUs: 1 MiB WRITE at ~0.9
- *                        of plain TCP against ~0.6 with 8; docs/benchmarks.md)
+ *   tx_batch=N           FPDUs handed to one sendmsg, 1..64 (default 32;
+ *                        below tx_bytes it only bounds batches of FPDUs
+ *                        under 2 KiB)
  *   tx_lead=N            bytes per sendmsg while the message being sent is
  *                        all the QP has to send (the peer waits for it):
  *                        the CRC pass of the next batch then overlaps the
  *                        peer's receive of this one (default 262144; 0: off;
  *                        docs/benchmarks.md "Lead batches")
+ *   tx_bytes=N           a batch takes no more FPDUs once it holds N bytes,
+ *                        0..64 MiB (default 65536; 0: only tx_batch counts):
+ *                        each FPDU is copied into the socket right after
+ *                        its CRC pass, while its bytes are still cached
+ *                        (docs/benchmarks.md "Cache-sized batches")
  *   tx_refill=0|1        a partly written batch drops the FPDUs already out
  *                        and takes new ones behind the rest (default 1; 0 is
  *                        the older behaviour, kept for side-by-side runs)
@@ -88,6 +93,8 @@ static int opt(void *arg, const char *key, const char *val)
 		d->tx_batch = v;
 	} else if (strcmp(key, "tx_lead") == 0 && !parse_u32(val, 0, SOFT_TX_LEAD_MAX, &v)) {
 		d->tx_lead = v;
+	} else if (strcmp(key, "tx_bytes") == 0 && !parse_u32(val, 0, SOFT_TX_BYTES_MAX, &v)) {
+		d->tx_bytes = v;
 	} else if (strcmp(key, "tx_refill") == 0 && !parse_u32(val, 0, 1, &v)) {
 		d->tx_refill = v;
 	} else if (strcmp(key, "map_model") == 0 &&
@@ -110,12 +117,13 @@ static int opt(void *arg, const char *key, const char *val)
 		d->fault_stall_ppm = v;
 	} else {
 		rrr__log_warn("rrr soft: bad option '%s=%s' (known: crc=0|1, progress_thread=0|1, "
-			      "mulpdu=%u..%u, tx_batch=1..%u, tx_lead=0..%u, tx_refill=0|1, max_fr_pages=1..%u, "
+			      "mulpdu=%u..%u, tx_batch=1..%u, tx_lead=0..%u, tx_bytes=0..%u, tx_refill=0|1, "
+			      "max_fr_pages=1..%u, "
 			      "map_model=page_list|gaps, fault_seed=N, fault_drop_ppm=0..1000000, "
 			      "fault_delay_us=0..1000000, fault_delay_ppm=N, fault_stall_ms=0..60000, "
 			      "fault_stall_ppm=N)",
 			      key, val, SOFT_MULPDU_MIN, SOFT_MULPDU_MAX, SOFT_TX_BATCH, SOFT_TX_LEAD_MAX,
-			SOFT_MAX_FR_PAGES_MAX);
+			      SOFT_TX_BYTES_MAX, SOFT_MAX_FR_PAGES_MAX);
 		return rrr__set_error(-EINVAL, "soft: bad option '%s=%s'", key, val);
 	}
 	return 0;
@@ -192,6 +200,7 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 	d->mulpdu = SOFT_MULPDU_DEF;
 	d->tx_batch = SOFT_TX_BATCH_DEF;
 	d->tx_lead = SOFT_TX_LEAD_DEF;
+	d->tx_bytes = SOFT_TX_BYTES_DEF;
 	d->tx_refill = true;
 	d->max_fr_pages = SOFT_MAX_FR_PAGES_DEF;
 	d->fault_seed = 1;

@@ -58,6 +58,8 @@
 #define SOFT_MSS_REFRESH_NS 1000000ull /* MSS re-read before bulk messages, at most this often */
 #define SOFT_TX_LEAD_DEF (256u << 10)   /* bytes per sendmsg of a message nothing waits behind */
 #define SOFT_TX_LEAD_MAX (64u << 20)
+#define SOFT_TX_BYTES_DEF (64u << 10)   /* bytes a batch is closed at (cache-sized; see tx.c batch_room) */
+#define SOFT_TX_BYTES_MAX (64u << 20)
 #define SOFT_TX_IOV (8 * (SOFT_PAY_IOV + 2)) /* iovecs per writev: <= IOV_MAX */
 
 /* ------------------------------------------------------------ mpa.c */
@@ -216,6 +218,7 @@ struct soft_dev {
 	bool tx_refill;             /* refill a partly written batch */
 	uint32_t tx_batch;           /* FPDUs per sendmsg, 1..SOFT_TX_BATCH */
 	uint32_t tx_lead;            /* bytes per sendmsg when nothing waits behind; 0: off */
+	uint32_t tx_bytes;           /* a batch takes no FPDU once it holds this many bytes; 0: off */
 	uint32_t max_fr_pages;
 	_Atomic(struct soft_mr *) *stags; /* SOFT_MAX_STAGS entries, [0] unused */
 	uint32_t *free_idx;

@@ -6,7 +6,8 @@
  * iovec list - [MPA length + DDP/RDMAP header (+ inline Read Request or
  * Terminate payload)] [payload pieces straight from the caller's SGEs or
  * the registration's chunks] [pad + CRC32c] - and handed to sendmsg() on
- * the non-blocking socket, up to tx_batch FPDUs per call; a short write
+ * the non-blocking socket, up to tx_batch FPDUs and about tx_bytes bytes
+ * per call (batch_room); a short write
  * leaves the rest for the next call (EPOLLOUT is armed meanwhile), and
  * that call first drops the FPDUs already out (batch_compact) and fills
  * the batch up again behind the rest, so every sendmsg stays large. No
@@ -481,6 +482,15 @@ static bool peer_busy(const struct soft_qp *qp, uint32_t lead)
  * (fewer sendmsg calls and short writes per MiB). The check runs once a
  * batch (lead_busy or lead_cut remembers the answer, also across the
  * refill after a short write).
+ *
+ * Cache-sized batches: a batch that holds tx_bytes bytes (default 64 KiB)
+ * takes no more FPDUs. Building an FPDU checksums its payload, which
+ * brings those bytes into the CPU's caches; the sendmsg that follows
+ * copies them into the socket. With 1-2 MiB batches the first FPDUs had
+ * left the caches again before the copy, and both passes went to memory;
+ * with one loopback-MSS FPDU per call the copy finds them (1 MiB at depth
+ * 32: CPU per I/O -10 to -25 %, docs/benchmarks.md "Cache-sized batches").
+ * Small FPDUs still share a call (sixteen 4 KiB Sends per 64 KiB).
  */
 static bool batch_room(struct soft_qp *qp)
 {
@@ -502,6 +512,8 @@ static bool batch_room(struct soft_qp *qp)
 			qp->tx.lead_busy = true;
 		}
 	}
+	if (qp->dev->tx_bytes && qp->tx.bytes >= qp->dev->tx_bytes)
+		return false;
 	return qp->tx.nf < (int)qp->dev->tx_batch &&
 	       qp->tx.niov + SOFT_PAY_IOV + 2 <= (int)(sizeof(qp->tx.iov) / sizeof(qp->tx.iov[0]));
 }
