@@ -178,6 +178,42 @@ static uint32_t get32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* Send call @i: its @nw words, big-endian, from its own send buffer. */
+static void post_call(unsigned i, const uint32_t *w, size_t nw)
+{
+	uint8_t *sb = c.mem + (NRECV + i) * BUFSZ;
+	struct rrr_sge sge = {(uint64_t)(uintptr_t)sb, (uint32_t)(nw * 4), rrr_mr_lkey(c.mr)};
+	struct rrr_send_wr wr = {.wr_id = 1000 + i,
+				 .opcode = RRR_WR_SEND,
+				 .sg_list = &sge,
+				 .num_sge = 1},
+			   *bad;
+
+	for (size_t k = 0; k < nw; k++)
+		put32(sb + 4 * k, w[k]);
+	cr_assert_eq(rrr_qp_post_send(c.qp, &wr, &bad), 0);
+}
+
+/* Poll (the client makes progress only while it does) until a reply
+ * arrives; returns its receive buffer's index. Fails the test once 10 s
+ * have passed since @t0 with @answered of @n replies in. */
+static unsigned next_reply(const struct timespec *t0, unsigned answered, unsigned n)
+{
+	for (;;) {
+		struct rrr_wc wc;
+		struct timespec t1;
+		int got = rrr_cq_wait(c.cq, &wc, 1, 100);
+
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		cr_assert_lt(t1.tv_sec - t0->tv_sec, 10, "%u of %u answered", answered, n);
+		if (got <= 0)
+			continue;
+		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
+		if (wc.opcode == RRR_WC_RECV)
+			return (unsigned)wc.wr_id;
+	}
+}
+
 /* Call @i: RDMA_MSG, procedure @proc (TP_SUM or TP_SLOWSUM), its @len-byte
  * payload (from c.src + i * CHUNK) in a read chunk. */
 static void send_call_proc(unsigned i, uint32_t len, uint32_t proc)
@@ -208,17 +244,7 @@ static void send_call_proc(unsigned i, uint32_t len, uint32_t proc)
 			0,
 			0,
 			len};
-	uint8_t *sb = c.mem + (NRECV + i) * BUFSZ;
-	struct rrr_sge sge = {(uint64_t)(uintptr_t)sb, sizeof(w), rrr_mr_lkey(c.mr)};
-	struct rrr_send_wr wr = {.wr_id = 1000 + i,
-				 .opcode = RRR_WR_SEND,
-				 .sg_list = &sge,
-				 .num_sge = 1},
-			   *bad;
-
-	for (unsigned k = 0; k < sizeof(w) / 4; k++)
-		put32(sb + 4 * k, w[k]);
-	cr_assert_eq(rrr_qp_post_send(c.qp, &wr, &bad), 0);
+	post_call(i, w, sizeof(w) / 4);
 }
 
 static void send_call_len(unsigned i, uint32_t len)
@@ -237,34 +263,21 @@ static void send_call(unsigned i)
  * after 10 s. */
 static void answer_calls(unsigned n, uint32_t (*len_of)(uint32_t i))
 {
-	unsigned answered = 0;
-	struct timespec t0, t1;
+	struct timespec t0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (answered < n) {
-		struct rrr_wc wc;
-		int got = rrr_cq_wait(c.cq, &wc, 1, 100);
+	for (unsigned answered = 0; answered < n; answered++) {
+		unsigned r = next_reply(&t0, answered, n);
+		const uint8_t *b = c.mem + r * BUFSZ;
+		uint32_t i = get32(b) - 0x7a000000u, len;
 
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "%u of %u answered", answered, n);
-		if (got <= 0)
-			continue;
-		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
-		if (wc.opcode != RRR_WC_RECV)
-			continue;
-		{
-			const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
-			uint32_t i = get32(b) - 0x7a000000u, len;
-
-			cr_assert_lt(i, NCALLS, "xid of a call we did not send");
-			len = len_of(i);
-			cr_assert_eq(get32(b + 12), RRR_RDMA_MSG);
-			cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
-			cr_assert_eq(get32(b + 13 * 4), len, "call %u: the server read its chunk", i);
-			cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, len));
-		}
-		post_recv((unsigned)wc.wr_id);
-		answered++;
+		cr_assert_lt(i, NCALLS, "xid of a call we did not send");
+		len = len_of(i);
+		cr_assert_eq(get32(b + 12), RRR_RDMA_MSG);
+		cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
+		cr_assert_eq(get32(b + 13 * 4), len, "call %u: the server read its chunk", i);
+		cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, len));
+		post_recv(r);
 	}
 }
 
@@ -429,17 +442,8 @@ static void send_fill_call(unsigned i, uint32_t len, uint8_t *sink, struct rrr_m
 			0, /* end of the write list */
 			0, /* no reply chunk */
 			xid, RRR_RPC_CALL, 2, TPROG, TPROG_V1, TP_FILL, 0, 0, 0, 0, len, 0x40u + i};
-	uint8_t *sb = c.mem + (NRECV + i) * BUFSZ;
-	struct rrr_sge sge = {(uint64_t)(uintptr_t)sb, sizeof(w), rrr_mr_lkey(c.mr)};
-	struct rrr_send_wr wr = {.wr_id = 2000 + i,
-				 .opcode = RRR_WR_SEND,
-				 .sg_list = &sge,
-				 .num_sge = 1},
-			   *bad;
 
-	for (unsigned k = 0; k < sizeof(w) / 4; k++)
-		put32(sb + 4 * k, w[k]);
-	cr_assert_eq(rrr_qp_post_send(c.qp, &wr, &bad), 0);
+	post_call(i, w, sizeof(w) / 4);
 }
 
 Test(svc_quota, replies_in_flight_bounded_by_the_push_window, .timeout = 60)
@@ -448,8 +452,7 @@ Test(svc_quota, replies_in_flight_bounded_by_the_push_window, .timeout = 60)
 	struct rrr_xprt_stats st;
 	struct rrr_mr *sink_mr;
 	uint8_t *sink;
-	unsigned answered = 0;
-	struct timespec t0, t1;
+	struct timespec t0;
 
 	cr_assert_eq(posix_memalign((void **)&sink, 4096, (size_t)CREDITS * len), 0);
 	memset(sink, 0, (size_t)CREDITS * len);
@@ -479,18 +482,9 @@ Test(svc_quota, replies_in_flight_bounded_by_the_push_window, .timeout = 60)
 
 	/* now read: every call is answered, the waiting ones too */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (answered < CREDITS) {
-		struct rrr_wc wc;
-		int got = rrr_cq_wait(c.cq, &wc, 1, 100);
-
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		cr_assert_lt(t1.tv_sec - t0.tv_sec, 20, "%u of %u answered", answered, CREDITS);
-		if (got <= 0)
-			continue;
-		cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
-		if (wc.opcode != RRR_WC_RECV)
-			continue;
-		const uint8_t *b = c.mem + wc.wr_id * BUFSZ;
+	for (unsigned answered = 0; answered < CREDITS; answered++) {
+		unsigned r = next_reply(&t0, answered, CREDITS);
+		const uint8_t *b = c.mem + r * BUFSZ;
 		uint32_t i = get32(b) - 0x7b000000u;
 
 		cr_assert_lt(i, CREDITS, "xid of a call we did not send");
@@ -500,8 +494,7 @@ Test(svc_quota, replies_in_flight_bounded_by_the_push_window, .timeout = 60)
 		for (size_t k = 0; k < len; k += 4093)
 			cr_assert_eq(sink[(size_t)i * len + k], 0x40u + i, "call %u byte %zu", i, k);
 		cr_assert_eq(sink[(size_t)i * len + len - 1], 0x40u + i);
-		post_recv((unsigned)wc.wr_id);
-		answered++;
+		post_recv(r);
 	}
 	rrr_svc_stats(srv.svc, &st);
 	cr_assert_eq(st.disconnects, 0);
