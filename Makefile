@@ -88,7 +88,17 @@ lib: $(SO) $(AR_LIB)
 programs: $(PROG_BINS)
 tests: $(TEST_BINS)
 
-$(BUILD)/obj/%.o: %.c
+# Optional headers decide what an object holds (<sys/sdt.h>: the USDT notes
+# of common/probes.h). $(BUILD)/features records which are present and is
+# rewritten only when that changes; every object depends on it, so objects
+# built before `make deps` installed a header are rebuilt with it.
+FEATURES := sdt=$(shell $(CC) $(CPPFLAGS) -E -include sys/sdt.h -x c /dev/null >/dev/null 2>&1 && echo 1 || echo 0)
+.PHONY: FORCE
+$(BUILD)/features: FORCE
+	@mkdir -p $(@D)
+	@echo '$(FEATURES)' | cmp -s - $@ || echo '$(FEATURES)' > $@
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/features
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 

@@ -9,6 +9,12 @@
  * followed by a SEND from the invalidated registration must fail at
  * execution with a local protection error (the QP then errors out).
  *
+ * dereg_before_start: a fenced RDMA READ whose sink key passed the
+ * post-time check waits behind another READ while its sink registration is
+ * deregistered; when it starts it must fail locally (a local protection
+ * error), not send a Read Request for a sink that no longer exists (the
+ * post-time pass is reused only while no registration has left VALID).
+ *
  * sigpipe_*: the child vanishes (_exit) while the parent streams RDMA
  * WRITEs at it with SIGPIPE at its default disposition and unblocked; the
  * parent must see error/flush completions, and live.
@@ -117,20 +123,29 @@ static int io_server(struct th_ep *e, void *arg)
 	return 0;
 }
 
-static int io_client(struct th_ep *e, void *arg)
+/* The READ source both pairs below use: registers SLEN bytes for remote
+ * read, sends their key, and (after a "go" when src_opts.wait_go) polls so
+ * the read responder works, until the server says it is done. */
+struct src_opts {
+	int seed;
+	bool wait_go;
+};
+
+static int read_source(struct th_ep *e, void *arg)
 {
+	const struct src_opts *o = arg;
 	uint8_t *src = malloc(SLEN);
 	struct rrr_mr *mr;
 	struct th_key k;
 	char done;
 
-	(void)arg;
 	TH_CHECK(src);
-	th_fill(src, SLEN, 45);
+	th_fill(src, SLEN, o->seed);
 	TH_CHECK(rrr_mr_reg(e->pd, src, SLEN, RRR_ACCESS_REMOTE_READ, &mr) == 0);
 	k = (struct th_key){ (uintptr_t)src, SLEN, rrr_mr_rkey(mr), 0 };
 	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
-	/* the read responder works while we poll */
+	if (o->wait_go)
+		TH_CHECK(th_oob_recv(e->oob, &done, 1, TH_TIMEOUT_MS) == 0);
 	for (int i = 0; i < 400; i++) {
 		struct rrr_wc wc;
 
@@ -143,14 +158,75 @@ static int io_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
+static const struct src_opts io_src = { .seed = 45 };
+
 Test(soft_order, reg_mr_then_read_in_one_chain, .timeout = 60)
 {
-	cr_assert_eq(th_run_pair(NULL, io_server, io_client, NULL), 0);
+	cr_assert_eq(th_run_pair(NULL, io_server, read_source, (void *)&io_src), 0);
 }
 
 Test(soft_order, reg_mr_then_read_progress_thread, .timeout = 60)
 {
-	cr_assert_eq(th_run_pair("progress_thread=1", io_server, io_client, NULL), 0);
+	cr_assert_eq(th_run_pair("progress_thread=1", io_server, read_source, (void *)&io_src), 0);
+}
+
+/* ------------------------------------------------- a sink deregistered before its READ starts */
+static int dr_server(struct th_ep *e, void *arg)
+{
+	uint8_t *a = malloc(SLEN), *b = malloc(SLEN);
+	struct rrr_send_wr rd1, rd2;
+	struct rrr_sge s1, s2;
+	struct rrr_mr *ma, *mb;
+	struct th_key k;
+	char go = 'g';
+
+	(void)arg;
+	TH_CHECK(a && b);
+	TH_CHECK(rrr_mr_reg(e->pd, a, SLEN, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
+			    &ma) == 0);
+	TH_CHECK(rrr_mr_reg(e->pd, b, SLEN, RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
+			    &mb) == 0);
+	TH_CHECK(th_oob_recv(e->oob, &k, sizeof(k), TH_TIMEOUT_MS) == 0);
+	/* READ 1 goes out at once; READ 2 is fenced behind it, its sink key
+	 * valid now: it passes the post-time check */
+	s1 = (struct rrr_sge){ (uintptr_t)a, SLEN, rrr_mr_lkey(ma) };
+	s2 = (struct rrr_sge){ (uintptr_t)b, SLEN, rrr_mr_lkey(mb) };
+	memset(&rd1, 0, sizeof(rd1));
+	rd1.wr_id = 1;
+	rd1.opcode = RRR_WR_RDMA_READ;
+	rd1.flags = RRR_SEND_SIGNALED;
+	rd1.sg_list = &s1;
+	rd1.num_sge = 1;
+	rd1.u.rdma.remote_addr = k.addr;
+	rd1.u.rdma.rkey = k.rkey;
+	rd2 = rd1;
+	rd2.wr_id = 2;
+	rd2.flags = RRR_SEND_SIGNALED | RRR_SEND_FENCE;
+	rd2.sg_list = &s2;
+	rd1.next = &rd2;
+	TH_CHECK(rrr_qp_post_send(e->qp, &rd1, NULL) == 0);
+	/* the peer answers only when it polls, after "go": READ 2 has not
+	 * started when its sink goes away */
+	TH_CHECK(rrr_mr_dereg(mb) == 0);
+	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
+	TH_CHECK(wait_wc(e, 1, RRR_WC_RDMA_READ, RRR_WC_SUCCESS) == 0);
+	TH_CHECK(wait_wc(e, 2, RRR_WC_RDMA_READ, RRR_WC_LOC_PROT_ERR) == 0);
+	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
+	rrr_qp_destroy(e->qp);
+	e->qp = NULL;
+	TH_CHECK(rrr_mr_dereg(ma) == 0);
+	free(a);
+	free(b);
+	return 0;
+}
+
+/* the peer answers only after "go"; a Read Request for READ 2 would be
+ * answered too, and its placement refused at the server */
+static const struct src_opts dr_src = { .seed = 7, .wait_go = true };
+
+Test(soft_order, sink_deregistered_before_its_read_starts, .timeout = 60)
+{
+	cr_assert_eq(th_run_pair(NULL, dr_server, read_source, (void *)&dr_src), 0);
 }
 
 /* ------------------------------------------------- a vanished peer: no SIGPIPE */

@@ -104,7 +104,7 @@ void rrr__soft_cq_push(struct soft_cq *cq, const struct rrr_wc *wc)
 	if (cq->armed) {
 		cq->armed = false;
 		if (cq->quiet)
-			cq->quieted = true; /* the poller takes it (see progress) */
+			cq->quieted = true; /* the poller takes it (see progress()) */
 		else
 			wake = true;
 	}
@@ -134,11 +134,14 @@ void rrr__soft_cq_qp_del(struct soft_cq *cq, struct soft_qp *qp)
 }
 
 /*
- * One caller-driven progress step. Completions it produces are pushed while
- * cq->quiet is set: they disarm the CQ like any completion but write no
- * event, because the poller that runs this step drains the ring right after
- * it and returns them (rrr__soft_cq_poll writes the event after all if it
- * leaves some behind). That saves an eventfd write, an extra epoll_wait
+ * One caller-driven progress step, run by rrr__soft_cq_poll with the CQ's
+ * prog_lock held (taken, with cq->quiet set and the solo QP read, in the
+ * critical section that found the ring empty: one cq->lock round trip per
+ * step). Completions it produces are pushed while cq->quiet is set: they
+ * disarm the CQ like any completion but write no event, because the
+ * poller that runs this step drains the ring right after it and returns
+ * them (rrr__soft_cq_poll writes the event after all if it leaves some
+ * behind). That saves an eventfd write, an extra epoll_wait
  * and its read for every completion found by polling.
  *
  * A CQ serving one QP (one connection, the usual case) skips the
@@ -146,32 +149,20 @@ void rrr__soft_cq_qp_del(struct soft_cq *cq, struct soft_qp *qp)
  * first read says EAGAIN when there is nothing, at the cost epoll_wait had,
  * and returns data at once when there is.
  */
-static void progress(struct soft_cq *cq)
+static void progress(struct soft_qp *solo, struct soft_cq *cq)
 {
 	struct epoll_event evs[32];
 	int n;
 
-	if (pthread_mutex_trylock(&cq->prog_lock) != 0)
-		return;
-	struct soft_qp *solo;
-
-	pthread_mutex_lock(&cq->lock);
-	cq->quiet = true;
-	solo = cq->solo;
-	pthread_mutex_unlock(&cq->lock);
 	if (solo) {
 		rrr__soft_qp_progress(solo, EPOLLIN);
-	} else {
-		n = epoll_wait(cq->ep, evs, 32, 0);
-		for (int i = 0; i < n; i++) {
-			if (evs[i].data.ptr)
-				rrr__soft_qp_progress(evs[i].data.ptr, evs[i].events);
-		}
+		return;
 	}
-	pthread_mutex_lock(&cq->lock);
-	cq->quiet = false;
-	pthread_mutex_unlock(&cq->lock);
-	pthread_mutex_unlock(&cq->prog_lock);
+	n = epoll_wait(cq->ep, evs, 32, 0);
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.ptr)
+			rrr__soft_qp_progress(evs[i].data.ptr, evs[i].events);
+	}
 }
 
 int rrr__soft_cq_poll(struct rrr_cq *base, struct rrr_wc *wc, int n)
@@ -185,10 +176,19 @@ int rrr__soft_cq_poll(struct rrr_cq *base, struct rrr_wc *wc, int n)
 	 * driven only when the ring is empty, which it must become before a
 	 * caller can be waiting on anything else */
 	pthread_mutex_lock(&cq->lock);
-	if (!cq->count && !dev->progress_thread) {
+	if (!cq->count && !dev->progress_thread && pthread_mutex_trylock(&cq->prog_lock) == 0) {
+		/* prog_lock is only tried under cq->lock, never waited for,
+		 * so taking it here cannot deadlock against qp_detach (which
+		 * holds it and then takes cq->lock); quiet and solo are set
+		 * and read in the same critical section as the ring check */
+		struct soft_qp *solo = cq->solo;
+
+		cq->quiet = true;
 		pthread_mutex_unlock(&cq->lock);
-		progress(cq);
+		progress(solo, cq);
 		pthread_mutex_lock(&cq->lock);
+		cq->quiet = false;
+		pthread_mutex_unlock(&cq->prog_lock);
 	}
 	while (k < n && cq->count) {
 		wc[k++] = cq->ring[cq->head];

@@ -178,6 +178,7 @@ int rrr__soft_mr_dereg(struct rrr_mr *base)
 				      base->rkey);
 	/* long-lived: stop placements first, then unpublish */
 	atomic_store(&mr->state, SOFT_MR_INVALID);
+	atomic_fetch_add(&dev->key_gen, 1);
 	while (atomic_load(&mr->inflight) != 0)
 		sched_yield();
 	rrr__soft_stag_free(dev, mr);
@@ -262,6 +263,7 @@ int rrr__soft_mr_recover(struct rrr_mr *base)
 	if (!mr->fast)
 		return 0;
 	if (atomic_compare_exchange_strong(&mr->state, &st, SOFT_MR_INVALIDATING)) {
+		atomic_fetch_add(&mr->dev->key_gen, 1);
 		while (atomic_load(&mr->inflight) != 0)
 			sched_yield();
 	} else {

@@ -459,20 +459,33 @@ static bool sq_changes_keys(const struct soft_qp *qp, const struct rrr_sge *sg, 
 
 /* Post time: keys valid now pass; keys that an earlier queued REG_MR will
  * make valid are left to the execution check (rrr__soft_sq_keys_ok). */
-static int post_check(struct soft_qp *qp, const struct rrr_send_wr *wr, uint64_t *total)
+static int post_check(struct soft_qp *qp, const struct rrr_send_wr *wr, uint64_t *total,
+		      uint64_t *gen, bool *checked)
 {
 	unsigned rights = sge_rights(wr->opcode);
-	int rc = check_sges(qp, wr->sg_list, wr->num_sge, rights, true, total);
+	int rc;
 
+	/* read before the check: an invalidation racing it moves the
+	 * generation after this load, so the WR is checked again when it
+	 * starts (rrr__soft_sq_keys_ok) */
+	*gen = atomic_load(&qp->dev->key_gen);
+	rc = check_sges(qp, wr->sg_list, wr->num_sge, rights, true, total);
+	*checked = rc == 0;
 	if (rc == -EINVAL && sq_changes_keys(qp, wr->sg_list, wr->num_sge))
 		rc = check_sges(qp, wr->sg_list, wr->num_sge, rights, false, total);
 	return rc;
 }
 
+/* Keys that passed at post time and no registration has left VALID since
+ * (dev->key_gen unchanged) pass again without a lookup: a registration only
+ * becomes unusable by leaving VALID, and one that leaves it between this
+ * load and the payload's own lookup (sge_iov) fails there the same way. */
 int rrr__soft_sq_keys_ok(struct soft_qp *qp, const struct soft_swqe *w)
 {
 	uint64_t total;
 
+	if (w->keys_checked && atomic_load(&qp->dev->key_gen) == w->key_gen)
+		return 0;
 	return check_sges(qp, w->sge, w->num_sge, sge_rights(w->opcode), true, &total);
 }
 
@@ -484,7 +497,8 @@ int rrr__soft_post_send(struct rrr_qp *base, struct rrr_send_wr *wr, struct rrr_
 	pthread_mutex_lock(&qp->lock);
 	for (; wr; wr = wr->next) {
 		struct soft_swqe *w;
-		uint64_t total = 0;
+		uint64_t total = 0, gen = 0;
+		bool checked = false;
 
 		if (qp->sq_count == qp->sq_size) {
 			rc = rrr__set_error(-ENOMEM, "soft: send queue full (%u WRs)", qp->sq_size);
@@ -499,14 +513,14 @@ int rrr__soft_post_send(struct rrr_qp *base, struct rrr_send_wr *wr, struct rrr_
 		case RRR_WR_SEND:
 		case RRR_WR_SEND_WITH_INV:
 		case RRR_WR_RDMA_WRITE:
-			rc = post_check(qp, wr, &total);
+			rc = post_check(qp, wr, &total, &gen, &checked);
 			break;
 		case RRR_WR_RDMA_READ:
 			if (wr->num_sge != 1) {
 				rc = rrr__set_error(-EINVAL, "soft: RDMA READ needs exactly one SGE");
 				break;
 			}
-			rc = post_check(qp, wr, &total);
+			rc = post_check(qp, wr, &total, &gen, &checked);
 			break;
 		case RRR_WR_REG_MR:
 			if (!wr->u.reg.mr || wr->u.reg.mr->dev != base->dev || !wr->u.reg.mr->max_pages)
@@ -538,6 +552,8 @@ int rrr__soft_post_send(struct rrr_qp *base, struct rrr_send_wr *wr, struct rrr_
 		if (wr->num_sge)
 			memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
 		w->total = total;
+		w->key_gen = gen;
+		w->keys_checked = checked;
 		switch (wr->opcode) {
 		case RRR_WR_RDMA_WRITE:
 		case RRR_WR_RDMA_READ:

@@ -19,7 +19,9 @@
  *
  * Lock order (outer to inner):
  *   cq->prog_lock  ->  cm->lock  ->  qp->lock  ->  cq->lock, cm->evlock, dev->lock (leaves)
- * qp->lock is never held while taking cm->lock or a prog_lock. The progress
+ * qp->lock is never held while taking cm->lock or a prog_lock; the one
+ * prog_lock taken under cq->lock (rrr__soft_cq_poll) is a try-lock, which
+ * cannot wait, so it adds no edge against this order. The progress
  * thread holds no lock across epoll_wait (see device.c, rrr__soft_dev_quiesce).
  */
 #ifndef RRR_TRANSPORT_SOFT_SOFT_H
@@ -224,6 +226,10 @@ struct soft_dev {
 	uint32_t *free_idx;
 	uint32_t nfree, next_idx;
 	atomic_uint seed;                /* counter of STag allocations */
+	/* bumped each time a registration leaves VALID (invalidation,
+	 * recovery, deregistration): a send WR whose keys passed the post-time
+	 * check needs no second check when it starts if this has not moved */
+	atomic_uint_fast64_t key_gen;
 	uint64_t key_secret;             /* getrandom() at open: keys of new STags */
 	atomic_int nobj;                 /* live pds/cqs/mrs/qps/cms */
 	/* progress thread */
@@ -377,6 +383,8 @@ struct soft_swqe {
 	unsigned access;
 	uint64_t total;
 	uint64_t done_bytes;      /* transmitted (or READ: received) */
+	uint64_t key_gen;         /* dev->key_gen read before the keys passed at post */
+	bool keys_checked;        /* ... and they did (not left to execution) */
 	uint32_t msn;
 	enum soft_wqe_state st;
 	enum rrr_wc_status status;

@@ -278,6 +278,7 @@ int rrr__soft_invalidate(struct soft_dev *dev, uint32_t handle, struct rrr_pd *p
 		atomic_store(&mr->state, SOFT_MR_INVALID);
 		goto out;
 	}
+	atomic_fetch_add(&dev->key_gen, 1);
 	while (atomic_load(&mr->inflight) != 0)
 		sched_yield();
 	atomic_store(&mr->state, SOFT_MR_INVALID);
