@@ -133,14 +133,15 @@ int rrr_cq_arm(struct rrr_cq *cq)
 	DISPATCH(cq->dev, cq_arm, cq);
 }
 
-int rrr_cq_wait(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms)
+/* The sleeping half of a wait, for a caller whose last poll found the CQ
+ * empty: arm, poll once more (a completion that came before the arm
+ * notifies nobody), then sleep on the fd. Not polling again before the arm
+ * saves a soft CQ a progress step (a read() that says EAGAIN) per wait. */
+static int cq_sleep(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms)
 {
 	struct pollfd pfd;
 	int rc, fd;
 
-	rc = rrr_cq_poll(cq, wc, n);
-	if (rc != 0)
-		return rc;
 	rc = rrr_cq_arm(cq);
 	if (rc < 0)
 		return rc;
@@ -161,6 +162,15 @@ int rrr_cq_wait(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms)
 	if (rc < 0 && rc != -EAGAIN)
 		return rc;
 	return rrr_cq_poll(cq, wc, n);
+}
+
+int rrr_cq_wait(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms)
+{
+	int rc = rrr_cq_poll(cq, wc, n);
+
+	if (rc != 0)
+		return rc;
+	return cq_sleep(cq, wc, n, timeout_ms);
 }
 
 int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms,
@@ -201,7 +211,8 @@ int rrr_cq_wait_mode(struct rrr_cq *cq, struct rrr_wc *wc, int n, int timeout_ms
 
 		timeout_ms = spent >= (uint64_t)timeout_ms ? 0 : timeout_ms - (int)spent;
 	}
-	rc = rrr_cq_wait(cq, wc, n, timeout_ms);
+	/* the poll above (or the spin's last) found nothing: no third one */
+	rc = cq_sleep(cq, wc, n, timeout_ms);
 	/* hot when a spin of the usual budget would have found it */
 	cq->hot = rc > 0 && rrr__mono_ns() - t0 < (uint64_t)spin_us * 1000u;
 	return rc;
