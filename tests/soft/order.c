@@ -15,12 +15,18 @@
  * error), not send a Read Request for a sink that no longer exists (the
  * post-time pass is reused only while no registration has left VALID).
  *
+ * bytes_before_the_arm_*: a message that lands in the socket after a
+ * progress step found it empty and before rrr_cq_arm() (the poll after
+ * the arm may then skip reading the socket: cq.c) still wakes a caller
+ * sleeping on the CQ fd, and its RECV completes.
+ *
  * sigpipe_*: the child vanishes (_exit) while the parent streams RDMA
  * WRITEs at it with SIGPIPE at its default disposition and unblocked; the
  * parent must see error/flush completions, and live.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,6 +233,86 @@ static const struct src_opts dr_src = { .seed = 7, .wait_go = true };
 Test(soft_order, sink_deregistered_before_its_read_starts, .timeout = 60)
 {
 	cr_assert_eq(th_run_pair(NULL, dr_server, read_source, (void *)&dr_src), 0);
+}
+
+/* ------------------------------------------------- bytes that land before the arm */
+static int ba_server(struct th_ep *e, void *arg)
+{
+	uint8_t buf[64];
+	struct rrr_mr *mr;
+	struct rrr_sge sge;
+	struct rrr_recv_wr rw;
+	struct rrr_wc wc;
+	struct pollfd pfd;
+	char go = 'g', sent;
+	int n;
+
+	(void)arg;
+	TH_CHECK(rrr_mr_reg(e->pd, buf, sizeof(buf), RRR_ACCESS_LOCAL_WRITE, &mr) == 0);
+	sge = (struct rrr_sge){ (uintptr_t)buf, sizeof(buf), rrr_mr_lkey(mr) };
+	memset(&rw, 0, sizeof(rw));
+	rw.wr_id = 11;
+	rw.sg_list = &sge;
+	rw.num_sge = 1;
+	TH_CHECK(rrr_qp_post_recv(e->qp, &rw, NULL) == 0);
+	/* a progress step that finds the socket empty */
+	TH_CHECK(rrr_cq_poll(e->cq, &wc, 1) == 0);
+	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
+	/* the peer's SEND is in our socket (it saw its completion) */
+	TH_CHECK(th_oob_recv(e->oob, &sent, 1, TH_TIMEOUT_MS) == 0);
+	usleep(20000);
+	TH_CHECK(rrr_cq_arm(e->cq) == 0);
+	n = rrr_cq_poll(e->cq, &wc, 1);
+	TH_CHECK(n >= 0);
+	if (n == 0) {
+		/* what a sleeper does: the fd must be readable at once */
+		pfd = (struct pollfd){ .fd = rrr_cq_fd(e->cq), .events = POLLIN };
+		TH_CHECK(poll(&pfd, 1, 2000) == 1);
+		TH_CHECK(rrr_cq_ack_event(e->cq) == 0);
+		n = rrr_cq_poll(e->cq, &wc, 1);
+	}
+	TH_CHECK(n == 1 && wc.wr_id == 11 && wc.status == RRR_WC_SUCCESS &&
+		 wc.opcode == RRR_WC_RECV && wc.byte_len == 32);
+	TH_CHECK(th_check(buf, 32, 5) == 0);
+	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
+	rrr_qp_destroy(e->qp);
+	e->qp = NULL;
+	TH_CHECK(rrr_mr_dereg(mr) == 0);
+	return 0;
+}
+
+static int ba_client(struct th_ep *e, void *arg)
+{
+	uint8_t buf[32];
+	struct rrr_mr *mr;
+	struct rrr_sge sge;
+	struct rrr_send_wr wr;
+	struct rrr_wc wc;
+	char go;
+
+	(void)arg;
+	th_fill(buf, sizeof(buf), 5);
+	TH_CHECK(rrr_mr_reg(e->pd, buf, sizeof(buf), 0, &mr) == 0);
+	TH_CHECK(th_oob_recv(e->oob, &go, 1, TH_TIMEOUT_MS) == 0);
+	sge = (struct rrr_sge){ (uintptr_t)buf, sizeof(buf), rrr_mr_lkey(mr) };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 12;
+	wr.opcode = RRR_WR_SEND;
+	wr.flags = RRR_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	TH_CHECK(rrr_qp_post_send(e->qp, &wr, NULL) == 0);
+	TH_CHECK(th_wc(e, &wc, TH_TIMEOUT_MS) == 1 && wc.wr_id == 12 &&
+		 wc.status == RRR_WC_SUCCESS);
+	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
+	TH_CHECK(th_oob_recv(e->oob, &go, 1, TH_TIMEOUT_MS) == 0);
+	TH_CHECK(rrr_mr_dereg(mr) == 0);
+	return 0;
+}
+
+Test(soft_order, bytes_before_the_arm_wake_the_sleeper, .timeout = 60)
+{
+	cr_assert_eq(th_run_pair(NULL, ba_server, ba_client, NULL), 0);
 }
 
 /* ------------------------------------------------- a vanished peer: no SIGPIPE */

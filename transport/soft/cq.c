@@ -176,7 +176,11 @@ int rrr__soft_cq_poll(struct rrr_cq *base, struct rrr_wc *wc, int n)
 	 * driven only when the ring is empty, which it must become before a
 	 * caller can be waiting on anything else */
 	pthread_mutex_lock(&cq->lock);
-	if (!cq->count && !dev->progress_thread && pthread_mutex_trylock(&cq->prog_lock) == 0) {
+	bool skip = cq->skip_step;
+
+	cq->skip_step = false;
+	if (!cq->count && !dev->progress_thread && !skip &&
+	    pthread_mutex_trylock(&cq->prog_lock) == 0) {
 		/* prog_lock is only tried under cq->lock, never waited for,
 		 * so taking it here cannot deadlock against qp_detach (which
 		 * holds it and then takes cq->lock); quiet and solo are set
@@ -240,6 +244,17 @@ int rrr__soft_cq_arm(struct rrr_cq *base)
 
 	pthread_mutex_lock(&cq->lock);
 	cq->armed = true;
+	/* The poll that follows an arm catches completions that came before
+	 * it. When the one QP's receive engine stopped for want of socket
+	 * bytes, with nothing staged, a progress step can only find what the
+	 * socket holds, and a socket with bytes keeps the CQ fd readable (the
+	 * sockets are in its epoll set, level-triggered), so the caller's
+	 * sleep ends at once; a send that did not fit waits for EPOLLOUT the
+	 * same way. That poll then checks the ring only: one read() that would
+	 * say EAGAIN fewer per wait. The solo QP stays alive while it is solo
+	 * (rrr__soft_cq_qp_del runs under cq->lock). */
+	cq->skip_step = cq->solo &&
+			atomic_load_explicit(&cq->solo->rx_idle, memory_order_acquire);
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }

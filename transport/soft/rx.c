@@ -543,7 +543,13 @@ static int rd_ok(struct soft_qp *qp, ssize_t n)
  */
 #define HDR_READ SOFT_HDR_UNTAGGED
 
-void rrr__soft_rx(struct soft_qp *qp)
+/* The QP stopped receiving (error, Terminate): nothing more to read. */
+static bool rx_dead(const struct soft_qp *qp)
+{
+	return qp->state != SOFT_QP_RTS || qp->rx.st == SOFT_RX_DEAD;
+}
+
+static bool rx_run(struct soft_qp *qp)
 {
 	int budget = 64;
 	bool drained = false; /* a read in this call came back short */
@@ -570,13 +576,13 @@ void rrr__soft_rx(struct soft_qp *qp)
 				qp->rx.st_off -= qp->rx.have - qp->rx.need;
 				qp->rx.have = qp->rx.need;
 				if (hdr_process(qp))
-					return;
+					return rx_dead(qp);
 				continue;
 			}
 			ssize_t k = take(qp, src, avail);
 
 			if (k < 0)
-				return;
+				return rx_dead(qp);
 			qp->rx.st_off += (uint32_t)k;
 			continue;
 		}
@@ -584,7 +590,7 @@ void rrr__soft_rx(struct soft_qp *qp)
 		if (qp->rx.st == SOFT_RX_HDR) {
 			if (qp->rx.have < qp->rx.need) {
 				if (drained)
-					return; /* epoll brings us back */
+					return true; /* epoll brings us back */
 				if (qp->rx.small && qp->rx.have == 0) {
 					ssize_t n = read(qp->fd, qp->rx.stage, SOFT_RX_STAGE);
 					int ok = rd_ok(qp, n);
@@ -592,7 +598,7 @@ void rrr__soft_rx(struct soft_qp *qp)
 					if (ok <= 0) {
 						if (ok == 0)
 							continue;
-						return;
+						return true;
 					}
 					qp->rx.st_len = (uint32_t)n;
 					drained = n < (ssize_t)SOFT_RX_STAGE;
@@ -605,7 +611,7 @@ void rrr__soft_rx(struct soft_qp *qp)
 				if (ok <= 0) {
 					if (ok == 0)
 						continue;
-					return;
+					return true;
 				}
 				qp->rx.have += (uint32_t)n;
 				if (qp->rx.have >= SOFT_HDR_TAGGED)
@@ -616,9 +622,9 @@ void rrr__soft_rx(struct soft_qp *qp)
 			uint32_t early = qp->rx.have - qp->rx.need;
 
 			if (hdr_process(qp))
-				return;
+				return rx_dead(qp);
 			if (early && take(qp, qp->rx.hb + qp->rx.need, early) < 0)
-				return;
+				return rx_dead(qp);
 			continue;
 		}
 		/* PAY: payload, trailer, and the next FPDU's first HDR_READ bytes */
@@ -629,10 +635,10 @@ void rrr__soft_rx(struct soft_qp *qp)
 		ssize_t n;
 
 		if (drained)
-			return;
+			return true;
 		np = pay_iov(qp, iov, guards, &ng, qp->rx.inl);
 		if (np < 0)
-			return;
+			return rx_dead(qp);
 		ntrl = trl_iov(qp, &iov[np], iov, np);
 		niov = np + ntrl;
 		if (ntrl || qp->rx.trl_have == qp->rx.trl_len) {
@@ -652,7 +658,7 @@ void rrr__soft_rx(struct soft_qp *qp)
 		if (ok <= 0) {
 			if (ok == 0)
 				continue;
-			return;
+			return true;
 		}
 		size_t left = account(qp, iov, np, (size_t)n);
 
@@ -660,10 +666,16 @@ void rrr__soft_rx(struct soft_qp *qp)
 		if (!fpdu_done(qp))
 			continue;
 		if (fpdu_end(qp))
-			return;
+			return rx_dead(qp);
 		memcpy(qp->rx.hb, nexthdr, left);
 		qp->rx.have = (uint32_t)left;
 		if (left >= SOFT_HDR_TAGGED)
 			qp->rx.need = (uint32_t)rrr__soft_hdr_len(qp->rx.hb);
 	}
+	return rx_dead(qp); /* budget spent: staged or unread bytes may remain */
+}
+
+void rrr__soft_rx(struct soft_qp *qp)
+{
+	atomic_store_explicit(&qp->rx_idle, rx_run(qp), memory_order_release);
 }

@@ -339,6 +339,8 @@ struct soft_cq {
 	bool overflow;
 	bool quiet;              /* a poller's own progress step is running */
 	bool quieted;            /* ... and took a notification for itself */
+	bool skip_step;          /* armed with the solo QP's rx idle: the next
+				  * poll checks the ring only (rrr__soft_cq_arm) */
 	atomic_bool ev_set;      /* evfd was written since the last ack */
 	unsigned nqp;            /* QP sockets in the epoll set (under lock) */
 	struct soft_qp *solo;    /* the one when nqp == 1 */
@@ -425,6 +427,10 @@ struct soft_qp {
 	bool crc;
 	bool in_ep;
 	bool want_out;              /* EPOLLOUT armed */
+	/* the receive engine last stopped for want of socket bytes with none
+	 * staged (or the QP stopped receiving): until it runs again only the
+	 * socket's readiness can give it work (rrr__soft_cq_arm) */
+	atomic_bool rx_idle;
 	bool tx_hold;               /* MPA rev 1 responder (RFC 5044): send nothing
 				     * before the initiator's first FPDU arrived */
 	uint32_t ord, ird;          /* outstanding READs allowed out / in */
@@ -516,7 +522,8 @@ static inline struct soft_qp *soft_qp(struct rrr_qp *q)
 void rrr__soft_qp_progress(struct soft_qp *qp, uint32_t events);
 /* Under qp->lock: transmit as much as possible. */
 void rrr__soft_tx(struct soft_qp *qp);
-/* Under qp->lock: receive as much as possible (bounded budget). */
+/* Under qp->lock: receive as much as possible (bounded budget); sets
+ * qp->rx_idle to whether it stopped for want of socket bytes. */
 void rrr__soft_rx(struct soft_qp *qp);
 /* Under qp->lock: QP to error, send Terminate @term if @send_term, flush. */
 void rrr__soft_qp_fatal(struct soft_qp *qp, uint32_t term, bool send_term);
