@@ -251,9 +251,12 @@ int rrr__soft_cq_arm(struct rrr_cq *base)
 	 * sockets are in its epoll set, level-triggered), so the caller's
 	 * sleep ends at once; a send that did not fit waits for EPOLLOUT the
 	 * same way. That poll then checks the ring only: one read() that would
-	 * say EAGAIN fewer per wait. The solo QP stays alive while it is solo
-	 * (rrr__soft_cq_qp_del runs under cq->lock). */
-	cq->skip_step = cq->solo &&
+	 * say EAGAIN fewer per wait. Only when this CQ is the QP's send and
+	 * receive CQ: a step on another CQ could be taking the QP's socket
+	 * bytes into its stage right now, and this poll would not wait for it
+	 * on qp->lock as a step would. The solo QP stays alive while it is
+	 * solo (rrr__soft_cq_qp_del runs under cq->lock). */
+	cq->skip_step = cq->solo && cq->solo->scq == cq && cq->solo->rcq == cq &&
 			atomic_load_explicit(&cq->solo->rx_idle, memory_order_acquire);
 	pthread_mutex_unlock(&cq->lock);
 	return 0;

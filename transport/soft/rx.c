@@ -677,5 +677,7 @@ static bool rx_run(struct soft_qp *qp)
 
 void rrr__soft_rx(struct soft_qp *qp)
 {
+	/* not idle while it runs: an arm meanwhile must not skip a step */
+	atomic_store_explicit(&qp->rx_idle, false, memory_order_relaxed);
 	atomic_store_explicit(&qp->rx_idle, rx_run(qp), memory_order_release);
 }
