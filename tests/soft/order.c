@@ -57,6 +57,22 @@ static int wait_wc(struct th_ep *e, uint64_t id, enum rrr_wc_opcode op, enum rrr
 	return 0;
 }
 
+/* A signaled RDMA READ of the peer's buffer @k into @sge. */
+static struct rrr_send_wr read_wr(uint64_t id, struct rrr_sge *sge, const struct th_key *k)
+{
+	struct rrr_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.opcode = RRR_WR_RDMA_READ;
+	wr.flags = RRR_SEND_SIGNALED;
+	wr.sg_list = sge;
+	wr.num_sge = 1;
+	wr.u.rdma.remote_addr = k->addr;
+	wr.u.rdma.rkey = k->rkey;
+	return wr;
+}
+
 /* ------------------------------------------------- REG_MR then READ in one chain */
 static int io_server(struct th_ep *e, void *arg)
 {
@@ -85,14 +101,7 @@ static int io_server(struct th_ep *e, void *arg)
 	reg.u.reg.mr = fr;
 	reg.u.reg.access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE;
 	rsge = (struct rrr_sge){ rrr_mr_iova(fr), SLEN, rrr_mr_lkey(fr) };
-	memset(&rd, 0, sizeof(rd));
-	rd.wr_id = 2;
-	rd.opcode = RRR_WR_RDMA_READ;
-	rd.flags = RRR_SEND_SIGNALED;
-	rd.sg_list = &rsge;
-	rd.num_sge = 1;
-	rd.u.rdma.remote_addr = k.addr;
-	rd.u.rdma.rkey = k.rkey;
+	rd = read_wr(2, &rsge, &k);
 	reg.next = &rd;
 	TH_CHECK(rrr_qp_post_send(e->qp, &reg, NULL) == 0);
 	TH_CHECK(wait_wc(e, 1, RRR_WC_REG_MR, RRR_WC_SUCCESS) == 0);
@@ -197,18 +206,9 @@ static int dr_server(struct th_ep *e, void *arg)
 	 * valid now: it passes the post-time check */
 	s1 = (struct rrr_sge){ (uintptr_t)a, SLEN, rrr_mr_lkey(ma) };
 	s2 = (struct rrr_sge){ (uintptr_t)b, SLEN, rrr_mr_lkey(mb) };
-	memset(&rd1, 0, sizeof(rd1));
-	rd1.wr_id = 1;
-	rd1.opcode = RRR_WR_RDMA_READ;
-	rd1.flags = RRR_SEND_SIGNALED;
-	rd1.sg_list = &s1;
-	rd1.num_sge = 1;
-	rd1.u.rdma.remote_addr = k.addr;
-	rd1.u.rdma.rkey = k.rkey;
-	rd2 = rd1;
-	rd2.wr_id = 2;
-	rd2.flags = RRR_SEND_SIGNALED | RRR_SEND_FENCE;
-	rd2.sg_list = &s2;
+	rd1 = read_wr(1, &s1, &k);
+	rd2 = read_wr(2, &s2, &k);
+	rd2.flags |= RRR_SEND_FENCE;
 	rd1.next = &rd2;
 	TH_CHECK(rrr_qp_post_send(e->qp, &rd1, NULL) == 0);
 	/* the peer answers only when it polls, after "go": READ 2 has not

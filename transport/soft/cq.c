@@ -141,8 +141,8 @@ void rrr__soft_cq_qp_del(struct soft_cq *cq, struct soft_qp *qp)
  * disarm the CQ like any completion but write no event, because the
  * poller that runs this step drains the ring right after it and returns
  * them (rrr__soft_cq_poll writes the event after all if it leaves some
- * behind). That saves an eventfd write, an extra epoll_wait
- * and its read for every completion found by polling.
+ * behind). That saves an eventfd write, an extra epoll_wait and its read
+ * for every completion found by polling.
  *
  * A CQ serving one QP (one connection, the usual case) skips the
  * epoll_wait: the step drives that QP's receive engine directly, whose
@@ -254,8 +254,11 @@ int rrr__soft_cq_arm(struct rrr_cq *base)
 	 * say EAGAIN fewer per wait. Only when this CQ is the QP's send and
 	 * receive CQ: a step on another CQ could be taking the QP's socket
 	 * bytes into its stage right now, and this poll would not wait for it
-	 * on qp->lock as a step would. The solo QP stays alive while it is
-	 * solo (rrr__soft_cq_qp_del runs under cq->lock). */
+	 * on qp->lock as a step would. (A caller that sleeps without that
+	 * poll, against rrr_cq_arm's contract, costs itself one extra wake-up:
+	 * its first poll checks the ring only, and the socket stays readable.)
+	 * The solo QP stays alive while it is solo (rrr__soft_cq_qp_del runs
+	 * under cq->lock). */
 	cq->skip_step = cq->solo && cq->solo->scq == cq && cq->solo->rcq == cq &&
 			atomic_load_explicit(&cq->solo->rx_idle, memory_order_acquire);
 	pthread_mutex_unlock(&cq->lock);
