@@ -23,6 +23,13 @@
 #   write  nfs-cp LOCAL nfs://.../w-ganesha-REP.bin          (fresh name each run)
 #          rrr-client --transport rdma|tcp put LOCAL w-...-REP.bin
 #
+# and a fourth contender with no network at all, the same copy done locally
+# with dd (1 MiB blocks): read = export file -> local target, write = local
+# source -> export, conv=fsync (as durable as a put's final COMMIT). It says
+# what the disk and page cache of this machine allow: when it is not much
+# faster than Ganesha, no network copy can be much faster either, and the
+# report says so beside the goal.
+#
 # Each figure is the whole process's wall time (start-up, mount, transfer,
 # COMMIT, exit), measured with bash's EPOCHREALTIME around the command. Every
 # local target is in one scratch directory on the same filesystem for all
@@ -54,7 +61,7 @@
 #   PEER_KEEP=1       keep the scratch directory (logs, config) for inspection
 #   GANESHA_NFSD      the ganesha.nfsd binary (default: ganesha.nfsd on PATH)
 #   PEER_BASELINE     another rrr-client binary (e.g. one built from an older
-#                     commit) run as a fourth contender, "rrr-client rdma
+#                     commit) run as another contender, "rrr-client rdma
 #                     baseline", with the same options over soft RDMA: a
 #                     before/after comparison inside one round-robin run
 # Needs root (Ganesha's VFS FSAL opens files by handle) and the Debian packages
@@ -313,10 +320,10 @@ done
 echo "== $ME: rrr-server rdma port $RP, NFS+MOUNT/TCP port $RM; Ganesha $GN/$GM"
 
 # ---------------------------------------------------------------- timed runs
-CONTENDERS=(ganesha rdma tcp)
+CONTENDERS=(ganesha rdma tcp local)
 [[ -n $BASELINE ]] && CONTENDERS+=(base)
 declare -A LABEL=([ganesha]="ganesha + nfs-cp" [rdma]="rrr-client rdma (soft)" [tcp]="rrr-client tcp"
-	[base]="rrr-client rdma baseline")
+	[local]="local dd (no network)" [base]="rrr-client rdma baseline")
 
 # cmd_read C DST / cmd_write C NAME: the argv of one contender's run, into CMDV.
 cmd_read() {
@@ -325,6 +332,7 @@ cmd_read() {
 	rdma) CMDV=("${RRR_RDMA[@]}" get src.bin "$2") ;;
 	tcp) CMDV=("${RRR_TCP[@]}" get src.bin "$2") ;;
 	base) CMDV=("${RRR_BASE[@]}" get src.bin "$2") ;;
+	local) CMDV=(dd if="$EXP/src.bin" of="$2" bs=1M status=none) ;;
 	esac
 }
 cmd_write() {
@@ -333,6 +341,7 @@ cmd_write() {
 	rdma) CMDV=("${RRR_RDMA[@]}" put "$LDIR/src.bin" "$2") ;;
 	tcp) CMDV=("${RRR_TCP[@]}" put "$LDIR/src.bin" "$2") ;;
 	base) CMDV=("${RRR_BASE[@]}" put "$LDIR/src.bin" "$2") ;;
+	local) CMDV=(dd if="$LDIR/src.bin" of="$EXP/$2" bs=1M conv=fsync status=none) ;;
 	esac
 }
 
@@ -445,14 +454,19 @@ for op in read write; do
 			echo "      \"mb_per_s\": $mbs,"
 			echo "      \"speed_vs_ganesha\": $x"
 		} >>"$JSON"
-		if [[ $c != ganesha ]]; then
+		if [[ $c == local ]]; then
+			GOALS+=("$(printf '%-5s local dd: the same copy with no network takes %.3f s = %sx Ganesha' \
+				"$op" "$med" "$x")")
+		elif [[ $c != ganesha ]]; then
 			met=$(awk -v x="$x" 'BEGIN { print (x >= 2.0) ? "met" : "missed" }')
 			GOALS+=("$(printf '%-5s rrr-client %-4s vs Ganesha + nfs-cp: %.3f s vs %.3f s = %sx%s' \
 				"$op" "$c" "$med" "$gmed" "$x" "$([[ $c == rdma ]] && echo "; goal >= 2.0x: $met")")")
 		fi
 	done
+	read -r rmed _ < <(stats "$op.rdma")
+	read -r lmed _ < <(stats "$op.local")
+	GOALS+=("$(awk -v o="$op" -v r="$rmed" -v l="$lmed" 'BEGIN { printf "%-5s rrr-client rdma vs the local dd: %.3f s vs %.3f s = %.2fx the speed of the local copy", o, r, l, l / r }')")
 	if [[ -n $BASELINE ]]; then
-		read -r rmed _ < <(stats "$op.rdma")
 		read -r bmed _ < <(stats "$op.base")
 		GOALS+=("$(awk -v o="$op" -v r="$rmed" -v b="$bmed" 'BEGIN { printf "%-5s rrr-client rdma vs baseline: %.3f s vs %.3f s = %.2fx", o, r, b, b / r }')")
 	fi
