@@ -10,10 +10,16 @@
  * 1 MiB WRITE in fresh encode buffers and the server read every 1 MiB READ
  * into a fresh request arena, a page fault per 4 KiB touched.
  *
- * Warm-up: SMALL_WARM 4 KiB WRITEs first, so that the soft provider's send
- * and completion rings (allocated at connect, up to 4096 entries, touched
- * page by page on their first pass) have been around once, then WARM
- * 1 MiB rounds so that the per-connection buffers exist; then the window.
+ * Warm-up: SMALL_WARM 4 KiB WRITEs first, then WARM 1 MiB rounds so that
+ * the per-connection buffers exist; then the window.
+ *
+ * The first pass: on a fresh soft RDMA connection, FIRST_PASS 4 KiB WRITEs
+ * (more than any of the provider's send, receive and completion rings has
+ * entries: up to 4096) right after a few calls that make the client's and
+ * server's buffers; the rings are written page by page when the QP and CQ
+ * are made (transport/soft: soft_prefault), so even their first pass takes
+ * no page fault: 7 on the client and 14 on the server in 5000 I/Os here,
+ * against ~270 and ~290 (0.053 / 0.059 per I/O) without it.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -39,6 +45,7 @@
 #define WARM	   30
 #define MEASURE	   150
 #define SMALL_WARM 6000
+#define FIRST_PASS 5000
 
 static long self_faults(void)
 {
@@ -132,7 +139,38 @@ static void pipelined(struct th_server *s, struct rrr_nfs3 *nfs, const struct rr
 	free(r);
 }
 
-static void run(bool rdma, unsigned nconnect)
+/* Soft RDMA, fresh connection: 4 KiB WRITEs from the start (see the top). */
+static void first_pass(struct th_server *s, struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh)
+{
+	_Alignas(4096) static uint8_t buf[4096];
+	long c0 = 0, s0 = 0;
+
+	memset(buf, 0x5a, sizeof(buf));
+	for (int i = 0; i < 32 + FIRST_PASS; i++) {
+		struct iovec wi = {buf, sizeof(buf)};
+		uint32_t count = 0;
+
+		if (i == 32) {
+			c0 = self_faults();
+			s0 = pid_faults(s->pid);
+		}
+		cr_assert_eq(rrr_nfs3_write(nfs, fh, (uint64_t)(i % 64) * 4096, &wi, 1,
+					    RRR_NFS3_UNSTABLE, &count),
+			     0);
+	}
+	double cpi = (double)(self_faults() - c0) / FIRST_PASS;
+	double spi = (double)(pid_faults(s->pid) - s0) / FIRST_PASS;
+
+	cr_log_info("soft rdma, first %d 4 KiB WRITEs of a connection: %.4f client, %.4f server "
+		    "page faults per I/O",
+		    FIRST_PASS, cpi, spi);
+	cr_assert_lt(cpi, 0.01, "client takes %.4f page faults per 4 KiB I/O on the first pass",
+		     cpi);
+	cr_assert_lt(spi, 0.01, "server takes %.4f page faults per 4 KiB I/O on the first pass",
+		     spi);
+}
+
+static void run(bool rdma, unsigned nconnect, bool first)
 {
 	char prog[512], port[16];
 	struct th_server s;
@@ -176,6 +214,10 @@ static void run(bool rdma, unsigned nconnect)
 		wbuf[i] = (uint8_t)(i * 31u + 7u);
 	memset(rbuf, 0, IO_SIZE);
 
+	if (first) {
+		first_pass(&s, nfs, &fh);
+		goto out;
+	}
 	for (int i = 0; i < SMALL_WARM; i++) {
 		struct iovec wi = {wbuf, 4096};
 		uint32_t count = 0;
@@ -227,15 +269,20 @@ out:
 
 Test(nfs_faults, tcp_1mib_read_write_no_faults_per_io, .timeout = 120)
 {
-	run(false, 1);
+	run(false, 1, false);
 }
 
 Test(nfs_faults, tcp_nconnect4_qd16_no_faults_per_io, .timeout = 120)
 {
-	run(false, 4);
+	run(false, 4, false);
 }
 
 Test(nfs_faults, soft_rdma_1mib_read_write_no_faults_per_io, .timeout = 120)
 {
-	run(true, 1);
+	run(true, 1, false);
+}
+
+Test(nfs_faults, soft_rdma_first_pass_over_the_rings_no_faults, .timeout = 120)
+{
+	run(true, 1, true);
 }

@@ -55,6 +55,7 @@ int rrr__soft_cq_create(struct rrr_device *dev, uint32_t depth, struct rrr_cq **
 		free(cq);
 		return err;
 	}
+	soft_prefault(cq->ring, (size_t)depth * sizeof(*cq->ring));
 	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_init(&cq->prog_lock, NULL);
 	cq->depth = depth;

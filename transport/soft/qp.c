@@ -80,6 +80,9 @@ int rrr__soft_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *att
 		free(qp);
 		return -ENOMEM;
 	}
+	soft_prefault(qp->sq, qp->sq_size * sizeof(*qp->sq));
+	soft_prefault(qp->rq, qp->rq_size * sizeof(*qp->rq));
+	soft_prefault(qp->irq, qp->irq_size * sizeof(*qp->irq));
 	pthread_mutex_init(&qp->lock, NULL);
 	qp->dev = dev;
 	qp->fd = -1;

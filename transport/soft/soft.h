@@ -105,6 +105,20 @@ size_t rrr__soft_mpa_rtr(uint8_t *buf, bool crc);
 /* True if @buf (16 bytes, + 4 CRC bytes when @crc) is a valid RTR. */
 bool rrr__soft_mpa_is_rtr(const uint8_t *buf, bool crc);
 
+/* Write every page of a freshly allocated (zeroed) ring once, so its page
+ * faults happen when the QP or CQ is made, not on the first pass of the
+ * data path over it (docs/benchmarks.md "Allocation and page faults").
+ * Stores zeros: the contents do not change. */
+static inline void soft_prefault(void *p, size_t len)
+{
+	volatile uint8_t *b = p;
+
+	for (size_t off = 0; off < len; off += 4096)
+		b[off] = 0;
+	if (len)
+		b[len - 1] = 0;
+}
+
 /* ------------------------------------------------------------ ddp_rdmap.c */
 #define SOFT_DDP_T 0x80
 #define SOFT_DDP_L 0x40
