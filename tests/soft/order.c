@@ -57,6 +57,20 @@ static int wait_wc(struct th_ep *e, uint64_t id, enum rrr_wc_opcode op, enum rrr
 	return 0;
 }
 
+/* A signaled SEND of @sge. */
+static struct rrr_send_wr send_wr(uint64_t id, struct rrr_sge *sge)
+{
+	struct rrr_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.opcode = RRR_WR_SEND;
+	wr.flags = RRR_SEND_SIGNALED;
+	wr.sg_list = sge;
+	wr.num_sge = 1;
+	return wr;
+}
+
 /* A signaled RDMA READ of the peer's buffer @k into @sge. */
 static struct rrr_send_wr read_wr(uint64_t id, struct rrr_sge *sge, const struct th_key *k)
 {
@@ -118,12 +132,7 @@ static int io_server(struct th_ep *e, void *arg)
 	inv.flags = RRR_SEND_SIGNALED;
 	inv.u.inv.rkey = rrr_mr_rkey(fr);
 	ssge = (struct rrr_sge){ rrr_mr_iova(fr), 64, rrr_mr_lkey(fr) };
-	memset(&snd, 0, sizeof(snd));
-	snd.wr_id = 4;
-	snd.opcode = RRR_WR_SEND;
-	snd.flags = RRR_SEND_SIGNALED;
-	snd.sg_list = &ssge;
-	snd.num_sge = 1;
+	snd = send_wr(4, &ssge);
 	inv.next = &snd;
 	TH_CHECK(rrr_qp_post_send(e->qp, &inv, NULL) == 0);
 	TH_CHECK(wait_wc(e, 3, RRR_WC_LOCAL_INV, RRR_WC_SUCCESS) == 0);
@@ -295,12 +304,7 @@ static int ba_client(struct th_ep *e, void *arg)
 	TH_CHECK(rrr_mr_reg(e->pd, buf, sizeof(buf), 0, &mr) == 0);
 	TH_CHECK(th_oob_recv(e->oob, &go, 1, TH_TIMEOUT_MS) == 0);
 	sge = (struct rrr_sge){ (uintptr_t)buf, sizeof(buf), rrr_mr_lkey(mr) };
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 12;
-	wr.opcode = RRR_WR_SEND;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr = send_wr(12, &sge);
 	TH_CHECK(rrr_qp_post_send(e->qp, &wr, NULL) == 0);
 	TH_CHECK(th_wc(e, &wc, TH_TIMEOUT_MS) == 1 && wc.wr_id == 12 &&
 		 wc.status == RRR_WC_SUCCESS);
