@@ -547,7 +547,7 @@ Test(rdma, timeout_invalidates)
 	c.ddp = RRR_DDP_FROM_SERVER;
 	c.payload = &d;
 	c.npayload = 1;
-	c.timeout_ms = 200;
+	c.timeout_ms = 1000; /* covers registering and sending on a loaded machine */
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.timeouts, 1);
@@ -579,6 +579,7 @@ Test(rdma, cancel_invalidates)
 	uint8_t dst[8192];
 	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
+	struct rsrv_stats ss;
 	struct once o = {0};
 	struct rrr_call c;
 
@@ -586,8 +587,18 @@ Test(rdma, cancel_invalidates)
 	c.ddp = RRR_DDP_FROM_SERVER;
 	c.payload = &d;
 	c.npayload = 1;
+	rsrv_stats(srv, &ss);
+	unsigned calls = ss.calls;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &c, once_done, &o), 0);
-	usleep(50000);
+	/* cancel once the server has the call: its sink is registered and on
+	 * the wire (a call cancelled while still queued registered nothing) */
+	for (int i = 0; i < 500; i++) {
+		rsrv_stats(srv, &ss);
+		if (ss.calls > calls)
+			break;
+		usleep(10000);
+	}
+	cr_assert_gt(ss.calls, calls, "the server received the call");
 	cr_assert_eq(rrr_clnt_cancel(clnt, &c), 0);
 	cr_assert_eq(atomic_load(&o.runs), 1);
 	cr_assert_eq(atomic_load(&o.status), -ECANCELED);
@@ -675,7 +686,8 @@ Test(rdma_ghost, late_reply_foreign_invalidation_disconnects, .init = init_batch
 	hold.payload = &d;
 	hold.npayload = 1;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
-	usleep(50000);
+	/* (no pause: HOLD and FOREIGN leave in order through one submit
+	 * queue; FOREIGN must time out before the server's batch answers) */
 	/* answered in the server's next batch, long after the call gave up */
 	init_call(&c, RS_FOREIGN);
 	c.timeout_ms = 150;

@@ -103,7 +103,7 @@ static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	(void)r;
 	(void)a;
 	(void)s;
-	usleep(150000);
+	usleep(400000); /* far beyond the 30 ms timeout, even under TSan */
 	return 0;
 }
 
@@ -291,7 +291,7 @@ static void *slow_main(void *arg)
 		s.c.timeout_ms = 30;
 		rc = rrr_clnt_call(r->clnt, &s.c);
 		if (rc != -ETIMEDOUT)
-			FAIL("%s: a 30 ms call to a 150 ms handler returned %d", r->name, rc);
+			FAIL("%s: a 30 ms call to a 400 ms handler returned %d", r->name, rc);
 
 		call_init(&s.c, TS_SLEEP);
 		s.c.timeout_ms = 5000;

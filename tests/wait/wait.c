@@ -107,8 +107,8 @@ Test(wait, spin_finds_events_within_the_budget)
 
 	char c;
 	cr_assert_eq(read(e.p[0], &c, 1), 1);
-	rrr__waiter_init(&w, RRR_WAIT_SPIN, 100); /* 100 us: below the 20 ms */
-	l = (struct later){e.p[1], 20000, 0};
+	rrr__waiter_init(&w, RRR_WAIT_SPIN, 100); /* 100 us: far below the 200 ms */
+	l = (struct later){e.p[1], 200000, 0};
 	cr_assert_eq(pthread_create(&t, NULL, write_later, &l), 0);
 	cr_assert_eq(rrr__wait_epoll(&w, e.epfd, ev, 4, 5000), 1);
 	pthread_join(t, NULL);
