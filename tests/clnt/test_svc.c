@@ -363,6 +363,30 @@ out:
 	return st;
 }
 
+/* Wait (up to 5 s) until the client has posted a call after @posts posts:
+ * the call submitted last is on the wire, so a connection loss now finds
+ * it sent (a call still queued is neither failed fast nor re-sent). */
+static void wait_sent(uint64_t posts)
+{
+	struct rrr_xprt_stats st;
+
+	for (int i = 0; i < 500; i++) {
+		rrr_clnt_stats(clnt, &st);
+		if (st.send_posts > posts)
+			return;
+		usleep(10000);
+	}
+	cr_assert_fail("the call was not sent within 5 s");
+}
+
+static uint64_t posts_now(void)
+{
+	struct rrr_xprt_stats st;
+
+	rrr_clnt_stats(clnt, &st);
+	return st.send_posts;
+}
+
 struct pay {
 	const struct iovec *iov;
 	unsigned niov;
@@ -686,14 +710,15 @@ Test(svc, rdma_server_dies_mid_call_fail_fast, .init = init_rdma_fail_fast)
 	c.payload = &d;
 	c.npayload = 1;
 	c.timeout_ms = 8000;
-	if (fork() == 0) {
-		usleep(200000);
-		if (child > 0)
-			kill(child, SIGKILL);
-		_exit(0);
-	}
-	cr_assert_eq(rrr_clnt_call(clnt, &c), -ECONNRESET);
-	wait(&s);
+	uint64_t posts = posts_now();
+	cr_assert_eq(rrr_clnt_call_async(clnt, &c, note_done, NULL), 0);
+	wait_sent(posts);
+	usleep(100000); /* the server sleeps in the handler */
+	kill(child, SIGKILL);
+	waitpid(child, &s, 0);
+	child = 0;
+	cr_assert_eq(wait_done(&c, 7000), -ECONNRESET, "the sent call failed fast: %d",
+		     last_status);
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_geq(st.disconnects, 1);
 	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv + st.recoveries,
@@ -716,14 +741,15 @@ Test(svc, rdma_server_dies_hard_call_times_out, .init = init_rdma)
 	c.payload = &d;
 	c.npayload = 1;
 	c.timeout_ms = 1500;
-	if (fork() == 0) {
-		usleep(200000);
-		if (child > 0)
-			kill(child, SIGKILL);
-		_exit(0);
-	}
-	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT, "no -ECONNRESET: the call waits");
-	wait(&s);
+	uint64_t posts = posts_now();
+	cr_assert_eq(rrr_clnt_call_async(clnt, &c, note_done, NULL), 0);
+	wait_sent(posts);
+	usleep(100000); /* the server sleeps in the handler */
+	kill(child, SIGKILL);
+	waitpid(child, &s, 0);
+	child = 0;
+	cr_assert_eq(wait_done(&c, 5000), -ETIMEDOUT, "no -ECONNRESET: the call waits (%d)",
+		     last_status);
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_geq(st.disconnects, 1);
 	cr_assert_geq(st.retransmits, 1, "the call was queued again for the next connection");
@@ -760,7 +786,9 @@ Test(svc, rdma_call_survives_server_restart, .init = init_rdma)
 		       "does not complete yet");
 	int limit_ms = tenv_is_soft() ? 8000 : 30000;
 	c.timeout_ms = (uint32_t)limit_ms;
+	uint64_t posts = posts_now();
 	cr_assert_eq(rrr_clnt_call_async(clnt, &c, note_done, NULL), 0);
+	wait_sent(posts);
 	usleep(300000); /* the server sleeps in the handler */
 	kill(child, SIGKILL);
 	waitpid(child, &ws, 0);
