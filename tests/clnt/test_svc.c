@@ -696,27 +696,35 @@ Test(svc, rdma_64_concurrent_small_grant, .init = init_rdma_credits4)
 	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv);
 }
 
+/* Start a 2 s SLEEP call with a registered sink (@d) and, once it is on
+ * the wire and the server sleeps in its handler, kill the server. */
+static void sleep_call_then_kill_server(struct rrr_call *c, struct iovec *d, int timeout_ms)
+{
+	int s;
+
+	do_write_chunk(1000);
+	call_init(c, CS_SLEEP);
+	c->ddp = RRR_DDP_FROM_SERVER; /* a registered sink is exposed */
+	c->payload = d;
+	c->npayload = 1;
+	c->timeout_ms = timeout_ms;
+	uint64_t posts = posts_now();
+	cr_assert_eq(rrr_clnt_call_async(clnt, c, note_done, NULL), 0);
+	wait_sent(posts);
+	usleep(100000); /* the server sleeps in the handler */
+	kill(child, SIGKILL);
+	waitpid(child, &s, 0);
+	child = 0;
+}
+
 Test(svc, rdma_server_dies_mid_call_fail_fast, .init = init_rdma_fail_fast)
 {
 	uint8_t dst[65536];
 	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
-	int s;
 
-	do_write_chunk(1000);
-	call_init(&c, CS_SLEEP);
-	c.ddp = RRR_DDP_FROM_SERVER; /* a registered sink is exposed */
-	c.payload = &d;
-	c.npayload = 1;
-	c.timeout_ms = 8000;
-	uint64_t posts = posts_now();
-	cr_assert_eq(rrr_clnt_call_async(clnt, &c, note_done, NULL), 0);
-	wait_sent(posts);
-	usleep(100000); /* the server sleeps in the handler */
-	kill(child, SIGKILL);
-	waitpid(child, &s, 0);
-	child = 0;
+	sleep_call_then_kill_server(&c, &d, 8000);
 	cr_assert_eq(wait_done(&c, 7000), -ECONNRESET, "the sent call failed fast: %d",
 		     last_status);
 	rrr_clnt_stats(clnt, &st);
@@ -733,21 +741,8 @@ Test(svc, rdma_server_dies_hard_call_times_out, .init = init_rdma)
 	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
-	int s;
 
-	do_write_chunk(1000);
-	call_init(&c, CS_SLEEP);
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &d;
-	c.npayload = 1;
-	c.timeout_ms = 1500;
-	uint64_t posts = posts_now();
-	cr_assert_eq(rrr_clnt_call_async(clnt, &c, note_done, NULL), 0);
-	wait_sent(posts);
-	usleep(100000); /* the server sleeps in the handler */
-	kill(child, SIGKILL);
-	waitpid(child, &s, 0);
-	child = 0;
+	sleep_call_then_kill_server(&c, &d, 1500);
 	cr_assert_eq(wait_done(&c, 5000), -ETIMEDOUT, "no -ECONNRESET: the call waits (%d)",
 		     last_status);
 	rrr_clnt_stats(clnt, &st);
