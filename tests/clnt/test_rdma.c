@@ -686,9 +686,9 @@ Test(rdma_ghost, late_reply_foreign_invalidation_disconnects, .init = init_batch
 	hold.payload = &d;
 	hold.npayload = 1;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
-	/* (no pause: HOLD and FOREIGN leave in order through one submit
-	 * queue; FOREIGN must time out before the server's batch answers) */
-	/* answered in the server's next batch, long after the call gave up */
+	/* FOREIGN right behind HOLD (one submit queue keeps them in order; a
+	 * pause would only eat into its timeout): answered in the server's
+	 * next batch, long after the call gave up */
 	init_call(&c, RS_FOREIGN);
 	c.timeout_ms = 150;
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
