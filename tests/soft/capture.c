@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -222,6 +223,14 @@ static long count_text(const char *file, const char *text)
 	return n;
 }
 
+/* Size of the file at @path, or -1. */
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : st.st_size;
+}
+
 static void run_capture(const char *opts, bool crc)
 {
 	const char *b = getenv("RRR_BUILD");
@@ -236,7 +245,15 @@ static void run_capture(const char *opts, bool crc)
 	rc = th_run_pair_hook(opts, start_capture, srv, cli, &c);
 	if (rc == -EPERM && c.why[0])
 		cr_skip_test("%s", c.why);
-	usleep(300000);
+	/* let the capture catch up before stopping it: on a loaded machine
+	 * dumpcap may still be writing the session's last packets, so wait
+	 * until the file has not grown for 300 ms (at most 5 s) */
+	for (int i = 0, still = 0; i < 50 && still < 3; i++) {
+		off_t before = file_size(c.path);
+
+		usleep(100000);
+		still = file_size(c.path) == before ? still + 1 : 0;
+	}
 	if (c.tshark > 0) {
 		kill(c.tshark, SIGINT);
 		waitpid(c.tshark, &st, 0);
