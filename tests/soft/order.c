@@ -74,14 +74,9 @@ static struct rrr_send_wr send_wr(uint64_t id, struct rrr_sge *sge)
 /* A signaled RDMA READ of the peer's buffer @k into @sge. */
 static struct rrr_send_wr read_wr(uint64_t id, struct rrr_sge *sge, const struct th_key *k)
 {
-	struct rrr_send_wr wr;
+	struct rrr_send_wr wr = send_wr(id, sge);
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
 	wr.opcode = RRR_WR_RDMA_READ;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.sg_list = sge;
-	wr.num_sge = 1;
 	wr.u.rdma.remote_addr = k->addr;
 	wr.u.rdma.rkey = k->rkey;
 	return wr;
