@@ -841,19 +841,12 @@ static void late_reply_case(int want_b)
 	cr_assert_eq(rrr_clnt_call_async(clnt, &a, note_done, NULL), 0);
 	cr_assert_eq(wait_done(&a, 2000 * (int)SLOW), -ETIMEDOUT);
 	usleep(100000 * SLOW);
-	rrr_clnt_stats(clnt, &st);
-	uint64_t posts = st.send_posts;
+	uint64_t posts = posts_now();
 	cr_assert_eq(rrr_clnt_call_async(clnt, &b, note_done, NULL), 0);
 	/* B is on the wire (it waits behind A on the server's worker) before
 	 * A's late reply breaks the connection: fail_fast fails only calls
 	 * that were sent */
-	for (int i = 0; i < 500; i++) {
-		rrr_clnt_stats(clnt, &st);
-		if (st.send_posts > posts)
-			break;
-		usleep(10000);
-	}
-	cr_assert_gt(st.send_posts, posts, "B was sent");
+	wait_sent(posts);
 	cr_assert_eq(wait_done(&b, 12000 * (int)SLOW), want_b, "B: %d, expected %d", last_status,
 		     want_b);
 	if (want_b == 0) {
