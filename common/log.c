@@ -15,13 +15,20 @@
  * (or the older RRR_SVC_DEBUG) is set in the environment; it is decided
  * once, at the first line or the first rrr_log_set_level().
  *
+ * Lines a peer can trigger go through a rate limiter first
+ * (rrr__ratelimit_ok: one line per kind and interval, then the count of the
+ * lines held back), so no peer can write the log at its own pace.
+ *
  * Recovery: nothing here can fail in a way a caller could act on; a line
  * longer than the buffer is cut, a failing stderr is ignored.
  */
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/rrr_impl.h"
@@ -122,4 +129,41 @@ void rrr__log(enum rrr_log_level level, const char *fmt, ...)
 		fn(ctx, level, line);
 	else
 		default_handler(line);
+}
+
+bool rrr__ratelimit_ok(struct rrr__ratelimit *rl, uint32_t every_ms, uint64_t *held)
+{
+	int64_t now = rrr__mono_ms();
+
+	if (rl->used && now - rl->last_ms < (int64_t)every_ms) {
+		rl->held++;
+		return false;
+	}
+	rl->used = true;
+	rl->last_ms = now;
+	*held = rl->held;
+	rl->held = 0;
+	return true;
+}
+
+void rrr__addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char a[64];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+
+		if (inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a))) {
+			snprintf(buf, len, "%s:%u", a, ntohs(in->sin_port));
+			return;
+		}
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+		if (inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a))) {
+			snprintf(buf, len, "[%s]:%u", a, ntohs(in6->sin6_port));
+			return;
+		}
+	}
+	snprintf(buf, len, "?");
 }

@@ -24,6 +24,7 @@
 #ifndef RRR_COMMON_RRR_IMPL_H
 #define RRR_COMMON_RRR_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -72,6 +73,25 @@ void rrr__log(enum rrr_log_level level, const char *fmt, ...) __attribute__((for
 		if (rrr__log_enabled(RRR_LOG_DEBUG))          \
 			rrr__log(RRR_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
+
+/*
+ * Lines a peer can trigger go out at most once per @every_ms per kind, with
+ * the count of those held back since the last one. The caller serialises
+ * calls on one limiter (its own lock). Zero-initialised is ready.
+ */
+struct rrr__ratelimit {
+	int64_t last_ms;
+	uint64_t held;
+	bool used;
+};
+#define RRR__LOG_EVERY_MS 1000u
+/* True when a line may go out now; *@held then gets how many were held
+ * back since the previous one (and the count restarts). Never blocks. */
+bool rrr__ratelimit_ok(struct rrr__ratelimit *rl, uint32_t every_ms, uint64_t *held);
+
+struct sockaddr_storage;
+/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) of @ss into @buf; "?" when unknown. */
+void rrr__addr_str(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 /* --- clocks ----------------------------------------------------------------- */
 

@@ -1190,6 +1190,8 @@ void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st)
 	st->setup_timeouts += L->cm_folded.setup_timeouts;
 	st->setup_evicted += L->cm_folded.setup_evicted;
 	st->accept_shed += L->cm_folded.accept_shed;
+	for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
+		st->refused_setup[r] += L->cm_folded.refused[r];
 	for (unsigned i = 0; i < svc->nlis; i++) {
 		struct rrr_cm_limit_stats c;
 
@@ -1197,6 +1199,8 @@ void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st)
 			st->setup_timeouts += c.setup_timeouts;
 			st->setup_evicted += c.setup_evicted;
 			st->accept_shed += c.accept_shed;
+			for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
+				st->refused_setup[r] += c.refused[r];
 		}
 	}
 	st->conns = L->nconns;

@@ -209,6 +209,7 @@ enum {
 	RRR__SVC_LOG_IDLE,
 	RRR__SVC_LOG_SETUP,
 	RRR__SVC_LOG_SHED,
+	RRR__SVC_LOG_ACCEPT,
 	RRR__SVC_LOG_KINDS
 };
 
@@ -242,6 +243,10 @@ void rrr__svc_idle_closed(struct rrr__svc_limits *L, uint32_t idle_ms);
 void rrr__svc_setup_seen(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *before,
 			 const struct rrr_cm_limit_stats *now, uint32_t setup_ms, uint32_t max_setup);
 /* Keep a destroyed listener's CM counters (lock held by the caller). */
+/* A connection request the server could not take for a reason of its own
+ * (not a limit: those log in rrr__svc_admit): one rate-limited line. */
+void rrr__svc_accept_failed(struct rrr__svc_limits *L, const struct sockaddr_storage *peer,
+			    const char *transport, int err);
 void rrr__svc_fold_cm(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *st);
 /* accept() on @lfd failed with EMFILE/ENFILE: accept one connection with the
  * reserved descriptor and close it. true when one was shed (try again). */

@@ -275,11 +275,28 @@ void rrr__svc_setup_seen(struct rrr__svc_limits *L, const struct rrr_cm_limit_st
 	pthread_mutex_unlock(&L->lock);
 }
 
+void rrr__svc_accept_failed(struct rrr__svc_limits *L, const struct sockaddr_storage *peer,
+			    const char *transport, int err)
+{
+	const char *why = rrr_last_error();
+	char who[64];
+
+	if (err == -EBUSY)
+		return; /* a limit: rrr__svc_admit() said so */
+	addr_str(peer, who, sizeof(who));
+	pthread_mutex_lock(&L->lock);
+	log_limit(L, RRR__SVC_LOG_ACCEPT, "refused a %s connection from %s: %s (%s)", transport,
+		  who, strerror(-err), why ? why : "no further detail");
+	pthread_mutex_unlock(&L->lock);
+}
+
 void rrr__svc_fold_cm(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *st)
 {
 	L->cm_folded.setup_timeouts += st->setup_timeouts;
 	L->cm_folded.setup_evicted += st->setup_evicted;
 	L->cm_folded.accept_shed += st->accept_shed;
+	for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
+		L->cm_folded.refused[r] += st->refused[r];
 }
 
 bool rrr__svc_shed(struct rrr__svc_limits *L, int lfd)
@@ -318,6 +335,9 @@ void rrr_svc_limit_stats_print(FILE *f, const char *prefix, const struct rrr_svc
 	P(setup_timeouts);
 	P(setup_evicted);
 	P(accept_shed);
+	for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
+		fprintf(f, "%srefused_setup.%s %llu\n", prefix, rrr_cm_refusal_name(r),
+			(unsigned long long)st->refused_setup[r]);
 	P(conns);
 	P(max_conns);
 	P(max_conns_per_addr);

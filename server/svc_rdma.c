@@ -1298,7 +1298,16 @@ static void rdma_listener_ready(struct rrr__svc_listener *base)
 			return;
 		}
 		if (ev.type == RRR_CM_EVENT_CONNECT_REQUEST) {
-			if (rrr__svc_stopping(l->svc) || conn_accept(l, &ev)) {
+			err = rrr__svc_stopping(l->svc) ? -ESHUTDOWN : conn_accept(l, &ev);
+			if (err) {
+				if (err != -ESHUTDOWN) {
+					struct sockaddr_storage ss;
+
+					memset(&ss, 0, sizeof(ss));
+					rrr_cm_id_peer_addr(ev.id, &ss);
+					rrr__svc_accept_failed(rrr__svc_limits(l->svc), &ss, "RDMA",
+							       err);
+				}
 				rrr_cm_reject(ev.id, NULL, 0);
 				rrr_cm_id_destroy(ev.id);
 			}

@@ -448,6 +448,23 @@ int rrr_cm_accept(struct rrr_cm_id *id, const struct rrr_conn_param *param)
 	DISPATCH(id->cm->dev, cm_accept, id, param);
 }
 
+const char *rrr_cm_refusal_name(enum rrr_cm_refusal r)
+{
+	static const char *const names[] = {
+		[RRR_CM_REFUSED_REVISION] = "revision",
+		[RRR_CM_REFUSED_RTR] = "rtr",
+		[RRR_CM_REFUSED_CRC] = "crc",
+		[RRR_CM_REFUSED_MARKERS] = "markers",
+		[RRR_CM_REFUSED_PRIVATE_DATA] = "private_data",
+		[RRR_CM_REFUSED_PROTOCOL] = "protocol",
+		[RRR_CM_REFUSED_APP] = "app",
+	};
+
+	if ((unsigned)r < sizeof(names) / sizeof(names[0]) && names[r])
+		return names[r];
+	return "?";
+}
+
 int rrr_cm_set_limits(struct rrr_cm *cm, const struct rrr_cm_limits *lim)
 {
 	if (!cm || !lim)

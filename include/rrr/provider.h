@@ -422,11 +422,32 @@ struct rrr_cm_limits {
 #define RRR_CM_SETUP_TIMEOUT_MS 10000u
 #define RRR_CM_MAX_SETUP	256u
 
+/*
+ * Why a connection was refused or dropped during set-up (soft: MPA,
+ * RFC 5044/6581). Each refusal is counted under one reason and logged
+ * (RRR_LOG_WARN, at most one line per reason and second, with the count
+ * of the lines held back); an initiator's rrr_last_error() names the
+ * reason too. Timeouts and limits are counted in the fields above them.
+ */
+enum rrr_cm_refusal {
+	RRR_CM_REFUSED_REVISION = 0, /* MPA revision other than 1 or 2 */
+	RRR_CM_REFUSED_RTR,          /* peer-to-peer: no usable ready-to-receive message */
+	RRR_CM_REFUSED_CRC,          /* CRC32c could not be agreed */
+	RRR_CM_REFUSED_MARKERS,      /* MPA markers asked for (not supported) */
+	RRR_CM_REFUSED_PRIVATE_DATA, /* private data too long or IRD/ORD words missing */
+	RRR_CM_REFUSED_PROTOCOL,     /* not an MPA frame (bad key), closed or reset mid set-up */
+	RRR_CM_REFUSED_APP,          /* the application rejected it (rrr_cm_reject) */
+	RRR_CM_REFUSED_NREASONS
+};
+/* "revision", "rtr", "crc", "markers", "private_data", "protocol", "app"; "?" otherwise. */
+const char *rrr_cm_refusal_name(enum rrr_cm_refusal r);
+
 struct rrr_cm_limit_stats {
 	uint64_t setup_timeouts; /* closed: set-up not finished in time */
 	uint64_t setup_evicted;	 /* closed: pushed out by a newer connection (max_setup) */
 	uint64_t accept_shed;	 /* accepted and closed at once: out of file descriptors */
 	uint32_t setup_now;	 /* connections in set-up now */
+	uint64_t refused[RRR_CM_REFUSED_NREASONS]; /* refused in set-up, by reason */
 };
 
 /* Set @cm's set-up limits (every listener of @cm). -EOPNOTSUPP where the

@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 
 #include <rrr/oncrpc.h>
+#include <rrr/provider.h>
 #include <rrr/stats.h>
 #include <rrr/wait.h>
 #include <rrr/xdr.h>
@@ -142,13 +143,16 @@ struct rrr_svc_limit_stats {
 	uint64_t setup_timeouts;    /* closed: set-up not finished in setup_timeout_ms */
 	uint64_t setup_evicted;	    /* closed in set-up: pushed out by newer ones (max_setup) */
 	uint64_t accept_shed;	    /* accepted and closed at once: out of file descriptors */
+	uint64_t refused_setup[RRR_CM_REFUSED_NREASONS]; /* refused in RDMA set-up, by reason
+							   * (enum rrr_cm_refusal; soft provider) */
 	uint32_t conns;		    /* connections now */
 	uint32_t max_conns, max_conns_per_addr; /* the limits in force */
 };
 /* The limits' counters (listeners closed by rrr_svc_run() included).
  * Thread-safe, any time. */
 void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st);
-/* Print them as "  PREFIXname value" lines. */
+/* Print them as "  PREFIXname value" lines (refused_setup as
+ * "PREFIXrefused_setup.REASON value", REASON from rrr_cm_refusal_name()). */
 void rrr_svc_limit_stats_print(FILE *f, const char *prefix, const struct rrr_svc_limit_stats *st);
 
 /* --- inside a handler ------------------------------------------------------ */

@@ -330,6 +330,9 @@ static int raw_attacker(uint16_t port, enum raw_mode m, uint32_t *term_out)
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
 		return -1;
 	memset(&rr, 0, sizeof(rr));
+	rr.rev = 2;
+	rr.enhanced = rr.p2p = true;
+	rr.rtr = SOFT_RTR_WRITE;
 	rr.crc = true;
 	rr.ird = rr.ord = 4;
 	n = rrr__soft_mpa_encode(&rr, buf);
@@ -337,7 +340,7 @@ static int raw_attacker(uint16_t port, enum raw_mode m, uint32_t *term_out)
 	    rrr__soft_mpa_parse_hdr(buf, true, &total) ||
 	    th_oob_recv(fd, buf + SOFT_MPA_HDR, total - SOFT_MPA_HDR, TH_TIMEOUT_MS))
 		return -1;
-	n = rrr__soft_mpa_rtr(f, true);
+	n = rrr__soft_mpa_rtr(f, SOFT_RTR_WRITE, true);
 	if (th_oob_send(fd, f, n))
 		return -1;
 	/* a 32-byte Send on QN 0, MSN 1, then spoiled as asked */

@@ -97,6 +97,9 @@ Test(soft_unit, mpa_request_reply_roundtrip)
 	size_t n, total;
 
 	memset(&a, 0, sizeof(a));
+	a.rev = 2;
+	a.enhanced = a.p2p = true;
+	a.rtr = SOFT_RTR_WRITE;
 	a.crc = true;
 	a.ird = 5;
 	a.ord = 9;
@@ -117,6 +120,7 @@ Test(soft_unit, mpa_request_reply_roundtrip)
 	cr_assert_eq(b.ord, 9);
 	cr_assert(b.ird_flags & SOFT_MPA_IRD_P2P);
 	cr_assert(b.ord_flags & SOFT_MPA_ORD_RTR_WRITE);
+	cr_assert(b.p2p && b.rtr == SOFT_RTR_WRITE);
 	cr_assert_eq(b.pd_len, 196);
 	cr_assert_eq(memcmp(b.pd, a.pd, 196), 0);
 	/* truncated frame, oversized PD_Length */
@@ -137,25 +141,56 @@ Test(soft_unit, mpa_request_reply_roundtrip)
 
 Test(soft_unit, rtr_message)
 {
-	uint8_t b[SOFT_HDR_TAGGED + 4];
+	uint8_t b[SOFT_MPA_RTR_MAX];
 
 	/* the CRC field is always present; zero and unchecked without CRC */
-	cr_assert_eq(rrr__soft_mpa_rtr(b, false), 20);
+	cr_assert_eq(rrr__soft_mpa_rtr(b, SOFT_RTR_WRITE, false), 20);
 	cr_assert_eq(b[16] | b[17] | b[18] | b[19], 0);
-	cr_assert(rrr__soft_mpa_is_rtr(b, false));
+	cr_assert(rrr__soft_mpa_is_rtr(b, SOFT_RTR_WRITE, false, NULL));
 	b[19] = 0x55;
-	cr_assert(rrr__soft_mpa_is_rtr(b, false));
-	cr_assert_eq(rrr__soft_mpa_rtr(b, true), 20);
+	cr_assert(rrr__soft_mpa_is_rtr(b, SOFT_RTR_WRITE, false, NULL));
+	cr_assert_eq(rrr__soft_mpa_rtr(b, SOFT_RTR_WRITE, true), 20);
 	/* the CRC32c of the 16 bytes before it, least significant byte first
 	 * (as the provider always sent it, and as siw does) */
 	static const uint8_t crc_le[4] = {0xa3, 0x05, 0x72, 0xab};
 	cr_assert_arr_eq(b + 16, crc_le, 4);
-	cr_assert(rrr__soft_mpa_is_rtr(b, true));
+	cr_assert(rrr__soft_mpa_is_rtr(b, SOFT_RTR_WRITE, true, NULL));
 	b[19] ^= 1;
-	cr_assert(!rrr__soft_mpa_is_rtr(b, true));
+	cr_assert(!rrr__soft_mpa_is_rtr(b, SOFT_RTR_WRITE, true, NULL));
 	b[19] ^= 1;
-	b[4] = 1; /* a non-zero STag is no RTR */
-	cr_assert(!rrr__soft_mpa_is_rtr(b, true));
+	/* any STag and TO (siw sends STag 1), but a Write of zero length */
+	b[7] = 1;
+	rrr__soft_mpa_rtr(b, SOFT_RTR_WRITE, false);
+	b[7] = 1;
+	cr_assert(rrr__soft_mpa_is_rtr(b, SOFT_RTR_WRITE, false, NULL));
+	b[3] = (uint8_t)(SOFT_RDMAP_V | SOFT_OP_SEND);
+	cr_assert(!rrr__soft_mpa_is_rtr(b, SOFT_RTR_WRITE, false, NULL));
+	/* a Write RTR is no Send or Read RTR, and the other way round */
+	rrr__soft_mpa_rtr(b, SOFT_RTR_WRITE, true);
+	cr_assert(!rrr__soft_mpa_is_rtr(b, SOFT_RTR_SEND, true, NULL));
+	cr_assert_eq(rrr__soft_mpa_rtr(b, SOFT_RTR_SEND, true), 24);
+	cr_assert(rrr__soft_mpa_is_rtr(b, SOFT_RTR_SEND, true, NULL));
+	cr_assert(!rrr__soft_mpa_is_rtr(b, SOFT_RTR_WRITE, true, NULL));
+	cr_assert_eq(rrr__soft_mpa_rtr(b, SOFT_RTR_READ, true), 52);
+	{
+		struct soft_read_req rd = {.sink_stag = 9};
+		uint8_t r[SOFT_HDR_TAGGED + 4];
+
+		soft_put32(b + SOFT_HDR_UNTAGGED, 0x1234); /* the initiator's sink STag */
+		rrr__soft_mpa_rtr(b, SOFT_RTR_READ, false);
+		soft_put32(b + SOFT_HDR_UNTAGGED, 0x1234);
+		cr_assert(rrr__soft_mpa_is_rtr(b, SOFT_RTR_READ, false, &rd));
+		cr_assert_eq(rd.sink_stag, 0x1234);
+		cr_assert_eq(rd.size, 0);
+		soft_put32(b + SOFT_HDR_UNTAGGED + 12, 1); /* a Read of one byte is no RTR */
+		cr_assert(!rrr__soft_mpa_is_rtr(b, SOFT_RTR_READ, false, NULL));
+		/* the answer: a zero-length Read Response to the sink STag */
+		rd.sink_stag = 0;
+		cr_assert_eq(rrr__soft_mpa_rtr_read_resp(r, &rd, true), 20);
+		cr_assert(rrr__soft_mpa_is_rtr_read_resp(r, true));
+		r[19] ^= 1;
+		cr_assert(!rrr__soft_mpa_is_rtr_read_resp(r, true));
+	}
 }
 
 /* ----------------------------------------------------------- STag table */

@@ -64,6 +64,9 @@ static int stalled_peer(int oob)
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
 		return 3;
 	memset(&rr, 0, sizeof(rr));
+	rr.rev = 2;
+	rr.enhanced = rr.p2p = true;
+	rr.rtr = SOFT_RTR_WRITE;
 	rr.crc = true;
 	rr.ird = rr.ord = 4;
 	n = rrr__soft_mpa_encode(&rr, buf);
@@ -71,7 +74,7 @@ static int stalled_peer(int oob)
 	    rrr__soft_mpa_parse_hdr(buf, true, &total) ||
 	    th_oob_recv(fd, buf + SOFT_MPA_HDR, total - SOFT_MPA_HDR, TH_TIMEOUT_MS))
 		return 4;
-	n = rrr__soft_mpa_rtr(f, true);
+	n = rrr__soft_mpa_rtr(f, SOFT_RTR_WRITE, true);
 	if (th_oob_send(fd, f, n))
 		return 5;
 	if (th_oob_recv(oob, &k, sizeof(k), TH_TIMEOUT_MS))

@@ -9,27 +9,32 @@
  * out the oldest queued event.
  *
  *   active:  resolve -> RESOLVED (numeric; no lookup) ; connect: TCP connect
- *            (non-blocking) -> send MPA Request (rev 2, IRD/ORD, private
- *            data) -> read Reply -> send RTR (zero-length Write) -> the
- *            socket goes to the QP -> ESTABLISHED  (or REJECTED/UNREACHABLE)
+ *            (non-blocking) -> send MPA Request (rev 2, H, peer-to-peer
+ *            with Write and Read RTR offered, IRD/ORD, private data) ->
+ *            read Reply -> send the RTR it chose (a Read RTR: and read its
+ *            zero-length Read Response, RTR_WAIT) -> the socket goes to the
+ *            QP -> ESTABLISHED  (or REJECTED/UNREACHABLE)
  *   passive: listen -> accept TCP -> read Request -> CONNECT_REQUEST (new
- *            id) ; accept: send Reply -> read RTR -> socket to the QP ->
- *            ESTABLISHED ; reject: Reply with the R bit and private data.
+ *            id) ; accept: send Reply -> [peer-to-peer: read the RTR,
+ *            answer a Read RTR] -> socket to the QP -> ESTABLISHED ;
+ *            reject: Reply with the R bit and private data.
  *
- * The QP never sends before the RTR exchange is over (it is IDLE until the
- * socket is attached), as RFC 6581 requires of the responder. A Request of
- * MPA revision 1 (RFC 5044; no IRD/ORD, no RTR) is accepted in revision 1:
- * CONNECT_REQUEST carries ird = ord = 0 (not negotiated: the QP keeps its
- * own), the Reply (or reject) is revision 1, the socket goes to the QP
- * right after the Reply, and the QP sends nothing - no FPDU, no REG_MR or
- * other send-queue work is started - until it received the initiator's
- * first valid FPDU, as RFC 5044 requires of a responder. Requests of any
- * other revision, or of revision 2 without enhanced setup, are rejected
- * (revision 2 reject) and the connection is closed. As initiator we
- * always speak revision 2 with enhanced setup.
- * Markers are refused: a Request asking for them is rejected and the
- * connection closed; a Reply asking for them fails with UNREACHABLE
- * (-EPROTO) and rrr_last_error() explains.
+ * What each Request is answered with is decided in mpa.c
+ * (rrr__soft_mpa_answer; the table is in docs/soft-provider.md). The QP
+ * never sends before set-up is over (it is IDLE until the socket is
+ * attached). When the initiator asked for no RTR (MPA revision 1, revision
+ * 2 without H, or with H but without the peer-to-peer bit, as the Linux
+ * kernel's siw does), the socket goes to the QP right after the Reply and
+ * the QP sends nothing - no FPDU, no REG_MR or other send-queue work is
+ * started - until it received the initiator's first valid FPDU, as RFC
+ * 5044 requires of a responder. A Send or Read RTR consumed here was
+ * message 1 of its DDP queue: the QP starts that queue's MSN at 2.
+ *
+ * No silent refusals: every connection refused or dropped during set-up
+ * (revision, markers, private data, RTR, not MPA at all) is counted under
+ * its reason (rrr_cm_limit_stats().refused[]) and logged at RRR_LOG_WARN
+ * with the peer's address, at most one line per reason and second; an
+ * initiator's failure also reaches rrr_last_error() with the reason.
  *
  * Locking: cm->lock serialises setup progress and id state; it is taken
  * before a QP's lock (handover). The event queue has its own leaf lock
@@ -86,6 +91,7 @@ struct soft_cm {
 	int reserve_fd; /* given up to shed a connection when out of fds */
 	uint32_t setup_timeout_ms, max_setup, nsetup;
 	struct rrr_cm_limit_stats lst;
+	struct rrr__ratelimit rl[RRR_CM_REFUSED_NREASONS + 1]; /* last: RTR timeouts */
 };
 
 enum id_state {
@@ -97,6 +103,7 @@ enum id_state {
 	ID_REQ_WAIT,
 	ID_REQ_PENDING,
 	ID_REP_SENT,
+	ID_RTR_WAIT, /* active: our Read RTR sent, its Read Response not yet in */
 	ID_ESTABLISHED,
 	ID_CLOSED,
 };
@@ -110,11 +117,10 @@ struct soft_id {
 	int fd;
 	bool in_ep;
 	bool disc_posted;
-	bool crc;
-	bool rev1;                  /* passive: the peer's Request was MPA rev 1 */
+	struct soft_mpa_neg neg;    /* what set-up agreed (after the Request/Reply) */
 	struct sockaddr_storage dst;
 	socklen_t dstlen;
-	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX + 8];
+	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX + SOFT_MPA_RTR_MAX];
 	size_t have, need;
 	struct soft_mpa_rr *peer;   /* received Request/Reply */
 	struct soft_mpa_rr *mine;   /* our Request (active side) */
@@ -325,6 +331,33 @@ static int send_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* Count a refused or failed set-up under @reason and log it (rate-limited). */
+static void refused(struct soft_cm *cm, struct soft_id *id, int reason, const char *why)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	uint64_t held;
+	char who[80];
+
+	if (reason < 0 || reason >= RRR_CM_REFUSED_NREASONS)
+		reason = RRR_CM_REFUSED_PROTOCOL;
+	cm->lst.refused[reason]++;
+	if (!rrr__ratelimit_ok(&cm->rl[reason], RRR__LOG_EVERY_MS, &held))
+		return;
+	memset(&ss, 0, sizeof(ss));
+	if (id->listener) {
+		if (id->fd < 0 || getpeername(id->fd, (struct sockaddr *)&ss, &sl) < 0)
+			ss.ss_family = AF_UNSPEC;
+	} else if (id->dstlen) {
+		memcpy(&ss, &id->dst, id->dstlen);
+	}
+	rrr__addr_str(&ss, who, sizeof(who));
+	rrr__log_warn("rrr soft: %s %s: %s [%s]%s%.0llu%s", id->listener ? "refused an RDMA connection from"
+							      : "cannot set up an RDMA connection to",
+		      who, why, rrr_cm_refusal_name(reason), held ? " (" : "",
+		      (unsigned long long)held, held ? " more such since the last line)" : "");
+}
+
 static void fail_active(struct soft_id *id, int status, const char *why)
 {
 	rrr__set_error(status, "soft: connection setup failed: %s", why);
@@ -333,16 +366,24 @@ static void fail_active(struct soft_id *id, int status, const char *why)
 	post(id, RRR_CM_EVENT_UNREACHABLE, status, NULL);
 }
 
-static void handover(struct soft_id *id)
+static void handover(struct soft_id *id, bool active)
 {
 	struct soft_qp *qp = soft_qp(id->base.qp);
+	struct soft_attach a = {
+		.crc = id->neg.crc,
+		.ird = id->neg.ord, /* the peer's ORD bounds the reads we answer */
+		.ord = id->neg.ird,
+		.hold_tx = !active && id->neg.hold_tx,
+		.rtr_in = active ? SOFT_RTR_NONE : id->neg.rtr,
+		.rtr_out = active ? id->neg.rtr : SOFT_RTR_NONE,
+	};
 
 	ep_set(id, 0);
 	setup_end(id->cm, id);
 	id->state = ID_ESTABLISHED;
 	/* ESTABLISHED first: attaching may already see the peer's close */
 	post(id, RRR_CM_EVENT_ESTABLISHED, 0, id->peer);
-	rrr__soft_qp_attach(qp, id->fd, id->crc, id->peer->ord, id->peer->ird, id->rev1);
+	rrr__soft_qp_attach(qp, id->fd, &a);
 	/* watch for the peer's close so DISCONNECTED arrives even when
 	 * nobody polls the CQ (as with an RDMA CM) */
 	ep_set(id, EPOLLRDHUP);
@@ -376,7 +417,10 @@ static int read_more(struct soft_id *id)
 	return 1;
 }
 
-/* Read an MPA Request/Reply frame; 1 when complete. */
+/* Read an MPA Request/Reply frame; 1 when complete, 0 more later; else
+ * -EPROTO not an MPA frame (bad key), -EMSGSIZE PD_Length over the maximum,
+ * -EBADMSG enhanced without its IRD/ORD words, or the socket's error
+ * (-ECONNRESET at EOF). */
 static int read_frame(struct soft_id *id, bool reply)
 {
 	int rc;
@@ -396,7 +440,30 @@ static int read_frame(struct soft_id *id, bool reply)
 				continue;
 			}
 		}
-		return rrr__soft_mpa_parse(id->buf, id->have, reply, id->peer) ? -EPROTO : 1;
+		return rrr__soft_mpa_parse(id->buf, id->have, reply, id->peer) ? -EBADMSG : 1;
+	}
+}
+
+/* The sentence and reason for a Request or Reply read_frame() refused. */
+static int frame_refusal(int rc, bool reply, const char **why)
+{
+	switch (rc) {
+	case -EPROTO:
+		*why = reply ? "the peer's answer is not an MPA Reply (is it an iWARP peer?)"
+			     : "its first bytes are not an MPA Request (is it an iWARP peer?)";
+		return RRR_CM_REFUSED_PROTOCOL;
+	case -EMSGSIZE:
+		*why = reply ? "the peer's MPA Reply declares more than 512 bytes of private data"
+			     : "its MPA Request declares more than 512 bytes of private data";
+		return RRR_CM_REFUSED_PRIVATE_DATA;
+	case -EBADMSG:
+		*why = reply ? "the peer's MPA Reply sets H but carries no IRD/ORD words"
+			     : "its MPA Request sets H (enhanced) but carries no IRD/ORD words";
+		return RRR_CM_REFUSED_PRIVATE_DATA;
+	default:
+		*why = reply ? "the peer closed the connection before its MPA Reply"
+			     : "the peer closed the connection before its MPA Request";
+		return RRR_CM_REFUSED_PROTOCOL;
 	}
 }
 
@@ -441,6 +508,17 @@ static void sweep(struct soft_cm *cm)
 			shutdown(id->fd, SHUT_RDWR);
 		rrr__set_error(-ETIMEDOUT, "soft: peer did not finish MPA set-up in %u ms",
 			       cm->setup_timeout_ms);
+		{
+			uint64_t held;
+
+			if (rrr__ratelimit_ok(&cm->rl[RRR_CM_REFUSED_NREASONS], RRR__LOG_EVERY_MS,
+					      &held))
+				rrr__log_warn("rrr soft: an accepted RDMA connection sent no "
+					      "ready-to-receive message within %u ms: closed "
+					      "(setup_timeout_ms)%s%.0llu%s",
+					      cm->setup_timeout_ms, held ? " (" : "",
+					      (unsigned long long)held, held ? " more such)" : "");
+		}
 		post(id, RRR_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
 	}
 }
@@ -500,7 +578,8 @@ static void reject_frame(struct soft_id *id, const void *pd, uint32_t len)
 	memset(&rr, 0, sizeof(rr));
 	rr.reply = true;
 	rr.reject = true;
-	rr.rev = id->peer->rev == 1 ? 1 : 2; /* in the revision the requester speaks */
+	rr.rev = id->peer->rev <= 1 ? 1 : 2; /* the requester's revision, or the nearest we speak */
+	rr.enhanced = rr.rev == 2 && id->peer->enhanced;
 	rr.pd_len = (uint16_t)len;
 	if (len)
 		memcpy(rr.pd, pd, len);
@@ -544,59 +623,92 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 		break;
 	}
 	case ID_REQ_SENT: {
-		uint8_t rtr[SOFT_HDR_TAGGED + 4];
+		uint8_t rtr[SOFT_MPA_RTR_MAX];
+		const char *why;
+		int reason;
 
 		rc = read_frame(id, true);
 		if (rc == 0)
 			break;
 		if (rc < 0) {
-			fail_active(id, rc == -ECONNRESET ? -ECONNREFUSED : -EPROTO,
-				    "bad or missing MPA reply");
+			reason = frame_refusal(rc, true, &why);
+			refused(cm, id, reason, why);
+			fail_active(id, rc == -ECONNRESET ? -ECONNREFUSED : -EPROTO, why);
 			break;
 		}
 		if (id->peer->reject) {
+			rrr__set_error(-ECONNREFUSED,
+				       "soft: the peer rejected the connection (MPA Reply with R)");
 			ep_set(id, 0);
 			id->state = ID_CLOSED;
 			post(id, RRR_CM_EVENT_REJECTED, -ECONNREFUSED, id->peer);
 			break;
 		}
-		if (id->peer->markers) {
-			fail_active(id, -EPROTO, "peer requires MPA markers, which are not supported");
+		if (rrr__soft_mpa_check_reply(id->mine, id->peer, &id->neg, &reason, &why)) {
+			refused(cm, id, reason, why);
+			fail_active(id, -EPROTO, why);
 			break;
 		}
-		if (id->peer->rev != 2 || !id->peer->enhanced ||
-		    !(id->peer->ord_flags & SOFT_MPA_ORD_RTR_WRITE)) {
-			fail_active(id, -EPROTO, "peer does not speak MPA rev 2 enhanced setup");
+		if (id->neg.rtr != SOFT_RTR_NONE) {
+			rc = send_all(id->fd, rtr, rrr__soft_mpa_rtr(rtr, id->neg.rtr, id->neg.crc));
+			if (rc) {
+				fail_active(id, rc, "cannot send the ready-to-receive message");
+				break;
+			}
+		}
+		if (id->neg.rtr == SOFT_RTR_READ) {
+			/* its zero-length Read Response comes before anything else */
+			id->state = ID_RTR_WAIT;
+			id->have = 0;
+			id->need = SOFT_HDR_TAGGED + 4;
 			break;
 		}
-		id->crc = id->peer->crc;
-		rc = send_all(id->fd, rtr, rrr__soft_mpa_rtr(rtr, id->crc));
-		if (rc) {
-			fail_active(id, rc, "cannot send the ready-to-receive message");
-			break;
-		}
-		handover(id);
+		handover(id, true);
 		break;
 	}
-	case ID_REQ_WAIT:
+	case ID_RTR_WAIT:
+		rc = read_more(id);
+		if (rc == 0)
+			break;
+		if (rc < 0 || !rrr__soft_mpa_is_rtr_read_resp(id->buf, id->neg.crc)) {
+			const char *why = "the peer did not answer our zero-length RDMA Read "
+					  "ready-to-receive message with its Read Response";
+
+			refused(cm, id, RRR_CM_REFUSED_RTR, why);
+			fail_active(id, -EPROTO, why);
+			break;
+		}
+		handover(id, true);
+		break;
+	case ID_REQ_WAIT: {
+		const char *why;
+		int reason;
+
 		rc = read_frame(id, false);
 		if (rc == 0)
 			break;
-		if (rc < 0 || id->peer->markers ||
-		    (id->peer->rev != 1 && !(id->peer->rev == 2 && id->peer->enhanced))) {
-			/* unreported connection: refuse and forget it */
-			if (rc > 0)
+		if (rc < 0) {
+			reason = frame_refusal(rc, false, &why);
+			if (rc == -EMSGSIZE || rc == -EBADMSG) {
+				/* an MPA Request all the same: answer in its revision */
+				id->peer->rev = id->buf[17];
+				id->peer->enhanced = id->buf[17] == 2 && (id->buf[16] & SOFT_MPA_FLAG_H);
 				reject_frame(id, NULL, 0);
-			id_free(cm, id);
+			}
+		} else if (rrr__soft_mpa_answer(id->peer, dev->crc, &id->neg, &reason, &why) == 0) {
+			setup_end(cm, id); /* the user decides now (accept restarts the clock) */
+			id->state = ID_REQ_PENDING;
+			ep_set(id, 0);
+			post(id, RRR_CM_EVENT_CONNECT_REQUEST, 0, id->peer);
 			break;
+		} else {
+			reject_frame(id, NULL, 0);
 		}
-		id->rev1 = id->peer->rev == 1;
-		setup_end(cm, id); /* the user decides now (accept restarts the clock) */
-		id->state = ID_REQ_PENDING;
-		id->crc = id->peer->crc || dev->crc;
-		ep_set(id, 0);
-		post(id, RRR_CM_EVENT_CONNECT_REQUEST, 0, id->peer);
+		/* unreported connection: refuse, say why, and forget it */
+		refused(cm, id, reason, why);
+		id_free(cm, id);
 		break;
+	}
 	case ID_ESTABLISHED:
 		if (id->base.qp && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
 			struct soft_qp *qp = soft_qp(id->base.qp);
@@ -611,20 +723,32 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 		}
 		ep_set(id, 0);
 		break;
-	case ID_REP_SENT:
+	case ID_REP_SENT: {
+		struct soft_read_req rd;
+		uint8_t resp[SOFT_HDR_TAGGED + 4];
+
 		rc = read_more(id);
 		if (rc == 0)
 			break;
-		if (rc < 0 || !rrr__soft_mpa_is_rtr(id->buf, id->crc)) {
+		if (rc < 0 || !rrr__soft_mpa_is_rtr(id->buf, id->neg.rtr, id->neg.crc, &rd) ||
+		    (id->neg.rtr == SOFT_RTR_READ &&
+		     send_all(id->fd, resp, rrr__soft_mpa_rtr_read_resp(resp, &rd, id->neg.crc)))) {
+			const char *why = rc < 0 ? "the peer closed the connection before its "
+						   "ready-to-receive message"
+						 : "the peer's first FPDU is not the ready-to-receive "
+						   "message our MPA Reply asked for (RFC 6581)";
+
+			refused(cm, id, rc < 0 ? RRR_CM_REFUSED_PROTOCOL : RRR_CM_REFUSED_RTR, why);
 			ep_set(id, 0);
 			setup_end(cm, id);
 			id->state = ID_CLOSED;
-			rrr__set_error(-EPROTO, "soft: peer sent no valid ready-to-receive message");
+			rrr__set_error(-EPROTO, "soft: %s", why);
 			post(id, RRR_CM_EVENT_UNREACHABLE, -EPROTO, NULL);
 			break;
 		}
-		handover(id);
+		handover(id, false);
 		break;
+	}
 	default:
 		ep_set(id, 0);
 		break;
@@ -879,6 +1003,10 @@ int rrr__soft_cm_connect(struct rrr_cm_id *base, const struct rrr_conn_param *pa
 		rc = -ENOMEM;
 		goto out;
 	}
+	id->mine->rev = 2;
+	id->mine->enhanced = true;
+	id->mine->p2p = true;
+	id->mine->rtr = SOFT_RTR_WRITE | SOFT_RTR_READ;
 	id->mine->crc = soft_dev(cm->base.dev)->crc;
 	id->mine->ird = (uint16_t)(param && param->ird ? param->ird : qp->ird);
 	id->mine->ord = (uint16_t)(param && param->ord ? param->ord : qp->ord);
@@ -921,8 +1049,11 @@ int rrr__soft_cm_accept(struct rrr_cm_id *base, const struct rrr_conn_param *par
 	qp = soft_qp(base->qp);
 	memset(&rr, 0, sizeof(rr));
 	rr.reply = true;
-	rr.rev = id->rev1 ? 1 : 2;
-	rr.crc = id->crc;
+	rr.rev = id->neg.rev;
+	rr.enhanced = id->neg.enhanced;
+	rr.p2p = id->neg.rtr != SOFT_RTR_NONE;
+	rr.rtr = id->neg.rtr;
+	rr.crc = id->neg.crc;
 	rr.ird = (uint16_t)(param && param->ird ? param->ird : qp->ird);
 	rr.ord = (uint16_t)(param && param->ord ? param->ord : qp->ord);
 	if (param && param->private_data_len) {
@@ -934,15 +1065,15 @@ int rrr__soft_cm_accept(struct rrr_cm_id *base, const struct rrr_conn_param *par
 		rrr__set_error(rc, "soft: cannot send the MPA reply");
 		goto out;
 	}
-	if (id->rev1) {
-		/* RFC 5044: no RTR; the initiator sends the first FPDU, the QP
-		 * sends nothing before it arrived (tx_hold) */
-		handover(id);
+	if (id->neg.rtr == SOFT_RTR_NONE) {
+		/* no RTR: the initiator sends the first FPDU, the QP sends
+		 * nothing before it arrived (hold_tx) */
+		handover(id, false);
 		goto out;
 	}
 	id->state = ID_REP_SENT;
 	id->have = 0;
-	id->need = SOFT_HDR_TAGGED + 4;
+	id->need = rrr__soft_mpa_rtr_len(id->neg.rtr);
 	setup_begin(cm, id);
 	ep_set(id, EPOLLIN);
 out:
@@ -962,6 +1093,7 @@ int rrr__soft_cm_reject(struct rrr_cm_id *base, const void *pdata, uint32_t len)
 	else {
 		reject_frame(id, pdata, len);
 		id->state = ID_CLOSED;
+		cm->lst.refused[RRR_CM_REFUSED_APP]++;
 	}
 	pthread_mutex_unlock(&cm->lock);
 	return rc;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport/soft/mpa.c - MPA connection setup frames and FPDU helpers
- * (RFC 5044, enhanced setup of RFC 6581).
+ * transport/soft/mpa.c - MPA connection set-up frames, the negotiation
+ * rules of RFC 5044 and RFC 6581, and the ready-to-receive (RTR) messages.
  *
  * Request / Reply frame (both directions, network byte order):
  *
@@ -11,23 +11,40 @@
  *   +-+-+-+-+-------+---------------+-------------------------------+
  *   |M|C|R|H| Res   |   Revision    |          PD_Length            |
  *   +-+-+-+-+-------+---------------+-------------------------------+
- *   |P|Z|   IRD (14 bits)           |W|R|   ORD (14 bits)           |  rev 2 only
+ *   |I|S|   IRD (14 bits)           |W|R|   ORD (14 bits)           |  rev 2 with H
  *   +-------------------------------+-------------------------------+
  *   |  private data (PD_Length - 4 bytes) ...                       |
  *   +---------------------------------------------------------------+
  *
- * We request revision 2 with the H (enhanced) bit, P (peer-to-peer) and
- * the zero-length RDMA Write as ready-to-receive (RTR) message. A revision
- * 1 Request (RFC 5044) is answered in revision 1: no IRD/ORD words, no H
- * bit, PD_Length is the private data alone (cm.c: no RTR either; the
- * responder waits for the initiator's first FPDU). Markers (M) are never
- * offered; a peer that asks for them is refused with a reject reply and a
- * clear error. CRC (C) is used when either side asks for it.
+ *   I: peer-to-peer (an RTR message follows the Reply); S, W, R: the RTR
+ *   may be a zero-length Send, RDMA Write or RDMA Read. A Request offers
+ *   any of them; a Reply with I chooses exactly one.
+ *
+ * Negotiation, as responder (rrr__soft_mpa_answer; every case is a row of
+ * the table in docs/soft-provider.md and a test in tests/soft/mpa_neg.c):
+ *   - revision 1 (RFC 5044): answered in revision 1, no IRD/ORD, no RTR;
+ *     the responder sends nothing before the initiator's first FPDU.
+ *   - revision 2 without H: the same, answered in revision 2 without H.
+ *   - revision 2 with H, I clear (the Linux kernel's siw by default): IRD/ORD
+ *     exchanged, no RTR; the initiator sends the first FPDU and the
+ *     responder sends nothing before it.
+ *   - revision 2 with H, I set: I set in the Reply with one RTR type chosen
+ *     from those offered, Write first, then Read, then Send; none offered:
+ *     Write (as siw does). The responder waits for that RTR (a Read RTR is
+ *     answered with a zero-length Read Response) before its QP may send.
+ *   - other revisions, markers, a PD_Length over 512 or an enhanced frame
+ *     without its IRD/ORD words: refused with a Reject (R) in the
+ *     requester's revision, counted and logged by reason (cm.c).
+ *   - CRC: used when either side's frame has C (RFC 5044); a Reply never
+ *     clears a C the Request set.
+ * As initiator we send revision 2 with H, I, and W and R offered (the RTR
+ * types Linux siw and iWARP NICs accept); a Reply in revision 1, or
+ * without H, or without I, means no RTR (we speak first anyway). A Reply
+ * choosing an RTR type we did not offer is refused.
  *
  * FPDU: | ULPDU length (16) | ULPDU ... | pad to 4 | CRC32c (4) |
  * The CRC field is always present; without negotiated CRC it is sent as
  * zero and not checked (as RFC 5044 and Linux siw do).
- * The RTR is the FPDU of a zero-length tagged RDMA Write to STag 0, TO 0.
  *
  * Recovery: parsers validate every length against the bytes present and
  * never read past them; a bad frame returns -EPROTO/-EMSGSIZE and the CM
@@ -40,22 +57,28 @@
 
 size_t rrr__soft_mpa_encode(const struct soft_mpa_rr *rr, uint8_t *buf)
 {
-	bool v1 = rr->rev == 1; /* RFC 5044: no IRD/ORD, no enhanced setup */
-	uint16_t irdord = v1 ? 0 : 4;
+	bool words = rr->rev == 2 && rr->enhanced;
+	uint16_t irdord = words ? 4 : 0;
 	uint16_t pd = rr->pd_len;
 
 	if (pd > SOFT_MPA_PD_MAX - irdord)
 		pd = (uint16_t)(SOFT_MPA_PD_MAX - irdord);
 	memcpy(buf, rr->reply ? SOFT_MPA_KEY_REP : SOFT_MPA_KEY_REQ, 16);
 	buf[16] = (uint8_t)((rr->crc ? SOFT_MPA_FLAG_C : 0) | (rr->reject ? SOFT_MPA_FLAG_R : 0) |
-			    (v1 ? 0 : SOFT_MPA_FLAG_H));
-	buf[17] = v1 ? 1 : 2;
+			    (words ? SOFT_MPA_FLAG_H : 0));
+	buf[17] = rr->rev;
 	soft_put16(buf + 18, (uint16_t)(pd + irdord));
-	if (!v1) {
-		soft_put16(buf + 20,
-			   (uint16_t)(SOFT_MPA_IRD_P2P | (rr->ird & SOFT_MPA_IRDORD_MASK)));
-		soft_put16(buf + 22,
-			   (uint16_t)(SOFT_MPA_ORD_RTR_WRITE | (rr->ord & SOFT_MPA_IRDORD_MASK)));
+	if (words) {
+		uint16_t ird = rr->ird & SOFT_MPA_IRDORD_MASK, ord = rr->ord & SOFT_MPA_IRDORD_MASK;
+
+		if (rr->p2p) {
+			ird |= SOFT_MPA_IRD_P2P;
+			ird |= (rr->rtr & SOFT_RTR_SEND) ? SOFT_MPA_IRD_RTR_SEND : 0;
+			ord |= (rr->rtr & SOFT_RTR_WRITE) ? SOFT_MPA_ORD_RTR_WRITE : 0;
+			ord |= (rr->rtr & SOFT_RTR_READ) ? SOFT_MPA_ORD_RTR_READ : 0;
+		}
+		soft_put16(buf + 20, ird);
+		soft_put16(buf + 22, ord);
 	}
 	memcpy(buf + SOFT_MPA_HDR + irdord, rr->pd, pd);
 	return SOFT_MPA_HDR + irdord + pd;
@@ -95,22 +118,22 @@ int rrr__soft_mpa_parse(const uint8_t *buf, size_t len, bool reply, struct soft_
 	rr->rev = buf[17];
 	rr->enhanced = rr->rev == 2 && (buf[16] & SOFT_MPA_FLAG_H); /* reserved in rev 1 */
 	pdl = soft_get16(buf + 18);
-	if (rr->rev == 2 && rr->enhanced && !rr->reject) {
-		uint16_t ird, ord;
+	rr->pd_wire = pdl;
+	if (rr->enhanced && pdl >= 4) {
+		uint16_t ird = soft_get16(buf + 20), ord = soft_get16(buf + 22);
 
-		if (pdl < 4)
-			return -EPROTO;
-		ird = soft_get16(buf + 20);
-		ord = soft_get16(buf + 22);
 		rr->ird = ird & SOFT_MPA_IRDORD_MASK;
 		rr->ord = ord & SOFT_MPA_IRDORD_MASK;
 		rr->ird_flags = ird & ~SOFT_MPA_IRDORD_MASK;
 		rr->ord_flags = ord & ~SOFT_MPA_IRDORD_MASK;
+		rr->p2p = ird & SOFT_MPA_IRD_P2P;
+		rr->rtr = (uint8_t)(((ird & SOFT_MPA_IRD_RTR_SEND) ? SOFT_RTR_SEND : 0) |
+				    ((ord & SOFT_MPA_ORD_RTR_WRITE) ? SOFT_RTR_WRITE : 0) |
+				    ((ord & SOFT_MPA_ORD_RTR_READ) ? SOFT_RTR_READ : 0));
 		pdl -= 4;
 		buf += 4;
-	} else if (rr->rev == 2 && rr->enhanced && rr->reject && pdl >= 4) {
-		pdl -= 4;
-		buf += 4;
+	} else if (rr->enhanced && !rr->reject) {
+		return -EPROTO; /* H promises the IRD/ORD words */
 	}
 	if (pdl > RRR_CM_MAX_PRIVATE_DATA)
 		pdl = RRR_CM_MAX_PRIVATE_DATA; /* bytes beyond what callers can see */
@@ -119,11 +142,94 @@ int rrr__soft_mpa_parse(const uint8_t *buf, size_t len, bool reply, struct soft_
 	return 0;
 }
 
-size_t rrr__soft_mpa_rtr(uint8_t *buf, bool crc)
+static int refuse(int r, const char *sentence, int *reason, const char **why)
 {
-	size_t n = rrr__soft_hdr_tagged(buf, SOFT_OP_WRITE, true, 0, 0, 0);
-	uint32_t c = crc ? rrr_crc32c(0, buf, n) : 0;
+	*reason = r;
+	*why = sentence;
+	return -EPROTO;
+}
 
+int rrr__soft_mpa_answer(const struct soft_mpa_rr *req, bool want_crc, struct soft_mpa_neg *neg,
+			 int *reason, const char **why)
+{
+	memset(neg, 0, sizeof(*neg));
+	if (req->rev != 1 && req->rev != 2)
+		return refuse(RRR_CM_REFUSED_REVISION,
+			      "its MPA Request is of a revision other than 1 or 2", reason, why);
+	if (req->markers)
+		return refuse(RRR_CM_REFUSED_MARKERS,
+			      "its MPA Request asks for markers, which rrr does not support "
+			      "(turn markers off on the peer)",
+			      reason, why);
+	neg->rev = req->rev;
+	neg->enhanced = req->enhanced;
+	neg->crc = req->crc || want_crc;
+	if (req->enhanced) {
+		neg->ird = req->ird;
+		neg->ord = req->ord;
+	}
+	if (req->enhanced && req->p2p) {
+		neg->rtr = (req->rtr & SOFT_RTR_WRITE)  ? SOFT_RTR_WRITE
+			   : (req->rtr & SOFT_RTR_READ) ? SOFT_RTR_READ
+			   : (req->rtr & SOFT_RTR_SEND) ? SOFT_RTR_SEND
+							: SOFT_RTR_WRITE;
+	} else {
+		neg->rtr = SOFT_RTR_NONE;
+		neg->hold_tx = true; /* the initiator speaks first */
+	}
+	return 0;
+}
+
+int rrr__soft_mpa_check_reply(const struct soft_mpa_rr *mine, const struct soft_mpa_rr *rep,
+			      struct soft_mpa_neg *neg, int *reason, const char **why)
+{
+	unsigned n;
+
+	memset(neg, 0, sizeof(*neg));
+	if (rep->rev != 1 && rep->rev != 2)
+		return refuse(RRR_CM_REFUSED_REVISION,
+			      "the peer's MPA Reply is of a revision other than 1 or 2", reason, why);
+	if (rep->markers)
+		return refuse(RRR_CM_REFUSED_MARKERS,
+			      "the peer requires MPA markers, which rrr does not support", reason,
+			      why);
+	neg->rev = rep->rev;
+	neg->enhanced = rep->enhanced;
+	neg->crc = rep->crc || mine->crc;
+	if (rep->enhanced) {
+		neg->ird = rep->ird;
+		neg->ord = rep->ord;
+	}
+	if (!rep->enhanced || !rep->p2p)
+		return 0; /* client-server model: we, the initiator, speak first */
+	if (!mine->p2p)
+		return refuse(RRR_CM_REFUSED_RTR,
+			      "the peer's MPA Reply asks for a ready-to-receive message we did not "
+			      "offer (peer-to-peer bit set)",
+			      reason, why);
+	n = (unsigned)__builtin_popcount(rep->rtr);
+	if (n != 1 || !(rep->rtr & mine->rtr))
+		return refuse(RRR_CM_REFUSED_RTR,
+			      n ? "the peer's MPA Reply chose a ready-to-receive message type rrr did "
+				  "not offer (rrr offers zero-length RDMA Write and Read)"
+				: "the peer's MPA Reply sets peer-to-peer but chooses no "
+				  "ready-to-receive message type",
+			      reason, why);
+	neg->rtr = rep->rtr;
+	return 0;
+}
+
+/* Pad with zeros, then the CRC field (CRC32c of everything before it,
+ * least significant byte first, as the data path sends it; zero without
+ * @crc). Returns the FPDU's whole length. */
+static size_t fpdu_close(uint8_t *buf, size_t n, bool crc)
+{
+	unsigned pad = soft_mpa_pad((uint32_t)n - 2);
+	uint32_t c;
+
+	memset(buf + n, 0, pad);
+	n += pad;
+	c = crc ? rrr_crc32c(0, buf, n) : 0;
 	buf[n] = (uint8_t)c;
 	buf[n + 1] = (uint8_t)(c >> 8);
 	buf[n + 2] = (uint8_t)(c >> 16);
@@ -131,11 +237,97 @@ size_t rrr__soft_mpa_rtr(uint8_t *buf, bool crc)
 	return n + 4;
 }
 
-bool rrr__soft_mpa_is_rtr(const uint8_t *buf, bool crc)
+static bool crc_ok(const uint8_t *buf, size_t len, bool crc)
 {
-	uint8_t ref[SOFT_HDR_TAGGED + 4];
-	size_t n = rrr__soft_mpa_rtr(ref, crc);
+	uint32_t c, got;
 
-	/* without CRC the field is not checked */
-	return memcmp(ref, buf, crc ? n : n - 4) == 0;
+	if (!crc)
+		return true; /* without CRC the field is not checked */
+	c = rrr_crc32c(0, buf, len - 4);
+	got = (uint32_t)buf[len - 4] | (uint32_t)buf[len - 3] << 8 | (uint32_t)buf[len - 2] << 16 |
+	      (uint32_t)buf[len - 1] << 24;
+	return c == got;
+}
+
+size_t rrr__soft_mpa_rtr_len(unsigned type)
+{
+	switch (type) {
+	case SOFT_RTR_SEND:
+		return SOFT_HDR_UNTAGGED + 4;
+	case SOFT_RTR_READ:
+		return SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN + 4;
+	default:
+		return SOFT_HDR_TAGGED + 4;
+	}
+}
+
+size_t rrr__soft_mpa_rtr(uint8_t *buf, unsigned type, bool crc)
+{
+	size_t n;
+
+	switch (type) {
+	case SOFT_RTR_SEND:
+		n = rrr__soft_hdr_untagged(buf, SOFT_OP_SEND, true, 0, SOFT_QN_SEND, 1, 0, 0);
+		break;
+	case SOFT_RTR_READ: {
+		struct soft_read_req rd = {0};
+
+		n = rrr__soft_hdr_untagged(buf, SOFT_OP_READ_REQ, true, 0, SOFT_QN_READ, 1, 0,
+					   SOFT_READ_REQ_LEN);
+		rrr__soft_read_req_encode(buf + n, &rd);
+		n += SOFT_READ_REQ_LEN;
+		break;
+	}
+	default:
+		n = rrr__soft_hdr_tagged(buf, SOFT_OP_WRITE, true, 0, 0, 0);
+		break;
+	}
+	return fpdu_close(buf, n, crc);
+}
+
+bool rrr__soft_mpa_is_rtr(const uint8_t *buf, unsigned type, bool crc, struct soft_read_req *rd)
+{
+	size_t len = rrr__soft_mpa_rtr_len(type);
+	struct soft_hdr h;
+
+	if (rrr__soft_hdr_decode(buf, &h) || h.ddp_ver != 1 || h.rdmap_ver != 1 || !h.last ||
+	    (size_t)h.ulpdu_len + 2 + 4 != len || !crc_ok(buf, len, crc))
+		return false;
+	switch (type) {
+	case SOFT_RTR_SEND:
+		return !h.tagged && h.opcode == SOFT_OP_SEND && h.qn == SOFT_QN_SEND && h.msn == 1 &&
+		       h.mo == 0;
+	case SOFT_RTR_READ: {
+		struct soft_read_req r;
+
+		if (h.tagged || h.opcode != SOFT_OP_READ_REQ || h.qn != SOFT_QN_READ || h.msn != 1 ||
+		    h.mo != 0)
+			return false;
+		rrr__soft_read_req_decode(buf + SOFT_HDR_UNTAGGED, &r);
+		if (r.size != 0)
+			return false;
+		if (rd)
+			*rd = r;
+		return true;
+	}
+	default: /* any STag and TO: RFC 6581 leaves them to the initiator (siw sends STag 1) */
+		return h.tagged && h.opcode == SOFT_OP_WRITE;
+	}
+}
+
+size_t rrr__soft_mpa_rtr_read_resp(uint8_t *buf, const struct soft_read_req *rd, bool crc)
+{
+	size_t n = rrr__soft_hdr_tagged(buf, SOFT_OP_READ_RESP, true, rd->sink_stag, rd->sink_to, 0);
+
+	return fpdu_close(buf, n, crc);
+}
+
+bool rrr__soft_mpa_is_rtr_read_resp(const uint8_t *buf, bool crc)
+{
+	struct soft_hdr h;
+
+	return !rrr__soft_hdr_decode(buf, &h) && h.tagged && h.last && h.ddp_ver == 1 &&
+	       h.rdmap_ver == 1 && h.opcode == SOFT_OP_READ_RESP &&
+	       h.ulpdu_len == SOFT_HDR_TAGGED - 2 && h.stag == 0 && h.to == 0 &&
+	       crc_ok(buf, SOFT_HDR_TAGGED + 4, crc);
 }

@@ -175,8 +175,7 @@ void rrr__soft_qp_mulpdu_refresh(struct soft_qp *qp)
 	rrr__soft_qp_mulpdu_update(qp);
 }
 
-int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord,
-			bool hold_tx)
+int rrr__soft_qp_attach(struct soft_qp *qp, int fd, const struct soft_attach *a)
 {
 	int one = 1;
 
@@ -184,12 +183,21 @@ int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint
 	pthread_mutex_lock(&qp->lock);
 	qp->fd = fd;
 	rrr__soft_qp_mulpdu_update(qp);
-	qp->crc = crc;
-	qp->tx_hold = hold_tx;
-	if (ord && ord < qp->ord)
-		qp->ord = ord;
-	if (ird && ird < qp->ird)
-		qp->ird = ird;
+	qp->crc = a->crc;
+	qp->tx_hold = a->hold_tx;
+	if (a->ord && a->ord < qp->ord)
+		qp->ord = a->ord;
+	if (a->ird && a->ird < qp->ird)
+		qp->ird = a->ird;
+	/* a zero-length Send or Read used as RTR was message 1 of its queue */
+	if (a->rtr_in == SOFT_RTR_SEND)
+		qp->rx.msn_send = 2;
+	else if (a->rtr_in == SOFT_RTR_READ)
+		qp->rx.msn_read = 2;
+	if (a->rtr_out == SOFT_RTR_SEND)
+		qp->tx_msn_send = 2;
+	else if (a->rtr_out == SOFT_RTR_READ)
+		qp->tx_msn_read = 2;
 	if (qp->state == SOFT_QP_IDLE)
 		qp->state = SOFT_QP_RTS;
 	qp->want_out = false;

@@ -72,38 +72,89 @@
 #define SOFT_MPA_FLAG_C 0x40
 #define SOFT_MPA_FLAG_R 0x20
 #define SOFT_MPA_FLAG_H 0x10 /* RFC 6581: enhanced connection setup */
-#define SOFT_MPA_IRD_P2P 0x8000u
-#define SOFT_MPA_ORD_RTR_WRITE 0x8000u
-#define SOFT_MPA_ORD_RTR_READ 0x4000u
+#define SOFT_MPA_IRD_P2P 0x8000u       /* I: peer-to-peer, an RTR message follows */
+#define SOFT_MPA_IRD_RTR_SEND 0x4000u  /* zero-length Send as RTR */
+#define SOFT_MPA_ORD_RTR_WRITE 0x8000u /* zero-length RDMA Write as RTR */
+#define SOFT_MPA_ORD_RTR_READ 0x4000u  /* zero-length RDMA Read as RTR */
 #define SOFT_MPA_IRDORD_MASK 0x3fffu
+
+/* Ready-to-receive message types (RFC 6581), as a bit mask: a Request
+ * offers several, a Reply chooses one. */
+enum soft_rtr {
+	SOFT_RTR_NONE = 0,
+	SOFT_RTR_SEND = 1,
+	SOFT_RTR_WRITE = 2,
+	SOFT_RTR_READ = 4,
+};
+#define SOFT_MPA_RTR_MAX (SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN + 4) /* longest RTR frame */
 
 struct soft_mpa_rr {
 	bool reply;            /* Rep frame (else Req) */
-	bool crc, reject, markers, enhanced; /* enhanced: rev 2 with H */
+	bool crc, reject, markers;
+	bool enhanced;         /* rev 2 with H: the IRD/ORD words are present */
+	bool p2p;              /* enhanced: the I (peer-to-peer) bit */
+	uint8_t rtr;           /* enhanced: RTR types offered (Req) or chosen (Rep) */
 	uint8_t rev;
-	uint16_t ird, ord;     /* rev 2 */
-	uint16_t ird_flags, ord_flags;
+	uint16_t ird, ord;     /* enhanced */
+	uint16_t ird_flags, ord_flags; /* the raw control bits of the two words */
 	uint16_t pd_len;       /* user private data (after IRD/ORD) */
+	uint16_t pd_wire;      /* PD_Length of the frame as received */
 	uint8_t pd[SOFT_MPA_PD_MAX];
 };
 
+struct soft_read_req;
+
+/* What one connection's set-up agreed (both roles). */
+struct soft_mpa_neg {
+	uint8_t rev;        /* 1 or 2: the revision of the Reply */
+	bool enhanced;      /* IRD/ORD words exchanged */
+	uint8_t rtr;        /* the one RTR message (enum soft_rtr), or NONE */
+	bool crc;           /* CRC32c in every FPDU, both ways */
+	bool hold_tx;       /* responder without RTR: send nothing before the first FPDU */
+	uint16_t ird, ord;  /* the peer's, 0 when not exchanged */
+};
+
 /* Encode a frame into @buf (>= SOFT_MPA_HDR + SOFT_MPA_PD_MAX); returns length.
- * rr->rev == 1: an RFC 5044 frame (no IRD/ORD, no H); else rev 2 enhanced. */
+ * rr->rev == 1, or 2 without rr->enhanced: no IRD/ORD words, no H bit. */
 size_t rrr__soft_mpa_encode(const struct soft_mpa_rr *rr, uint8_t *buf);
-/* Parse the fixed header: sets total length needed in *total. -EPROTO bad key. */
+/* Parse the fixed header: sets total length needed in *total. -EPROTO bad
+ * key, -EMSGSIZE PD_Length over SOFT_MPA_PD_MAX. */
 int rrr__soft_mpa_parse_hdr(const uint8_t *buf, bool reply, size_t *total);
 /* Parse a complete frame of @len bytes. -EPROTO/-EMSGSIZE on bad frames. */
 int rrr__soft_mpa_parse(const uint8_t *buf, size_t len, bool reply, struct soft_mpa_rr *rr);
+/*
+ * Responder: decide the answer to the parsed Request @req (RFC 5044 and
+ * RFC 6581; the table is in docs/soft-provider.md). @want_crc: this side
+ * asks for CRC. 0 and *neg to accept, or -EPROTO with *reason (enum
+ * rrr_cm_refusal) and *why (a static sentence) to refuse. Pure.
+ */
+int rrr__soft_mpa_answer(const struct soft_mpa_rr *req, bool want_crc, struct soft_mpa_neg *neg,
+			 int *reason, const char **why);
+/* Initiator: check the parsed Reply @rep against our Request @mine; as
+ * rrr__soft_mpa_answer(). A reject is not checked here. Pure. */
+int rrr__soft_mpa_check_reply(const struct soft_mpa_rr *mine, const struct soft_mpa_rr *rep,
+			      struct soft_mpa_neg *neg, int *reason, const char **why);
 /* Pad bytes after an FPDU whose ULPDU is @ulpdu_len bytes. */
 static inline unsigned soft_mpa_pad(uint32_t ulpdu_len)
 {
 	return (4u - ((2u + ulpdu_len) & 3u)) & 3u;
 }
-/* Zero-length RDMA Write used as the RFC 6581 ready-to-receive message
- * (20 bytes: the CRC field is always present). */
-size_t rrr__soft_mpa_rtr(uint8_t *buf, bool crc);
-/* True if @buf (16 bytes, + 4 CRC bytes when @crc) is a valid RTR. */
-bool rrr__soft_mpa_is_rtr(const uint8_t *buf, bool crc);
+/* The RTR message of @type (one bit of enum soft_rtr) into @buf (>=
+ * SOFT_MPA_RTR_MAX): zero-length Write (STag 0, TO 0), zero-length Send
+ * (QN 0, MSN 1) or zero-length Read Request (QN 1, MSN 1, sink STag 0).
+ * The CRC field is always present (zero without @crc). Returns its length. */
+size_t rrr__soft_mpa_rtr(uint8_t *buf, unsigned type, bool crc);
+/* Length of the RTR frame of @type. */
+size_t rrr__soft_mpa_rtr_len(unsigned type);
+/* True if @buf (rrr__soft_mpa_rtr_len(@type) bytes) is an RTR of @type
+ * from any conforming peer (any STag/TO on a Write; CRC checked with
+ * @crc). For a Read RTR the Read Request goes to *@rd (may be NULL). */
+bool rrr__soft_mpa_is_rtr(const uint8_t *buf, unsigned type, bool crc, struct soft_read_req *rd);
+/* The zero-length Read Response that answers the Read RTR @rd; returns
+ * its length (SOFT_HDR_TAGGED + 4). */
+size_t rrr__soft_mpa_rtr_read_resp(uint8_t *buf, const struct soft_read_req *rd, bool crc);
+/* True if @buf (SOFT_HDR_TAGGED + 4 bytes) answers our Read RTR. */
+bool rrr__soft_mpa_is_rtr_read_resp(const uint8_t *buf, bool crc);
 
 /* Write every page of a freshly allocated (zeroed) ring once, so its page
  * faults happen when the QP or CQ is made, not on the first pass of the
@@ -557,10 +608,18 @@ void rrr__soft_qp_want_out(struct soft_qp *qp, bool on);
 void rrr__soft_qp_mulpdu_update(struct soft_qp *qp);
 /* The same, unless the last refresh is less than SOFT_MSS_REFRESH_NS old. */
 void rrr__soft_qp_mulpdu_refresh(struct soft_qp *qp);
-/* CM hands over an established socket. Takes qp->lock. @hold_tx: send
- * nothing until a first valid FPDU was received (MPA rev 1 responder). */
-int rrr__soft_qp_attach(struct soft_qp *qp, int fd, bool crc, uint32_t ird, uint32_t ord,
-			bool hold_tx);
+/* How the CM hands a connection to its QP. */
+struct soft_attach {
+	bool crc;
+	uint32_t ird, ord; /* the peer's ORD and IRD as our limits; 0: keep the QP's */
+	bool hold_tx;      /* send nothing until a first valid FPDU was received
+			    * (a responder without RTR, RFC 5044) */
+	uint8_t rtr_in;    /* the RTR the CM consumed from the peer (enum soft_rtr):
+			    * a Send or Read RTR took MSN 1 of its queue */
+	uint8_t rtr_out;   /* the RTR the CM sent: the same on our side */
+};
+/* CM hands over an established socket. Takes qp->lock. */
+int rrr__soft_qp_attach(struct soft_qp *qp, int fd, const struct soft_attach *a);
 /* Detach the socket from every epoll (before close). Takes prog locks. */
 void rrr__soft_qp_detach(struct soft_qp *qp);
 /* Internal test hooks: last Terminate sent/received (packed), state. */
