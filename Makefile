@@ -342,10 +342,12 @@ test-netns: deps deps-netns
 test-vm: deps deps-vm deps-fio
 	$(MAKE) all tests
 	tests/vm/run.sh $(BUILD)
+	tests/vm/run.sh --siw $(BUILD)
 
 bench-vm: deps deps-vm deps-fio
 	$(MAKE) all
 	tests/vm/run.sh --bench $(BUILD)
+	tests/vm/run.sh --bench --siw $(BUILD)
 
 # ---------------------------------------------------------------- install
 .PHONY: install uninstall

@@ -25,16 +25,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct soft_mpa_rr rr, again;
 	size_t total, n;
 
-	if (size >= SOFT_HDR_TAGGED + 4) {
-		(void)rrr__soft_mpa_is_rtr(data, true);
-		(void)rrr__soft_mpa_is_rtr(data, false);
+	for (unsigned t = SOFT_RTR_SEND; t <= SOFT_RTR_READ; t <<= 1) {
+		struct soft_read_req rd;
+
+		if (size < rrr__soft_mpa_rtr_len(t))
+			continue;
+		(void)rrr__soft_mpa_is_rtr(data, t, true, &rd);
+		(void)rrr__soft_mpa_is_rtr(data, t, false, NULL);
 	}
+	if (size >= SOFT_HDR_TAGGED + 4)
+		(void)rrr__soft_mpa_is_rtr_read_resp(data, true);
 	for (int reply = 0; reply < 2; reply++) {
 		if (size >= SOFT_MPA_HDR && rrr__soft_mpa_parse_hdr(data, reply, &total) == 0)
 			check(total >= SOFT_MPA_HDR && total <= SOFT_MPA_HDR + SOFT_MPA_PD_MAX);
 		if (rrr__soft_mpa_parse(data, size, reply, &rr) != 0)
 			continue;
 		check(rr.pd_len <= RRR_CM_MAX_PRIVATE_DATA);
+		{
+			/* the negotiation answers every parsed frame one way or the other */
+			struct soft_mpa_rr mine;
+			struct soft_mpa_neg neg;
+			const char *why = NULL;
+			int reason = -1;
+
+			memset(&mine, 0, sizeof(mine));
+			mine.rev = 2;
+			mine.enhanced = mine.p2p = true;
+			mine.rtr = SOFT_RTR_WRITE | SOFT_RTR_READ;
+			if (!reply && rrr__soft_mpa_answer(&rr, true, &neg, &reason, &why) == 0)
+				check(neg.crc && (neg.rtr == SOFT_RTR_NONE) == neg.hold_tx &&
+				      __builtin_popcount(neg.rtr) <= 1);
+			else if (!reply)
+				check(why && reason >= 0 && reason < RRR_CM_REFUSED_NREASONS);
+			if (reply && rrr__soft_mpa_check_reply(&mine, &rr, &neg, &reason, &why) == 0)
+				check(neg.rtr == SOFT_RTR_NONE || neg.rtr == SOFT_RTR_WRITE ||
+				      neg.rtr == SOFT_RTR_READ);
+		}
 		if (rr.rev == 1) {
 			/* revision 1 (RFC 5044): no IRD/ORD words, no H bit */
 			check(!rr.enhanced);

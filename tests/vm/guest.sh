@@ -5,6 +5,8 @@
 # Soft-RoCE device rxe0 on eth0, wait until its port is ACTIVE and GID index 1
 # (::ffff:10.0.2.15, RoCE v2) exists, then run each script of tests/vm/tests.d
 # (bench.d with --bench) in name order under `timeout`, logging to
+# (RRR_VM_RDMA=siw: soft-iWARP device siw0 instead, and siw.d / bench-siw.d;
+# RRR_VERBS_DEV names the device for the scripts)
 # /rrr-results/NAME.log and one line per script to /rrr-results/summary:
 # "PASS name secs", "SKIP name secs", "FAIL name secs status".
 # Recovery: a script that hangs is killed at RRR_VM_TEST_TIMEOUT, or at the
@@ -15,7 +17,7 @@ set -u
 # where init.sh bound a checkout that the guest's /tmp would hide
 [ -f /etc/rrr-vm-paths ] && . /etc/rrr-vm-paths
 export RRR_BUILD RRR_ROOT
-export RRR_VM=1 RRR_VM_ADDR=10.0.2.15 RRR_VERBS_DEV=rxe0 RRR_VM_RESULTS=/rrr-results
+export RRR_VM=1 RRR_VM_ADDR=10.0.2.15 RRR_VM_RESULTS=/rrr-results
 export HOME=/tmp TMPDIR=/tmp PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 SUM=/rrr-results/summary
 : > "$SUM"
@@ -24,27 +26,31 @@ cd "$RRR_ROOT" || { echo "FAIL setup 0 cd" >> "$SUM"; exit 1; }
 ip link set lo up
 ip addr add 10.0.2.15/24 dev eth0 && ip link set eth0 up ||
 	{ echo "FAIL setup 0 eth0" >> "$SUM"; exit 1; }
-if ! rdma link add rxe0 type rxe netdev eth0; then
+DEV=rxe0
+[ "${RRR_VM_RDMA:-}" = siw ] && DEV=siw0
+export RRR_VERBS_DEV=$DEV
+if ! rdma link add $DEV type ${DEV%0} netdev eth0; then
 	dmesg | tail -n 40
 	echo "FAIL setup 0 rdma-link-add" >> "$SUM"
 	exit 1
 fi
 ok=0
 for _ in $(seq 1 300); do
-	st=$(cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null)
-	gid=$(cat /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null)
+	st=$(cat /sys/class/infiniband/$DEV/ports/1/state 2>/dev/null)
+	gid=$(cat /sys/class/infiniband/$DEV/ports/1/gids/1 2>/dev/null)
 	case "$st" in *ACTIVE*)
+		[ "$DEV" = siw0 ] && ok=1 # iWARP: no RoCE GID table
 		case "$gid" in ""|0000:0000:0000:0000:0000:0000:0000:0000) ;; *) ok=1 ;; esac ;;
 	esac
 	[ $ok -eq 1 ] && break
 	sleep 0.1
 done
 if [ $ok -ne 1 ]; then
-	echo "guest: rxe0 not ready: state='$st' gid1='$gid'"
-	echo "FAIL setup 0 rxe0-not-active" >> "$SUM"
+	echo "guest: $DEV not ready: state='$st' gid1='$gid'"
+	echo "FAIL setup 0 $DEV-not-active" >> "$SUM"
 	exit 1
 fi
-echo "guest: rxe0 ACTIVE, gid[1]=$gid"
+echo "guest: $DEV ACTIVE${gid:+, gid[1]=$gid}"
 
 if [ -n "${RRR_VM_SHELL_CMD:-}" ]; then
 	bash -c "$RRR_VM_SHELL_CMD" > /rrr-results/shell.log 2>&1
@@ -55,6 +61,10 @@ fi
 
 dir=tests/vm/tests.d
 [ "$RRR_VM_MODE" = bench ] && dir=tests/vm/bench.d
+if [ "$DEV" = siw0 ]; then
+	dir=tests/vm/siw.d
+	[ "$RRR_VM_MODE" = bench ] && dir=tests/vm/bench-siw.d
+fi
 for t in "$dir"/*.sh; do
 	[ -f "$t" ] || continue
 	n=$(basename "$t" .sh)

@@ -1,9 +1,13 @@
 #!/bin/bash
-# tests/vm/run.sh [--bench] [--shell-cmd CMD] BUILD
+# tests/vm/run.sh [--bench] [--siw] [--shell-cmd CMD] BUILD
 #
 # Boot Debian's 6.1 kernel under qemu (TCG), create Soft-RoCE device rxe0 on
 # the VM's eth0, and run the VM test scripts inside it against the host's own
 # build (the host root is shared read-only over 9p, with a tmpfs overlay).
+# With --siw the VM gets the kernel's soft-iWARP device siw0 instead of rxe0
+# (siw.ko built out of tree from Debian's source by tests/vm/siw-build.sh,
+# cached beside the kernel) and runs tests/vm/siw.d/*.sh (bench-siw.d with
+# --bench); where siw cannot be built here the run says why and skips.
 #
 # Normal operation:
 #   1. Cache (RRR_VM_CACHE, default build/vm-cache; never committed): the newest
@@ -35,10 +39,12 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MODE=tests
+SIW=""
 SHELL_CMD=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--bench) MODE=bench; shift ;;
+	--siw) SIW=1; shift ;;
 	--shell-cmd) SHELL_CMD="$2"; shift 2 ;;
 	-h|--help) sed -n '2,30p' "$0"; exit 0 ;;
 	*) break ;;
@@ -47,7 +53,7 @@ done
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 CACHE=${RRR_VM_CACHE:-$ROOT/build/vm-cache}
-VMDIR="$BUILD/vm"
+VMDIR="$BUILD/vm${SIW:+-siw}"
 if [ "$MODE" = bench ]; then VM_TIMEOUT=${RRR_VM_TIMEOUT:-1800}; else VM_TIMEOUT=${RRR_VM_TIMEOUT:-900}; fi
 TEST_TIMEOUT=${RRR_VM_TEST_TIMEOUT:-300}
 
@@ -96,6 +102,21 @@ if ! ls "$KROOT"/boot/vmlinuz-* >/dev/null 2>&1; then
 fi
 flock -u 9
 KVER=$(ls "$KROOT/lib/modules" | head -n 1)
+KDEB=$(ls "$CACHE"/linux-image-6.1.0-*-amd64_*.deb 2>/dev/null | sort -V | tail -n 1)
+SIWKO=""
+if [ -n "$SIW" ]; then
+	[ -n "$KDEB" ] || die "no kernel .deb left in $CACHE to build siw against"
+	flock -w 1800 9 || die "cannot lock $CACHE/.lock"
+	SIWKO=$("$ROOT/tests/vm/siw-build.sh" "$KROOT" "$KDEB" "$CACHE")
+	src=$?
+	flock -u 9
+	if [ $src -eq 77 ]; then
+		log "SKIP: siw cannot be built here (above); the siw cases did not run"
+		exit 0
+	fi
+	[ $src -eq 0 ] && [ -f "$SIWKO" ] || die "building siw.ko failed"
+	log "siw: $SIWKO"
+fi
 VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
 [ -f "$VMLINUZ" ] || die "no $VMLINUZ"
 
@@ -145,6 +166,10 @@ for p in "${ORDER[@]}"; do
 	esac || die "cannot unpack module $p"
 	echo "$out" >> "$IRD/modules/order"
 done
+if [ -n "$SIWKO" ]; then # after ib_core and libcrc32c, which it needs
+	cp "$SIWKO" "$IRD/modules/siw.ko" && echo siw.ko >> "$IRD/modules/order" ||
+		die "cannot add siw.ko"
+fi
 cp "$ROOT/tests/vm/init.sh" "$IRD/init" && chmod 755 "$IRD/init"
 (cd "$IRD" && find . | cpio -o -H newc --quiet) > "$VMDIR/initramfs.cpio" ||
 	die "cpio failed"
@@ -156,6 +181,7 @@ rm -rf "$RES" && mkdir -p "$RES" || die "cannot create $RES"
 	echo "RRR_ROOT=$ROOT"
 	echo "RRR_BUILD=$BUILD"
 	echo "RRR_VM_MODE=$MODE"
+	echo "RRR_VM_RDMA=${SIW:+siw}"
 	echo "RRR_VM_TEST_TIMEOUT=$TEST_TIMEOUT"
 	printf 'RRR_VM_SHELL_CMD=%q\n' "$SHELL_CMD"
 	# the bench scripts' knobs travel into the VM

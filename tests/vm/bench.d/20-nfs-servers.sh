@@ -36,6 +36,10 @@
 #   RRR_VM_BENCH_KNFSD_THREADS  nfsd threads (default 2, like rrr-server's)
 #   RRR_VM_BENCH_SERVER_ARGS    appended to rrr-server's command line, e.g.
 #                               "--wait event" (word-split; default none)
+#   RRR_VM_BENCH_SERVER_PROVIDER  rrr-server's provider: verbs (on the VM's
+#                               device, default) or soft (user-space iWARP,
+#                               for the kernel client over siw0)
+#   RRR_VM_BENCH_NAME           result file prefix (default vm-nfs-servers)
 #
 # Results in $RRR_VM_RESULTS: vm-nfs-servers.{txt,json} (per cell: median, min,
 # max of each server over the rounds, ratio of the medians rrr/knfsd, goal >=
@@ -73,11 +77,18 @@ MNT=/tmp/bench-mnt
 REXP=/srv/bench-rrr   # rrr-server's export (a tmpfs)
 KEXP=/srv/bench-kexp  # knfsd's export (a tmpfs of the same size)
 FILE=bench-file
-ROUNDS_F="$OUT/vm-nfs-servers.rounds"
-CNT="$OUT/vm-nfs-counters.log"
+NAME=${RRR_VM_BENCH_NAME:-vm-nfs-servers}
+SPROV=${RRR_VM_BENCH_SERVER_PROVIDER:-verbs}
+case "$SPROV" in
+verbs) SPROV_ARGS=(--provider verbs --provider-opts "dev=$D") ;;
+soft) SPROV_ARGS=(--provider soft) ;;
+*) echo "RRR_VM_BENCH_SERVER_PROVIDER: verbs or soft, not '$SPROV'"; exit 1 ;;
+esac
+ROUNDS_F="$OUT/$NAME.rounds"
+CNT="$OUT/${NAME%-servers*}-counters${NAME#vm-nfs-servers}.log"
 : > "$ROUNDS_F"
 : > "$CNT"
-rm -f "$OUT/vm-nfs-servers.txt" "$OUT/vm-nfs-servers.json"
+rm -f "$OUT/$NAME.txt" "$OUT/$NAME.json"
 mkdir -p "$MNT" "$REXP" "$KEXP" /tmp/bench-state /var/lib/nfs /run/rpcbind /proc/fs/nfsd
 
 TOOL=fio
@@ -120,7 +131,7 @@ summarize() {
 	[ "$TOOL" = fio ] && fio_v=$("$FIO" --version 2>/dev/null)
 	awk -v tool="$fio_v" -v rounds="$ROUNDS" -v secs="$SECS" -v ramp="$RAMP" -v mb="$MB" \
 	    -v tmpfs="$TMPFS_MB" -v mopts="$MOPTS" -v kthr="$KTHREADS" -v rneg="${NEG_rrr:-}" -v kneg="${NEG_knfsd:-}" -v sargs="$SERVER_ARGS" \
-	    -v txt="$OUT/vm-nfs-servers.txt" -v json="$OUT/vm-nfs-servers.json" '
+	    -v dev="$D" -v sprov="$SPROV" -v txt="$OUT/$NAME.txt" -v json="$OUT/$NAME.json" '
 	function sort(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
 	function med(a, n) { return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 	function stats(key, what,   n, a, i, s) {  # -> S_med S_min S_max S_list
@@ -138,7 +149,7 @@ summarize() {
 		byround[$1, cell, $2] = $6 + 0; if ($2 > maxr) maxr = $2
 	}
 	END {
-		printf "== kernel NFSv3/RDMA client on rxe0 (qemu TCG), %s, O_DIRECT, libaio\n", tool > txt
+		printf "== kernel NFSv3/RDMA client on %s (qemu TCG), %s, O_DIRECT, libaio; rrr-server on %s\n", dev, tool, sprov > txt
 		printf "== %d rounds alternating rrr-server / knfsd, %ss per cell (+%ss ramp), %d MiB file,\n", rounds, secs, ramp, mb > txt
 		printf "== each server exports a %d MiB tmpfs; mount -o %s\n", tmpfs, mopts > txt
 		printf "== negotiated: rrr-server %s; knfsd %s; threads: rrr-server 2, knfsd %d\n", rneg, kneg, kthr > txt
@@ -181,7 +192,7 @@ summarize() {
 		echo
 		echo "== every measurement: server round cell MB/s IOPS lat_mean_us error"
 		cat "$ROUNDS_F"
-	} >> "$OUT/vm-nfs-servers.txt"
+	} >> "$OUT/$NAME.txt"
 }
 
 # ---------------------------------------------------------------- servers
@@ -200,7 +211,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 start_rrr() { # ROUND
 	rm -f /tmp/bench-ports
-	"$S" --export "$REXP" --provider verbs --provider-opts "dev=$D" --listen "$ADDR" \
+	"$S" --export "$REXP" "${SPROV_ARGS[@]}" --listen "$ADDR" \
 		--port 20049 --mount-port 20048 --state-dir /tmp/bench-state \
 		--port-file /tmp/bench-ports --threads 2 --no-root-squash $SERVER_ARGS \
 		> "/tmp/bench-rrr-server.$1.log" 2>&1 &
@@ -362,7 +373,7 @@ done
 T_ROUNDS=$(( $(date +%s) - T_START ))
 summarize
 echo "== kernel client against both servers: ${T_ROUNDS}s"
-cat "$OUT/vm-nfs-servers.txt"
+cat "$OUT/$NAME.txt"
 
 # ---------------------------------------------------------------- rrr-bench io
 if [ "$DO_IO" = 1 ]; then
