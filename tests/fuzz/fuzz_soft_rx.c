@@ -322,7 +322,9 @@ static void conn_open(struct conn *c, bool crc)
 		die("socketpair");
 	c->fd = sv[0];
 	c->peer = sv[1];
-	if (rrr__soft_qp_attach(soft_qp(c->qp), c->fd, crc, 8, 8, false))
+	struct soft_attach at = {.crc = crc, .ird = 8, .ord = 8};
+
+	if (rrr__soft_qp_attach(soft_qp(c->qp), c->fd, &at))
 		die("attach");
 	if (atomic_load(&smr(mr_t)->state) != SOFT_MR_VALID) {
 		map_fast(mr_t, t_ch, t_n,

@@ -21,6 +21,11 @@ capture_start kernel-client-soft
 mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock \
 	"$ADDR:$EXP" "$MNT" || fail "mount over siw0"
 grep " $MNT " /proc/mounts
+head -c 300001 /dev/urandom > /tmp/siw-small.bin
+cp /tmp/siw-small.bin "$MNT/small.bin" && sync || fail "cp small.bin"
+echo 3 > /proc/sys/vm/drop_caches
+cmp /tmp/siw-small.bin "$MNT/small.bin" || fail "small.bin read back differs"
+capture_check
 
 # dd + cmp, O_DIRECT at 1 MiB and 4 KiB
 head -c $((16 << 20)) /dev/urandom > /tmp/siw-big.bin
@@ -32,7 +37,6 @@ for bs in 1M 4k; do
 	rm "$MNT/big-$bs" || fail "rm big-$bs"
 done
 echo "dd + cmp at 1M and 4k: OK"
-capture_check
 
 # fio verify, libaio direct, 4k-1m, QD1 and QD16
 if command -v fio >/dev/null; then
