@@ -160,6 +160,11 @@ void rrr__addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
 	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
 
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) &&
+		    inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], a, sizeof(a))) {
+			snprintf(buf, len, "%s:%u", a, ntohs(in6->sin6_port));
+			return;
+		}
 		if (inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a))) {
 			snprintf(buf, len, "[%s]:%u", a, ntohs(in6->sin6_port));
 			return;

@@ -1192,6 +1192,7 @@ void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st)
 	st->accept_shed += L->cm_folded.accept_shed;
 	for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
 		st->refused_setup[r] += L->cm_folded.refused[r];
+	st->refused_addr += L->cm_folded.refused[RRR_CM_REFUSED_ADDRESS];
 	for (unsigned i = 0; i < svc->nlis; i++) {
 		struct rrr_cm_limit_stats c;
 
@@ -1201,6 +1202,7 @@ void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st)
 			st->accept_shed += c.accept_shed;
 			for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
 				st->refused_setup[r] += c.refused[r];
+			st->refused_addr += c.refused[RRR_CM_REFUSED_ADDRESS];
 		}
 	}
 	st->conns = L->nconns;

@@ -210,6 +210,7 @@ enum {
 	RRR__SVC_LOG_SETUP,
 	RRR__SVC_LOG_SHED,
 	RRR__SVC_LOG_ACCEPT,
+	RRR__SVC_LOG_ADDR,
 	RRR__SVC_LOG_KINDS
 };
 
@@ -223,6 +224,8 @@ struct rrr__svc_limits {
 	struct rrr_svc_limit_stats st;	     /* counters (lock) */
 	struct rrr_cm_limit_stats cm_folded; /* of listeners already destroyed (lock) */
 	int reserve_fd;			     /* given up to shed when out of fds */
+	bool (*admit)(void *ctx, const struct sockaddr_storage *peer); /* opts.admit */
+	void *admit_ctx;
 	int64_t last_log[RRR__SVC_LOG_KINDS];
 	uint64_t pending_log[RRR__SVC_LOG_KINDS];
 };
@@ -232,9 +235,13 @@ void rrr__svc_limits_defaults(struct rrr_svc_opts *o);
 int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o);
 void rrr__svc_limits_fini(struct rrr__svc_limits *L);
 struct rrr__svc_limits *rrr__svc_limits(struct rrr_svc *svc);
-/* Admit @c (its peer set) or refuse it: -EBUSY (counted, logged). Accept
- * thread; thread-safe. */
+/* Admit @c (its peer set) or refuse it: -EACCES when the application's
+ * admission check (opts.admit) refuses its address, -EBUSY at a limit
+ * (counted, logged, rate-limited). Accept thread; thread-safe. */
 int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const char *transport);
+/* Count and log (rate-limited) a connection refused for its address. */
+void rrr__svc_refused_addr(struct rrr__svc_limits *L, const struct sockaddr_storage *peer,
+			   const char *transport);
 /* Give back @c's admission (no-op if it had none). Thread-safe. */
 void rrr__svc_unadmit(struct rrr__svc_limits *L, struct rrr__svc_conn *c);
 /* Count (and log) one connection closed by the idle timeout. */
@@ -242,11 +249,11 @@ void rrr__svc_idle_closed(struct rrr__svc_limits *L, uint32_t idle_ms);
 /* Log when a CM's set-up counters moved from @before to @now. */
 void rrr__svc_setup_seen(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *before,
 			 const struct rrr_cm_limit_stats *now, uint32_t setup_ms, uint32_t max_setup);
-/* Keep a destroyed listener's CM counters (lock held by the caller). */
 /* A connection request the server could not take for a reason of its own
  * (not a limit: those log in rrr__svc_admit): one rate-limited line. */
 void rrr__svc_accept_failed(struct rrr__svc_limits *L, const struct sockaddr_storage *peer,
 			    const char *transport, int err);
+/* Keep a destroyed listener's CM counters (lock held by the caller). */
 void rrr__svc_fold_cm(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *st);
 /* accept() on @lfd failed with EMFILE/ENFILE: accept one connection with the
  * reserved descriptor and close it. true when one was shed (try again). */

@@ -93,6 +93,8 @@ int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o
 	pthread_mutex_init(&L->lock, NULL);
 	L->max_conns = o->max_conns;
 	L->max_per_addr = o->max_conns_per_addr;
+	L->admit = o->admit;
+	L->admit_ctx = o->admit_ctx;
 	L->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (int k = 0; k < RRR__SVC_LOG_KINDS; k++)
 		L->last_log[k] = -LOG_EVERY_MS;
@@ -126,13 +128,20 @@ static void addr_of(const struct sockaddr_storage *ss, uint32_t *fam, uint8_t ad
 		memcpy(addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
 }
 
+/* The peer's address as people write it (an IPv4 client of a dual-stack
+ * listener as IPv4). */
 static void addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
-	const void *a = ss->ss_family == AF_INET6
-			    ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
-			    : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+	int fam = ss->ss_family == AF_INET6 ? AF_INET6 : AF_INET;
+	const void *a = fam == AF_INET6 ? (const void *)a6
+					 : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
 
-	if (!inet_ntop(ss->ss_family == AF_INET6 ? AF_INET6 : AF_INET, a, buf, (socklen_t)len))
+	if (fam == AF_INET6 && IN6_IS_ADDR_V4MAPPED(a6)) {
+		fam = AF_INET;
+		a = &a6->s6_addr[12];
+	}
+	if (!inet_ntop(fam, a, buf, (socklen_t)len))
 		snprintf(buf, len, "?");
 }
 
@@ -168,6 +177,21 @@ static void log_limit(struct rrr__svc_limits *L, int k, const char *fmt, ...)
 	L->pending_log[k] = 0;
 }
 
+void rrr__svc_refused_addr(struct rrr__svc_limits *L, const struct sockaddr_storage *peer,
+			   const char *transport)
+{
+	char who[64];
+
+	addr_str(peer, who, sizeof(who));
+	pthread_mutex_lock(&L->lock);
+	L->st.refused_addr++;
+	log_limit(L, RRR__SVC_LOG_ADDR,
+		  "refused a %s connection from %s: the address is not admitted (in rrr-server, "
+		  "no export's allow list names it)",
+		  transport, who);
+	pthread_mutex_unlock(&L->lock);
+}
+
 int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const char *transport)
 {
 	struct rrr__svc_peer *p;
@@ -176,6 +200,10 @@ int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const cha
 	unsigned b;
 	char who[64];
 
+	if (L->admit && !L->admit(L->admit_ctx, &c->peer)) {
+		rrr__svc_refused_addr(L, &c->peer, transport);
+		return -EACCES;
+	}
 	addr_of(&c->peer, &fam, addr);
 	b = bucket_of(fam, addr);
 	pthread_mutex_lock(&L->lock);
@@ -281,8 +309,8 @@ void rrr__svc_accept_failed(struct rrr__svc_limits *L, const struct sockaddr_sto
 	const char *why = rrr_last_error();
 	char who[64];
 
-	if (err == -EBUSY)
-		return; /* a limit: rrr__svc_admit() said so */
+	if (err == -EBUSY || err == -EACCES)
+		return; /* a limit or the address: rrr__svc_admit() said so */
 	addr_str(peer, who, sizeof(who));
 	pthread_mutex_lock(&L->lock);
 	log_limit(L, RRR__SVC_LOG_ACCEPT, "refused a %s connection from %s: %s (%s)", transport,
@@ -331,6 +359,7 @@ void rrr_svc_limit_stats_print(FILE *f, const char *prefix, const struct rrr_svc
 #define P(x) fprintf(f, "%s%s %llu\n", prefix, #x, (unsigned long long)st->x)
 	P(refused_max_conns);
 	P(refused_per_addr);
+	P(refused_addr);
 	P(idle_closed);
 	P(setup_timeouts);
 	P(setup_evicted);

@@ -1359,7 +1359,9 @@ static int rdma_listener_listen(struct rrr_svc *svc, const char *host, const cha
 		goto err_pd;
 	{
 		struct rrr_cm_limits lim = {.setup_timeout_ms = o->setup_timeout_ms,
-					    .max_setup = o->max_setup};
+					    .max_setup = o->max_setup,
+					    .admit = o->admit,
+					    .admit_ctx = o->admit_ctx};
 
 		err = rrr_cm_set_limits(l->cm, &lim);
 		if (err && err != -EOPNOTSUPP)

@@ -458,6 +458,7 @@ const char *rrr_cm_refusal_name(enum rrr_cm_refusal r)
 		[RRR_CM_REFUSED_PRIVATE_DATA] = "private_data",
 		[RRR_CM_REFUSED_PROTOCOL] = "protocol",
 		[RRR_CM_REFUSED_APP] = "app",
+		[RRR_CM_REFUSED_ADDRESS] = "address",
 	};
 
 	if ((unsigned)r < sizeof(names) / sizeof(names[0]) && names[r])

@@ -418,6 +418,13 @@ int rrr_cm_disconnect(struct rrr_cm_id *id);
 struct rrr_cm_limits {
 	uint32_t setup_timeout_ms; /* default RRR_CM_SETUP_TIMEOUT_MS; 0: keep */
 	uint32_t max_setup;	   /* default RRR_CM_MAX_SETUP; 0: keep */
+	/* Admission by address (NULL: keep; soft only): called right after
+	 * accept() with the peer's address; false closes the connection at
+	 * once, before its MPA Request is read (counted as
+	 * RRR_CM_REFUSED_ADDRESS, logged). Runs on the thread that calls
+	 * rrr_cm_get_event(); must not block. */
+	bool (*admit)(void *ctx, const struct sockaddr_storage *peer);
+	void *admit_ctx;
 };
 #define RRR_CM_SETUP_TIMEOUT_MS 10000u
 #define RRR_CM_MAX_SETUP	256u
@@ -437,9 +444,11 @@ enum rrr_cm_refusal {
 	RRR_CM_REFUSED_PRIVATE_DATA, /* private data too long or IRD/ORD words missing */
 	RRR_CM_REFUSED_PROTOCOL,     /* not an MPA frame (bad key), closed or reset mid set-up */
 	RRR_CM_REFUSED_APP,          /* the application rejected it (rrr_cm_reject) */
+	RRR_CM_REFUSED_ADDRESS,      /* its address is not admitted (rrr_cm_limits.admit) */
 	RRR_CM_REFUSED_NREASONS
 };
-/* "revision", "rtr", "crc", "markers", "private_data", "protocol", "app"; "?" otherwise. */
+/* "revision", "rtr", "crc", "markers", "private_data", "protocol", "app",
+ * "address"; "?" otherwise. */
 const char *rrr_cm_refusal_name(enum rrr_cm_refusal r);
 
 struct rrr_cm_limit_stats {

@@ -96,6 +96,20 @@ struct rrr_svc_opts {
 				    * 65536 / ((max_requests + 4) * 4 + 4) (the STag
 				    * table: 442 with 32 credits), 16..4096 */
 	uint32_t max_conns_per_addr; /* ... from one peer IP address, default 128 */
+	/*
+	 * Admission by address (NULL: every address). Called on the accept
+	 * thread with a new connection's peer address before anything is held
+	 * for it: right after accept() for TCP and for the soft provider's
+	 * RDMA listener (before its MPA Request is even read), at the
+	 * connection request for verbs (rejected there). False closes the
+	 * connection at once; it is counted in refused_addr, logged
+	 * (rate-limited), and never counts against max_conns,
+	 * max_conns_per_addr or max_setup. Must not block; must be safe against
+	 * the application changing what it admits meanwhile (rrr-server: an
+	 * address that no export's allow list names is refused).
+	 */
+	bool (*admit)(void *ctx, const struct sockaddr_storage *peer);
+	void *admit_ctx;
 };
 
 #define RRR_SVC_UNLIMITED 0xffffffffu
@@ -139,6 +153,7 @@ void rrr_svc_stats(struct rrr_svc *svc, struct rrr_xprt_stats *st);
 struct rrr_svc_limit_stats {
 	uint64_t refused_max_conns; /* connections refused: max_conns reached */
 	uint64_t refused_per_addr;  /* ... max_conns_per_addr reached */
+	uint64_t refused_addr;	    /* refused at once: opts.admit said no to the address */
 	uint64_t idle_closed;	    /* closed after idle_timeout_ms without traffic */
 	uint64_t setup_timeouts;    /* closed: set-up not finished in setup_timeout_ms */
 	uint64_t setup_evicted;	    /* closed in set-up: pushed out by newer ones (max_setup) */

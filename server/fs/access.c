@@ -10,10 +10,15 @@
  * the connection's peer address (rrr_svc_req_peer: the TCP peer, or the
  * RDMA connection's peer on either provider) in that export's policy and
  * then either calls the real handler or answers itself:
+ *   - a connection from an address that no export admits is closed at
+ *     accept (fs_access_admit is the server's admission check), so it holds
+ *     nothing and counts against no limit; should one exist anyway (a
+ *     reload narrowed the lists), its NULLs are dropped unanswered;
  *   - a client outside the export's allow list gets MNT3ERR_ACCES on MNT
- *     and NFS3ERR_ACCES on every NFS procedure except NULL (a ping), so a
- *     handle learnt elsewhere is of no use to it; MOUNT NULL, EXPORT, DUMP,
- *     UMNT and UMNTALL stay open (showmount works, as on Linux's nfsd);
+ *     and NFS3ERR_ACCES on every NFS procedure except NULL (a ping, answered
+ *     when some export admits it), so a handle learnt elsewhere is of no
+ *     use to it; EXPORT, DUMP, UMNT and UMNTALL stay open to admitted
+ *     clients (showmount works, as on Linux's nfsd);
  *     EXPORT answers here, every export with its allow list as its groups
  *     ("*" for everyone; an export nobody may mount is not listed);
  *   - on a read-only export SETATTR, WRITE, CREATE, MKDIR, SYMLINK, MKNOD,
@@ -123,6 +128,34 @@ void fs_access_free(void)
 	pthread_rwlock_unlock(&g_lock);
 }
 
+bool fs_access_admit(void *ctx, const struct sockaddr_storage *peer)
+{
+	unsigned n = fs_exports_count();
+	bool ok = n == 0;
+
+	(void)ctx;
+	pthread_rwlock_rdlock(&g_lock);
+	for (unsigned i = 0; i < n && i < FS_CONF_MAX_EXPORTS && !ok; i++) {
+		const struct policy *p = g_policy[i];
+
+		if (!p || p->everyone) {
+			ok = true;
+			break;
+		}
+		for (unsigned k = 0; k < p->n && !ok; k++)
+			ok = fs_cidr_match(&p->allow[k], peer);
+	}
+	pthread_rwlock_unlock(&g_lock);
+	return ok;
+}
+
+static bool req_admitted(struct rrr_svc_req *req)
+{
+	struct sockaddr_storage ss;
+
+	return rrr_svc_req_peer(req, &ss) == 0 && fs_access_admit(NULL, &ss);
+}
+
 /* Whether the peer of @req may use export @ex, and whether @ex is read-only. */
 static bool check(struct rrr_svc_req *req, const struct fs_export *ex, bool *read_only)
 {
@@ -191,6 +224,10 @@ static int nfs_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 	bool ro;
 	struct fs_export *ex = fs_exports_by_args(args);
 	fs_req_export_set(ex);
+	if (proc == RRR_NFS3_NULL && !req_admitted(req)) {
+		atomic_fetch_add(&g_denied_nfs, 1);
+		return RRR_SVC_DROP; /* a ping is no way around the allow lists */
+	}
 	if (proc != RRR_NFS3_NULL && !check(req, ex, &ro)) {
 		atomic_fetch_add(&g_denied_nfs, 1);
 		return refuse(res, proc, RRR_NFS3ERR_ACCES);
@@ -260,6 +297,10 @@ static int mnt_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 	uint32_t proc = call->proc;
 	bool ro;
 	struct fs_export *ex = proc == RRR_MNT_MNT ? mnt_target(args) : NULL;
+	if (proc == RRR_MNT_NULL && !req_admitted(req)) {
+		atomic_fetch_add(&g_denied_mount, 1);
+		return RRR_SVC_DROP;
+	}
 	/* a path of no export goes on to MNT, which answers NOENT */
 	if (ex && !check(req, ex, &ro)) {
 		atomic_fetch_add(&g_denied_mount, 1);

@@ -142,9 +142,17 @@ void fs_conf_restart_diff(const struct fs_conf *a, const struct fs_conf *b, char
  * fs_conf_export_get and the export table), swapped whole on reload.
  * Thread-safe. 0 or -ENOMEM (the running policy stays). */
 int fs_access_set(const struct fs_conf *c);
+/* Whether any export's allow list admits @peer (an export without allow
+ * lets everyone in): the server's admission check (struct
+ * rrr_svc_opts.admit), so an address no export allows is closed at accept
+ * (TCP) or refused in MPA (soft RDMA) before anything is held for it, and
+ * NULL from it is dropped. Thread-safe against fs_access_set(); never
+ * blocks for long (a read lock). @ctx is unused. */
+bool fs_access_admit(void *ctx, const struct sockaddr_storage *peer);
 /* Program tables that check the policy, then call the real handlers
  * (fs_nfs3_procs, fs_mnt_procs): a client outside the allow list gets
- * MNT3ERR_ACCES on MNT and NFS3ERR_ACCES on every NFS procedure but NULL;
+ * MNT3ERR_ACCES on MNT and NFS3ERR_ACCES on every NFS procedure but NULL,
+ * which is dropped (no reply) unless some export admits the client;
  * on a read-only export modifying procedures get NFS3ERR_ROFS. The export
  * of an NFS call is the one its first file handle names (fs_exports_by_args),
  * of a MNT the one its path names. */

@@ -582,6 +582,7 @@ int main(int argc, char **argv)
 	so.nthreads = cf->threads;
 	so.wait_mode = cf->wait_mode;
 	so.spin_us = cf->spin_us;
+	so.admit = fs_access_admit; /* an address no export allows is closed at accept */
 	if (cf->max_requests)
 		so.max_requests = cf->max_requests;
 	if (cf->inline_send)

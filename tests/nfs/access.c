@@ -19,8 +19,12 @@
  * right networks; log levels filter and the journal format prefixes <N>.
  */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +88,30 @@ static struct rrr_clnt *raw_from(const char *src, bool rdma)
 	struct rrr_clnt *c = NULL;
 	cr_assert_eq(rrr_clnt_create(&co, &c), 0, "connect from %s: %s", src, rrr_last_error());
 	return c;
+}
+
+/* A connection from @src is refused: the connect fails, or the server
+ * closes it before answering a NULL. */
+static bool refused_from(const char *src, bool rdma)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
+	struct rrr_clnt_opts co;
+	rrr_clnt_opts_init(&co);
+	co.transport = rdma ? "rdma" : "tcp";
+	co.provider = "soft";
+	co.host = "127.0.0.1";
+	co.port = port;
+	co.timeout_ms = 5000;
+	co.fail_fast = true;
+	th_src_addr(src);
+	struct rrr_clnt *c = NULL;
+	if (rrr_clnt_create(&co, &c) != 0)
+		return true;
+	struct rrr_call call = {.prog = RRR_NFS3_PROGRAM, .vers = 3, .proc = RRR_NFS3_NULL};
+	int rc = rrr_clnt_call(c, &call);
+	rrr_clnt_destroy(c);
+	return rc != 0;
 }
 
 static struct rrr_nfs3 *mount_at(const char *host, const char *path, const char *src, bool rdma,
@@ -244,20 +272,14 @@ static void allowed_and_denied(bool rdma)
 	cr_assert_eq(memcmp(back, "allowed", 7), 0);
 	struct rrr_nfs3_fh root = *rrr_nfs3_root(ok);
 
-	/* denied: MNT over the TCP mount port and over this transport */
+	/* denied: no export admits the address, so its connections are closed
+	 * at accept, over the TCP mount port and over this transport (the
+	 * per-export refusals of admitted clients: the two-export tests) */
 	struct rrr_nfs3 *no = mount_from(DENIED, rdma, &rc);
 	cr_assert_null(no);
-	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES, "rrr_nfs3_mount from " DENIED " gives %d", rc);
-	struct rrr_clnt *tcp = raw_from(DENIED, false);
-	cr_assert_eq(raw_mnt(tcp, NULL), RRR_MNT3ERR_ACCES, "MNT over TCP");
-	struct rrr_clnt *c = raw_from(DENIED, rdma);
-	cr_assert_eq(raw_mnt(c, NULL), RRR_MNT3ERR_ACCES, "MNT over %s", rdma ? "RDMA" : "TCP");
-	/* ... and NFS calls with a handle learnt elsewhere */
-	cr_assert_eq(raw_null(c), 0, "NULL stays open");
-	cr_assert_eq(raw_getattr(c, &root), RRR_NFS3ERR_ACCES);
-	cr_assert_eq(raw_getattr(c, &fh), RRR_NFS3ERR_ACCES);
-	cr_assert_eq(raw_lookup(c, &root, "f"), RRR_NFS3ERR_ACCES);
-	cr_assert_eq(raw_create(c, &root, "evil"), RRR_NFS3ERR_ACCES);
+	cr_assert_neq(rc, 0, "rrr_nfs3_mount from " DENIED " succeeded");
+	cr_assert(refused_from(DENIED, false), "a TCP connection from " DENIED " was served");
+	cr_assert(refused_from(DENIED, rdma), "a connection from " DENIED " was served");
 	char path[400];
 	snprintf(path, sizeof(path), "%s/evil", srv.export_dir);
 	cr_assert_neq(access(path, F_OK), 0, "nothing was created");
@@ -268,10 +290,10 @@ static void allowed_and_denied(bool rdma)
 	cr_assert_eq(raw_getattr(c2, &root), RRR_NFS3_OK);
 	cr_assert_eq(raw_lookup(c2, &root, "f"), RRR_NFS3_OK);
 
-	/* EXPORT (open to everyone) shows the allow list as its groups */
+	/* EXPORT shows the allow list as its groups */
 	static struct rrr_mnt_export exps[2];
 	static struct rrr_mnt_export_res er = {.entries = exps, .cap = 2};
-	cr_assert_eq(raw_call(c, RRR_MNT_PROGRAM, RRR_MNT_EXPORT, NULL, NULL,
+	cr_assert_eq(raw_call(c2, RRR_MNT_PROGRAM, RRR_MNT_EXPORT, NULL, NULL,
 			      XF(rrr_mnt_xdr_export_res), &er), 0);
 	cr_assert_eq(er.n, 1);
 	cr_assert_str_eq(exps[0].groups, ALLOWED);
@@ -279,17 +301,16 @@ static void allowed_and_denied(bool rdma)
 
 	char out[400];
 	cr_assert_eq(stats(out), 0, "rrr-server --stats");
-	cr_assert_eq(th_counter(out, "access.denied_mount"), 3, "one MNT from rrr_nfs3_mount, two raw");
-	cr_assert_eq(th_counter(out, "access.denied_nfs"), 4);
+	cr_assert_eq(th_counter(out, "access.denied_mount"), 0, "no MNT got through");
+	cr_assert_eq(th_counter(out, "access.denied_nfs"), 0);
+	cr_assert_geq(th_counter(out, "limits.refused_addr"), 3);
 	cr_assert_geq(th_counter(out, "nfs.LOOKUP"), 1);
-	cr_assert(th_log_wait(&srv, "MNT from " DENIED " over", 5), "the refusal is logged");
+	cr_assert(th_log_wait(&srv, "connection from " DENIED, 5), "the refusal is logged");
 
 	rrr_clnt_destroy(c2);
-	rrr_clnt_destroy(c);
-	rrr_clnt_destroy(tcp);
 	rrr_nfs3_umount(ok);
 	cr_assert_eq(th_server_stop(&srv), 0);
-	cr_assert_eq(th_counter(srv.log, "access.denied_nfs"), 4, "SIGTERM prints the same counter");
+	cr_assert_geq(th_counter(srv.log, "limits.refused_addr"), 3, "SIGTERM prints the counter");
 }
 
 Test(nfs_access, allow_list_tcp)
@@ -357,6 +378,77 @@ static void rewrite(const char *export_lines)
 	cr_assert_eq(th_conf_write(&srv, false, export_lines, conf), 0);
 }
 
+/*
+ * Addresses outside every allow list hold nothing: 200 idle connections
+ * from one (more than max_conns, 160 at ulimit -n 1024) to the port under
+ * test are each closed at once, counted and logged in a few rate-limited
+ * lines, and an allowed client is served beside them.
+ */
+static void lockout(bool rdma)
+{
+	enum { N = 200 };
+	static int fds[N];
+	start(rdma, "allow = " ALLOWED "\n");
+	struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET};
+	inet_pton(AF_INET, DENIED, &src.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+	dst.sin_port = htons(rdma ? srv.rdma_port : srv.mount_port);
+	for (int i = 0; i < N; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		cr_assert(fds[i] >= 0);
+		cr_assert_eq(bind(fds[i], (struct sockaddr *)&src, sizeof(src)), 0);
+		cr_assert_eq(connect(fds[i], (struct sockaddr *)&dst, sizeof(dst)), 0);
+	}
+	/* each is closed by the server, without a byte sent by us */
+	for (int i = 0; i < N; i++) {
+		struct pollfd p = {.fd = fds[i], .events = POLLIN};
+		char b;
+		cr_assert_eq(poll(&p, 1, 10000), 1, "connection %d from " DENIED " is held", i);
+		cr_assert_leq(read(fds[i], &b, 1), 0, "connection %d got data", i);
+	}
+	int rc;
+	struct rrr_nfs3 *ok = mount_from(ALLOWED, rdma, &rc);
+	cr_assert_eq(rc, 0, "an allowed client beside them: %s", rrr_last_error());
+	struct rrr_nfs3_fh fh;
+	cr_assert_eq(rrr_nfs3_create(ok, rrr_nfs3_root(ok), "served", 0644, false, &fh), 0);
+	char out[400];
+	cr_assert_eq(stats(out), 0);
+	cr_assert_geq(th_counter(out, "limits.refused_addr"), N);
+	cr_assert_eq(th_counter(out, "limits.refused_max_conns"), 0);
+	cr_assert(th_log_wait(&srv, "connection from " DENIED, 5), "the refusal is logged");
+	rrr_nfs3_umount(ok);
+	cr_assert_eq(th_server_stop(&srv), 0);
+	int lines = th_count_lines(srv.log, "not admitted");
+	cr_assert(lines >= 1 && lines <= 5, "%d log lines for %d refusals: not rate-limited", lines, N);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+}
+
+Test(nfs_access, outsiders_hold_nothing_tcp)
+{
+	lockout(false);
+}
+
+Test(nfs_access, outsiders_hold_nothing_rdma)
+{
+	lockout(true);
+}
+
+/* A NULL obeys the allow lists too: once a reload leaves a connected
+ * client out of every list, its pings go unanswered. */
+Test(nfs_access, null_obeys_allow_list)
+{
+	start(false, "allow = " ALLOWED "\n");
+	struct rrr_clnt *c = raw_from(ALLOWED, false);
+	cr_assert_eq(raw_null(c), 0);
+	char conf[400];
+	cr_assert_eq(th_conf_write(&srv, false, "allow = 192.0.2.0/24\n", conf), 0);
+	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+	cr_assert(th_log_wait(&srv, "reloaded", 10));
+	cr_assert_neq(raw_null(c), 0, "a NULL from outside every allow list was answered");
+	rrr_clnt_destroy(c);
+}
+
 /* SIGHUP: a new allow list and read-only reach connected clients; the
  * connections stay; a bad file changes nothing. */
 Test(nfs_access, sighup_reload)
@@ -366,50 +458,18 @@ Test(nfs_access, sighup_reload)
 	struct rrr_nfs3 *a = mount_from(ALLOWED, false, &rc);
 	cr_assert_eq(rc, 0);
 	struct rrr_nfs3_fh root = *rrr_nfs3_root(a);
-	struct rrr_clnt *d = raw_from(DENIED, false);
-	cr_assert_eq(raw_mnt(d, NULL), RRR_MNT3ERR_ACCES);
-	cr_assert_eq(raw_getattr(d, &root), RRR_NFS3ERR_ACCES);
+	cr_assert(refused_from(DENIED, false), DENIED " is not admitted");
 
 	/* swap: 127.0.0.1 in, 127.0.0.2 out, read-only */
 	rewrite("allow = " DENIED "\nread-only = yes\n");
 	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
 	cr_assert(th_log_wait(&srv, "reloaded", 10), "the reload is logged");
 	cr_assert(th_file_contains(srv.log, "1 allowed network, read-only"));
-	cr_assert_eq(raw_mnt(d, NULL), RRR_MNT3_OK, "the same connection may mount now");
-	cr_assert_eq(raw_getattr(d, &root), RRR_NFS3_OK);
-	cr_assert_eq(raw_create(d, &root, "x"), RRR_NFS3ERR_ROFS);
-	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(a, &root, NULL)), RRR_NFS3ERR_ACCES,
-		     "the connected client left out gets ACCES, not a dropped connection");
-
-	/* a bad file: the log says where, the settings stay */
-	rewrite("allow = " DENIED "\nallow = 10.0.0.0/8\n");
-	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
-	cr_assert(th_log_wait(&srv, "keeping the running settings", 10));
-	cr_assert(th_file_contains(srv.log, "rrr-server.conf:12: 'allow' is already set on line 11"),
-		  "the line is named");
-	cr_assert_eq(raw_getattr(d, &root), RRR_NFS3_OK, "old allow list still in force");
-	cr_assert_eq(raw_create(d, &root, "x"), RRR_NFS3ERR_ROFS, "still read-only");
-
-	/* restart-only keys are reported, live ones applied */
-	char conf[400];
-	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
-	FILE *f = fopen(conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "rdma = no\nrdma-port = 0\nmount-port = 1\nthreads = 2\nport-file = %s/ports\n"
-		   "state-dir = %s\n[export %s]\nallow = *\nroot-squash = no\n",
-		srv.dir, srv.state_dir, srv.export_dir);
-	fclose(f);
-	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
-	cr_assert(th_log_wait(&srv, "mount-port changed", 10), "restart-only key reported");
-	cr_assert_eq(rrr_nfs3_getattr(a, &root, NULL), 0, "allow = * lets everyone in");
-	cr_assert_eq(raw_create(d, &root, "x"), RRR_NFS3_OK, "read-write again");
-
-	struct rrr_xprt_stats st;
-	memset(&st, 0, sizeof(st));
-	rrr_clnt_stats(d, &st);
-	cr_assert_eq(st.connects, 1, "one connection through three reloads");
-	cr_assert_eq(st.disconnects, 0);
-	cr_assert_eq(st.recoveries, 0);
+	struct rrr_clnt *d = raw_from(DENIED, false);
+	cr_assert_eq(raw_mnt(d, NULL), RRR_MNT3_OK, DENIED " may connect and mount now");
+	cr_assert_eq(raw_create(d, &root, "ro"), RRR_NFS3ERR_ROFS, "the export is read-only now");
+	/* the connection of the client left out stays, and is refused per call */
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(a, &root, NULL)), RRR_NFS3ERR_ACCES);
 	rrr_clnt_destroy(d);
 	rrr_nfs3_umount(a);
 	cr_assert_eq(th_server_stop(&srv), 0);
@@ -438,7 +498,7 @@ Test(nfs_access, ipv6_and_mapped_ipv4_tcp)
 	cr_assert_eq(rrr_nfs3_getattr(v6, rrr_nfs3_root(v6), NULL), 0);
 	struct rrr_nfs3 *v4 = mount_from(NULL, false, &rc);
 	cr_assert_null(v4);
-	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES, "127.0.0.1 is not ::1");
+	cr_assert_neq(rc, 0, "127.0.0.1 is not ::1");
 	rrr_nfs3_umount(v6);
 	/* ::ffff:127.0.0.0/104 is an IPv4 network written as IPv6 */
 	rewrite("allow = ::ffff:127.0.0.0/104\n");
@@ -448,7 +508,8 @@ Test(nfs_access, ipv6_and_mapped_ipv4_tcp)
 	cr_assert_eq(rc, 0, "127.0.0.1 in ::ffff:127.0.0.0/104: %s", rrr_last_error());
 	rrr_nfs3_umount(v4);
 	v6 = mount_host("::1", NULL, false, &rc);
-	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES, "::1 is not in it");
+	cr_assert_null(v6);
+	cr_assert_neq(rc, 0, "::1 is not in it");
 }
 
 static int count(const char *path, const char *needle)
@@ -474,7 +535,8 @@ Test(nfs_access, log_levels_and_journal_prefixes)
 	int rc;
 	struct rrr_nfs3 *n = mount_from(DENIED, false, &rc);
 	cr_assert_null(n);
-	cr_assert(th_log_wait(&srv, "<4>MNT from " DENIED, 5), "warning, priority 4");
+	cr_assert(th_log_wait(&srv, "<4>rrr server: refused a TCP connection from " DENIED, 5),
+		  "warning, priority 4");
 	cr_assert(th_file_contains(srv.log, "<5>exporting "), "notice, priority 5");
 	cr_assert(!th_file_contains(srv.log, "<6>"), "no info lines at the default level");
 	cr_assert(!th_file_contains(srv.log, "rrr-server: "), "no plain prefixes");
@@ -496,13 +558,15 @@ Test(nfs_access, log_levels_and_journal_prefixes)
 	 * answers the stats socket only after the whole reload */
 	char sync_out[400];
 	cr_assert_eq(stats(sync_out), 0);
+	int before = count(srv.log, "<4>rrr server: refused");
+	cr_assert_geq(before, 1);
 	n = mount_from(DENIED, false, &rc);
 	cr_assert_null(n);
-	cr_assert_eq(th_nfs_st(rc), RRR_NFS3ERR_ACCES);
-	cr_assert_eq(count(srv.log, "<4>MNT from"), 1, "the second refusal is below the level");
+	cr_assert_eq(count(srv.log, "<4>rrr server: refused"), before,
+		     "the second refusal is below the level");
 	char out[400];
 	cr_assert_eq(stats(out), 0);
-	cr_assert_eq(th_counter(out, "access.denied_mount"), 2, "but counted");
+	cr_assert_geq(th_counter(out, "limits.refused_addr"), 2, "but counted");
 }
 
 /* listen = several addresses: the same ports on each, both transports. */

@@ -90,6 +90,8 @@ struct soft_cm {
 	bool timer_on;
 	int reserve_fd; /* given up to shed a connection when out of fds */
 	uint32_t setup_timeout_ms, max_setup, nsetup;
+	bool (*admit)(void *ctx, const struct sockaddr_storage *peer);
+	void *admit_ctx;
 	struct rrr_cm_limit_stats lst;
 	struct rrr__ratelimit rl[RRR_CM_REFUSED_NREASONS + 1]; /* last: RTR timeouts */
 };
@@ -542,16 +544,40 @@ static bool out_of_fds(struct soft_cm *cm, struct soft_id *l)
 	return fd >= 0 && cm->reserve_fd >= 0;
 }
 
+/* A connection whose address the application does not admit: closed at
+ * once, counted and logged (rate-limited) like every refusal. */
+static void refuse_addr(struct soft_cm *cm, const struct sockaddr_storage *ss)
+{
+	uint64_t held;
+	char who[80];
+
+	cm->lst.refused[RRR_CM_REFUSED_ADDRESS]++;
+	if (!rrr__ratelimit_ok(&cm->rl[RRR_CM_REFUSED_ADDRESS], RRR__LOG_EVERY_MS, &held))
+		return;
+	rrr__addr_str(ss, who, sizeof(who));
+	rrr__log_warn("rrr soft: refused an RDMA connection from %s: the address is not "
+		      "admitted [address]%s%.0llu%s",
+		      who, held ? " (" : "", (unsigned long long)held,
+		      held ? " more such since the last line)" : "");
+}
+
 static void on_listen(struct soft_cm *cm, struct soft_id *l)
 {
 	for (;;) {
-		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct soft_id *id;
 
 		if (fd < 0) {
 			if ((errno == EMFILE || errno == ENFILE) && out_of_fds(cm, l))
 				continue;
 			return;
+		}
+		if (cm->admit && !cm->admit(cm->admit_ctx, &ss)) {
+			close(fd); /* before anything is held for it */
+			refuse_addr(cm, &ss);
+			continue;
 		}
 		if (cm->nsetup >= cm->max_setup)
 			evict_oldest(cm);
@@ -1135,6 +1161,10 @@ int rrr__soft_cm_set_limits(struct rrr_cm *base, const struct rrr_cm_limits *lim
 		cm->setup_timeout_ms = lim->setup_timeout_ms;
 	if (lim->max_setup)
 		cm->max_setup = lim->max_setup;
+	if (lim->admit) {
+		cm->admit = lim->admit;
+		cm->admit_ctx = lim->admit_ctx;
+	}
 	if (cm->timer_on) { /* re-arm with the new period */
 		cm->timer_on = false;
 		timer_update(cm);

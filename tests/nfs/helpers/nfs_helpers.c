@@ -226,6 +226,19 @@ bool th_file_contains(const char *path, const char *needle)
 	return strstr(buf, needle) != NULL;
 }
 
+int th_count_lines(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int n = 0;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
 int th_nfs_st(int rc)
 {
 	uint32_t st = rrr_nfs3_last_status();

@@ -45,6 +45,8 @@ int th_random_file(const char *path, size_t len, uint32_t seed);
 int th_cmp_files(const char *a, const char *b);
 /* Whether @path's contents contain @needle. */
 bool th_file_contains(const char *path, const char *needle);
+/* Lines of the file at @path that contain @needle; -1 if it cannot be read. */
+int th_count_lines(const char *path, const char *needle);
 
 /* The result of an rrr_nfs3_* call just made on this thread, for asserting
  * the server's exact status: when it failed with an NFS error, checks that
