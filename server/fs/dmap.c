@@ -29,14 +29,23 @@
  * root and checks inode (and generation) before using it, so a stale or
  * damaged map can cost a STALE answer, never a wrong file.
  *
+ * Bounds, whatever clients do: memory by FS_DMAP_MAX entries (beyond that
+ * new edges are not remembered - counted, and logged once - and fh.c falls
+ * back to a bounded walk of the export); the log by its entries: once it
+ * holds FS_DMAP_SLACK records more than twice the live entries it is
+ * rewritten from memory (under the lock, while running; the cost is one
+ * pass over the map every FS_DMAP_SLACK + n changes). A LOOKUP of a file
+ * with several links keeps the edge already known (fs_cache_put's
+ * @replace), so alternating between the names of one inode - all a
+ * read-only client can do - changes nothing and writes nothing.
+ *
  * Recovery: at start the log is replayed (a truncated last record, from a
  * crash in the middle of a write, is dropped); when it holds many more
- * records than live entries it is rewritten to a temporary file and renamed
- * over the old one. Removals are not logged: the entry of a removed inode
- * only fails its check. Memory is bounded by FS_DMAP_MAX entries; beyond
- * that new edges are not remembered (fh.c then falls back to a bounded
- * walk of the export). Without a state directory the map lives in memory
- * only.
+ * records than live entries, or cannot be read whole (damaged, or larger
+ * than the map could ever need), it is rewritten to a temporary file and
+ * renamed over the old one. Removals are not logged: the entry of a
+ * removed inode only fails its check. Without a state directory the map
+ * lives in memory only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,16 +85,16 @@ static uint64_t rd64(const uint8_t *p)
 	return v;
 }
 
-/* Insert or replace under the lock; true when the edge changed. */
+/* Insert or (with @replace) replace under the lock; true when the edge changed. */
 static bool put_locked(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *name,
-		       size_t len)
+		       size_t len, bool replace)
 {
 	struct fs_dent **pp = &m->b[dbucket(ino)];
 	for (; *pp; pp = &(*pp)->next) {
 		struct fs_dent *e = *pp;
 		if (e->ino != ino)
 			continue;
-		if (e->parent == parent && e->len == len && !memcmp(e->name, name, len))
+		if (!replace || (e->parent == parent && e->len == len && !memcmp(e->name, name, len)))
 			return false;
 		struct fs_dent *n = malloc(sizeof(*n) + len + 1);
 		if (!n)
@@ -100,8 +109,10 @@ static bool put_locked(struct fs_dmap *m, uint64_t ino, uint64_t parent, const c
 		free(e);
 		return true;
 	}
-	if (m->n >= FS_DMAP_MAX)
+	if (m->n >= FS_DMAP_MAX) {
+		m->full++;
 		return false;
+	}
 	struct fs_dent *n = malloc(sizeof(*n) + len + 1);
 	if (!n)
 		return false;
@@ -141,7 +152,7 @@ static size_t encode(uint8_t *rec, uint64_t ino, uint64_t parent, const char *na
 	return 18u + len;
 }
 
-/* Rewrite the log from memory (start-up only, single-threaded). */
+/* Rewrite the log from memory (at start, or under m->lock). */
 static int compact(struct fs_dmap *m)
 {
 	char tmp[PATH_MAX + 8];
@@ -161,19 +172,28 @@ static int compact(struct fs_dmap *m)
 		rc = -errno;
 	if (rc < 0)
 		unlink(tmp);
+	else
+		m->compactions++;
 	m->records = m->n;
 	return rc;
 }
 
-static void load(struct fs_dmap *m, int fd)
+/* Replay the log. False when it could not be read whole: rewrite it. */
+static bool load(struct fs_dmap *m, int fd)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0 || st.st_size < 8 || st.st_size > (off_t)1 << 32)
-		return;
+	if (fstat(fd, &st) < 0)
+		return false;
+	if (st.st_size < 8)
+		return st.st_size == 0;
+	/* twice the largest map plus the slack: anything longer is not ours */
+	if ((uint64_t)st.st_size >
+	    (2ull * FS_DMAP_MAX + FS_DMAP_SLACK) * (18u + RRR_NFS3_MAXNAMLEN) + 8u)
+		return false;
 	size_t len = (size_t)st.st_size;
 	uint8_t *buf = malloc(len);
 	if (!buf)
-		return;
+		return false;
 	size_t got = 0;
 	while (got < len) {
 		ssize_t n = pread(fd, buf + got, len - got, (off_t)got);
@@ -181,8 +201,9 @@ static void load(struct fs_dmap *m, int fd)
 			break;
 		got += (size_t)n;
 	}
+	size_t off = 0;
 	if (got >= 8 && !memcmp(buf, DMAP_MAGIC, 8)) {
-		size_t off = 8;
+		off = 8;
 		while (off + 18 <= got) {
 			size_t nl = (size_t)buf[off + 16] | (size_t)buf[off + 17] << 8;
 			if (nl == 0 || nl > RRR_NFS3_MAXNAMLEN || off + 18 + nl > got)
@@ -191,12 +212,14 @@ static void load(struct fs_dmap *m, int fd)
 			memcpy(name, buf + off + 18, nl);
 			name[nl] = '\0';
 			if (!memchr(name, '/', nl) && strlen(name) == nl)
-				put_locked(m, rd64(buf + off), rd64(buf + off + 8), name, nl);
+				put_locked(m, rd64(buf + off), rd64(buf + off + 8), name, nl, true);
 			m->records++;
 			off += 18 + nl;
 		}
 	}
+	bool whole = got == len && off == got; /* else damaged or cut short: rewrite */
 	free(buf);
+	return whole;
 }
 
 int fs_dmap_open(struct fs_dmap *m, const char *state_dir, uint32_t export_id)
@@ -213,11 +236,12 @@ int fs_dmap_open(struct fs_dmap *m, const char *state_dir, uint32_t export_id)
 	    (int)sizeof(m->path))
 		return 0;
 	int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	bool whole = true;
 	if (fd >= 0) {
-		load(m, fd);
+		whole = load(m, fd);
 		close(fd);
 	}
-	if (m->records > 2 * m->n + 4096 || fd < 0) {
+	if (m->records > 2 * m->n + FS_DMAP_SLACK || fd < 0 || !whole) {
 		if (compact(m) < 0) {
 			fs_log("warning: cannot write %s (%s); paths of inodes will not survive a "
 			       "restart", m->path, strerror(errno));
@@ -254,7 +278,8 @@ void fs_dmap_close(struct fs_dmap *m)
 	pthread_mutex_destroy(&m->lock);
 }
 
-void fs_dmap_put(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *name)
+void fs_dmap_put(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *name,
+		 bool replace)
 {
 	size_t len = strlen(name);
 	if (!m->b || len == 0 || len > RRR_NFS3_MAXNAMLEN || strchr(name, '/') ||
@@ -263,11 +288,26 @@ void fs_dmap_put(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *n
 	uint8_t rec[18 + RRR_NFS3_MAXNAMLEN + 1];
 	size_t rlen = 0;
 	pthread_mutex_lock(&m->lock);
-	if (put_locked(m, ino, parent, name, len) && m->fd >= 0) {
+	if (put_locked(m, ino, parent, name, len, replace) && m->fd >= 0) {
 		rlen = encode(rec, ino, parent, name, (uint16_t)len);
 		/* one write(2) per record, under the lock: records never interleave */
 		if (write_all(m->fd, rec, rlen) == 0)
 			m->records++;
+		if (m->records > 2 * m->n + FS_DMAP_SLACK) {
+			/* rewrite from memory; the old descriptor names the old file */
+			close(m->fd);
+			m->fd = -1;
+			if (compact(m) == 0)
+				m->fd = open(m->path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+			if (m->fd < 0)
+				fs_log("warning: cannot rewrite %s (%s); paths of new inodes will not "
+				       "survive a restart", m->path, strerror(errno));
+		}
+	} else if (m->full && !m->full_logged) {
+		m->full_logged = true;
+		fs_log("warning: the map of inode paths holds %u entries, its limit: paths of "
+		       "further inodes are not remembered (path handles of those are found by a "
+		       "bounded walk of the export, or go stale)", FS_DMAP_MAX);
 	}
 	pthread_mutex_unlock(&m->lock);
 }
@@ -314,4 +354,24 @@ int fs_dmap_path(struct fs_dmap *m, uint64_t ino, uint64_t root_ino, char *out)
 	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
+}
+
+void fs_dmap_print(FILE *f, struct fs_dmap *const *maps, unsigned n)
+{
+	uint64_t entries = 0, records = 0, compactions = 0, full = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct fs_dmap *m = maps[i];
+
+		pthread_mutex_lock(&m->lock);
+		entries += m->n;
+		records += m->records;
+		compactions += m->compactions;
+		full += m->full;
+		pthread_mutex_unlock(&m->lock);
+	}
+	fprintf(f, "  dmap.entries %llu\n  dmap.log_records %llu\n  dmap.compactions %llu\n"
+		   "  dmap.full %llu\n",
+		(unsigned long long)entries, (unsigned long long)records,
+		(unsigned long long)compactions, (unsigned long long)full);
 }

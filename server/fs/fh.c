@@ -430,10 +430,11 @@ static bool tag_ok(const struct fs_export *ex, const struct rrr_nfs3_fh *fh, uin
 }
 
 /* ------------------------------------------------------------ path map */
-void fs_cache_put(struct fs_export *ex, uint64_t ino, uint64_t parent_ino, const char *name)
+void fs_cache_put(struct fs_export *ex, uint64_t ino, uint64_t parent_ino, const char *name,
+		  bool replace)
 {
 	if (ino != ex->root_ino)
-		fs_dmap_put(&ex->dmap, ino, parent_ino, name);
+		fs_dmap_put(&ex->dmap, ino, parent_ino, name, replace);
 }
 
 /* ------------------------------------------------------------ resolution */
@@ -600,7 +601,8 @@ static int scan_for(struct fs_export *ex, uint64_t ino, char *out)
 				struct stat dst;
 				snprintf(out, PATH_MAX, "%s", child);
 				if (fstat(dirfd(d), &dst) == 0)
-					fs_cache_put(ex, ino, (uint64_t)dst.st_ino, de->d_name);
+					fs_cache_put(ex, ino, (uint64_t)dst.st_ino, de->d_name,
+						     true);
 				rc = 0;
 				break;
 			}
@@ -879,7 +881,8 @@ uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *n
 	o->gen = fs_gen(fd);
 	snprintf(o->path, sizeof(o->path), "%s", path);
 	if (!dot && !dotdot)
-		fs_cache_put(ex, (uint64_t)o->st.st_ino, (uint64_t)dir->st.st_ino, name);
+		fs_cache_put(ex, (uint64_t)o->st.st_ino, (uint64_t)dir->st.st_ino, name,
+			     S_ISDIR(o->st.st_mode) || o->st.st_nlink <= 1);
 	return RRR_NFS3_OK;
 }
 

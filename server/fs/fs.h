@@ -25,6 +25,7 @@
 #define FS_MISSED_SECS 2.0   /* ... for this long */
 #define FS_DMAP_BUCKETS 65536u
 #define FS_DMAP_MAX 4000000u /* inodes whose (parent, name) the server remembers */
+#define FS_DMAP_SLACK 4096u  /* log records beyond twice the entries before it is rewritten */
 #define FS_DMAP_DEPTH 512u   /* directory levels a remembered path may have */
 
 /* dmap.c: inode -> (parent inode, name), persistent in the state directory. */
@@ -33,6 +34,8 @@ struct fs_dmap {
 	pthread_mutex_t lock;
 	struct fs_dent **b;
 	uint64_t n, records;
+	uint64_t compactions, full;  /* log rewrites; edges not kept, the map full */
+	bool full_logged;
 	int fd;                      /* O_APPEND log, -1 without a state dir */
 	char path[PATH_MAX];
 };
@@ -142,8 +145,13 @@ uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *n
 uint32_t fs_resolve_path(struct fs_export *ex, const char *rel, struct fs_obj *o);
 /* Check a name for CREATE/REMOVE/...: NFS3_OK or an nfsstat3. */
 uint32_t fs_check_name(const char *name);
-/* Remember that @ino is named @name in directory @parent_ino. */
-void fs_cache_put(struct fs_export *ex, uint64_t ino, uint64_t parent_ino, const char *name);
+/* Remember that @ino is named @name in directory @parent_ino. @replace:
+ * the edge is authoritative (RENAME, a scan that found the inode); else
+ * (LOOKUP, LINK of a file with several links) a known edge of @ino is
+ * kept: any of its names will do, and a client alternating between the
+ * names of one inode must not make the map change, or its log grow. */
+void fs_cache_put(struct fs_export *ex, uint64_t ino, uint64_t parent_ino, const char *name,
+		  bool replace);
 /* Child path of @dir for @name into @out (PATH_MAX); NFS3_OK or NAMETOOLONG. */
 uint32_t fs_child_path(const struct fs_obj *dir, const char *name, char *out);
 /* Generation of an open object (statx birth time, 0 when unknown). */
@@ -189,8 +197,14 @@ int fs_open_data(const struct fs_export *ex, const struct fs_obj *o, int flags);
 /* dmap.c (see its essay). Locking: internal mutex. */
 int fs_dmap_open(struct fs_dmap *m, const char *state_dir, uint32_t export_id);
 void fs_dmap_close(struct fs_dmap *m);
-/* Record an edge; appended to the log when new or changed. */
-void fs_dmap_put(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *name);
+/* Record an edge; appended to the log when new or changed (@replace false:
+ * an existing edge of @ino stays). The log is rewritten from memory once it
+ * holds FS_DMAP_SLACK records more than twice the live entries, so its size
+ * stays bounded by the map's, whatever clients do. */
+void fs_dmap_put(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *name,
+		 bool replace);
+/* "  dmap.NAME value" lines: entries, log records, compactions, full. */
+void fs_dmap_print(FILE *f, struct fs_dmap *const *maps, unsigned n);
 /* The remembered path of @ino relative to the root ("a/b"; "." for the root):
  * 0, -ENOENT (unknown) or -ENAMETOOLONG. A hint: open it and check. */
 int fs_dmap_path(struct fs_dmap *m, uint64_t ino, uint64_t root_ino, char *out);

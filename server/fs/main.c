@@ -177,6 +177,14 @@ static void print_counters(FILE *f, const char *title)
 		EX_SUM(fdc.misses));
 	fprintf(f, "  io.direct_writes %llu\n  io.direct_bounced %llu\n", EX_SUM(direct_writes),
 		EX_SUM(direct_bounced));
+	{
+		struct fs_dmap *maps[FS_CONF_MAX_EXPORTS];
+		unsigned nm = 0;
+
+		for (unsigned i = 0; i < g_nex && nm < FS_CONF_MAX_EXPORTS; i++)
+			maps[nm++] = &g_ex[i]->dmap;
+		fs_dmap_print(f, maps, nm);
+	}
 	if (g_nex > 1) {
 		/* per export: NFS calls (all procedures) */
 		for (unsigned i = 0; i < g_nex; i++) {

@@ -17,6 +17,7 @@
 #include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
+#include "tests/nfs/helpers/conf_server.h"
 #include "tests/nfs/helpers/nfs_helpers.h"
 
 static struct th_server srv;
@@ -302,4 +303,61 @@ Test(nfs_handles, mount_paths_stay_beneath_the_export)
 Test(nfs_handles_walk, mount_paths_stay_beneath_the_export)
 {
 	t_mount_paths_stay_beneath_the_export();
+}
+
+/* Size of the export's handle map log in the state directory (one export). */
+static long dmap_size(void)
+{
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "cat '%s'/dmap-* 2>/dev/null | wc -c", srv.state_dir);
+	FILE *p = popen(cmd, "r");
+	long n = -1;
+	cr_assert_not_null(p);
+	if (fscanf(p, "%ld", &n) != 1)
+		n = -1;
+	pclose(p);
+	return n;
+}
+
+/*
+ * Nothing a client does makes the handle map's log grow without bound: a
+ * read-only client alternating LOOKUPs of two hard links of one file
+ * writes nothing, and renames back and forth (a client with write access)
+ * are folded by the rewrite while running.
+ */
+Test(nfs_handles, map_log_stays_bounded, .timeout = 120)
+{
+	char a[600], b[600];
+	snprintf(a, sizeof(a), "%s/link-a", srv.export_dir);
+	snprintf(b, sizeof(b), "%s/link-b", srv.export_dir);
+	FILE *f = fopen(a, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	cr_assert_eq(link(a, b), 0);
+	const struct rrr_nfs3_fh *root = rrr_nfs3_root(nfs);
+	struct rrr_nfs3_fh fh;
+	cr_assert_eq(rrr_nfs3_lookup(nfs, root, "link-a", &fh, NULL), 0);
+	long before = dmap_size();
+	cr_assert_geq(before, 8, "no handle map log in %s", srv.state_dir);
+	for (int i = 0; i < 4000; i++)
+		cr_assert_eq(rrr_nfs3_lookup(nfs, root, i & 1 ? "link-a" : "link-b", &fh, NULL), 0);
+	long after = dmap_size();
+	cr_assert_lt(after - before, 256, "4,000 LOOKUPs of two links grew the log by %ld bytes",
+		     after - before);
+
+	/* renames: at most FS_DMAP_SLACK (4096) records beyond the live ones */
+	struct rrr_nfs3_fh sub;
+	cr_assert_eq(rrr_nfs3_lookup(nfs, root, "sub", &sub, NULL), 0);
+	cr_assert_eq(rrr_nfs3_create(nfs, &sub, "x", 0644, false, NULL), 0);
+	for (int i = 0; i < 12000; i++)
+		cr_assert_eq(rrr_nfs3_rename(nfs, &sub, i & 1 ? "y" : "x", &sub, i & 1 ? "x" : "y"), 0);
+	long renamed = dmap_size();
+	cr_assert_lt(renamed, 200000, "12,000 renames: the log is %ld bytes", renamed);
+	char out[700], prog[512], args[512];
+	th_prog("rrr-server", prog, sizeof(prog));
+	snprintf(out, sizeof(out), "%s/stats.txt", srv.dir);
+	snprintf(args, sizeof(args), "--stats --state-dir '%s'", srv.state_dir);
+	cr_assert_eq(th_sh(prog, args, out), 0);
+	cr_assert_geq(th_counter(out, "dmap.compactions"), 1);
+	cr_assert_eq(th_counter(out, "dmap.full"), 0);
 }
