@@ -23,7 +23,8 @@
  *   | inode  | parent  | len  | name (len)     |   little-endian
  *   +--------+---------+------+----------------+
  *
- * after an 8-byte header "RRRDMAP1". fs_dmap_path() follows parent edges up
+ * after an 8-byte header "RRRDMAP2". Inodes are keys (fs_ino_key: the inode
+ * number, with FS_KEY_DIR set for directories). fs_dmap_path() follows parent edges up
  * to the export root (at most FS_DMAP_DEPTH of them) and joins the names.
  * Every path this map gives is a hint: fh.c opens it beneath the export
  * root and checks inode (and generation) before using it, so a stale or
@@ -57,7 +58,7 @@
 
 #include "server/fs/fs.h"
 
-#define DMAP_MAGIC "RRRDMAP1"
+#define DMAP_MAGIC "RRRDMAP2" /* keys are fs_ino_key(): a log of before is rewritten */
 
 struct fs_dent {
 	struct fs_dent *next;

@@ -43,7 +43,13 @@
  *   +--------+-----------+---------------+---------------+---------------+
  *
  * The generation is the inode's birth time (statx), which tells a reused
- * inode number from the file a handle was issued for. The handle is turned
+ * inode number from the file a handle was issued for. The inode number is
+ * a key (fs_ino_key: FS_KEY_DIR set for directories), because on an
+ * overlayfs over layers of different file systems without xino a
+ * directory's number is overlay-private - it may equal a file's, and it
+ * changes when the directory's inode is evicted and read back; such a
+ * directory is still found by its remembered path and its birth time (a
+ * scan compares directories by statx, not by the entry's d_ino). The handle is turned
  * into a path through the dmap (inode -> parent, name; persistent, so it
  * works after a restart for everything created or looked up through the
  * server); the path is opened with openat2() relative to the export root's
@@ -199,14 +205,19 @@ ephemeral:
 	return 0;
 }
 
+static uint64_t gen_of(const struct statx *sx)
+{
+	if (!(sx->stx_mask & STATX_BTIME))
+		return 0;
+	return (uint64_t)sx->stx_btime.tv_sec << 30 ^ sx->stx_btime.tv_nsec;
+}
+
 uint64_t fs_gen(int fd)
 {
 	struct statx sx;
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) < 0)
 		return 0;
-	if (!(sx.stx_mask & STATX_BTIME))
-		return 0;
-	return (uint64_t)sx.stx_btime.tv_sec << 30 ^ sx.stx_btime.tv_nsec;
+	return gen_of(&sx);
 }
 
 static uint64_t mount_id(int fd)
@@ -289,7 +300,7 @@ static void probe_mode(struct fs_export *ex)
 		return;
 	}
 	struct stat st;
-	bool ok = fstat(fd, &st) == 0 && st.st_ino == ex->root_ino;
+	bool ok = fstat(fd, &st) == 0 && fs_ino_key(&st) == ex->root_ino;
 	close(fd);
 	if (!ok) {
 		snprintf(ex->fh_why, sizeof(ex->fh_why), "the root's handle opens another inode");
@@ -330,7 +341,7 @@ int fs_export_open(struct fs_export *ex, const char *dir, const char *state_dir)
 		return err;
 	}
 	ex->dev = st.st_dev;
-	ex->root_ino = st.st_ino;
+	ex->root_ino = fs_ino_key(&st);
 	/* open_by_handle_at refuses O_PATH descriptors (EBADF) */
 	ex->mount_fd = openat(ex->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ex->mnt_id = mount_id(ex->root_fd);
@@ -415,7 +426,7 @@ void fs_fh_make(struct fs_export *ex, const struct fs_obj *o, struct rrr_nfs3_fh
 		}
 	}
 	atomic_fetch_add(&ex->phandles, 1);
-	fh_make_path(ex, (uint64_t)o->st.st_ino, o->gen, fh);
+	fh_make_path(ex, fs_ino_key(&o->st), o->gen, fh);
 }
 
 /* Constant-time comparison of the tag that follows the first @n bytes. */
@@ -546,11 +557,20 @@ static int open_check(struct fs_export *ex, const char *path, uint64_t ino, uint
 		return fd;
 	}
 	struct stat st;
-	if (fstat(fd, &st) < 0 || st.st_ino != ino) {
-		close(fd); /* (the mount is right: RESOLVE_NO_XDEV or open_walk) */
+	if (fstat(fd, &st) < 0) {
+		close(fd);
 		return -ESTALE;
 	}
 	uint64_t g = fs_gen(fd);
+	bool same = fs_ino_key(&st) == ino;
+	/* a directory whose overlay-private number changed (its inode was
+	 * evicted and read back): its birth time still names it */
+	if (!same && check_gen && (ino & FS_KEY_DIR) && S_ISDIR(st.st_mode) && gen && g == gen)
+		same = true;
+	if (!same) {
+		close(fd); /* (the mount is right: RESOLVE_NO_XDEV or open_walk) */
+		return -ESTALE;
+	}
 	if (check_gen && g != gen) {
 		close(fd);
 		return -ESTALE;
@@ -562,8 +582,28 @@ static int open_check(struct fs_export *ex, const char *path, uint64_t ino, uint
 	return 0;
 }
 
-/* Breadth-first search of the export for @ino; the queue holds paths. */
-static int scan_for(struct fs_export *ex, uint64_t ino, char *out)
+/* Is the entry @de of the directory @dfd the object of @key (and, for a
+ * directory, of birth time @gen)? Files by the entry's inode number;
+ * directories by a statx, since their reported number need not be the
+ * entry's (overlayfs, see fs_ino_key). */
+static bool scan_hit(int dfd, const struct dirent *de, uint64_t key, uint64_t gen)
+{
+	uint64_t ino = key & ~FS_KEY_DIR;
+	struct statx sx;
+
+	if (!(key & FS_KEY_DIR))
+		return de->d_ino == ino && de->d_type != DT_DIR;
+	if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+		return false;
+	if (statx(dfd, de->d_name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_INO | STATX_BTIME,
+		  &sx) < 0 || !S_ISDIR(sx.stx_mode))
+		return false;
+	return sx.stx_ino == ino || (gen && gen_of(&sx) == gen);
+}
+
+/* Breadth-first search of the export for @ino (a key, fs_ino_key) of birth
+ * time @gen; the queue holds paths. */
+static int scan_for(struct fs_export *ex, uint64_t ino, uint64_t gen, char *out)
 {
 	size_t cap = 256, head = 0, tail = 0;
 	char **q = calloc(cap, sizeof(*q));
@@ -597,12 +637,11 @@ static int scan_for(struct fs_export *ex, uint64_t ino, char *out)
 						   : snprintf(child, sizeof(child), "%s", de->d_name);
 			if (n < 0 || n >= (int)sizeof(child))
 				continue;
-			if (de->d_ino == ino) {
+			if (scan_hit(dirfd(d), de, ino, gen)) {
 				struct stat dst;
 				snprintf(out, PATH_MAX, "%s", child);
 				if (fstat(dirfd(d), &dst) == 0)
-					fs_cache_put(ex, ino, (uint64_t)dst.st_ino, de->d_name,
-						     true);
+					fs_cache_put(ex, ino, fs_ino_key(&dst), de->d_name, true);
 				rc = 0;
 				break;
 			}
@@ -780,7 +819,7 @@ uint32_t fs_resolve(struct fs_export *ex, const struct rrr_nfs3_fh *fh, struct f
 		fs_priv_end();
 		return RRR_NFS3_OK;
 	}
-	if (ino == ex->root_ino || recently_missed(ex, ino) || scan_for(ex, ino, path) < 0 ||
+	if (ino == ex->root_ino || recently_missed(ex, ino) || scan_for(ex, ino, gen, path) < 0 ||
 	    open_check(ex, path, ino, gen, true, o) < 0) {
 		fs_priv_end();
 		if (ino != ex->root_ino)
@@ -846,7 +885,7 @@ uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *n
 	if (!S_ISDIR(dir->st.st_mode))
 		return RRR_NFS3ERR_NOTDIR;
 	bool dot = !strcmp(name, "."), dotdot = !strcmp(name, "..");
-	bool at_root = (uint64_t)dir->st.st_ino == ex->root_ino && dir->st.st_dev == ex->dev;
+	bool at_root = fs_ino_key(&dir->st) == ex->root_ino && dir->st.st_dev == ex->dev;
 	char path[PATH_MAX] = "";
 	if (!dot && !dotdot) {
 		uint32_t st = fs_check_name(name);
@@ -881,7 +920,7 @@ uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *n
 	o->gen = fs_gen(fd);
 	snprintf(o->path, sizeof(o->path), "%s", path);
 	if (!dot && !dotdot)
-		fs_cache_put(ex, (uint64_t)o->st.st_ino, (uint64_t)dir->st.st_ino, name,
+		fs_cache_put(ex, fs_ino_key(&o->st), fs_ino_key(&dir->st), name,
 			     S_ISDIR(o->st.st_mode) || o->st.st_nlink <= 1);
 	return RRR_NFS3_OK;
 }

@@ -28,6 +28,21 @@
 #define FS_DMAP_SLACK 4096u  /* log records beyond twice the entries before it is rewritten */
 #define FS_DMAP_DEPTH 512u   /* directory levels a remembered path may have */
 
+/*
+ * The key that names an object in path handles and in the dmap: its inode
+ * number, with FS_KEY_DIR set for directories. Directories and other
+ * objects are two number spaces on some file systems: an overlayfs whose
+ * layers are on different file systems (a 9p or virtiofs lower, a tmpfs
+ * upper) and that has no xino reports the real layer's inode number for a
+ * file but an overlay-private, non-persistent one for a directory, so a
+ * file and a directory may share a number.
+ */
+#define FS_KEY_DIR (UINT64_C(1) << 63)
+static inline uint64_t fs_ino_key(const struct stat *st)
+{
+	return (uint64_t)st->st_ino | (S_ISDIR(st->st_mode) ? FS_KEY_DIR : 0);
+}
+
 /* dmap.c: inode -> (parent inode, name), persistent in the state directory. */
 struct fs_dent;
 struct fs_dmap {
@@ -76,7 +91,7 @@ struct fs_export {
 	char root[PATH_MAX];         /* realpath of the export */
 	char name[PATH_MAX];         /* path clients MNT (default: root) */
 	dev_t dev;
-	uint64_t root_ino;
+	uint64_t root_ino;           /* the root's key (fs_ino_key) */
 	uint64_t mnt_id;             /* statx mount id of root_fd (0: unknown) */
 	bool whole_fs;               /* the root is the root of its file system */
 	enum fs_fh_mode fh_mode;

@@ -953,7 +953,7 @@ static int p_rename(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 		if (rrc < 0)
 			r.status = fs_errno_to_stat(errno);
 		else if (known) /* one edge: what lies beneath a moved directory follows */
-			fs_cache_put(ex, (uint64_t)st.st_ino, (uint64_t)td.st.st_ino, a.to.name,
+			fs_cache_put(ex, fs_ino_key(&st), fs_ino_key(&td.st), a.to.name,
 				     true);
 	}
 	fs_post_op(ex, fd_.fd, &r.from_wcc.after);
@@ -984,7 +984,7 @@ static int p_link(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 		if (linkat(AT_FDCWD, proc, d.fd, a.link.name, AT_SYMLINK_FOLLOW) < 0)
 			r.status = fs_errno_to_stat(errno);
 		else
-			fs_cache_put(ex, (uint64_t)f.st.st_ino, (uint64_t)d.st.st_ino, a.link.name,
+			fs_cache_put(ex, fs_ino_key(&f.st), fs_ino_key(&d.st), a.link.name,
 				     false);
 	}
 	fs_post_op(ex, f.fd, &r.attr);

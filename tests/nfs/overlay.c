@@ -9,7 +9,9 @@
  * kernel handles; in both, what the kernel client did when it found the
  * bug (create then SETATTR, truncate, chmod, write and read in a new
  * directory, GUARDED create, rename across directories, a restart) must
- * work with no stale handle.
+ * work with no stale handle; directories, which such an overlay numbers
+ * itself (not persistently, and in a space files share), keep their
+ * handles when the kernel evicts them.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -193,4 +195,76 @@ Test(nfs_overlay_export, copy_up_keeps_the_handle)
 	bool eof;
 	cr_assert_eq(rrr_nfs3_read(nfs, &old, 0, &rio, 1, &count, &eof), 0);
 	cr_assert_eq(memcmp(buf, "FROM the lower", 14), 0);
+}
+
+enum { NDIRS = 24, NFILES = 12 };
+static struct rrr_nfs3_fh dirs[NDIRS], files[NDIRS][NFILES];
+
+/* Directories and files made alternately, so their numbers interleave. */
+static void make_tree(const struct rrr_nfs3_fh *top)
+{
+	for (int d = 0; d < NDIRS; d++) {
+		char name[32];
+		snprintf(name, sizeof(name), "dir%02d", d);
+		cr_assert_eq(rrr_nfs3_mkdir(nfs, top, name, 0755, &dirs[d]), 0, "mkdir %s", name);
+		for (int f = 0; f < NFILES; f++) {
+			snprintf(name, sizeof(name), "file%02d.h", f);
+			cr_assert_eq(rrr_nfs3_create(nfs, &dirs[d], name, 0644, true, &files[d][f]), 0,
+				     "create dir%02d/%s: %s", d, name, rrr_last_error());
+		}
+	}
+}
+
+/* Every handle resolves: GETATTR, and a LOOKUP of each file in its directory. */
+static void all_resolve(const char *when)
+{
+	for (int d = 0; d < NDIRS; d++) {
+		cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &dirs[d], NULL)), 0,
+			     "%s: directory %d is stale", when, d);
+		for (int f = 0; f < NFILES; f++) {
+			char name[32];
+			snprintf(name, sizeof(name), "file%02d.h", f);
+			cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &files[d][f], NULL)), 0,
+				     "%s: dir%02d/%s is stale", when, d, name);
+			cr_assert_eq(th_nfs_st(rrr_nfs3_lookup(nfs, &dirs[d], name, NULL, NULL)), 0,
+				     "%s: LOOKUP dir%02d/%s", when, d, name);
+		}
+	}
+}
+
+/*
+ * Without xino, the overlay numbers its directories itself: a number that
+ * may equal a file's, and that changes when the kernel evicts the
+ * directory's inode and reads it back. A tree of directories and files made
+ * alternately resolves by handle, after files are re-created over existing
+ * ones (REMOVE, then EXCLUSIVE CREATE, as tar does), after a directory
+ * rename, and after a restart. (Evicting the directories takes dropping the
+ * kernel's caches, which would disturb the tests running beside this one:
+ * tests/vm/tests.d/75-path-handles-overlay.sh does that in the VM.)
+ */
+Test(nfs_overlay, directories_keep_their_handles_when_evicted)
+{
+	const struct rrr_nfs3_fh *root = rrr_nfs3_root(nfs);
+	struct rrr_nfs3_fh top;
+	cr_assert_eq(rrr_nfs3_mkdir(nfs, root, "tree", 0755, &top), 0);
+	make_tree(&top);
+	all_resolve("made");
+
+	/* re-created over existing files: REMOVE, then EXCLUSIVE CREATE (tar) */
+	for (int d = 0; d < NDIRS; d += 5) {
+		cr_assert_eq(rrr_nfs3_remove(nfs, &dirs[d], "file00.h"), 0);
+		cr_assert_eq(rrr_nfs3_create(nfs, &dirs[d], "file00.h", 0644, true, &files[d][0]), 0,
+			     "re-create dir%02d/file00.h: %s", d, rrr_last_error());
+	}
+	/* a directory rename: handles beneath it stay */
+	cr_assert_eq(rrr_nfs3_rename(nfs, &top, "dir03", &top, "dir03-moved"), 0);
+	all_resolve("after a rename");
+
+	/* a restart, caches dropped again: the remembered paths and birth times */
+	rrr_nfs3_umount(nfs);
+	nfs = NULL;
+	cr_assert_eq(th_server_stop(&srv), 0);
+	cr_assert_eq(th_server_start(&srv, false), 0);
+	mount_nfs();
+	all_resolve("after a server restart");
 }
