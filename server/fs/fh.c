@@ -79,6 +79,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -346,6 +347,11 @@ int fs_export_open(struct fs_export *ex, const char *dir, const char *state_dir)
 	ex->mount_fd = openat(ex->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ex->mnt_id = mount_id(ex->root_fd);
 	ex->whole_fs = is_whole_fs(ex);
+	{
+		struct statfs sf;
+
+		ex->overlay = fstatfs(ex->root_fd, &sf) == 0 && sf.f_type == 0x794c7630; /* OVERLAYFS_SUPER_MAGIC */
+	}
 	if (!ex->name[0])
 		snprintf(ex->name, sizeof(ex->name), "%s", ex->root);
 	int rc = load_key(ex, state_dir);
@@ -563,10 +569,17 @@ static int open_check(struct fs_export *ex, const char *path, uint64_t ino, uint
 	}
 	uint64_t g = fs_gen(fd);
 	bool same = fs_ino_key(&st) == ino;
-	/* a directory whose overlay-private number changed (its inode was
-	 * evicted and read back): its birth time still names it */
-	if (!same && check_gen && (ino & FS_KEY_DIR) && S_ISDIR(st.st_mode) && gen && g == gen)
-		same = true;
+	if ((ino & FS_KEY_DIR) && S_ISDIR(st.st_mode) && check_gen) {
+		/* a directory whose overlay-private number changed (its inode
+		 * was evicted and read back): its birth time still names it */
+		if (!same && gen && g == gen)
+			same = true;
+		/* the same number, another birth time: the root (held open by
+		 * the server, so never replaced), or an overlayfs directory
+		 * copied up from a lower layer (its upper copy is newer) */
+		else if (same && g != gen && (ino == ex->root_ino || ex->overlay))
+			g = gen;
+	}
 	if (!same) {
 		close(fd); /* (the mount is right: RESOLVE_NO_XDEV or open_walk) */
 		return -ESTALE;

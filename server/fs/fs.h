@@ -94,6 +94,7 @@ struct fs_export {
 	uint64_t root_ino;           /* the root's key (fs_ino_key) */
 	uint64_t mnt_id;             /* statx mount id of root_fd (0: unknown) */
 	bool whole_fs;               /* the root is the root of its file system */
+	bool overlay;                /* on overlayfs: a directory's birth time changes at copy-up */
 	enum fs_fh_mode fh_mode;
 	char fh_why[160];            /* why the fallback mode is in use */
 	bool as_caller;              /* requests run with the caller's fsuid/fsgid/groups */

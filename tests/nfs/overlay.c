@@ -70,6 +70,10 @@ static void setup_overlay(const char *extra)
 	cr_assert_not_null(f);
 	fputs("from the lower layer\n", f);
 	fclose(f);
+	snprintf(p, sizeof(p), "%s/lowdir", lower);
+	cr_assert_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/lowdir/inner", lower);
+	cr_assert_eq(mkdir(p, 0755), 0);
 	if (mount("tmpfs", up, "tmpfs", 0, "size=64m") < 0)
 		cr_skip_test("cannot mount a tmpfs: %s", strerror(errno));
 	cr_assert_eq(mkdir(upper, 0755), 0);
@@ -267,4 +271,23 @@ Test(nfs_overlay, directories_keep_their_handles_when_evicted)
 	cr_assert_eq(th_server_start(&srv, false), 0);
 	mount_nfs();
 	all_resolve("after a server restart");
+}
+
+/*
+ * A directory of the lower layer gets a new upper copy (a new birth time)
+ * the first time something is made in it: its handle, and that of a
+ * directory beneath it, still resolve.
+ */
+Test(nfs_overlay, lower_directories_keep_their_handles_through_copy_up)
+{
+	const struct rrr_nfs3_fh *root = rrr_nfs3_root(nfs);
+	struct rrr_nfs3_fh low, inner, f;
+	cr_assert_eq(rrr_nfs3_lookup(nfs, root, "lowdir", &low, NULL), 0);
+	cr_assert_eq(rrr_nfs3_lookup(nfs, &low, "inner", &inner, NULL), 0);
+	cr_assert_eq(rrr_nfs3_create(nfs, &inner, "new", 0644, true, &f), 0, "copy-up: %s",
+		     rrr_last_error());
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &low, NULL)), 0, "lowdir after its copy-up");
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &inner, NULL)), 0, "inner after its copy-up");
+	cr_assert_eq(rrr_nfs3_create(nfs, &inner, "second", 0644, true, NULL), 0);
+	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(nfs, &f, NULL)), 0);
 }
