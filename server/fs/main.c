@@ -763,6 +763,7 @@ int main(int argc, char **argv)
 	else
 		fs_log("stopped");
 	fs_ctl_stop(ctl);
+	fs_log_rate_flush(true);
 	print_counters(stderr, "final counters");
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;

@@ -55,8 +55,10 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
+#include <syslog.h>
 #include <unistd.h>
 
+#include "server/fs/config.h"
 #include "server/fs/fs.h"
 
 #define DIR_OVERHEAD 128u /* READDIR(PLUS) result minus its entries, rounded up */
@@ -101,7 +103,9 @@ static int as_caller(int (*fn)(struct rrr_svc_req *, struct rrr_xdr *, struct rr
 	struct job j = {fn, ex, req, args, res, RRR_SVC_SYSTEM_ERR};
 	int rc = fs_as_caller(ex, &c, run_job, &j);
 	if (rc < 0) {
-		fs_log("cannot act as uid %u gid %u: %s", c.uid, c.gid, strerror(-rc));
+		static struct fs_lograte rl = FS_LOGRATE("cannot act as the caller's uid");
+		fs_log_limited(&rl, LOG_WARNING, "cannot act as uid %u gid %u: %s", c.uid, c.gid,
+			       strerror(-rc));
 		return RRR_SVC_SYSTEM_ERR;
 	}
 	return j.rc;
