@@ -174,14 +174,18 @@ void fs_fattr(const struct fs_export *ex, const struct stat *st, struct rrr_nfs3
 void fs_post_op(const struct fs_export *ex, int fd, struct rrr_nfs3_post_op_attr *p);
 void fs_wcc_pre(const struct stat *st, struct rrr_nfs3_wcc_data *w);
 uint32_t fs_errno_to_stat(int err);
-/* Apply a sattr3 to @o; NFS3_OK or nfsstat3. */
-/* True for an AUTH_SYS caller with uid 0 (may chown, may set S_ISUID/S_ISGID). */
-bool fs_caller_root(const struct rrr_rpc_call *call);
+/* The request's identity (fs_cred_current(), root already squashed) is
+ * root: may chown, may make devices, may set S_ISUID/S_ISGID anywhere. Only
+ * on the thread that runs the request. */
+bool fs_caller_root(void);
+/* The request's identity may set the set-ID bits on a file of @owner: root,
+ * or the owner (the rule of chmod(2)). Only on the request's thread. */
+bool fs_caller_may_setid(uid_t owner);
+/* Apply a sattr3 to @o as the request's identity; NFS3_OK or nfsstat3. */
 uint32_t fs_apply_sattr(const struct fs_export *ex, const struct fs_obj *o,
-			const struct rrr_nfs3_sattr *s, const struct rrr_rpc_call *call);
+			const struct rrr_nfs3_sattr *s);
 /* ACCESS bits of @want the caller (the thread's identity) has on @o. */
-uint32_t fs_access(const struct fs_export *ex, const struct fs_obj *o,
-		   const struct rrr_rpc_call *call, uint32_t want);
+uint32_t fs_access(const struct fs_export *ex, const struct fs_obj *o, uint32_t want);
 /* A data descriptor of @o opened as the caller, with knfsd's owner override
  * (the owner may read/write whatever the mode): fd or -errno. */
 int fs_open_data(const struct fs_export *ex, const struct fs_obj *o, int flags);
