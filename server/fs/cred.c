@@ -74,7 +74,6 @@ static _Thread_local struct {
 
 void fs_cred_init(struct fs_export *ex)
 {
-	umask(0);
 	ex->as_caller = geteuid() == 0;
 	if (!ex->anon_uid)
 		ex->anon_uid = 65534;

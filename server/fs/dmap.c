@@ -145,22 +145,20 @@ static size_t encode(uint8_t *rec, uint64_t ino, uint64_t parent, const char *na
 static int compact(struct fs_dmap *m)
 {
 	char tmp[PATH_MAX + 8];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", m->path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = fs_tmp_open(m->path, tmp, sizeof(tmp), 0600); /* srvfile.c */
 	if (fd < 0)
-		return -errno;
+		return fd;
 	int rc = write_all(fd, (const uint8_t *)DMAP_MAGIC, 8);
 	uint8_t rec[18 + RRR_NFS3_MAXNAMLEN + 1];
 	for (uint32_t i = 0; i < FS_DMAP_BUCKETS && rc == 0; i++)
 		for (struct fs_dent *e = m->b[i]; e && rc == 0; e = e->next)
 			rc = write_all(fd, rec, encode(rec, e->ino, e->parent, e->name, e->len));
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	if (rc == 0 && rename(tmp, m->path) < 0)
-		rc = -errno;
-	if (rc < 0)
+	if (rc == 0) {
+		rc = fs_tmp_commit(fd, tmp, m->path);
+	} else {
+		close(fd);
 		unlink(tmp);
+	}
 	m->records = m->n;
 	return rc;
 }
@@ -218,9 +216,10 @@ int fs_dmap_open(struct fs_dmap *m, const char *state_dir, uint32_t export_id)
 		close(fd);
 	}
 	if (m->records > 2 * m->n + 4096 || fd < 0) {
-		if (compact(m) < 0) {
+		int rc = compact(m);
+		if (rc < 0) {
 			fs_log("warning: cannot write %s (%s); paths of inodes will not survive a "
-			       "restart", m->path, strerror(errno));
+			       "restart", m->path, strerror(-rc));
 			m->path[0] = '\0';
 			return 0;
 		}

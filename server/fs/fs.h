@@ -200,8 +200,9 @@ void fs_dmap_put(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *n
 int fs_dmap_path(struct fs_dmap *m, uint64_t ino, uint64_t root_ino, char *out);
 
 /* cred.c (see its essay). The per-thread identity of the calling worker. */
-/* Decide whether requests can run as their callers (the server is root),
- * and clear the umask (clients send modes with their umask applied). */
+/* Decide whether requests can run as their callers (the server is root).
+ * The process umask is left alone: new objects get their client's mode
+ * with an explicit chmod (nfs3_proc.c), the server's files theirs too. */
 void fs_cred_init(struct fs_export *ex);
 /* The identity @call runs with: AUTH_SYS ids, root squashed unless
  * ex->no_root_squash; AUTH_NONE and others get the anonymous ids. */
@@ -226,6 +227,23 @@ const struct fs_cred *fs_cred_current(void);
  * MAY BLOCK (the file system work of a request). */
 int fs_as_caller(const struct fs_export *ex, const struct fs_cred *c, void (*fn)(void *),
 		 void *arg);
+
+/* srvfile.c (see its essay): the server's own files. */
+/* Create @path's temporary ("@path.tmp", into @tmp of @len bytes) with
+ * O_EXCL|O_NOFOLLOW and exactly @mode (a stale or planted entry there is
+ * unlinked first, never followed): the descriptor, or -errno. */
+int fs_tmp_open(const char *path, char *tmp, size_t len, mode_t mode);
+/* fsync and close @fd, rename @tmp over @path (removed on failure). 0 or
+ * -errno; @fd is closed either way. MAY BLOCK. */
+int fs_tmp_commit(int fd, const char *tmp, const char *path);
+/* Replace @path with @len bytes of @buf, mode exactly @mode, atomically
+ * (a temporary renamed over it). 0 or -errno. MAY BLOCK. */
+int fs_write_file(const char *path, const void *buf, size_t len, mode_t mode);
+/* Create the state dir @dir (0700) when it is missing; refuse one that is
+ * not a directory, is another user's, or group- or other-writable: 0, or
+ * -errno with a sentence (what is wrong, what to do) in @err. A dir that
+ * cannot be created is not an error here (the server then runs without). */
+int fs_state_dir_check(const char *dir, char *err, size_t len);
 
 /* exports.c (see its essay): the export table, filled before the server
  * runs and fixed afterwards (lookups take no lock). */

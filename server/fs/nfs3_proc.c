@@ -737,6 +737,34 @@ static mode_t allowed_bits(const struct fs_export *ex)
 	return ex->as_caller || fs_caller_may_setid(geteuid()) ? 07777u : 01777u;
 }
 
+/* Give the object @name just made in @d (of type @type) exactly @mode: the
+ * process umask (never changed: it is the process's, not the request's)
+ * may have taken bits off. Through an O_PATH descriptor opened without
+ * following a symlink and checked to be that type, so a name swapped in
+ * meanwhile is left alone; as the caller, so the kernel decides (a set-gid
+ * bit the caller may not keep is dropped again); a directory keeps the
+ * set-gid bit it inherited. Best effort: the object exists either way. */
+static void exact_mode(int dfd, const char *name, mode_t type, mode_t mode)
+{
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return;
+	}
+	/* a directory keeps the set-gid bit it inherited from a set-gid parent */
+	if (type == S_IFDIR)
+		mode |= st.st_mode & S_ISGID;
+	if ((st.st_mode & S_IFMT) == type && (st.st_mode & 07777) != mode) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		(void)chmod(proc, mode);
+	}
+	close(fd);
+}
+
 /* EXCLUSIVE create verifier as stored in atime and mtime seconds. */
 static void verf_times(const uint8_t v[8], struct timespec ts[2])
 {
@@ -756,6 +784,10 @@ static uint32_t create_file(struct fs_export *ex, struct fs_obj *d,
 	int fd = openat(d->fd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd >= 0) {
 		uint32_t st = RRR_NFS3_OK;
+		struct stat fst;
+		/* the client applied its umask already; the server's must not */
+		if (fstat(fd, &fst) == 0 && (fst.st_mode & 07777) != mode)
+			(void)fchmod(fd, mode);
 		if (a->mode == RRR_NFS3_EXCLUSIVE) {
 			struct timespec ts[2];
 			verf_times(a->verf, ts);
@@ -829,7 +861,8 @@ static int p_mkdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 		if (mkdirat(d.fd, a.where.name, mode) < 0) {
 			r.status = fs_errno_to_stat(errno);
 		} else {
-						created(ex, &d, a.where.name, &r);
+			exact_mode(d.fd, a.where.name, S_IFDIR, mode);
+			created(ex, &d, a.where.name, &r);
 		}
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
 	}
@@ -853,7 +886,7 @@ static int p_symlink(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 		if (symlinkat(a->path, d.fd, a->where.name) < 0) {
 			r.status = fs_errno_to_stat(errno);
 		} else {
-						created(ex, &d, a->where.name, &r);
+			created(ex, &d, a->where.name, &r);
 		}
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
 	}
@@ -885,10 +918,12 @@ static int p_mknod(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 			r.status = RRR_NFS3ERR_PERM;
 		mode_t mode = a.attr.set_mode ? a.attr.mode & allowed_bits(ex) : 0644;
 		if (r.status == RRR_NFS3_OK) {
-			if (mknodat(d.fd, a.where.name, type | (mode & 07777), dev) < 0)
+			if (mknodat(d.fd, a.where.name, type | (mode & 07777), dev) < 0) {
 				r.status = fs_errno_to_stat(errno);
-			else
+			} else {
+				exact_mode(d.fd, a.where.name, type, mode & 07777);
 				created(ex, &d, a.where.name, &r);
+			}
 		}
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
 	}
