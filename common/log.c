@@ -17,7 +17,9 @@
  *
  * Lines a peer can trigger go through a rate limiter first
  * (rrr__ratelimit_ok: one line per kind and interval, then the count of the
- * lines held back), so no peer can write the log at its own pace.
+ * lines held back), so no peer can write the log at its own pace; a string
+ * a peer sent goes into a line only through rrr__log_peer_str() (escaped,
+ * cut), so no peer can write a line of its own.
  *
  * Recovery: nothing here can fail in a way a caller could act on; a line
  * longer than the buffer is cut, a failing stderr is ignored.
@@ -144,6 +146,81 @@ bool rrr__ratelimit_ok(struct rrr__ratelimit *rl, uint32_t every_ms, uint64_t *h
 	*held = rl->held;
 	rl->held = 0;
 	return true;
+}
+
+/* Length of the valid UTF-8 sequence at @p (1..4), or 0 when it is not one
+ * (overlong forms, surrogates, beyond U+10FFFF and a cut sequence too) or
+ * is a C1 control character (U+0080..U+009F). */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned c = p[0];
+	size_t n;
+	unsigned min, cp;
+
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		min = 0xa0; /* U+0080..U+009F: C1 controls, escaped */
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		min = 0x800;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		min = 0x10000;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0; /* also the NUL that ends the string */
+		cp = cp << 6 | (p[i] & 0x3fu);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+const char *rrr__log_peer_str(const char *s, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *start = (const unsigned char *)(s ? s : "");
+	const unsigned char *p = start;
+	size_t o = 0;
+
+	while (*p) {
+		char unit[4];
+		size_t n, len = 1; /* bytes written, bytes consumed */
+
+		if (*p == '\\') {
+			unit[0] = unit[1] = '\\';
+			n = 2;
+		} else if (*p >= 0x20 && *p < 0x7f && !(*p == '<' && p == start)) {
+			unit[0] = (char)*p;
+			n = 1;
+		} else if (*p >= 0x80 && (len = utf8_len(p)) != 0) {
+			memcpy(unit, p, len);
+			n = len;
+		} else { /* control, DEL, a leading '<', not UTF-8 */
+			len = 1;
+			unit[0] = '\\';
+			unit[1] = 'x';
+			unit[2] = hex[*p >> 4];
+			unit[3] = hex[*p & 15];
+			n = 4;
+		}
+		if (o + n > RRR__LOG_PEER_MAX) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		memcpy(out + o, unit, n);
+		o += n;
+		p += len;
+	}
+	out[o] = '\0';
+	return out;
 }
 
 void rrr__addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)

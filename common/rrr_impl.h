@@ -89,6 +89,19 @@ struct rrr__ratelimit {
  * back since the previous one (and the count restarts). Never blocks. */
 bool rrr__ratelimit_ok(struct rrr__ratelimit *rl, uint32_t every_ms, uint64_t *held);
 
+/*
+ * A string a peer sent (a path, a name) made fit for one log line: control
+ * characters (C0, DEL, C1) and bytes that are not UTF-8 become \xNN, a
+ * backslash becomes \\, a '<' that starts the string becomes \x3c (so it
+ * can never start a line as a journal priority), valid UTF-8 is kept; cut
+ * after RRR__LOG_PEER_MAX bytes of that text, with "..." to say so.
+ */
+#define RRR__LOG_PEER_MAX 128u
+#define RRR__LOG_PEER_SIZE (RRR__LOG_PEER_MAX + 4u) /* + "..." + NUL */
+/* @s (NUL-terminated; NULL reads as "") escaped into @out, which has
+ * RRR__LOG_PEER_SIZE bytes; returns @out. Never fails, never blocks. */
+const char *rrr__log_peer_str(const char *s, char *out);
+
 struct sockaddr_storage;
 /* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) of @ss into @buf; "?" when unknown. */
 void rrr__addr_str(const struct sockaddr_storage *ss, char *buf, size_t len);

@@ -45,7 +45,11 @@
  *
  * Recovery. A call that fails (transport error, timeout, NFS error) fails
  * its io_u with a positive errno (the NFS status mapped as the library
- * does); fio then stops the job or goes on (continue_on_error). Each data
+ * does); fio then stops the job or goes on (continue_on_error). A hook
+ * that fails (init, open_file, close_file) sets the job's error with
+ * td_verror() as well as returning the errno: fio ignores close_file's
+ * result and an open_file failure without td->error, so without it a job
+ * that could not open its file ends with err=0 and fio exits 0. Each data
  * connection reconnects by itself (the library's recovery); READs are
  * retried once there, WRITEs are not (not idempotent under UNSTABLE
  * without a verifier check). ->cleanup waits for the calls in flight, then
@@ -288,6 +292,16 @@ static int to_errno(int rc)
 	return rc < 0 ? -rc : EIO;
 }
 
+/* The job's error: fio only counts a failure that a hook returns when the
+ * job's error is set (td->error, which fio's exit status and the job's err=
+ * report); returning an errno alone lets the job end "successfully" having
+ * done nothing. Returns @err for the hook to return. */
+static int job_error(struct thread_data *td, int err, const char *what)
+{
+	td_verror(td, err, what);
+	return err;
+}
+
 static int parse_modes(struct rrr_fio_opts *o, enum reg_mode *reg, enum stable_mode *st)
 {
 	if (strcmp(o->transport, "rdma") && strcmp(o->transport, "tcp")) {
@@ -365,7 +379,7 @@ static int rrr_fio_init(struct thread_data *td)
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
-		return ENOMEM;
+		return job_error(td, ENOMEM, "rrr engine init");
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -545,16 +559,16 @@ static int rrr_fio_open_file(struct thread_data *td, struct fio_file *f)
 	int rc;
 
 	if (!e)
-		return EINVAL;
+		return job_error(td, EINVAL, "rrr open_file");
 	if (ff)
 		return 0;
 	if (snprintf(path, sizeof(path), "%s", f->file_name) >= (int)sizeof(path)) {
 		log_err("rrr: file name too long: %s\n", f->file_name);
-		return ENAMETOOLONG;
+		return job_error(td, ENAMETOOLONG, "rrr open_file");
 	}
 	ff = calloc(1, sizeof(*ff));
 	if (!ff)
-		return ENOMEM;
+		return job_error(td, ENOMEM, "rrr open_file");
 	dir = *rrr_nfs3_root(e->nfs);
 	comp = strtok_r(path, "/", &save);
 	rc = -ENOENT;
@@ -568,7 +582,7 @@ static int rrr_fio_open_file(struct thread_data *td, struct fio_file *f)
 			log_err("rrr: %s: '..' is not allowed in a path on the export\n",
 				f->file_name);
 			free(ff);
-			return EINVAL;
+			return job_error(td, EINVAL, "rrr open_file");
 		}
 		rc = lookup_or_create(e, &dir, comp, next != NULL, true, next ? &dir : &ff->fh,
 				      &attr);
@@ -578,25 +592,25 @@ static int rrr_fio_open_file(struct thread_data *td, struct fio_file *f)
 			snprintf(what, sizeof(what), "open %s (at '%s')", f->file_name, comp);
 			report(what, rc);
 			free(ff);
-			return to_errno(rc);
+			return job_error(td, to_errno(rc), "rrr open_file");
 		}
 		if (next && attr.type != RRR_NF3DIR) {
 			log_err("rrr: open %s: '%s' is not a directory on the export\n",
 				f->file_name, comp);
 			free(ff);
-			return ENOTDIR;
+			return job_error(td, ENOTDIR, "rrr open_file");
 		}
 		comp = next;
 	}
 	if (rc) {
 		log_err("rrr: open %s: no file name\n", f->file_name);
 		free(ff);
-		return EINVAL;
+		return job_error(td, EINVAL, "rrr open_file");
 	}
 	if (attr.type != RRR_NF3REG) {
 		log_err("rrr: open %s: not a regular file on the export\n", f->file_name);
 		free(ff);
-		return EISDIR;
+		return job_error(td, EISDIR, "rrr open_file");
 	}
 	/* a job that reads needs its range to exist */
 	need = f->file_offset + f->io_size;
@@ -607,7 +621,7 @@ static int rrr_fio_open_file(struct thread_data *td, struct fio_file *f)
 		if (rc) {
 			report("laying out the file for reading", rc);
 			free(ff);
-			return to_errno(rc);
+			return job_error(td, to_errno(rc), "rrr open_file");
 		}
 	}
 	f->engine_data = ff;
@@ -642,11 +656,15 @@ static int rrr_fio_close_file(struct thread_data *td, struct fio_file *f)
 		pthread_mutex_lock(&e->lock);
 		rc = drain_locked(e);
 		pthread_mutex_unlock(&e->lock);
+		if (rc)
+			log_err("rrr: close %s: calls still in flight after %d s\n", f->file_name,
+				DRAIN_TIMEOUT_S);
 		rc = rc ? ETIMEDOUT : commit_file(e, ff);
 	}
 	free(ff);
 	f->engine_data = NULL;
-	return rc;
+	/* fio ignores what close returns: the job's error carries it */
+	return rc ? job_error(td, rc, "rrr close_file") : 0;
 }
 
 /* REMOVE on the export (fio's unlink=1): never a local unlink(). */
@@ -674,6 +692,10 @@ static int rrr_fio_unlink_file(struct thread_data *td, struct fio_file *f)
 	}
 	if (!rc)
 		rc = rrr_nfs3_remove(e->nfs, &dir, name);
+	/* fio unlinks (unlink=1) before it closes: a file that is gone has
+	 * nothing to COMMIT (its handle is stale now) */
+	if (!rc && f->engine_data)
+		((struct rrr_fio_file *)f->engine_data)->dirty = false;
 	if (rc == -ENOENT)
 		return ENOENT;
 	return rc ? to_errno(rc) : 0;
@@ -725,7 +747,9 @@ static void done_cb(struct rrr_call *call, int status, void *arg)
 	if (status) {
 		io_u->error = (unsigned)-status;
 	} else if (nfsst) {
-		io_u->error = (unsigned)to_errno((int)nfsst);
+		/* the errno of the NFS status (NFS3ERR_ACCES: EACCES), as the
+		 * library's synchronous calls return it */
+		io_u->error = (unsigned)-rrr_nfs3_stat_to_errno(nfsst);
 	} else {
 		if (count > io_u->xfer_buflen)
 			count = (uint32_t)io_u->xfer_buflen;

@@ -307,8 +307,10 @@ static int mnt_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 		atomic_fetch_add(&ex->mnt_calls[RRR_MNT_MNT], 1);
 		char host[INET6_ADDRSTRLEN];
 		peer_text(req, host, sizeof(host));
-		fs_log_at(LOG_WARNING, "MNT from %s over %s refused: not in the allow list of the "
-				       "export %s", host, rrr_svc_req_transport(req), ex->name);
+		static struct fs_lograte rl = FS_LOGRATE("MNT refused: not in the allow list");
+		fs_log_limited(&rl, LOG_WARNING,
+			       "MNT from %s over %s refused: not in the allow list of the export %s",
+			       host, rrr_svc_req_transport(req), ex->name);
 		struct rrr_mnt_res r = {.status = RRR_MNT3ERR_ACCES};
 		return rrr_mnt_xdr_mnt_res(res, &r) < 0 ? RRR_SVC_SYSTEM_ERR : 0;
 	}

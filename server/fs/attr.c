@@ -7,6 +7,10 @@
  * fsid = the export id so a client sees one file system per export,
  * fileid = inode number). Weak cache consistency data is the attributes
  * before the operation (size, mtime, ctime) and a fresh fstat after it.
+ * Identity: every decision here is made for the request's identity after
+ * root squash (fs_cred_current(), set by cred.c before the procedure runs),
+ * never for the raw AUTH_SYS uid, whoever runs the server.
+ *
  * SETATTR applies mode, owner, size and times through the object's O_PATH
  * descriptor (via its /proc/self/fd link where the system call needs a
  * real descriptor), never through a path, as the caller (cred.c): the
@@ -127,9 +131,15 @@ static struct timespec how_to_ts(uint32_t how, struct rrr_nfs3_time t)
 	return ts;
 }
 
-bool fs_caller_root(const struct rrr_rpc_call *call)
+bool fs_caller_root(void)
 {
-	return call && call->cred.flavor == RRR_AUTH_SYS && call->cred.sys.uid == 0;
+	return fs_cred_current()->uid == 0;
+}
+
+bool fs_caller_may_setid(uid_t owner)
+{
+	const struct fs_cred *c = fs_cred_current();
+	return c->uid == 0 || c->uid == owner;
 }
 
 int fs_open_data(const struct fs_export *ex, const struct fs_obj *o, int flags)
@@ -144,21 +154,23 @@ int fs_open_data(const struct fs_export *ex, const struct fs_obj *o, int flags)
 }
 
 uint32_t fs_apply_sattr(const struct fs_export *ex, const struct fs_obj *o,
-			const struct rrr_nfs3_sattr *s, const struct rrr_rpc_call *call)
+			const struct rrr_nfs3_sattr *s)
 {
 	char proc[64];
 	if (!ex->as_caller) {
 		/* The server cannot act as the caller (not root), so it enforces
-		 * the two privileged changes itself: only an AUTH_SYS caller with
-		 * uid 0 may change ownership or set the set-ID bits. Checked before
-		 * anything is applied: SETATTR is all or nothing here. */
-		bool caller_root = fs_caller_root(call);
-		if ((s->set_uid && s->uid != o->st.st_uid) ||
-		    (s->set_gid && s->gid != o->st.st_gid)) {
-			if (!caller_root)
-				return RRR_NFS3ERR_PERM;
-		}
-		if (s->set_mode && (s->mode & (S_ISUID | S_ISGID)) && !caller_root)
+		 * the privileged changes itself, for the caller's identity after
+		 * root squash (fs_cred_current): only root may change ownership;
+		 * only root or the file's owner may set the set-ID bits (as the
+		 * kernel's chmod). Every file here is the server account's, so a
+		 * caller other than root sets them only if it is that account.
+		 * Checked before anything is applied: all or nothing. */
+		if (((s->set_uid && s->uid != o->st.st_uid) ||
+		     (s->set_gid && s->gid != o->st.st_gid)) &&
+		    !fs_caller_root())
+			return RRR_NFS3ERR_PERM;
+		if (s->set_mode && (s->mode & (S_ISUID | S_ISGID)) &&
+		    !fs_caller_may_setid(o->st.st_uid))
 			return RRR_NFS3ERR_PERM;
 	}
 
@@ -209,19 +221,14 @@ uint32_t fs_apply_sattr(const struct fs_export *ex, const struct fs_obj *o,
 	return RRR_NFS3_OK;
 }
 
-/* Permission bits against the AUTH_SYS identity (root may do all but execute
- * what has no execute bit). AUTH_NONE is treated as "other". The answer of
- * a server that cannot act as its callers. */
-static uint32_t access_bits(const struct stat *st, const struct rrr_rpc_call *call,
-			    uint32_t want)
+/* Permission bits against the request's identity after root squash
+ * (fs_cred_current: AUTH_NONE is the anonymous user; root may do all but
+ * execute what has no execute bit). The answer of a server that cannot act
+ * as its callers. */
+static uint32_t access_bits(const struct stat *st, uint32_t want)
 {
-	uint32_t uid = 65534, gid = 65534;
-	const struct rrr_auth_sys *sys = NULL;
-	if (call && call->cred.flavor == RRR_AUTH_SYS) {
-		sys = &call->cred.sys;
-		uid = sys->uid;
-		gid = sys->gid;
-	}
+	const struct fs_cred *c = fs_cred_current();
+	uint32_t uid = c->uid, gid = c->gid;
 	mode_t m = st->st_mode;
 	bool isdir = S_ISDIR(m);
 	unsigned bits;
@@ -233,8 +240,8 @@ static uint32_t access_bits(const struct stat *st, const struct rrr_rpc_call *ca
 		bits = (m >> 6) & 7;
 	} else {
 		bool in_group = gid == st->st_gid;
-		for (uint32_t i = 0; sys && i < sys->ngids && i < RRR_RPC_AUTH_SYS_MAX_GIDS; i++)
-			if (sys->gids[i] == st->st_gid)
+		for (uint32_t i = 0; i < c->ngids && i < RRR_RPC_AUTH_SYS_MAX_GIDS; i++)
+			if (c->gids[i] == st->st_gid)
 				in_group = true;
 		bits = in_group ? (m >> 3) & 7 : m & 7;
 	}
@@ -249,18 +256,17 @@ static uint32_t access_bits(const struct stat *st, const struct rrr_rpc_call *ca
 	return got & want;
 }
 
-uint32_t fs_access(const struct fs_export *ex, const struct fs_obj *o,
-		   const struct rrr_rpc_call *call, uint32_t want)
+uint32_t fs_access(const struct fs_export *ex, const struct fs_obj *o, uint32_t want)
 {
 	if (!ex->as_caller)
-		return access_bits(&o->st, call, want);
+		return access_bits(&o->st, want);
 	bool isdir = S_ISDIR(o->st.st_mode);
 	int ok[3]; /* R, W, X */
 	static const int modes[3] = {R_OK, W_OK, X_OK};
 	for (int i = 0; i < 3; i++) {
 		long rc = syscall(SYS_faccessat2, o->fd, "", modes[i], AT_EACCESS | AT_EMPTY_PATH);
 		if (rc < 0 && errno == ENOSYS)
-			return access_bits(&o->st, call, want);
+			return access_bits(&o->st, want);
 		ok[i] = rc == 0;
 	}
 	uint32_t got = 0;

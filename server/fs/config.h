@@ -8,6 +8,8 @@
 #define RRR_SERVER_FS_CONFIG_H
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +17,8 @@
 
 #include <rrr/server.h>
 #include <rrr/wait.h>
+
+#include "common/rrr_impl.h"
 
 #define FS_CONF_MAX_ALLOW 256u   /* networks in one export's allow list */
 #define FS_CONF_MAX_LISTEN 8u    /* addresses in listen */
@@ -174,6 +178,33 @@ int fs_log_level(void);
 int fs_log_level_parse(const char *s);
 const char *fs_log_level_name(int level);
 void fs_log_at(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Lines a peer can trigger: one kind (one static struct fs_lograte per call
+ * site) goes out at most once per second (RRR__LOG_EVERY_MS); the next line
+ * that goes out says how many were held back, "(N more since the last
+ * line)", and when the flood stops the control thread writes "KIND: N more
+ * since the last line" within about a second (fs_log_rate_flush). Strings a
+ * peer sent go into such lines only through fs_log_peer() (escaped, cut).
+ */
+struct fs_lograte {
+	const char *kind; /* what the lines report, for the count line */
+	pthread_mutex_t lock;
+	struct rrr__ratelimit rl; /* under lock */
+	int level;		  /* of the last line, under lock */
+	struct fs_lograte *next;  /* in the flush list, once used */
+	atomic_bool listed;
+};
+#define FS_LOGRATE(kind_text) {.kind = (kind_text), .lock = PTHREAD_MUTEX_INITIALIZER}
+/* fs_log_at() through the limiter @r. Thread-safe. */
+void fs_log_limited(struct fs_lograte *r, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Write the count line of every limiter that held lines back and has not
+ * written for a second (@all: whatever the time, at shutdown). */
+void fs_log_rate_flush(bool all);
+/* A string a peer sent (path, name) safe for a log line: rrr__log_peer_str()
+ * into @out (RRR__LOG_PEER_SIZE bytes); returns @out. */
+const char *fs_log_peer(const char *s, char *out);
 
 /* ctl.c: the control thread. */
 struct fs_ctl;

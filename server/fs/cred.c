@@ -43,8 +43,11 @@
  *
  * Not root: a server started by an ordinary user cannot change identity;
  * fs_cred_init() notices and every request runs as that user (the
- * start-up line says so), with the old checks of attr.c for chown and set-ID
- * bits.
+ * start-up line says so). fs_cred_enter() still records the squashed
+ * identity (fs_cred_current), and attr.c and nfs3_proc.c make the decisions
+ * the kernel would have made (chown, set-ID bits, devices, ACCESS) for that
+ * identity, never for the raw AUTH_SYS uid: a squashed root is the
+ * anonymous user there too.
  */
 #include <errno.h>
 #include <grp.h>
@@ -71,7 +74,6 @@ static _Thread_local struct {
 
 void fs_cred_init(struct fs_export *ex)
 {
-	umask(0);
 	ex->as_caller = geteuid() == 0;
 	if (!ex->anon_uid)
 		ex->anon_uid = 65534;

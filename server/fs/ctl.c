@@ -13,6 +13,10 @@
  * client, so there is no request to parse; a client that does not read
  * cannot stall the thread past a 1 s send timeout.
  *
+ * Every second the thread also writes the count lines of log kinds a peer
+ * flooded (fs_log_rate_flush, log.c), so the count of what was held back
+ * is written when a flood stops, not at the next flood.
+ *
  * Start-up: a socket path that a live server answers on is an error (two
  * servers, one path: set stats-socket); a stale socket file left by a
  * crash is removed and bound again. When the default path (in the state
@@ -102,7 +106,9 @@ static void *ctl_main(void *arg)
 		struct pollfd p[3] = {{.fd = c->wake[0], .events = POLLIN},
 				      {.fd = c->sigfd, .events = POLLIN},
 				      {.fd = c->lfd, .events = POLLIN}};
-		int n = poll(p, c->lfd >= 0 ? 3 : 2, -1);
+		/* wakes every second for the count lines of rate-limited kinds */
+		int n = poll(p, c->lfd >= 0 ? 3 : 2, (int)RRR__LOG_EVERY_MS);
+		fs_log_rate_flush(false);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 || p[0].revents)

@@ -157,23 +157,21 @@ static size_t encode(uint8_t *rec, uint64_t ino, uint64_t parent, const char *na
 static int compact(struct fs_dmap *m)
 {
 	char tmp[PATH_MAX + 8];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", m->path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd = fs_tmp_open(m->path, tmp, sizeof(tmp), 0600); /* srvfile.c */
 	if (fd < 0)
-		return -errno;
+		return fd;
 	int rc = write_all(fd, (const uint8_t *)DMAP_MAGIC, 8);
 	uint8_t rec[18 + RRR_NFS3_MAXNAMLEN + 1];
 	for (uint32_t i = 0; i < FS_DMAP_BUCKETS && rc == 0; i++)
 		for (struct fs_dent *e = m->b[i]; e && rc == 0; e = e->next)
 			rc = write_all(fd, rec, encode(rec, e->ino, e->parent, e->name, e->len));
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	if (rc == 0 && rename(tmp, m->path) < 0)
-		rc = -errno;
-	if (rc < 0)
+	if (rc == 0) {
+		rc = fs_tmp_commit(fd, tmp, m->path);
+	} else {
+		close(fd);
 		unlink(tmp);
-	else
+	}
+	if (rc == 0)
 		m->compactions++;
 	m->records = m->n;
 	return rc;
@@ -243,9 +241,10 @@ int fs_dmap_open(struct fs_dmap *m, const char *state_dir, uint32_t export_id)
 		close(fd);
 	}
 	if (m->records > 2 * m->n + FS_DMAP_SLACK || fd < 0 || !whole) {
-		if (compact(m) < 0) {
+		int rc = compact(m);
+		if (rc < 0) {
 			fs_log("warning: cannot write %s (%s); paths of inodes will not survive a "
-			       "restart", m->path, strerror(errno));
+			       "restart", m->path, strerror(-rc));
 			m->path[0] = '\0';
 			return 0;
 		}
@@ -298,11 +297,14 @@ void fs_dmap_put(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *n
 			/* rewrite from memory; the old descriptor names the old file */
 			close(m->fd);
 			m->fd = -1;
-			if (compact(m) == 0)
+			int rc = compact(m);
+			if (rc == 0) {
 				m->fd = open(m->path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-			if (m->fd < 0)
+				rc = m->fd < 0 ? -errno : 0;
+			}
+			if (rc < 0)
 				fs_log("warning: cannot rewrite %s (%s); paths of new inodes will not "
-				       "survive a restart", m->path, strerror(errno));
+				       "survive a restart", m->path, strerror(-rc));
 		}
 	} else if (m->full && !m->full_logged) {
 		m->full_logged = true;

@@ -188,15 +188,9 @@ static int load_key(struct fs_export *ex, const char *state_dir)
 		}
 		if (getrandom(ex->key, sizeof(ex->key), 0) != (ssize_t)sizeof(ex->key))
 			return -EIO;
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0)
-			goto ephemeral;
-		ssize_t n = write(fd, ex->key, sizeof(ex->key));
-		int rc = fsync(fd);
-		close(fd);
-		if (n == (ssize_t)sizeof(ex->key) && rc == 0)
+		/* whole or not at all (srvfile.c): a crash leaves no short key */
+		if (fs_write_file(path, ex->key, sizeof(ex->key), 0600) == 0)
 			return 0;
-		unlink(path);
 	}
 ephemeral:
 	fs_log("warning: no usable --state-dir (%s); file handles will not survive a restart",

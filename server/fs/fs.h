@@ -198,14 +198,18 @@ void fs_fattr(const struct fs_export *ex, const struct stat *st, struct rrr_nfs3
 void fs_post_op(const struct fs_export *ex, int fd, struct rrr_nfs3_post_op_attr *p);
 void fs_wcc_pre(const struct stat *st, struct rrr_nfs3_wcc_data *w);
 uint32_t fs_errno_to_stat(int err);
-/* Apply a sattr3 to @o; NFS3_OK or nfsstat3. */
-/* True for an AUTH_SYS caller with uid 0 (may chown, may set S_ISUID/S_ISGID). */
-bool fs_caller_root(const struct rrr_rpc_call *call);
+/* The request's identity (fs_cred_current(), root already squashed) is
+ * root: may chown, may make devices, may set S_ISUID/S_ISGID anywhere. Only
+ * on the thread that runs the request. */
+bool fs_caller_root(void);
+/* The request's identity may set the set-ID bits on a file of @owner: root,
+ * or the owner (the rule of chmod(2)). Only on the request's thread. */
+bool fs_caller_may_setid(uid_t owner);
+/* Apply a sattr3 to @o as the request's identity; NFS3_OK or nfsstat3. */
 uint32_t fs_apply_sattr(const struct fs_export *ex, const struct fs_obj *o,
-			const struct rrr_nfs3_sattr *s, const struct rrr_rpc_call *call);
+			const struct rrr_nfs3_sattr *s);
 /* ACCESS bits of @want the caller (the thread's identity) has on @o. */
-uint32_t fs_access(const struct fs_export *ex, const struct fs_obj *o,
-		   const struct rrr_rpc_call *call, uint32_t want);
+uint32_t fs_access(const struct fs_export *ex, const struct fs_obj *o, uint32_t want);
 /* A data descriptor of @o opened as the caller, with knfsd's owner override
  * (the owner may read/write whatever the mode): fd or -errno. */
 int fs_open_data(const struct fs_export *ex, const struct fs_obj *o, int flags);
@@ -226,8 +230,9 @@ void fs_dmap_print(FILE *f, struct fs_dmap *const *maps, unsigned n);
 int fs_dmap_path(struct fs_dmap *m, uint64_t ino, uint64_t root_ino, char *out);
 
 /* cred.c (see its essay). The per-thread identity of the calling worker. */
-/* Decide whether requests can run as their callers (the server is root),
- * and clear the umask (clients send modes with their umask applied). */
+/* Decide whether requests can run as their callers (the server is root).
+ * The process umask is left alone: new objects get their client's mode
+ * with an explicit chmod (nfs3_proc.c), the server's files theirs too. */
 void fs_cred_init(struct fs_export *ex);
 /* The identity @call runs with: AUTH_SYS ids, root squashed unless
  * ex->no_root_squash; AUTH_NONE and others get the anonymous ids. */
@@ -252,6 +257,23 @@ const struct fs_cred *fs_cred_current(void);
  * MAY BLOCK (the file system work of a request). */
 int fs_as_caller(const struct fs_export *ex, const struct fs_cred *c, void (*fn)(void *),
 		 void *arg);
+
+/* srvfile.c (see its essay): the server's own files. */
+/* Create @path's temporary ("@path.tmp", into @tmp of @len bytes) with
+ * O_EXCL|O_NOFOLLOW and exactly @mode (a stale or planted entry there is
+ * unlinked first, never followed): the descriptor, or -errno. */
+int fs_tmp_open(const char *path, char *tmp, size_t len, mode_t mode);
+/* fsync and close @fd, rename @tmp over @path (removed on failure). 0 or
+ * -errno; @fd is closed either way. MAY BLOCK. */
+int fs_tmp_commit(int fd, const char *tmp, const char *path);
+/* Replace @path with @len bytes of @buf, mode exactly @mode, atomically
+ * (a temporary renamed over it). 0 or -errno. MAY BLOCK. */
+int fs_write_file(const char *path, const void *buf, size_t len, mode_t mode);
+/* Create the state dir @dir (0700) when it is missing; refuse one that is
+ * not a directory, is another user's, or group- or other-writable: 0, or
+ * -errno with a sentence (what is wrong, what to do) in @err. A dir that
+ * cannot be created is not an error here (the server then runs without). */
+int fs_state_dir_check(const char *dir, char *err, size_t len);
 
 /* exports.c (see its essay): the export table, filled before the server
  * runs and fixed afterwards (lookups take no lock). */

@@ -581,6 +581,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fs_log_set_level(g_conf.log_level);
+	if (fs_state_dir_check(g_conf.state_dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "rrr-server: %s\n", err);
+		return 1;
+	}
 
 	static const struct fs_conf *const cf = &g_conf;
 	struct rrr_svc_opts so;
@@ -755,13 +759,13 @@ int main(int argc, char **argv)
 	fs_log_at(LOG_INFO, "open to %s; stats socket %s; config %s", who, cf->stats_socket,
 		  g_config ? g_config : "none (flags only)");
 	if (port_file) {
-		char tmp[PATH_MAX + 8];
-		snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
-		FILE *f = fopen(tmp, "w");
-		if (!f || fprintf(f, "rdma=%u mount=%u tcp=%u\n", bound_rdma, bound_mount,
-				  bound_tcp) < 0 || fclose(f) != 0 || rename(tmp, port_file) < 0) {
+		char text[96];
+		int n = snprintf(text, sizeof(text), "rdma=%u mount=%u tcp=%u\n", bound_rdma,
+				 bound_mount, bound_tcp);
+		rc = fs_write_file(port_file, text, (size_t)n, 0644);
+		if (rc < 0) {
 			fprintf(stderr, "rrr-server: cannot write --port-file %s: %s\n", port_file,
-				strerror(errno));
+				strerror(-rc));
 			goto fail;
 		}
 	}
@@ -772,6 +776,7 @@ int main(int argc, char **argv)
 	else
 		fs_log("stopped");
 	fs_ctl_stop(ctl);
+	fs_log_rate_flush(true);
 	print_counters(stderr, "final counters");
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;

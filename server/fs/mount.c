@@ -16,6 +16,10 @@
  * client (mountproto=tcp) and libnfs find it on the TCP mount port, and
  * RDMA clients may also MNT over their NFS connection.
  *
+ * Log: the path of a MNT is the client's text; it reaches the log only
+ * escaped and cut (fs_log_peer), and the lines are rate-limited per kind
+ * (fs_log_limited), so a client can neither forge a line nor fill the disk.
+ *
  * Recovery: the mount list is advisory (as on every NFS server); it is
  * bounded by FS_MAX_MOUNTS, the oldest entry is dropped when full, and it
  * is not persisted: a restart forgets it, which no client depends on.
@@ -25,7 +29,9 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 
+#include "server/fs/config.h"
 #include "server/fs/fs.h"
 
 /* MOUNT calls are counted on the first export, MNT and UMNT on theirs. */
@@ -74,16 +80,20 @@ static int m_mnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *
 	struct fs_obj o = {.fd = -1};
 	struct fs_export *ex = fs_exports_by_path(d.path, rel, sizeof(rel));
 	count(ex ? ex : fs_exports_at(0), RRR_MNT_MNT);
+	char path[RRR__LOG_PEER_SIZE];
 	if (!ex) {
+		static struct fs_lograte rl = FS_LOGRATE("MNT refused: the path names none of the exports");
 		r.status = RRR_MNT3ERR_NOENT;
 		if (fs_exports_count() == 1)
-			fs_log("MNT of '%s' from %s refused: the export is '%s'", d.path, host,
-			       fs_exports_at(0)->name);
+			fs_log_limited(&rl, LOG_NOTICE, "MNT of '%s' from %s refused: the export is '%s'",
+				       fs_log_peer(d.path, path), host, fs_exports_at(0)->name);
 		else
-			fs_log("MNT of '%s' from %s refused: not one of the %u exports%s", d.path,
-			       host, fs_exports_count(),
-			       strcmp(d.path, "/") ? "" : " (\"/\" names the export only when there "
-							   "is one)");
+			fs_log_limited(&rl, LOG_NOTICE,
+				       "MNT of '%s' from %s refused: not one of the %u exports%s",
+				       fs_log_peer(d.path, path), host, fs_exports_count(),
+				       strcmp(d.path, "/") ? ""
+							   : " (\"/\" names the export only when "
+							     "there is one)");
 	} else {
 		uint32_t st = fs_resolve_path(ex, rel, &o);
 		if (st == RRR_NFS3_OK && !S_ISDIR(o.st.st_mode))
@@ -108,9 +118,10 @@ static int m_mnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *
 			snprintf(e->host, sizeof(e->host), "%s", host);
 			snprintf(e->dir, sizeof(e->dir), "%s", d.path);
 			pthread_mutex_unlock(&ex->lock);
+			static struct fs_lograte rl = FS_LOGRATE("MNT accepted");
 			if (ex->verbose)
-				fs_log("%s mounted %s over %s", host, d.path,
-				       rrr_svc_req_transport(req));
+				fs_log_limited(&rl, LOG_NOTICE, "%s mounted %s over %s", host,
+					       fs_log_peer(d.path, path), rrr_svc_req_transport(req));
 		}
 	}
 	fs_obj_close(&o);

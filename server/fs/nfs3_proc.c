@@ -55,8 +55,10 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
+#include <syslog.h>
 #include <unistd.h>
 
+#include "server/fs/config.h"
 #include "server/fs/fs.h"
 
 #define DIR_OVERHEAD 128u /* READDIR(PLUS) result minus its entries, rounded up */
@@ -101,7 +103,9 @@ static int as_caller(int (*fn)(struct rrr_svc_req *, struct rrr_xdr *, struct rr
 	struct job j = {fn, ex, req, args, res, RRR_SVC_SYSTEM_ERR};
 	int rc = fs_as_caller(ex, &c, run_job, &j);
 	if (rc < 0) {
-		fs_log("cannot act as uid %u gid %u: %s", c.uid, c.gid, strerror(-rc));
+		static struct fs_lograte rl = FS_LOGRATE("cannot act as the caller's uid");
+		fs_log_limited(&rl, LOG_WARNING, "cannot act as uid %u gid %u: %s", c.uid, c.gid,
+			       strerror(-rc));
 		return RRR_SVC_SYSTEM_ERR;
 	}
 	return j.rc;
@@ -158,7 +162,7 @@ static int p_setattr(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 					   (uint32_t)o.st.st_ctim.tv_nsec != a.guard_ctime.nsec))
 			r.status = RRR_NFS3ERR_NOT_SYNC;
 		else
-			r.status = fs_apply_sattr(ex, &o, &a.attr, rrr_svc_req_call(req));
+			r.status = fs_apply_sattr(ex, &o, &a.attr);
 		fs_fdc_forget(&ex->fdc, (uint64_t)o.st.st_ino);
 		fs_post_op(ex, o.fd, &r.wcc.after);
 	}
@@ -200,7 +204,7 @@ static int p_access(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 	struct fs_obj o;
 	r.status = fs_resolve(ex, &a.fh, &o);
 	if (r.status == RRR_NFS3_OK) {
-		r.access = fs_access(ex, &o, call_of(req), a.access);
+		r.access = fs_access(ex, &o, a.access);
 		if (ex->read_only)
 			r.access &= ~(RRR_NFS3_ACCESS_MODIFY | RRR_NFS3_ACCESS_EXTEND |
 				      RRR_NFS3_ACCESS_DELETE);
@@ -725,11 +729,40 @@ static void created(struct fs_export *ex, struct fs_obj *d, const char *name,
 }
 
 /* The allowed permission bits of a new object: all of them as the caller
- * (the kernel clears what the caller may not set), else no set-ID bits for
- * a caller that is not root. */
-static mode_t allowed_bits(const struct fs_export *ex, struct rrr_svc_req *req)
+ * (the kernel clears what the caller may not set); else the object will be
+ * the server account's, and its set-ID bits are for a caller that may set
+ * them on that account's files (root after squash, or that account). */
+static mode_t allowed_bits(const struct fs_export *ex)
 {
-	return ex->as_caller || fs_caller_root(rrr_svc_req_call(req)) ? 07777u : 01777u;
+	return ex->as_caller || fs_caller_may_setid(geteuid()) ? 07777u : 01777u;
+}
+
+/* Give the object @name just made in @d (of type @type) exactly @mode: the
+ * process umask (never changed: it is the process's, not the request's)
+ * may have taken bits off. Through an O_PATH descriptor opened without
+ * following a symlink and checked to be that type, so a name swapped in
+ * meanwhile is left alone; as the caller, so the kernel decides (a set-gid
+ * bit the caller may not keep is dropped again); a directory keeps the
+ * set-gid bit it inherited. Best effort: the object exists either way. */
+static void exact_mode(int dfd, const char *name, mode_t type, mode_t mode)
+{
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return;
+	}
+	/* a directory keeps the set-gid bit it inherited from a set-gid parent */
+	if (type == S_IFDIR)
+		mode |= st.st_mode & S_ISGID;
+	if ((st.st_mode & S_IFMT) == type && (st.st_mode & 07777) != mode) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		(void)chmod(proc, mode);
+	}
+	close(fd);
 }
 
 /* EXCLUSIVE create verifier as stored in atime and mtime seconds. */
@@ -741,16 +774,20 @@ static void verf_times(const uint8_t v[8], struct timespec ts[2])
 	ts[1] = (struct timespec){.tv_sec = (time_t)(v1 & 0x7fffffffu)};
 }
 
-static uint32_t create_file(struct fs_export *ex, struct rrr_svc_req *req, struct fs_obj *d,
+static uint32_t create_file(struct fs_export *ex, struct fs_obj *d,
 			    const struct rrr_nfs3_create_args *a)
 {
 	const char *name = a->where.name;
 	mode_t mode = a->mode != RRR_NFS3_EXCLUSIVE && a->attr.set_mode
-			      ? a->attr.mode & allowed_bits(ex, req)
+			      ? a->attr.mode & allowed_bits(ex)
 			      : 0644;
 	int fd = openat(d->fd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd >= 0) {
 		uint32_t st = RRR_NFS3_OK;
+		struct stat fst;
+		/* the client applied its umask already; the server's must not */
+		if (fstat(fd, &fst) == 0 && (fst.st_mode & 07777) != mode)
+			(void)fchmod(fd, mode);
 		if (a->mode == RRR_NFS3_EXCLUSIVE) {
 			struct timespec ts[2];
 			verf_times(a->verf, ts);
@@ -781,7 +818,7 @@ static uint32_t create_file(struct fs_export *ex, struct rrr_svc_req *req, struc
 	} else if (a->attr.set_size) {
 		/* UNCHECKED over an existing file: only the size is applied */
 		struct rrr_nfs3_sattr sz = {.set_size = true, .size = a->attr.size};
-		st = fs_apply_sattr(ex, &o, &sz, rrr_svc_req_call(req));
+		st = fs_apply_sattr(ex, &o, &sz);
 		fs_fdc_forget(&ex->fdc, (uint64_t)o.st.st_ino);
 	}
 	fs_obj_close(&o);
@@ -801,7 +838,7 @@ static int p_create(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 		if (a.mode > RRR_NFS3_EXCLUSIVE)
 			r.status = RRR_NFS3ERR_INVAL;
 		else
-			r.status = create_file(ex, req, &d, &a);
+			r.status = create_file(ex, &d, &a);
 		if (r.status == RRR_NFS3_OK)
 			created(ex, &d, a.where.name, &r);
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
@@ -820,11 +857,12 @@ static int p_mkdir(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 	struct fs_obj d;
 	r.status = dir_begin(ex, &a.where, &d, &r.dir_wcc);
 	if (r.status == RRR_NFS3_OK) {
-		mode_t mode = a.attr.set_mode ? a.attr.mode & allowed_bits(ex, req) : 0755;
+		mode_t mode = a.attr.set_mode ? a.attr.mode & allowed_bits(ex) : 0755;
 		if (mkdirat(d.fd, a.where.name, mode) < 0) {
 			r.status = fs_errno_to_stat(errno);
 		} else {
-						created(ex, &d, a.where.name, &r);
+			exact_mode(d.fd, a.where.name, S_IFDIR, mode);
+			created(ex, &d, a.where.name, &r);
 		}
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
 	}
@@ -848,7 +886,7 @@ static int p_symlink(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 		if (symlinkat(a->path, d.fd, a->where.name) < 0) {
 			r.status = fs_errno_to_stat(errno);
 		} else {
-						created(ex, &d, a->where.name, &r);
+			created(ex, &d, a->where.name, &r);
 		}
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
 	}
@@ -876,15 +914,16 @@ static int p_mknod(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr
 		case RRR_NF3BLK: type = S_IFBLK; dev = makedev(a.spec_major, a.spec_minor); break;
 		default: r.status = RRR_NFS3ERR_BADTYPE; break; /* REG, DIR, LNK: not MKNOD's */
 		}
-		if ((type == S_IFCHR || type == S_IFBLK) && !ex->as_caller &&
-		    !fs_caller_root(rrr_svc_req_call(req)))
+		if ((type == S_IFCHR || type == S_IFBLK) && !ex->as_caller && !fs_caller_root())
 			r.status = RRR_NFS3ERR_PERM;
-		mode_t mode = a.attr.set_mode ? a.attr.mode & allowed_bits(ex, req) : 0644;
+		mode_t mode = a.attr.set_mode ? a.attr.mode & allowed_bits(ex) : 0644;
 		if (r.status == RRR_NFS3_OK) {
-			if (mknodat(d.fd, a.where.name, type | (mode & 07777), dev) < 0)
+			if (mknodat(d.fd, a.where.name, type | (mode & 07777), dev) < 0) {
 				r.status = fs_errno_to_stat(errno);
-			else
+			} else {
+				exact_mode(d.fd, a.where.name, type, mode & 07777);
 				created(ex, &d, a.where.name, &r);
+			}
 		}
 		fs_post_op(ex, d.fd, &r.dir_wcc.after);
 	}

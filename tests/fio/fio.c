@@ -15,7 +15,9 @@
  * verify test corrupts 4 bytes of the server's file behind fio's back and
  * expects fio's verify pass over the engine to fail (EILSEQ), which shows
  * the read-back comes from the server and is checked. The option tests
- * expect fio to fail with the engine's sentence.
+ * expect fio to fail with the engine's sentence; the failure tests, that a
+ * failing init, open, READ or close (COMMIT) makes fio exit non-zero with
+ * the errno as the job's error.
  *
  * Skips (saying why) when fio is not installed or the engine was not built
  * (no fio source: make deps-fio; sanitizer builds never build it).
@@ -25,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/nfs/helpers/nfs_helpers.h"
@@ -60,7 +64,7 @@ static bool find_fio(void)
 	return false;
 }
 
-static void need(struct th_server *s, bool rdma)
+static void need_squash(struct th_server *s, bool rdma, bool squash)
 {
 	int rc;
 
@@ -71,10 +75,16 @@ static void need(struct th_server *s, bool rdma)
 			     "deps-fio; sanitizer builds do not build the engine)");
 	cr_assert_eq(th_mkdirs(s), 0);
 	live = s;
+	s->root_squash = squash;
 	rc = th_server_start(s, rdma);
 	if (rc == -ENOENT)
 		cr_skip_test("rrr-server not built");
 	cr_assert_eq(rc, 0, "rrr-server did not start (rc %d), log %s", rc, s->log);
+}
+
+static void need(struct th_server *s, bool rdma)
+{
+	need_squash(s, rdma, false);
 }
 
 /* One job's line of fio's terse (v3) output: 3;fio-3.33;name;group;error;
@@ -425,5 +435,152 @@ Test(fio, bad_options_and_no_server_fail_with_a_reason, .timeout = 120)
 		cr_assert(th_file_contains(err, "rrr: mount 127.0.0.1:/"), "no mount failure in %s",
 			  err);
 	}
+	fini();
+}
+
+/*
+ * A failing engine fails its job: fio exits non-zero and the job's error
+ * (terse field 5) is the errno of what failed, for each of the engine's
+ * failure paths that a test can reach for sure.
+ */
+static void expect_job_error(const char *jobfile, const char *out, const char *err, int want,
+			     const char *words)
+{
+	struct jobres res[2];
+	int rc = run_fio(jobfile, out, err);
+
+	cr_assert_neq(rc, 0, "fio exited 0 (%s)", err);
+	cr_assert_eq(parse_terse(out, res, 2), 1, "one job in %s", out);
+	cr_assert_eq(res[0].error, want, "job error %d, want %d (%s)", res[0].error, want, err);
+	cr_assert(th_file_contains(err, words), "no '%s' in %s", words, err);
+}
+
+/* open: root squashed, the export root-owned 0755: CREATE is refused */
+Test(fio, a_failing_open_fails_the_job, .timeout = 120)
+{
+	struct th_server s;
+	char jobfile[400], out[400], err[400], path[700];
+	struct stat st;
+	FILE *f;
+
+	need_squash(&s, false, true);
+	snprintf(jobfile, sizeof(jobfile), "%s/open.fio", s.dir);
+	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
+	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	f = fopen(jobfile, "w");
+	cr_assert(f);
+	global(f, &s, false);
+	fprintf(f, "[open]\nrw=write\nbs=4k\nsize=64k\nfilename=x.dat\n");
+	fclose(f);
+	expect_job_error(jobfile, out, err, EACCES, "NFS3ERR_ACCES");
+	snprintf(path, sizeof(path), "%s/x.dat", s.export_dir);
+	cr_assert_neq(stat(path, &st), 0, "nothing was created");
+	fini();
+}
+
+/* init: nobody listens */
+Test(fio, a_failing_init_fails_the_job, .timeout = 120)
+{
+	struct th_server s;
+	char jobfile[400], out[400], err[400];
+	FILE *f;
+
+	need(&s, false);
+	snprintf(jobfile, sizeof(jobfile), "%s/init.fio", s.dir);
+	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
+	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	th_server_stop(&s);
+	f = fopen(jobfile, "w");
+	cr_assert(f);
+	global(f, &s, false);
+	fprintf(f, "[init]\nrw=write\nbs=4k\nsize=64k\nfilename=x.dat\nrrr_timeout=2000\n");
+	fclose(f);
+	expect_job_error(jobfile, out, err, ECONNREFUSED, "rrr: mount 127.0.0.1:/");
+	fini();
+}
+
+/* I/O: a file the squashed root may not read (uid 1000's, mode 0200),
+ * already as long as the job, so open does not write to it: READ fails
+ * with the server's NFS3ERR_ACCES, which the job reports as EACCES */
+Test(fio, a_failing_read_fails_the_job, .timeout = 120)
+{
+	struct th_server s;
+	char jobfile[400], out[400], err[400], path[700];
+	FILE *f;
+
+	need_squash(&s, false, true);
+	if (geteuid() != 0)
+		cr_skip_test("giving the file to uid 1000 needs root");
+	snprintf(jobfile, sizeof(jobfile), "%s/io.fio", s.dir);
+	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
+	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	snprintf(path, sizeof(path), "%s/r.dat", s.export_dir);
+	cr_assert_eq(th_random_file(path, 65536, 7), 0);
+	cr_assert_eq(chown(path, 1000, 1000), 0);
+	cr_assert_eq(chmod(path, 0200), 0);
+	f = fopen(jobfile, "w");
+	cr_assert(f);
+	global(f, &s, false);
+	fprintf(f, "[io]\nrw=read\nbs=4k\nsize=64k\nfilename=r.dat\n");
+	fclose(f);
+	expect_job_error(jobfile, out, err, EACCES, "Permission denied");
+	fini();
+}
+
+/* close: the job's writes are UNSTABLE, so closing the file sends COMMIT.
+ * fio thinks for 10 s after the last of its 16 blocks; once the server's
+ * file has all the bytes (a bounded poll, far inside those 10 s) the test
+ * stops the server (SIGSTOP), so that COMMIT, and only it, times out. */
+Test(fio, a_failing_close_fails_the_job, .timeout = 120)
+{
+	struct th_server s;
+	struct jobres res[2];
+	char jobfile[400], out[400], err[400], path[700], cmd[2048];
+	struct stat st = {0};
+	FILE *f;
+	pid_t pid;
+	int status = -1;
+
+	need(&s, false);
+	snprintf(jobfile, sizeof(jobfile), "%s/close.fio", s.dir);
+	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
+	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	snprintf(path, sizeof(path), "%s/c.dat", s.export_dir);
+	f = fopen(jobfile, "w");
+	cr_assert(f);
+	global(f, &s, false);
+	fprintf(f, "[close]\nrw=write\nbs=4k\nsize=64k\nfilename=c.dat\nrrr_timeout=2000\n"
+		   "thinktime=10s\nthinktime_blocks=16\n");
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "exec '%s' --output-format=terse '%s' >'%s' 2>'%s'", fio_bin,
+		 jobfile, out, err);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		closefrom(3);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 400; i++) { /* 8 s at most */
+		if (stat(path, &st) == 0 && st.st_size == 65536)
+			break;
+		usleep(20000);
+	}
+	bool all = st.st_size == 65536;
+	kill(s.pid, SIGSTOP);
+	for (int i = 0; i < 3000 && waitpid(pid, &status, WNOHANG) == 0; i++) /* 60 s */
+		usleep(20000);
+	kill(s.pid, SIGCONT);
+	if (!WIFEXITED(status)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		cr_assert_fail("fio did not finish (%s)", err);
+	}
+	cr_assert(all, "the writes did not all arrive in 8 s (%s)", err);
+	cr_assert_neq(WEXITSTATUS(status), 0, "fio exited 0 (%s)", err);
+	cr_assert_eq(parse_terse(out, res, 2), 1);
+	cr_assert_eq(res[0].wkib, 64);
+	cr_assert_eq(res[0].error, ETIMEDOUT, "job error %d (%s)", res[0].error, err);
+	cr_assert(th_file_contains(err, "rrr: COMMIT"), "no COMMIT failure in %s", err);
 	fini();
 }

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,9 @@ int th_server_start(struct th_server *s, bool rdma)
 			close(fd);
 		}
 		closefrom(3); /* never hand Criterion's pipes to the server */
+		if (s->run_uid && (setgroups(0, NULL) < 0 || setgid(s->run_gid) < 0 ||
+				   setuid(s->run_uid) < 0))
+			_exit(126);
 		if (s->nofile) {
 			struct rlimit rl;
 			if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -146,6 +150,13 @@ int th_server_stop(struct th_server *s)
 	int rc = wait_timeout(s->pid, 10);
 	s->pid = -1;
 	return rc;
+}
+
+int th_chown_tree(struct th_server *s, uid_t uid, gid_t gid)
+{
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "chown -R %u:%u '%s'", (unsigned)uid, (unsigned)gid, s->dir);
+	return system(cmd) == 0 ? 0 : -EPERM;
 }
 
 void th_cleanup(struct th_server *s)

@@ -23,6 +23,10 @@ struct th_server {
 	unsigned nofile;               /* the server's RLIMIT_NOFILE soft limit, 0: inherited */
 	bool root_squash;   /* false (th_mkdirs): start with --no-root-squash, so
 			     * tests running as root act as root on the export */
+	uid_t run_uid;      /* not 0: the server runs as this uid and run_gid (no
+			     * supplementary groups), an ordinary user; the test
+			     * chowns what the server must write (th_chown_tree) */
+	gid_t run_gid;
 };
 
 /* $RRR_BUILD/<prog>, or NULL when RRR_BUILD is unset or the file is missing. */
@@ -34,6 +38,8 @@ int th_mkdirs(struct th_server *s);
 int th_server_start(struct th_server *s, bool rdma);
 /* SIGTERM, wait up to 10 s (SIGKILL after); returns the exit status or -1. */
 int th_server_stop(struct th_server *s);
+/* chown -R s->dir to @uid:@gid (a server that runs as them). 0 or -errno. */
+int th_chown_tree(struct th_server *s, uid_t uid, gid_t gid);
 /* Remove the temporary tree. */
 void th_cleanup(struct th_server *s);
 /* Run a command (argv, NULL-terminated) with a timeout; stdout goes to
