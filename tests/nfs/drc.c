@@ -563,3 +563,95 @@ Test(nfs_drc, rdma_write_same_xid_other_chunk_data_runs, .init = setup_rdma)
 					   "drc.mismatches 1\n", NULL};
 	stop_and_expect(want);
 }
+
+/* --- the client library reconnects from its port --------------------------- */
+
+static void setup_idle(void)
+{
+	static const char *const extra[] = {"--idle-timeout", "500", NULL};
+	start_on(extra, true);
+}
+
+static int enc_dirop(struct rrr_xdr *x, const void *a)
+{
+	return rrr_nfs3_xdr_diropargs(x, (struct rrr_nfs3_diropargs *)a);
+}
+
+static int dec_status(struct rrr_xdr *x, void *r)
+{
+	return rrr_xdr_get_u32(x, r);
+}
+
+/* REMOVE @name with xid @xid on @c; the NFS status. */
+static uint32_t clnt_remove(struct rrr_clnt *c, uint32_t xid, const char *name)
+{
+	struct rrr_nfs3_diropargs d;
+	struct rrr_rpc_cred cred;
+	struct rrr_call k;
+	uint32_t st = 0xffffffffu;
+	dirop(&d, name);
+	memset(&cred, 0, sizeof(cred));
+	cred.flavor = RRR_AUTH_SYS;
+	snprintf(cred.sys.machinename, sizeof(cred.sys.machinename), "drc-test");
+	cred.sys.uid = getuid();
+	cred.sys.gid = getgid();
+	memset(&k, 0, sizeof(k));
+	k.prog = RRR_NFS3_PROGRAM;
+	k.vers = RRR_NFS3_VERSION;
+	k.proc = RRR_NFS3_REMOVE;
+	k.cred = &cred;
+	k.encode = enc_dirop;
+	k.args = &d;
+	k.decode = dec_status;
+	k.res = &st;
+	c->next_xid = xid;
+	cr_assert_eq(rrr_clnt_call(c, &k), 0, "%s", rrr_last_error());
+	return st;
+}
+
+/* The server closes the idle connection after the REMOVE ran (its reply
+ * could as well have been lost with it); the client re-sends the call with
+ * its xid on the next connection, which comes from the same port: the
+ * cache answers, the file is not removed twice (no NOENT). */
+static void resend_after_reconnect(const char *transport, unsigned port)
+{
+	struct rrr_clnt_opts o;
+	struct rrr_clnt *c;
+	struct rrr_xprt_stats st;
+	char p[16];
+	make_file("victim");
+	snprintf(p, sizeof(p), "%u", port);
+	rrr_clnt_opts_init(&o);
+	o.transport = transport;
+	o.host = "127.0.0.1";
+	o.port = p;
+	o.timeout_ms = 10000;
+	cr_assert_eq(rrr_clnt_create(&o, &c), 0, "%s", rrr_last_error());
+	cr_assert_eq(clnt_remove(c, 0x5eed8001u, "victim"), RRR_NFS3_OK);
+	cr_assert_not(exists("victim"));
+	for (int i = 0; i < 1000; i++) { /* bounded: 10 s */
+		rrr_clnt_stats(c, &st);
+		if (st.disconnects)
+			break;
+		struct pollfd none = {.fd = -1};
+		poll(&none, 1, 10);
+	}
+	cr_assert_eq(st.disconnects, 1, "the server closed the idle connection");
+	cr_assert_eq(clnt_remove(c, 0x5eed8001u, "victim"), RRR_NFS3_OK,
+		     "answered from the cache: the same port, the same call");
+	rrr_clnt_stats(c, &st);
+	cr_assert_eq(st.connects, 2);
+	rrr_clnt_destroy(c);
+	static const char *const want[] = {"nfs.REMOVE 1\n", "drc.hits 1\n", NULL};
+	stop_and_expect(want);
+}
+
+Test(nfs_drc, tcp_client_reconnects_from_its_port, .init = setup_idle)
+{
+	resend_after_reconnect("tcp", srv.mount_port);
+}
+
+Test(nfs_drc, rdma_client_reconnects_from_its_port, .init = setup_idle)
+{
+	resend_after_reconnect("rdma", srv.rdma_port);
+}
