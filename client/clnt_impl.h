@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <rrr/client.h>
 #include <rrr/reg_engine.h>
@@ -162,6 +163,11 @@ struct rrr_clnt {
 	struct rrr__clnt_req *xid_hash[256];
 	bool connected;
 	bool broken; /* transport asks for a new connection */
+	/* local address of the last connection: the transports reconnect from
+	 * its port when they can (a server's duplicate request cache keys on
+	 * the client's address and port); srclen 0 before the first */
+	struct sockaddr_storage src;
+	socklen_t srclen;
 	unsigned backoff_ms;
 	uint64_t next_connect_ns;
 	int last_connect_err;

@@ -10,6 +10,10 @@
  * "remote invalidation accepted"); the accept's private data gives the
  * peer's, and the negotiated sizes are min(local, peer) - 1024 bytes each
  * when the peer sent none. Receive buffers are posted before connecting.
+ * A reconnect asks the provider for the local port of the last connection
+ * (rrr_cm_set_source; taken when free), so a server that keys its
+ * duplicate request cache on the client's address and port knows the
+ * re-sent calls.
  *
  * Credits. The client starts with 1 credit and follows the grant in every
  * reply (0 counts as 1, clamped to max_requests). A call is only sent
@@ -54,6 +58,7 @@
  * calls failed.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,6 +435,21 @@ static void drop_conn(struct rrr_clnt *c)
 	}
 }
 
+/* Remember the connection's local address for the next connect. */
+static void keep_source(struct rrr_clnt *c, struct rdma_xprt *x)
+{
+	struct sockaddr_storage ss;
+
+	c->srclen = 0;
+	if (rrr_cm_id_local_addr(x->id, &ss))
+		return;
+	if (ss.ss_family == AF_INET)
+		c->srclen = sizeof(struct sockaddr_in);
+	else if (ss.ss_family == AF_INET6)
+		c->srclen = sizeof(struct sockaddr_in6);
+	c->src = ss;
+}
+
 static int rdma_connect(struct rrr_clnt *c, int timeout_ms)
 {
 	struct rdma_xprt *x = X(c);
@@ -449,6 +469,10 @@ static int rdma_connect(struct rrr_clnt *c, int timeout_ms)
 	rc = rrr_cm_id_create(x->cm, c, &x->id);
 	if (rc)
 		goto fail;
+	/* from the port of the last connection when it is free: the server's
+	 * duplicate request cache keys on our address and port */
+	if (c->srclen)
+		(void)rrr_cm_set_source(x->id, (struct sockaddr *)&c->src, c->srclen);
 	rc = rrr_cm_resolve(x->id, (struct sockaddr *)&ss, sl, timeout_ms);
 	if (rc)
 		goto fail;
@@ -508,6 +532,7 @@ static int rdma_connect(struct rrr_clnt *c, int timeout_ms)
 		goto fail;
 	x->watching = true;
 	(void)rrr_cq_arm(x->cq);
+	keep_source(c, x);
 	sync_stats(c);
 	return 0;
 fail:

@@ -30,6 +30,11 @@
  *
  * There are no credits on TCP: can_send() is always true.
  *
+ * A reconnect binds the local port of the last connection again (like
+ * Linux's client), so a server that keys its duplicate request cache on the
+ * client's address and port (rrr-server, Linux nfsd) knows the re-sent
+ * calls; when the port is not free the kernel picks one.
+ *
  * Hostile peers: a fragment length and the record's total are bounded by
  * MAX_RECORD before any allocation; a record that is too large drops the
  * connection; one too short to carry an xid is counted as a bad reply.
@@ -111,6 +116,36 @@ static void tcp_reset_rx(struct tcp_xprt *t)
 	rrr__rm_reset(&t->rm);
 }
 
+/* A non-blocking socket connecting to @ss: from the port of the last
+ * connection when there was one and the kernel lets us have it again
+ * (SO_REUSEADDR: a port in TIME_WAIT is taken when the peer allows), else
+ * from a port the kernel picks. The socket, or -errno. */
+static int tcp_open(struct rrr_clnt *c, const struct sockaddr_storage *ss, socklen_t sl)
+{
+	int fd, one = 1;
+
+	if (c->srclen && c->src.ss_family == ss->ss_family) {
+		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (!setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
+		    !bind(fd, (const struct sockaddr *)&c->src, c->srclen) &&
+		    (!connect(fd, (const struct sockaddr *)ss, sl) || errno == EINPROGRESS))
+			return fd;
+		close(fd);
+	}
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)ss, sl) < 0 && errno != EINPROGRESS) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 static int tcp_connect(struct rrr_clnt *c, int timeout_ms)
 {
 	struct tcp_xprt *t = X(c);
@@ -123,34 +158,29 @@ static int tcp_connect(struct rrr_clnt *c, int timeout_ms)
 	rc = rrr_addr_parse(c->host, c->port, &ss, &sl);
 	if (rc)
 		return rc;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = tcp_open(c, &ss, sl);
 	if (fd < 0)
-		return rrr__set_error(-errno, "socket: %s", strerror(errno));
+		return rrr__set_error(fd, "cannot connect to %s:%s over TCP: %s", c->host, c->port,
+				      strerror(-fd));
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&ss, sl) < 0) {
-		if (errno != EINPROGRESS) {
-			rc = -errno;
-			goto fail;
-		}
-		pfd.fd = fd;
-		pfd.events = POLLOUT;
-		do
-			rc = poll(&pfd, 1, timeout_ms);
-		while (rc < 0 && errno == EINTR);
-		if (rc == 0) {
-			rc = -ETIMEDOUT;
-			goto fail;
-		}
-		if (rc < 0) {
-			rc = -errno;
-			goto fail;
-		}
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
-			err = errno;
-		if (err) {
-			rc = -err;
-			goto fail;
-		}
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	do
+		rc = poll(&pfd, 1, timeout_ms);
+	while (rc < 0 && errno == EINTR);
+	if (rc == 0) {
+		rc = -ETIMEDOUT;
+		goto fail;
+	}
+	if (rc < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+		err = errno;
+	if (err) {
+		rc = -err;
+		goto fail;
 	}
 	rc = rrr__clnt_watch(c, fd, EPOLLIN, TAG_SOCK);
 	if (rc)
@@ -158,6 +188,9 @@ static int tcp_connect(struct rrr_clnt *c, int timeout_ms)
 	t->fd = fd;
 	t->want_out = false;
 	tcp_reset_rx(t);
+	c->srclen = sizeof(c->src); /* the next connection comes from this port */
+	if (getsockname(fd, (struct sockaddr *)&c->src, &c->srclen) < 0)
+		c->srclen = 0;
 	return 0;
 fail:
 	close(fd);

@@ -419,6 +419,13 @@ int rrr_cm_listen(struct rrr_cm_id *id, const struct sockaddr *addr, socklen_t l
 	DISPATCH(id->cm->dev, cm_listen, id, addr, len, backlog);
 }
 
+int rrr_cm_set_source(struct rrr_cm_id *id, const struct sockaddr *src, socklen_t len)
+{
+	if (!id || !src || len < sizeof(sa_family_t) || len > sizeof(struct sockaddr_storage))
+		return -EINVAL;
+	DISPATCH(id->cm->dev, cm_set_source, id, src, len);
+}
+
 int rrr_cm_resolve(struct rrr_cm_id *id, const struct sockaddr *dst, socklen_t len, int timeout_ms)
 {
 	if (!id || !dst)

@@ -112,6 +112,7 @@ struct rrr__provider_ops {
 	int (*cm_local_addr)(const struct rrr_cm_id *id, struct sockaddr_storage *ss);
 	int (*cm_listen)(struct rrr_cm_id *id, const struct sockaddr *addr, socklen_t len,
 			 int backlog);
+	int (*cm_set_source)(struct rrr_cm_id *id, const struct sockaddr *src, socklen_t len);
 	int (*cm_resolve)(struct rrr_cm_id *id, const struct sockaddr *dst, socklen_t len,
 			  int timeout_ms);
 	int (*cm_connect)(struct rrr_cm_id *id, const struct rrr_conn_param *param);

@@ -391,6 +391,15 @@ int rrr_cm_id_local_addr(const struct rrr_cm_id *id, struct sockaddr_storage *ss
 /* Bind and listen (port 0 = ephemeral; read it back with local_addr). */
 int rrr_cm_listen(struct rrr_cm_id *id, const struct sockaddr *addr, socklen_t len,
 		  int backlog);
+/* The local address (and port) a connection id connects from, before
+ * rrr_cm_resolve(): a wish, not a requirement - when it is taken (a port
+ * still in use), the connect picks one as without it. A client that
+ * reconnects from its previous port lets the server know it as the same
+ * client (a duplicate request cache keys on address and port, like Linux
+ * nfsd's). Errors: -EINVAL (NULL or oversized address, or an id that is
+ * resolved, connecting or listening), -EOPNOTSUPP (a provider without
+ * it). Does not block. */
+int rrr_cm_set_source(struct rrr_cm_id *id, const struct sockaddr *src, socklen_t len);
 /* Start resolving @dst; RESOLVED or UNREACHABLE follows. */
 int rrr_cm_resolve(struct rrr_cm_id *id, const struct sockaddr *dst, socklen_t len,
 		   int timeout_ms);

@@ -13,22 +13,40 @@
  * execution instead of executing it twice.
  *
  * Normal operation. fs_drc_init() builds a copy of the NFSv3 dispatch
- * table whose non-idempotent entries point at drc_handler(). A call there
- * is keyed like Linux nfsd's cache: the peer's IP address (not the port: a
- * reconnect comes from a new one), xid, program version, procedure, and a
- * CRC32C of the first 256 bytes of the arguments (so two clients on one
- * host that happen to pick the same xid, or a client restarted with an
- * xid it used before, are not confused). A miss inserts an entry "in
- * progress", runs the real handler without the lock, then stores the
- * encoded results (the bytes the handler put in the result stream, at
- * most FS_DRC_REPLY_MAX: every non-idempotent reply is a few hundred
- * bytes) and marks it done. A hit on a done entry copies those bytes into
- * the result stream and returns the original verdict: the procedure does
- * not run again. A hit on an entry in progress (the re-sent call arrived on
- * a new connection, served by another worker, while the original still
- * runs) waits for it, up to FS_DRC_WAIT_MS, then answers from the cache;
- * if the original did not finish by then the duplicate is dropped (no
- * reply; the client re-sends or times out).
+ * table whose non-idempotent entries point at drc_handler(). The handler
+ * runs after the transport has the whole call: over TCP the record, over
+ * RDMA the call rebuilt with every read chunk pulled into place (the WRITE
+ * data included, server/svc_rdma_rw.c), so the argument stream it is given
+ * is every byte of the arguments. A reply is replayed only for the same
+ * call, which is, all of them equal:
+ *   - the client's address AND port (a client that reconnects binds its
+ *     previous port again, as Linux's does and rrr_clnt does: that is how a
+ *     re-sent call finds its reply; two clients behind one address are two
+ *     callers);
+ *   - xid, program, version, procedure;
+ *   - the credential: flavor, and for AUTH_SYS uid, gid and the group list
+ *     as they are, plus a CRC32C of the rest (stamp, machine name, body
+ *     length) - a user who re-uses another's xid is not answered with the
+ *     other user's reply;
+ *   - the length of the arguments and a CRC32C (rrr_crc32c, ISA-L) of ALL
+ *     of them, the data of a WRITE included: a new call that re-uses an xid
+ *     with the same header and other data runs. (Linux nfsd sums only the
+ *     first 256 bytes; all of them cost ~0.3 us per 4 KiB WRITE and
+ *     ~18 us per 1 MiB WRITE here, docs/reliability.md.)
+ * A miss inserts an entry "in progress", runs the real handler without the
+ * lock, then stores the encoded results (the bytes the handler put in the
+ * result stream, at most FS_DRC_REPLY_MAX: every non-idempotent reply is a
+ * few hundred bytes) and marks it done. A hit on a done entry copies those
+ * bytes into the result stream and returns the original verdict: the
+ * procedure does not run again. A hit on an entry in progress (a re-send
+ * that arrived on a new connection, served by another worker, while the
+ * original still runs) waits for it, up to FS_DRC_WAIT_MS, then answers
+ * from the cache - the procedure is never executed twice at once; if the
+ * original did not finish by then the duplicate is dropped (no reply; the
+ * client re-sends or times out). A call with the xid of a finished entry
+ * of the same client address and port but anything else different is a
+ * new call (the client has moved on from the old one): it is executed and
+ * its entry replaces the old one (counted as a mismatch).
  *
  * Bounds. A fixed table of `entries` (--drc-entries, default 1024; 0 turns
  * the cache off) allocated at start, about 1.1 KiB each; a new entry
@@ -41,6 +59,7 @@
  * handler itself runs without them.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -53,13 +72,23 @@
 
 #include "server/fs/drc.h"
 
-#define CSUM_BYTES 256u
-
+/* Everything that makes a call the same call (see the top of this file).
+ * Built with memset first: compared with memcmp, no padding. */
 struct key {
-	uint32_t xid, vers, proc, csum;
+	/* the client's call: the hash, and what a mismatch shares */
+	uint32_t xid;
 	uint32_t fam;
+	uint16_t port, pad;
 	uint8_t addr[16];
+	/* the rest of the call */
+	uint32_t prog, vers, proc;
+	uint32_t flavor, uid, gid, ngids;
+	uint32_t gids[RRR_RPC_AUTH_SYS_MAX_GIDS];
+	uint32_t cred_sum; /* CRC32C of the AUTH_SYS stamp, machine name, body length */
+	uint32_t arg_len;  /* bytes of arguments */
+	uint32_t arg_sum;  /* CRC32C of all of them */
 };
+#define KEY_CLIENT_BYTES offsetof(struct key, prog)
 
 struct ent {
 	struct ent *hnext;	   /* hash chain, or free list */
@@ -107,15 +136,37 @@ bool fs_drc_cached_proc(uint32_t proc)
 
 static unsigned key_hash(const struct key *k)
 {
-	uint32_t h = rrr_crc32c(k->xid ^ k->proc, k->addr, sizeof(k->addr));
+	return rrr_crc32c(0, k, KEY_CLIENT_BYTES) % g.nbucket;
+}
 
-	return (h ^ k->csum) % g.nbucket;
+/* The same xid from the same client address and port. */
+static bool same_client_xid(const struct key *a, const struct key *b)
+{
+	return !memcmp(a, b, KEY_CLIENT_BYTES);
 }
 
 static bool key_eq(const struct key *a, const struct key *b)
 {
-	return a->xid == b->xid && a->vers == b->vers && a->proc == b->proc && a->csum == b->csum &&
-	       a->fam == b->fam && !memcmp(a->addr, b->addr, sizeof(a->addr));
+	return a->xid == b->xid && !memcmp(a, b, sizeof(*a));
+}
+
+static void cred_key(const struct rrr_rpc_cred *c, struct key *k)
+{
+	uint32_t sum = rrr_crc32c(0, &c->body_len, sizeof(c->body_len));
+
+	k->flavor = c->flavor;
+	if (c->flavor == RRR_AUTH_SYS) {
+		const struct rrr_auth_sys *s = &c->sys;
+
+		k->uid = s->uid;
+		k->gid = s->gid;
+		k->ngids = s->ngids < RRR_RPC_AUTH_SYS_MAX_GIDS ? s->ngids : RRR_RPC_AUTH_SYS_MAX_GIDS;
+		memcpy(k->gids, s->gids, k->ngids * sizeof(k->gids[0]));
+		sum = rrr_crc32c(sum, &s->stamp, sizeof(s->stamp));
+		sum = rrr_crc32c(sum, s->machinename,
+				 strnlen(s->machinename, sizeof(s->machinename)));
+	}
+	k->cred_sum = sum;
 }
 
 static int make_key(struct rrr_svc_req *req, const struct rrr_rpc_call *call,
@@ -125,19 +176,29 @@ static int make_key(struct rrr_svc_req *req, const struct rrr_rpc_call *call,
 	size_t n = rrr_xdr_remaining(args);
 
 	memset(k, 0, sizeof(*k));
-	if (rrr_svc_req_peer(req, &ss))
+	if (rrr_svc_req_peer(req, &ss) || n > UINT32_MAX)
 		return -ENOTCONN;
 	k->fam = ss.ss_family;
-	if (ss.ss_family == AF_INET)
-		memcpy(k->addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-	else if (ss.ss_family == AF_INET6)
-		memcpy(k->addr, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-	else
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)&ss;
+
+		memcpy(k->addr, &sin->sin_addr, 4);
+		k->port = sin->sin_port;
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&ss;
+
+		memcpy(k->addr, &sin6->sin6_addr, 16);
+		k->port = sin6->sin6_port;
+	} else {
 		return -EAFNOSUPPORT;
+	}
 	k->xid = call->xid;
+	k->prog = call->prog;
 	k->vers = call->vers;
 	k->proc = call->proc;
-	k->csum = rrr_crc32c(0, rrr_xdr_cursor(args), n < CSUM_BYTES ? n : CSUM_BYTES);
+	cred_key(&call->cred, k);
+	k->arg_len = (uint32_t)n;
+	k->arg_sum = rrr_crc32c(0, rrr_xdr_cursor(args), n);
 	return 0;
 }
 
@@ -156,11 +217,17 @@ static void lru_front(struct ent *e)
 	g.lru.lnext = e;
 }
 
-static struct ent *lookup(const struct key *k)
+/* The entry of @k, or NULL; then *@other gets an entry of the same
+ * client address, port and xid with another key, if there is one. */
+static struct ent *lookup(const struct key *k, struct ent **other)
 {
-	for (struct ent *e = g.bucket[key_hash(k)]; e; e = e->hnext)
+	*other = NULL;
+	for (struct ent *e = g.bucket[key_hash(k)]; e; e = e->hnext) {
 		if (key_eq(&e->k, k))
 			return e;
+		if (same_client_xid(&e->k, k))
+			*other = e;
+	}
 	return NULL;
 }
 
@@ -226,14 +293,14 @@ static int drc_handler(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr
 	const struct rrr_rpc_call *call = rrr_svc_req_call(req);
 	rrr_svc_handler_fn fn = g.base[call->proc].fn;
 	size_t start = rrr_xdr_pos(res);
-	struct ent *e;
+	struct ent *e, *other;
 	struct key k;
 	int rc;
 
 	if (make_key(req, call, args, &k))
 		return fn(req, args, res);
 	pthread_mutex_lock(&g.mu);
-	e = lookup(&k);
+	e = lookup(&k, &other);
 	if (e) {
 		uint64_t gen = e->gen;
 		struct timespec ts;
@@ -256,6 +323,13 @@ static int drc_handler(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr
 		}
 		pthread_mutex_unlock(&g.mu);
 		return rc;
+	}
+	if (other) {
+		/* the xid of an earlier call, anything else different: a new
+		 * call; a finished entry of the old one gives way to it */
+		g.st.mismatches++;
+		if (other->done)
+			remove_ent(other);
 	}
 	e = take_ent();
 	if (!e) {
@@ -333,10 +407,12 @@ void fs_drc_print(FILE *f)
 
 	fs_drc_stats(&s);
 	fprintf(f,
-		"  drc.hits %llu\n  drc.misses %llu\n  drc.waits %llu\n  drc.drops %llu\n"
-		"  drc.evictions %llu\n  drc.uncached %llu\n  drc.entries %u\n  drc.capacity %u\n",
+		"  drc.hits %llu\n  drc.misses %llu\n  drc.mismatches %llu\n  drc.waits %llu\n"
+		"  drc.drops %llu\n  drc.evictions %llu\n  drc.uncached %llu\n  drc.entries %u\n"
+		"  drc.capacity %u\n",
 		(unsigned long long)s.hits, (unsigned long long)s.misses,
-		(unsigned long long)s.waits, (unsigned long long)s.drops,
+		(unsigned long long)s.mismatches, (unsigned long long)s.waits,
+		(unsigned long long)s.drops,
 		(unsigned long long)s.evictions, (unsigned long long)s.uncached, s.entries,
 		s.capacity);
 }

@@ -21,6 +21,8 @@
 struct fs_drc_stats {
 	uint64_t hits;	    /* re-sent calls answered from the cache */
 	uint64_t misses;    /* non-idempotent calls executed (and cached) */
+	uint64_t mismatches; /* ... of them with the xid of a cached call of the same client
+			      * address and port, anything else different (it was replaced) */
 	uint64_t waits;	    /* re-sent calls that arrived while the original ran */
 	uint64_t drops;	    /* ... and were dropped: the original did not finish in time */
 	uint64_t evictions; /* finished entries pushed out by newer ones */

@@ -9,7 +9,8 @@
  * out the oldest queued event.
  *
  *   active:  resolve -> RESOLVED (numeric; no lookup) ; connect: TCP connect
- *            (non-blocking) -> send MPA Request (rev 2, H, peer-to-peer
+ *            (non-blocking; from rrr_cm_set_source()'s address and port
+ *            when the kernel lets it, SO_REUSEADDR) -> send MPA Request (rev 2, H, peer-to-peer
  *            with Write and Read RTR offered, IRD/ORD, private data) ->
  *            read Reply -> send the RTR it chose (a Read RTR: and read its
  *            zero-length Read Response, RTR_WAIT) -> the socket goes to the
@@ -122,6 +123,8 @@ struct soft_id {
 	struct soft_mpa_neg neg;    /* what set-up agreed (after the Request/Reply) */
 	struct sockaddr_storage dst;
 	socklen_t dstlen;
+	struct sockaddr_storage src; /* active: connect from here if free (srclen 0: any) */
+	socklen_t srclen;
 	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX + SOFT_MPA_RTR_MAX];
 	size_t have, need;
 	struct soft_mpa_rr *peer;   /* received Request/Reply */
@@ -989,6 +992,60 @@ out:
 	return rc;
 }
 
+int rrr__soft_cm_set_source(struct rrr_cm_id *base, const struct sockaddr *src, socklen_t len)
+{
+	struct soft_id *id = rrr__soft_id_of(base);
+	struct soft_cm *cm = id->cm;
+	int rc = 0;
+
+	pthread_mutex_lock(&cm->lock);
+	if (id->state != ID_IDLE)
+		rc = rrr__set_error(-EINVAL, "soft: set the source before resolving");
+	else if (len > sizeof(id->src))
+		rc = -EINVAL;
+	else {
+		memcpy(&id->src, src, len);
+		id->srclen = len;
+	}
+	pthread_mutex_unlock(&cm->lock);
+	return rc;
+}
+
+/* A non-blocking TCP socket connecting to @id's peer, from its source
+ * address when that is set and free (SO_REUSEADDR: the port of a closed
+ * connection in TIME_WAIT is taken again when the kernel allows it), else
+ * from one the kernel picks; the socket, or -errno. */
+static int connect_socket(struct soft_id *id)
+{
+	int fd, one = 1;
+
+	if (id->srclen && id->src.ss_family == id->dst.ss_family) {
+		fd = socket(id->dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (!setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
+		    !bind(fd, (struct sockaddr *)&id->src, id->srclen) &&
+		    (!connect(fd, (struct sockaddr *)&id->dst, id->dstlen) || errno == EINPROGRESS))
+			return fd;
+		int err = errno;
+
+		rrr__log_debug("soft: cannot connect from the source port asked for (%s): the "
+			       "kernel picks one",
+			       strerror(err));
+		close(fd);
+	}
+	fd = socket(id->dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&id->dst, id->dstlen) < 0 && errno != EINPROGRESS) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 int rrr__soft_cm_resolve(struct rrr_cm_id *base, const struct sockaddr *dst, socklen_t len,
 			 int timeout_ms)
 {
@@ -1040,14 +1097,9 @@ int rrr__soft_cm_connect(struct rrr_cm_id *base, const struct rrr_conn_param *pa
 		id->mine->pd_len = (uint16_t)param->private_data_len;
 		memcpy(id->mine->pd, param->private_data, param->private_data_len);
 	}
-	fd = socket(id->dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = connect_socket(id);
 	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (connect(fd, (struct sockaddr *)&id->dst, id->dstlen) < 0 && errno != EINPROGRESS) {
-		rc = rrr__set_error(-errno, "soft: connect failed: %s", strerror(errno));
-		close(fd);
+		rc = rrr__set_error(fd, "soft: connect failed: %s", strerror(-fd));
 		goto out;
 	}
 	id->fd = fd;

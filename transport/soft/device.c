@@ -337,6 +337,7 @@ const struct rrr__provider_ops rrr__soft_ops = {
 	.cm_peer_addr = rrr__soft_cm_peer_addr,
 	.cm_local_addr = rrr__soft_cm_local_addr,
 	.cm_listen = rrr__soft_cm_listen,
+	.cm_set_source = rrr__soft_cm_set_source,
 	.cm_resolve = rrr__soft_cm_resolve,
 	.cm_connect = rrr__soft_cm_connect,
 	.cm_accept = rrr__soft_cm_accept,

@@ -688,6 +688,7 @@ int rrr__soft_cm_peer_addr(const struct rrr_cm_id *id, struct sockaddr_storage *
 int rrr__soft_cm_local_addr(const struct rrr_cm_id *id, struct sockaddr_storage *ss);
 int rrr__soft_cm_listen(struct rrr_cm_id *id, const struct sockaddr *addr, socklen_t len,
 			int backlog);
+int rrr__soft_cm_set_source(struct rrr_cm_id *id, const struct sockaddr *src, socklen_t len);
 int rrr__soft_cm_resolve(struct rrr_cm_id *id, const struct sockaddr *dst, socklen_t len,
 			 int timeout_ms);
 int rrr__soft_cm_connect(struct rrr_cm_id *id, const struct rrr_conn_param *param);

@@ -178,6 +178,17 @@ int rrr__verbs_cm_listen(struct rrr_cm_id *id, const struct sockaddr *addr, sock
 	return 0;
 }
 
+int rrr__verbs_cm_set_source(struct rrr_cm_id *id, const struct sockaddr *src, socklen_t len)
+{
+	struct vcm_id *v = VID(id);
+
+	if (v->listening || len > sizeof(v->src))
+		return -EINVAL;
+	memcpy(&v->src, src, len);
+	v->srclen = len;
+	return 0;
+}
+
 int rrr__verbs_cm_resolve(struct rrr_cm_id *id, const struct sockaddr *dst, socklen_t len,
 			  int timeout_ms)
 {
@@ -188,6 +199,10 @@ int rrr__verbs_cm_resolve(struct rrr_cm_id *id, const struct sockaddr *dst, sock
 	if (timeout_ms <= 0)
 		timeout_ms = 2000;
 	v->resolve_timeout_ms = timeout_ms;
+	/* from the source asked for when its port is free, else from any */
+	if (v->srclen && v->src.ss_family == dst->sa_family &&
+	    !rdma_resolve_addr(v->id, (struct sockaddr *)&v->src, (struct sockaddr *)dst, timeout_ms))
+		return 0;
 	if (rdma_resolve_addr(v->id, NULL, (struct sockaddr *)dst, timeout_ms)) {
 		int rc = rrr__verbs_err(-1);
 

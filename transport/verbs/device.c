@@ -371,6 +371,7 @@ const struct rrr__provider_ops rrr__verbs_ops = {
     .cm_peer_addr = rrr__verbs_cm_peer_addr,
     .cm_local_addr = rrr__verbs_cm_local_addr,
     .cm_listen = rrr__verbs_cm_listen,
+    .cm_set_source = rrr__verbs_cm_set_source,
     .cm_resolve = rrr__verbs_cm_resolve,
     .cm_connect = rrr__verbs_cm_connect,
     .cm_accept = rrr__verbs_cm_accept,

@@ -127,6 +127,8 @@ struct vcm_id {
 	struct rdma_cm_id *id;
 	int resolve_timeout_ms;
 	bool listening;
+	struct sockaddr_storage src; /* connect from here if free (srclen 0: any) */
+	socklen_t srclen;
 };
 
 #define VDEV(p) container_of((p), struct vdev, pub)
@@ -203,6 +205,7 @@ int rrr__verbs_cm_peer_addr(const struct rrr_cm_id *id, struct sockaddr_storage 
 int rrr__verbs_cm_local_addr(const struct rrr_cm_id *id, struct sockaddr_storage *ss);
 int rrr__verbs_cm_listen(struct rrr_cm_id *id, const struct sockaddr *addr, socklen_t len,
 			 int backlog);
+int rrr__verbs_cm_set_source(struct rrr_cm_id *id, const struct sockaddr *src, socklen_t len);
 int rrr__verbs_cm_resolve(struct rrr_cm_id *id, const struct sockaddr *dst, socklen_t len,
 			  int timeout_ms);
 int rrr__verbs_cm_connect(struct rrr_cm_id *id, const struct rrr_conn_param *param);
