@@ -33,9 +33,8 @@
  *
  * No silent refusals: every connection refused or dropped during set-up
  * (revision, markers, private data, RTR, not MPA at all) is counted under
- * its reason (rrr_cm_limit_stats().refused[]) and logged at RRR_LOG_WARN
- * with the peer's address, at most one line per reason and second; an
- * initiator's failure also reaches rrr_last_error() with the reason.
+ * its reason and logged (cm_limits.c); an initiator's failure also reaches
+ * rrr_last_error() with the reason.
  *
  * Locking: cm->lock serialises setup progress and id state; it is taken
  * before a QP's lock (handover). The event queue has its own leaf lock
@@ -46,20 +45,10 @@
  * connection just disappears. rrr_cm_id_destroy() removes queued events
  * that name the id, so no event ever points at freed memory.
  *
- * Hostile or stalled peers (rrr_cm_set_limits): every passive connection
- * in set-up - accepted, no MPA Request yet (REQ_WAIT), or answered and
- * waiting for the RTR (REP_SENT) - has a deadline (setup_timeout_ms,
- * default 10 s). While any exists, a periodic timerfd in the CM's epoll
- * set makes the CM fd readable, and rrr_cm_get_event() closes the ones
- * past their deadline: unreported ones silently, accepted ones with
- * UNREACHABLE (-ETIMEDOUT). At most max_setup (default 256) are in set-up
- * at once: accepting one more first closes the oldest that sent no
- * Request (evicted), so a flood of idle TCP connects costs each of them
- * its slot, not a well-behaved peer, whose Request arrives at once. When
- * accept() fails for lack of file descriptors the oldest such connection
- * is closed to make room; with none, a reserved descriptor is given up to
- * accept the connection and close it at once (shed), so the backlog never
- * fills with connections nobody will serve.
+ * Hostile or stalled peers (rrr_cm_set_limits): set-up deadlines, the cap
+ * on connections in set-up, running out of descriptors and admission by
+ * address are cm_limits.c's (its essay); cm.c calls it where a connection
+ * enters or leaves set-up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,71 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "soft.h"
-
-struct cm_ev {
-	struct cm_ev *next;
-	struct rrr_cm_event ev;
-};
-
-struct soft_cm {
-	struct rrr_cm base;
-	pthread_mutex_t lock;
-	pthread_mutex_t evlock;
-	int ep, evfd;
-	struct cm_ev *head, *tail;
-	struct soft_id *ids; /* all ids of this cm */
-	/* set-up limits (cm->lock) */
-	int tfd;	/* periodic timer while nsetup > 0, or -1 */
-	bool timer_on;
-	int reserve_fd; /* given up to shed a connection when out of fds */
-	uint32_t setup_timeout_ms, max_setup, nsetup;
-	bool (*admit)(void *ctx, const struct sockaddr_storage *peer);
-	void *admit_ctx;
-	struct rrr_cm_limit_stats lst;
-	struct rrr__ratelimit rl[RRR_CM_REFUSED_NREASONS + 1]; /* last: RTR timeouts */
-};
-
-enum id_state {
-	ID_IDLE = 0,
-	ID_LISTEN,
-	ID_RESOLVED,
-	ID_CONNECTING,
-	ID_REQ_SENT,
-	ID_REQ_WAIT,
-	ID_REQ_PENDING,
-	ID_REP_SENT,
-	ID_RTR_WAIT, /* active: our Read RTR sent, its Read Response not yet in */
-	ID_ESTABLISHED,
-	ID_CLOSED,
-};
-
-struct soft_id {
-	struct rrr_cm_id base;
-	struct soft_cm *cm;
-	struct soft_id *next, *prev;
-	struct soft_id *listener;
-	enum id_state state;
-	int fd;
-	bool in_ep;
-	bool disc_posted;
-	struct soft_mpa_neg neg;    /* what set-up agreed (after the Request/Reply) */
-	struct sockaddr_storage dst;
-	socklen_t dstlen;
-	struct sockaddr_storage src; /* active: connect from here if free (srclen 0: any) */
-	socklen_t srclen;
-	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX + SOFT_MPA_RTR_MAX];
-	size_t have, need;
-	struct soft_mpa_rr *peer;   /* received Request/Reply */
-	struct soft_mpa_rr *mine;   /* our Request (active side) */
-	bool in_setup;              /* passive, set-up not finished: counted in nsetup */
-	uint64_t setup_deadline;    /* CLOCK_MONOTONIC ns */
-};
-
-static struct soft_cm *soft_cm(struct rrr_cm *c)
-{
-	return container_of(c, struct soft_cm, base);
-}
+#include "cm_impl.h"
 
 struct soft_id *rrr__soft_id_of(struct rrr_cm_id *id)
 {
@@ -164,7 +89,7 @@ static void push_ev(struct soft_cm *cm, const struct rrr_cm_event *ev)
 	pthread_mutex_unlock(&cm->evlock);
 }
 
-static void post(struct soft_id *id, enum rrr_cm_event_type t, int status,
+void rrr__soft_cm_post(struct soft_id *id, enum rrr_cm_event_type t, int status,
 		 const struct soft_mpa_rr *rr)
 {
 	struct rrr_cm_event ev;
@@ -193,10 +118,10 @@ void rrr__soft_cm_conn_lost(struct soft_id *id, int status)
 	id->disc_posted = true;
 	pthread_mutex_unlock(&cm->evlock);
 	if (do_post)
-		post(id, RRR_CM_EVENT_DISCONNECTED, status, NULL);
+		rrr__soft_cm_post(id, RRR_CM_EVENT_DISCONNECTED, status, NULL);
 }
 
-static void ep_set(struct soft_id *id, uint32_t events)
+void rrr__soft_cm_ep_set(struct soft_id *id, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = id };
 
@@ -232,44 +157,8 @@ static void id_unlink(struct soft_cm *cm, struct soft_id *id)
 	id->next = id->prev = NULL;
 }
 
-/* Arm the sweep timer while connections are in set-up, disarm it after. */
-static void timer_update(struct soft_cm *cm)
-{
-	struct itimerspec it;
-	uint32_t ms;
 
-	if (cm->tfd < 0 || (cm->nsetup > 0) == cm->timer_on)
-		return;
-	memset(&it, 0, sizeof(it));
-	if (cm->nsetup) {
-		ms = cm->setup_timeout_ms / 4;
-		ms = ms < 20 ? 20 : ms > 1000 ? 1000 : ms;
-		it.it_value.tv_sec = ms / 1000;
-		it.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
-		it.it_interval = it.it_value;
-	}
-	if (timerfd_settime(cm->tfd, 0, &it, NULL) == 0)
-		cm->timer_on = cm->nsetup > 0;
-}
 
-static void setup_begin(struct soft_cm *cm, struct soft_id *id)
-{
-	if (!id->in_setup) {
-		id->in_setup = true;
-		cm->nsetup++;
-	}
-	id->setup_deadline = rrr__mono_ns() + (uint64_t)cm->setup_timeout_ms * 1000000ull;
-	timer_update(cm);
-}
-
-static void setup_end(struct soft_cm *cm, struct soft_id *id)
-{
-	if (!id->in_setup)
-		return;
-	id->in_setup = false;
-	cm->nsetup--;
-	timer_update(cm);
-}
 
 static struct soft_id *id_new(struct soft_cm *cm, void *ctx)
 {
@@ -290,12 +179,12 @@ static struct soft_id *id_new(struct soft_cm *cm, void *ctx)
 	return id;
 }
 
-static void id_free(struct soft_cm *cm, struct soft_id *id)
+void rrr__soft_cm_id_free(struct soft_cm *cm, struct soft_id *id)
 {
 	struct cm_ev **pp, *e;
 
-	ep_set(id, 0);
-	setup_end(cm, id);
+	rrr__soft_cm_ep_set(id, 0);
+	rrr__soft_cm_setup_end(cm, id);
 	if (id->fd >= 0)
 		close(id->fd);
 	id_unlink(cm, id);
@@ -336,39 +225,13 @@ static int send_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* Count a refused or failed set-up under @reason and log it (rate-limited). */
-static void refused(struct soft_cm *cm, struct soft_id *id, int reason, const char *why)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	uint64_t held;
-	char who[80];
-
-	if (reason < 0 || reason >= RRR_CM_REFUSED_NREASONS)
-		reason = RRR_CM_REFUSED_PROTOCOL;
-	cm->lst.refused[reason]++;
-	if (!rrr__ratelimit_ok(&cm->rl[reason], RRR__LOG_EVERY_MS, &held))
-		return;
-	memset(&ss, 0, sizeof(ss));
-	if (id->listener) {
-		if (id->fd < 0 || getpeername(id->fd, (struct sockaddr *)&ss, &sl) < 0)
-			ss.ss_family = AF_UNSPEC;
-	} else if (id->dstlen) {
-		memcpy(&ss, &id->dst, id->dstlen);
-	}
-	rrr__addr_str(&ss, who, sizeof(who));
-	rrr__log_warn("rrr soft: %s %s: %s [%s]%s%.0llu%s", id->listener ? "refused an RDMA connection from"
-							      : "cannot set up an RDMA connection to",
-		      who, why, rrr_cm_refusal_name(reason), held ? " (" : "",
-		      (unsigned long long)held, held ? " more such since the last line)" : "");
-}
 
 static void fail_active(struct soft_id *id, int status, const char *why)
 {
 	rrr__set_error(status, "soft: connection setup failed: %s", why);
-	ep_set(id, 0);
+	rrr__soft_cm_ep_set(id, 0);
 	id->state = ID_CLOSED;
-	post(id, RRR_CM_EVENT_UNREACHABLE, status, NULL);
+	rrr__soft_cm_post(id, RRR_CM_EVENT_UNREACHABLE, status, NULL);
 }
 
 static void handover(struct soft_id *id, bool active)
@@ -383,15 +246,15 @@ static void handover(struct soft_id *id, bool active)
 		.rtr_out = active ? id->neg.rtr : SOFT_RTR_NONE,
 	};
 
-	ep_set(id, 0);
-	setup_end(id->cm, id);
+	rrr__soft_cm_ep_set(id, 0);
+	rrr__soft_cm_setup_end(id->cm, id);
 	id->state = ID_ESTABLISHED;
 	/* ESTABLISHED first: attaching may already see the peer's close */
-	post(id, RRR_CM_EVENT_ESTABLISHED, 0, id->peer);
+	rrr__soft_cm_post(id, RRR_CM_EVENT_ESTABLISHED, 0, id->peer);
 	rrr__soft_qp_attach(qp, id->fd, &a);
 	/* watch for the peer's close so DISCONNECTED arrives even when
 	 * nobody polls the CQ (as with an RDMA CM) */
-	ep_set(id, EPOLLRDHUP);
+	rrr__soft_cm_ep_set(id, EPOLLRDHUP);
 }
 
 void rrr__soft_cm_qp_gone(struct soft_id *id)
@@ -400,7 +263,7 @@ void rrr__soft_cm_qp_gone(struct soft_id *id)
 
 	pthread_mutex_lock(&cm->lock);
 	if (id->state == ID_ESTABLISHED)
-		ep_set(id, 0);
+		rrr__soft_cm_ep_set(id, 0);
 	pthread_mutex_unlock(&cm->lock);
 }
 
@@ -472,97 +335,9 @@ static int frame_refusal(int rc, bool reply, const char **why)
 	}
 }
 
-/* Close the oldest connection that has not sent its MPA Request yet;
- * false when there is none. */
-static bool evict_oldest(struct soft_cm *cm)
-{
-	struct soft_id *old = NULL;
 
-	for (struct soft_id *id = cm->ids; id; id = id->next)
-		if (id->in_setup && id->state == ID_REQ_WAIT &&
-		    (!old || id->setup_deadline < old->setup_deadline))
-			old = id;
-	if (!old)
-		return false;
-	id_free(cm, old);
-	cm->lst.setup_evicted++;
-	return true;
-}
 
-/* Close what is past its set-up deadline (timer tick). */
-static void sweep(struct soft_cm *cm)
-{
-	uint64_t now = rrr__mono_ns(), v;
 
-	if (read(cm->tfd, &v, sizeof(v)) < 0) {
-		/* not expired yet: nothing to consume */
-	}
-	for (struct soft_id *id = cm->ids, *nx; id; id = nx) {
-		nx = id->next;
-		if (!id->in_setup || id->setup_deadline > now)
-			continue;
-		cm->lst.setup_timeouts++;
-		if (id->state == ID_REQ_WAIT) {
-			id_free(cm, id); /* never reported: ours */
-			continue;
-		}
-		ep_set(id, 0);
-		setup_end(cm, id);
-		id->state = ID_CLOSED;
-		if (id->fd >= 0)
-			shutdown(id->fd, SHUT_RDWR);
-		rrr__set_error(-ETIMEDOUT, "soft: peer did not finish MPA set-up in %u ms",
-			       cm->setup_timeout_ms);
-		{
-			uint64_t held;
-
-			if (rrr__ratelimit_ok(&cm->rl[RRR_CM_REFUSED_NREASONS], RRR__LOG_EVERY_MS,
-					      &held))
-				rrr__log_warn("rrr soft: an accepted RDMA connection sent no "
-					      "ready-to-receive message within %u ms: closed "
-					      "(setup_timeout_ms)%s%.0llu%s",
-					      cm->setup_timeout_ms, held ? " (" : "",
-					      (unsigned long long)held, held ? " more such)" : "");
-		}
-		post(id, RRR_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
-	}
-}
-
-/* accept() failed with EMFILE/ENFILE: make room. Returns true to retry. */
-static bool out_of_fds(struct soft_cm *cm, struct soft_id *l)
-{
-	int fd;
-
-	if (evict_oldest(cm))
-		return true;
-	if (cm->reserve_fd < 0)
-		return false;
-	close(cm->reserve_fd);
-	fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd >= 0) {
-		close(fd);
-		cm->lst.accept_shed++;
-	}
-	cm->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return fd >= 0 && cm->reserve_fd >= 0;
-}
-
-/* A connection whose address the application does not admit: closed at
- * once, counted and logged (rate-limited) like every refusal. */
-static void refuse_addr(struct soft_cm *cm, const struct sockaddr_storage *ss)
-{
-	uint64_t held;
-	char who[80];
-
-	cm->lst.refused[RRR_CM_REFUSED_ADDRESS]++;
-	if (!rrr__ratelimit_ok(&cm->rl[RRR_CM_REFUSED_ADDRESS], RRR__LOG_EVERY_MS, &held))
-		return;
-	rrr__addr_str(ss, who, sizeof(who));
-	rrr__log_warn("rrr soft: refused an RDMA connection from %s: the address is not "
-		      "admitted [address]%s%.0llu%s",
-		      who, held ? " (" : "", (unsigned long long)held,
-		      held ? " more such since the last line)" : "");
-}
 
 static void on_listen(struct soft_cm *cm, struct soft_id *l)
 {
@@ -573,17 +348,17 @@ static void on_listen(struct soft_cm *cm, struct soft_id *l)
 		struct soft_id *id;
 
 		if (fd < 0) {
-			if ((errno == EMFILE || errno == ENFILE) && out_of_fds(cm, l))
+			if ((errno == EMFILE || errno == ENFILE) && rrr__soft_cm_out_of_fds(cm, l))
 				continue;
 			return;
 		}
 		if (cm->admit && !cm->admit(cm->admit_ctx, &ss)) {
 			close(fd); /* before anything is held for it */
-			refuse_addr(cm, &ss);
+			rrr__soft_cm_refuse_addr(cm, &ss);
 			continue;
 		}
 		if (cm->nsetup >= cm->max_setup)
-			evict_oldest(cm);
+			rrr__soft_cm_evict_oldest(cm);
 		id = id_new(cm, NULL);
 		if (!id) {
 			close(fd);
@@ -593,8 +368,8 @@ static void on_listen(struct soft_cm *cm, struct soft_id *l)
 		id->listener = l;
 		id->state = ID_REQ_WAIT;
 		id->need = SOFT_MPA_HDR;
-		setup_begin(cm, id);
-		ep_set(id, EPOLLIN);
+		rrr__soft_cm_setup_begin(cm, id);
+		rrr__soft_cm_ep_set(id, EPOLLIN);
 	}
 }
 
@@ -648,7 +423,7 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 		id->state = ID_REQ_SENT;
 		id->have = 0;
 		id->need = SOFT_MPA_HDR;
-		ep_set(id, EPOLLIN);
+		rrr__soft_cm_ep_set(id, EPOLLIN);
 		break;
 	}
 	case ID_REQ_SENT: {
@@ -661,20 +436,20 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 			break;
 		if (rc < 0) {
 			reason = frame_refusal(rc, true, &why);
-			refused(cm, id, reason, why);
+			rrr__soft_cm_refused(cm, id, reason, why);
 			fail_active(id, rc == -ECONNRESET ? -ECONNREFUSED : -EPROTO, why);
 			break;
 		}
 		if (id->peer->reject) {
 			rrr__set_error(-ECONNREFUSED,
 				       "soft: the peer rejected the connection (MPA Reply with R)");
-			ep_set(id, 0);
+			rrr__soft_cm_ep_set(id, 0);
 			id->state = ID_CLOSED;
-			post(id, RRR_CM_EVENT_REJECTED, -ECONNREFUSED, id->peer);
+			rrr__soft_cm_post(id, RRR_CM_EVENT_REJECTED, -ECONNREFUSED, id->peer);
 			break;
 		}
 		if (rrr__soft_mpa_check_reply(id->mine, id->peer, &id->neg, &reason, &why)) {
-			refused(cm, id, reason, why);
+			rrr__soft_cm_refused(cm, id, reason, why);
 			fail_active(id, -EPROTO, why);
 			break;
 		}
@@ -703,7 +478,7 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 			const char *why = "the peer did not answer our zero-length RDMA Read "
 					  "ready-to-receive message with its Read Response";
 
-			refused(cm, id, RRR_CM_REFUSED_RTR, why);
+			rrr__soft_cm_refused(cm, id, RRR_CM_REFUSED_RTR, why);
 			fail_active(id, -EPROTO, why);
 			break;
 		}
@@ -725,17 +500,17 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 				reject_frame(id, NULL, 0);
 			}
 		} else if (rrr__soft_mpa_answer(id->peer, dev->crc, &id->neg, &reason, &why) == 0) {
-			setup_end(cm, id); /* the user decides now (accept restarts the clock) */
+			rrr__soft_cm_setup_end(cm, id); /* the user decides now (accept restarts the clock) */
 			id->state = ID_REQ_PENDING;
-			ep_set(id, 0);
-			post(id, RRR_CM_EVENT_CONNECT_REQUEST, 0, id->peer);
+			rrr__soft_cm_ep_set(id, 0);
+			rrr__soft_cm_post(id, RRR_CM_EVENT_CONNECT_REQUEST, 0, id->peer);
 			break;
 		} else {
 			reject_frame(id, NULL, 0);
 		}
 		/* unreported connection: refuse, say why, and forget it */
-		refused(cm, id, reason, why);
-		id_free(cm, id);
+		rrr__soft_cm_refused(cm, id, reason, why);
+		rrr__soft_cm_id_free(cm, id);
 		break;
 	}
 	case ID_ESTABLISHED:
@@ -750,7 +525,7 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 			if (!dead)
 				break;
 		}
-		ep_set(id, 0);
+		rrr__soft_cm_ep_set(id, 0);
 		break;
 	case ID_REP_SENT: {
 		struct soft_read_req rd;
@@ -767,19 +542,19 @@ static void on_ready(struct soft_cm *cm, struct soft_id *id, uint32_t events)
 						 : "the peer's first FPDU is not the ready-to-receive "
 						   "message our MPA Reply asked for (RFC 6581)";
 
-			refused(cm, id, rc < 0 ? RRR_CM_REFUSED_PROTOCOL : RRR_CM_REFUSED_RTR, why);
-			ep_set(id, 0);
-			setup_end(cm, id);
+			rrr__soft_cm_refused(cm, id, rc < 0 ? RRR_CM_REFUSED_PROTOCOL : RRR_CM_REFUSED_RTR, why);
+			rrr__soft_cm_ep_set(id, 0);
+			rrr__soft_cm_setup_end(cm, id);
 			id->state = ID_CLOSED;
 			rrr__set_error(-EPROTO, "soft: %s", why);
-			post(id, RRR_CM_EVENT_UNREACHABLE, -EPROTO, NULL);
+			rrr__soft_cm_post(id, RRR_CM_EVENT_UNREACHABLE, -EPROTO, NULL);
 			break;
 		}
 		handover(id, false);
 		break;
 	}
 	default:
-		ep_set(id, 0);
+		rrr__soft_cm_ep_set(id, 0);
 		break;
 	}
 }
@@ -825,7 +600,7 @@ void rrr__soft_cm_destroy(struct rrr_cm *base)
 	for (struct soft_id *id = cm->ids, *nx; id; id = nx) {
 		nx = id->next;
 		if (id->state == ID_REQ_WAIT)
-			id_free(cm, id);
+			rrr__soft_cm_id_free(cm, id);
 	}
 	pthread_mutex_unlock(&cm->lock);
 	while ((e = cm->head)) {
@@ -860,7 +635,7 @@ int rrr__soft_cm_get_event(struct rrr_cm *base, struct rrr_cm_event *ev)
 	n = epoll_wait(cm->ep, evs, 16, 0);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == &cm->tfd)
-			sweep(cm);
+			rrr__soft_cm_sweep(cm);
 		else if (evs[i].data.ptr)
 			on_ready(cm, evs[i].data.ptr, evs[i].events);
 	}
@@ -916,12 +691,12 @@ void rrr__soft_cm_id_destroy(struct rrr_cm_id *base)
 		for (struct soft_id *c = cm->ids, *nx; c; c = nx) {
 			nx = c->next;
 			if (c->listener == id && c->state == ID_REQ_WAIT)
-				id_free(cm, c);
+				rrr__soft_cm_id_free(cm, c);
 			else if (c->listener == id)
 				c->listener = NULL;
 		}
 	}
-	id_free(cm, id);
+	rrr__soft_cm_id_free(cm, id);
 	pthread_mutex_unlock(&cm->lock);
 }
 
@@ -975,7 +750,7 @@ int rrr__soft_cm_listen(struct rrr_cm_id *base, const struct sockaddr *addr, soc
 	}
 	id->fd = fd;
 	id->state = ID_LISTEN;
-	ep_set(id, EPOLLIN);
+	rrr__soft_cm_ep_set(id, EPOLLIN);
 	if (cm->tfd < 0) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cm->tfd};
 
@@ -1063,7 +838,7 @@ int rrr__soft_cm_resolve(struct rrr_cm_id *base, const struct sockaddr *dst, soc
 	memcpy(&id->dst, dst, len);
 	id->dstlen = len;
 	id->state = ID_RESOLVED;
-	post(id, RRR_CM_EVENT_RESOLVED, 0, NULL);
+	rrr__soft_cm_post(id, RRR_CM_EVENT_RESOLVED, 0, NULL);
 	pthread_mutex_unlock(&cm->lock);
 	return 0;
 }
@@ -1104,7 +879,7 @@ int rrr__soft_cm_connect(struct rrr_cm_id *base, const struct rrr_conn_param *pa
 	}
 	id->fd = fd;
 	id->state = ID_CONNECTING;
-	ep_set(id, EPOLLOUT);
+	rrr__soft_cm_ep_set(id, EPOLLOUT);
 out:
 	pthread_mutex_unlock(&cm->lock);
 	return rc;
@@ -1152,8 +927,8 @@ int rrr__soft_cm_accept(struct rrr_cm_id *base, const struct rrr_conn_param *par
 	id->state = ID_REP_SENT;
 	id->have = 0;
 	id->need = rrr__soft_mpa_rtr_len(id->neg.rtr);
-	setup_begin(cm, id);
-	ep_set(id, EPOLLIN);
+	rrr__soft_cm_setup_begin(cm, id);
+	rrr__soft_cm_ep_set(id, EPOLLIN);
 out:
 	pthread_mutex_unlock(&cm->lock);
 	return rc;
@@ -1186,7 +961,7 @@ int rrr__soft_cm_disconnect(struct rrr_cm_id *base)
 	pthread_mutex_lock(&cm->lock);
 	st = id->state;
 	if (id->fd >= 0)
-		ep_set(id, 0);
+		rrr__soft_cm_ep_set(id, 0);
 	if (st != ID_ESTABLISHED && id->fd >= 0) {
 		shutdown(id->fd, SHUT_RDWR);
 	}
@@ -1204,34 +979,4 @@ int rrr__soft_cm_disconnect(struct rrr_cm_id *base)
 	return 0;
 }
 
-int rrr__soft_cm_set_limits(struct rrr_cm *base, const struct rrr_cm_limits *lim)
-{
-	struct soft_cm *cm = soft_cm(base);
 
-	pthread_mutex_lock(&cm->lock);
-	if (lim->setup_timeout_ms)
-		cm->setup_timeout_ms = lim->setup_timeout_ms;
-	if (lim->max_setup)
-		cm->max_setup = lim->max_setup;
-	if (lim->admit) {
-		cm->admit = lim->admit;
-		cm->admit_ctx = lim->admit_ctx;
-	}
-	if (cm->timer_on) { /* re-arm with the new period */
-		cm->timer_on = false;
-		timer_update(cm);
-	}
-	pthread_mutex_unlock(&cm->lock);
-	return 0;
-}
-
-int rrr__soft_cm_limit_stats(struct rrr_cm *base, struct rrr_cm_limit_stats *st)
-{
-	struct soft_cm *cm = soft_cm(base);
-
-	pthread_mutex_lock(&cm->lock);
-	*st = cm->lst;
-	st->setup_now = cm->nsetup;
-	pthread_mutex_unlock(&cm->lock);
-	return 0;
-}
