@@ -31,12 +31,16 @@ fail() {
 }
 start() { # EXPORT
 	rm -f "$W/ports"
+	# the ports of the first start again after a restart; free ones at first
+	# (an earlier script's rpc.mountd may hold 20048)
 	"$S" --export "$1" --provider verbs --provider-opts "dev=$DEV" --listen "$ADDR" \
-		--port 20049 --mount-port 20048 --state-dir "$W/state" --port-file "$W/ports" \
-		--threads 2 --no-root-squash >>"$W/server.log" 2>&1 &
+		--port "${RP:-0}" --mount-port "${MP:-0}" --state-dir "$W/state" \
+		--port-file "$W/ports" --threads 2 --no-root-squash >>"$W/server.log" 2>&1 &
 	SPID=$!
-	for _ in $(seq 1 200); do [ -s "$W/ports" ] && return 0; sleep 0.1; done
-	fail "rrr-server did not start"
+	for _ in $(seq 1 200); do [ -s "$W/ports" ] && break; sleep 0.1; done
+	[ -s "$W/ports" ] || fail "rrr-server did not start"
+	RP=$(sed -n 's/.*rdma=\([0-9]*\).*/\1/p' "$W/ports")
+	MP=$(sed -n 's/.*mount=\([0-9]*\).*/\1/p' "$W/ports")
 }
 stop() {
 	kill -TERM "$SPID"
@@ -51,9 +55,10 @@ run_case() { # NAME EXPORT
 	echo "== $name: $exp"
 	: > "$W/server.log"
 	rm -rf "$W/state"/*
+	RP= MP=
 	start "$exp"
 	grep -q 'file handles: path' "$W/server.log" || { cat "$W/server.log"; fail "$name: not in path-handle mode"; }
-	mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,mountport=20048,nolock \
+	mount -t nfs -o "vers=3,proto=rdma,port=$RP,mountproto=tcp,mountport=$MP,nolock" \
 		"$ADDR:$exp" "$MNT" || fail "$name: mount"
 	if command -v fio >/dev/null; then
 		timeout -k 5 300 fio --name=ph --directory="$MNT" --filename=fio.dat --rw=randrw \
