@@ -1186,27 +1186,14 @@ void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st)
 		return;
 	L = &svc->limits;
 	pthread_mutex_lock(&L->lock);
-	*st = L->st;
-	st->setup_timeouts += L->cm_folded.setup_timeouts;
-	st->setup_evicted += L->cm_folded.setup_evicted;
-	st->accept_shed += L->cm_folded.accept_shed;
-	for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
-		st->refused_setup[r] += L->cm_folded.refused[r];
-	st->refused_addr += L->cm_folded.refused[RRR_CM_REFUSED_ADDRESS];
+	struct rrr_cm_limit_stats live = L->cm_folded;
+
 	for (unsigned i = 0; i < svc->nlis; i++) {
 		struct rrr_cm_limit_stats c;
 
-		if (listener_limit_stats(svc->lis[i], &c) == 0) {
-			st->setup_timeouts += c.setup_timeouts;
-			st->setup_evicted += c.setup_evicted;
-			st->accept_shed += c.accept_shed;
-			for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
-				st->refused_setup[r] += c.refused[r];
-			st->refused_addr += c.refused[RRR_CM_REFUSED_ADDRESS];
-		}
+		if (listener_limit_stats(svc->lis[i], &c) == 0)
+			rrr__svc_cm_add(&live, &c);
 	}
-	st->conns = L->nconns;
-	st->max_conns = L->max_conns;
-	st->max_conns_per_addr = L->max_per_addr;
+	rrr__svc_limit_stats_fill(L, &live, st);
 	pthread_mutex_unlock(&L->lock);
 }

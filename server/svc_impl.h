@@ -253,6 +253,12 @@ void rrr__svc_setup_seen(struct rrr__svc_limits *L, const struct rrr_cm_limit_st
  * (not a limit: those log in rrr__svc_admit): one rate-limited line. */
 void rrr__svc_accept_failed(struct rrr__svc_limits *L, const struct sockaddr_storage *peer,
 			    const char *transport, int err);
+/* Add the CM set-up counters of @src to @dst. */
+void rrr__svc_cm_add(struct rrr_cm_limit_stats *dst, const struct rrr_cm_limit_stats *src);
+/* The server's limit counters into *@st: its own and @cm, the CM counters
+ * of every listener, live and destroyed (L->lock held by the caller). */
+void rrr__svc_limit_stats_fill(const struct rrr__svc_limits *L,
+			       const struct rrr_cm_limit_stats *cm, struct rrr_svc_limit_stats *st);
 /* Keep a destroyed listener's CM counters (lock held by the caller). */
 void rrr__svc_fold_cm(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *st);
 /* accept() on @lfd failed with EMFILE/ENFILE: accept one connection with the

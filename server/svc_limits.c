@@ -318,13 +318,33 @@ void rrr__svc_accept_failed(struct rrr__svc_limits *L, const struct sockaddr_sto
 	pthread_mutex_unlock(&L->lock);
 }
 
+void rrr__svc_cm_add(struct rrr_cm_limit_stats *dst, const struct rrr_cm_limit_stats *src)
+{
+	dst->setup_timeouts += src->setup_timeouts;
+	dst->setup_evicted += src->setup_evicted;
+	dst->accept_shed += src->accept_shed;
+	for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
+		dst->refused[r] += src->refused[r];
+}
+
 void rrr__svc_fold_cm(struct rrr__svc_limits *L, const struct rrr_cm_limit_stats *st)
 {
-	L->cm_folded.setup_timeouts += st->setup_timeouts;
-	L->cm_folded.setup_evicted += st->setup_evicted;
-	L->cm_folded.accept_shed += st->accept_shed;
+	rrr__svc_cm_add(&L->cm_folded, st);
+}
+
+void rrr__svc_limit_stats_fill(const struct rrr__svc_limits *L,
+			       const struct rrr_cm_limit_stats *cm, struct rrr_svc_limit_stats *st)
+{
+	*st = L->st;
+	st->setup_timeouts += cm->setup_timeouts;
+	st->setup_evicted += cm->setup_evicted;
+	st->accept_shed += cm->accept_shed;
 	for (int r = 0; r < RRR_CM_REFUSED_NREASONS; r++)
-		L->cm_folded.refused[r] += st->refused[r];
+		st->refused_setup[r] += cm->refused[r];
+	st->refused_addr += cm->refused[RRR_CM_REFUSED_ADDRESS]; /* soft: closed at accept */
+	st->conns = L->nconns;
+	st->max_conns = L->max_conns;
+	st->max_conns_per_addr = L->max_per_addr;
 }
 
 bool rrr__svc_shed(struct rrr__svc_limits *L, int lfd)
