@@ -197,13 +197,19 @@ test: deps deps-fio
 	$(MAKE) all tests
 	$(MAKE) check
 
-check: test-includes test-contracts test-log test-unit test-install test-example test-man test-probes
+check: test-includes test-help test-contracts test-log test-unit test-install test-example test-man test-probes
 
 # The layer rule of docs/design.md: no #include crosses it (no file above
 # transport/ sees a provider's private header; xdr/ does not use transport/).
 .PHONY: test-includes
-test-includes:
+test-includes: lib
 	@scripts/check-includes.sh
+	@scripts/check-layers-nm.sh $(BUILD)
+
+# `make help` names every target of this Makefile.
+.PHONY: test-help
+test-help:
+	@scripts/check-help.sh
 
 # Every exported function in include/rrr/*.h has a contract comment.
 .PHONY: test-contracts
@@ -400,6 +406,52 @@ clean:
 	rm -rf build build-asan build-ubsan build-tsan build-fuzz
 
 help:
-	@echo "targets: all deps deps-fio test demo install uninstall asan ubsan tsan fuzz bench"
-	@echo "         bench-peer soak test-netns test-vm bench-vm format format-check clean"
-	@echo "vars:    BUILD=$(BUILD) PREFIX=$(PREFIX) DESTDIR= WERROR=1 FUZZ_TIME=$(FUZZ_TIME)"
+	@echo "rrr: make TARGET [VAR=value ...]"
+	@echo ""
+	@echo "build"
+	@echo "  all            library, programs and the fio engine (the default)"
+	@echo "  lib            librrr.so and librrr.a only"
+	@echo "  programs       rrr-server, rrr-client, rrr-bench, rrr-devcheck"
+	@echo "  tests          the Criterion test binaries (build/tests/<dir>)"
+	@echo "  fio-engine     build/rrr-fio.so (needs fio's source: make deps-fio)"
+	@echo "  install        into DESTDIR/PREFIX (config never overwritten)"
+	@echo "  uninstall      remove what install put there"
+	@echo "  clean          remove every build folder"
+	@echo "set-up (Debian packages, as root)"
+	@echo "  deps           build and test packages"
+	@echo "  deps-fio       fio's source for the engine"
+	@echo "  deps-vm        qemu and the guest kernel's packages"
+	@echo "  deps-peer      peers for comparison (Ganesha, knfsd tools)"
+	@echo "  deps-netns     what the two-namespace test needs"
+	@echo "run"
+	@echo "  demo           rrr-server and rrr-client on the soft provider"
+	@echo "tests"
+	@echo "  test           deps, build, then every check below (what CI runs first)"
+	@echo "  check          every check without deps or build"
+	@echo "  test-unit      every Criterion binary"
+	@echo "  test-includes  the layer rule: includes and link-level references"
+	@echo "  test-contracts a contract comment on every public function"
+	@echo "  test-log       the library prints only through its log hook"
+	@echo "  test-install   install into a temporary root, link through pkg-config"
+	@echo "  test-example   the examples built against the installed library"
+	@echo "  test-man       man pages: groff warnings, every --help option"
+	@echo "  test-probes    the documented USDT probes are in the library"
+	@echo "  test-help      this list names every target of the Makefile"
+	@echo "  asan ubsan tsan  the tests under a sanitizer (build-asan/ ...)"
+	@echo "  tsan-stress    only the ThreadSanitizer stress programs"
+	@echo "  fuzz           every libFuzzer harness for FUZZ_TIME seconds"
+	@echo "  fuzz-build     build the harnesses only"
+	@echo "  soak           SOAK_CLIENTS x SOAK_QD for SOAK_SECONDS under faults: nothing lost"
+	@echo "  test-netns     two network namespaces with delay and loss (root)"
+	@echo "  test-vm        the verbs provider and kernel peers in qemu (rxe and siw)"
+	@echo "benchmarks"
+	@echo "  bench          rrr-bench's suite and the peer comparison (scripts/bench.sh)"
+	@echo "  bench-peer     rrr-client against NFS-Ganesha on this host"
+	@echo "  bench-vm       the kernel client against rrr-server and knfsd in qemu (rxe, siw)"
+	@echo "style"
+	@echo "  format         clang-format the tree"
+	@echo "  format-check   fail on any formatting difference"
+	@echo "  help           this list"
+	@echo ""
+	@echo "vars: BUILD=$(BUILD) PREFIX=$(PREFIX) DESTDIR= WERROR=1 (CI=1) FUZZ_TIME=$(FUZZ_TIME)"
+	@echo "      SANITIZE=address|undefined|thread TEST_DIRS=\"...\" CRITERION_OPTS=\"...\""

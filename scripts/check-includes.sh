@@ -16,8 +16,8 @@
 #   transport/                  common/ xdr/ transport/*.h
 #   transport/soft/             common/ transport/*.h transport/soft/
 #   transport/verbs/            common/ transport/*.h transport/verbs/
-#   client/                     common/ xdr/ transport/wait.h client/*.h
-#   server/                     common/ xdr/ transport/wait.h server/*.h
+#   client/                     common/ xdr/oncrpc_rm.h transport/wait.h client/*.h
+#   server/                     common/ xdr/oncrpc_rm.h transport/wait.h server/*.h
 #   server/fs/ (rrr-server)     common/ server/fs/
 #   client/cli/ (rrr-client)    common/ client/cli/
 #   bench/ (rrr-bench)          common/ transport/loop_pair.h bench/
@@ -26,10 +26,15 @@
 #      provider's own tool)
 #   fio/, examples/             their own folder
 #
-# Public headers have layers too: common/ and <rrr/log.h>, <rrr/stats.h>
-# use only <rrr/log.h> and <rrr/stats.h>; xdr/ and the codec headers
-# <rrr/xdr.h>, <rrr/oncrpc.h>, <rrr/rpcrdma.h>, <rrr/nfs3_xdr.h> use only
-# those and the common ones (never <rrr/provider.h>, <rrr/client.h> ...).
+# Public headers have layers too, and a folder uses only the public
+# headers of its layer and below (<rrr/rrr.h>, the umbrella, and the
+# programs use any):
+#   common   <rrr/log.h> <rrr/stats.h>
+#   xdr      + <rrr/xdr.h> <rrr/oncrpc.h> <rrr/rpcrdma.h> <rrr/nfs3_xdr.h>
+#   transport+ <rrr/provider.h> <rrr/reg_engine.h> <rrr/wait.h> <rrr/crc32c.h>
+#   client   + <rrr/client.h> <rrr/nfs3_client.h>   (never <rrr/server.h>)
+#   server   + <rrr/server.h>                      (never <rrr/client.h>)
+# scripts/check-layers-nm.sh checks the same layers at link level.
 #
 # So nothing above transport/ sees a provider's private header
 # (transport/provider_impl.h, transport/soft/, transport/verbs/), xdr/ does
@@ -50,8 +55,8 @@ allowed() {
 	transport/soft) echo "common/* transport/*.h transport/soft/*" ;;
 	transport/verbs) echo "common/* transport/*.h transport/verbs/*.h" ;;
 	transport/verbs/devcheck) echo "common/* transport/loop_pair.h transport/verbs/*.h transport/verbs/devcheck/*" ;;
-	client) echo "common/* xdr/*.h transport/wait.h client/*.h" ;;
-	server) echo "common/* xdr/*.h transport/wait.h server/*.h" ;;
+	client) echo "common/* xdr/oncrpc_rm.h transport/wait.h client/*.h" ;;
+	server) echo "common/* xdr/oncrpc_rm.h transport/wait.h server/*.h" ;;
 	server/fs) echo "common/* server/fs/*" ;;
 	client/cli) echo "common/* client/cli/*" ;;
 	bench) echo "common/* transport/loop_pair.h bench/*" ;;
@@ -61,12 +66,23 @@ allowed() {
 	esac
 }
 
-# public_allowed FILE: the <rrr/...> headers FILE may include ("" = any)
+# public_allowed FILE: the <rrr/...> headers FILE may include ("" = any).
+# The public headers have the layers of their folders: a header (and a
+# folder) uses only the public headers of its layer and the ones below.
+L0="log.h stats.h"
+L1="$L0 xdr.h oncrpc.h rpcrdma.h nfs3_xdr.h"
+L2="$L1 provider.h reg_engine.h wait.h crc32c.h"
 public_allowed() {
 	case $1 in
-	common/* | include/rrr/log.h | include/rrr/stats.h) echo "log.h stats.h" ;;
+	common/* | include/rrr/log.h | include/rrr/stats.h) echo "$L0" ;;
 	xdr/* | include/rrr/xdr.h | include/rrr/oncrpc.h | include/rrr/rpcrdma.h | include/rrr/nfs3_xdr.h)
-		echo "log.h stats.h xdr.h oncrpc.h rpcrdma.h nfs3_xdr.h" ;;
+		echo "$L1" ;;
+	transport/verbs/devcheck/*) echo "" ;;
+	transport/* | include/rrr/provider.h | include/rrr/reg_engine.h | include/rrr/wait.h | include/rrr/crc32c.h)
+		echo "$L2" ;;
+	client/cli/* | server/fs/*) echo "" ;;
+	client/* | include/rrr/client.h | include/rrr/nfs3_client.h) echo "$L2 client.h nfs3_client.h" ;;
+	server/* | include/rrr/server.h) echo "$L2 server.h" ;;
 	*) echo "" ;;
 	esac
 }
