@@ -239,13 +239,20 @@ test-probes: lib
 test-install: all
 	@scripts/check-install.sh $(BUILD)
 
+# Each binary's output is kept in $(BUILD)/test-logs/; when one fails, its
+# failing tests and assertions are repeated last, where a truncated CI log
+# still shows them.
 test-unit: all tests
-	@set -e; for t in $(TEST_BINS); do \
-		echo "== $$t"; \
-		RRR_BUILD=$(abspath $(BUILD)) \
+	@set -e; mkdir -p $(BUILD)/test-logs; for t in $(TEST_BINS); do \
+		echo "== $$t"; log=$(BUILD)/test-logs/$$(basename $$t).log; \
+		if ! RRR_BUILD=$(abspath $(BUILD)) \
 		LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp):print_suppressions=0 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		$$t $(CRITERION_OPTS); \
+		$$t $(CRITERION_OPTS) > $$log 2>&1; then \
+			cat $$log; echo "== $$t FAILED; its failures (all output: $$log):"; \
+			grep -E '\[(FAIL|----)\]|Assertion|Crash|Timeout|ThreadSanitizer|AddressSanitizer|runtime error' $$log | tail -n 40; \
+			exit 1; \
+		fi; tail -n 1 $$log; \
 	done
 
 # The embedding example, built only against an installed librrr.
