@@ -25,7 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/nfs/helpers/conf_server.h"
 #include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/test_wait.h"
 
 static struct th_server srv;
 static int *fds;
@@ -228,13 +230,25 @@ Test(nfs_limits, setup_timeout_closes_stalled_connections)
 	cr_assert_eq(counter(srv.log, "limits.setup_timeouts"), 50, "log %s", srv.log);
 }
 
+/* limits.conns of the running server (rrr-server --stats), or 0. */
+static uint64_t live_conns(void)
+{
+	char prog[512], args[512], out[512];
+	th_prog("rrr-server", prog, sizeof(prog));
+	snprintf(out, sizeof(out), "%s/live-stats.txt", srv.dir);
+	snprintf(args, sizeof(args), "--stats --state-dir '%s'", srv.state_dir);
+	if (th_sh(prog, args, out) != 0)
+		return 0;
+	return counter(out, "limits.conns");
+}
+
 Test(nfs_limits, per_address_limit_and_idle_timeout)
 {
 	static const char *const extra[] = {"--max-conns-per-addr", "2", "--idle-timeout", "3000",
 					    NULL};
 	start(0, extra);
 	stall(srv.mount_port, 2); /* ONC RPC over TCP: two allowed */
-	usleep(300000);
+	cr_assert(TEST_WAIT_UNTIL(live_conns() >= 2, 10000), "the server holds the first two");
 	stall(srv.mount_port, 1); /* the third is refused */
 	cr_assert(closed_by_server(fds[2], 2000), "third connection from one address refused");
 	cr_assert_not(closed_by_server(fds[0], 300), "the first two are kept");

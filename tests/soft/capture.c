@@ -36,6 +36,14 @@ struct cap {
 	char why[256];
 };
 
+/* Size of the file at @path, or -1. */
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : st.st_size;
+}
+
 static int start_capture(uint16_t port, void *arg)
 {
 	struct cap *c = arg;
@@ -77,7 +85,9 @@ static int start_capture(uint16_t port, void *arg)
 		line[have] = '\0';
 		if (strstr(line, "Capturing on")) {
 			close(p[0]); /* tshark's later stderr writes get EPIPE: harmless */
-			usleep(200000);
+			/* until dumpcap has written the file's header */
+			while (file_size(c->path) <= 0 && time(NULL) < deadline)
+				poll(NULL, 0, 1);
 			return 0;
 		}
 	}
@@ -125,6 +135,8 @@ static int srv(struct th_ep *e, void *arg)
 	}
 	TH_CHECK(wc.wc_flags & RRR_WC_WITH_INV);
 	TH_CHECK(th_check(rb[1], BIG, 5) == 0);
+	/* everything arrived: the client may disconnect */
+	TH_CHECK(th_oob_send(e->oob, "d", 1) == 0);
 	TH_CHECK(th_cm_wait(e, RRR_CM_EVENT_DISCONNECTED, TH_TIMEOUT_MS) == 0);
 	rrr_qp_destroy(e->qp);
 	e->qp = NULL;
@@ -158,6 +170,7 @@ static int cli(struct th_ep *e, void *arg)
 	static uint8_t b[256 * 1024], rd[BIG];
 	struct rrr_mr *mr;
 	struct th_key k[2];
+	char done = 0;
 
 	(void)arg;
 	TH_CHECK(rrr_mr_reg(e->pd, b, sizeof(b), RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
@@ -175,7 +188,8 @@ static int cli(struct th_ep *e, void *arg)
 	TH_CHECK(one(e, RRR_WR_RDMA_WRITE, 5, b, 3500, mr, k[1].addr, k[1].rkey) == 0);
 	TH_CHECK(one(e, RRR_WR_SEND_WITH_INV, 6, b, 64, mr, 0, k[1].rkey) == 0);
 	(void)rd;
-	usleep(100000);
+	/* until the server has every message (its receives completed) */
+	TH_CHECK(th_oob_recv(e->oob, &done, 1, TH_TIMEOUT_MS) == 0 && done == 'd');
 	TH_CHECK(rrr_cm_disconnect(e->id) == 0);
 	rrr_qp_destroy(e->qp);
 	e->qp = NULL;
@@ -221,14 +235,6 @@ static long count_text(const char *file, const char *text)
 		n = strtol(buf, NULL, 10);
 	pclose(f);
 	return n;
-}
-
-/* Size of the file at @path, or -1. */
-static off_t file_size(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) ? -1 : st.st_size;
 }
 
 static void run_capture(const char *opts, bool crc)

@@ -36,6 +36,15 @@
 #include <rrr/provider.h>
 
 #include "helpers/harness.h"
+#include "transport/soft/soft.h"
+
+/* Whether bytes from the peer wait in the QP's socket within @ms. */
+static bool socket_readable(struct th_ep *e, int ms)
+{
+	struct pollfd pfd = {.fd = container_of(e->qp, struct soft_qp, base)->fd, .events = POLLIN};
+
+	return poll(&pfd, 1, ms) == 1;
+}
 
 #define SLEN (3 * 4096 + 123)
 
@@ -264,7 +273,7 @@ static int ba_server(struct th_ep *e, void *arg)
 	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
 	/* the peer's SEND is in our socket (it saw its completion) */
 	TH_CHECK(th_oob_recv(e->oob, &sent, 1, TH_TIMEOUT_MS) == 0);
-	usleep(20000);
+	TH_CHECK(socket_readable(e, TH_TIMEOUT_MS));
 	TH_CHECK(rrr_cq_arm(e->cq) == 0);
 	n = rrr_cq_poll(e->cq, &wc, 1);
 	TH_CHECK(n >= 0);
@@ -391,8 +400,8 @@ static int sp_client(struct th_ep *e, void *arg)
 	k = (struct th_key){ (uintptr_t)sink, PLEN, rrr_mr_rkey(mr), 0 };
 	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
 	TH_CHECK(th_oob_recv(e->oob, &go, 1, TH_TIMEOUT_MS) == 0);
-	usleep(20000); /* let the parent's stream start */
-	_exit(0);      /* vanish: no disconnect, unread data -> RST */
+	TH_CHECK(socket_readable(e, TH_TIMEOUT_MS)); /* the parent's stream started */
+	_exit(0); /* vanish: no disconnect, unread data -> RST */
 }
 
 Test(soft_order, sigpipe_peer_vanishes_during_writes, .timeout = 60)

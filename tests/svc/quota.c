@@ -33,6 +33,7 @@
 #include <rrr/server.h>
 
 #include "../test_env.h"
+#include "../test_wait.h"
 #include "helpers/svc_test.h"
 #include "server/svc_rdma_impl.h"
 #include "transport/soft/soft.h"
@@ -294,19 +295,20 @@ Test(svc_quota, contexts_bounded_by_credits_plus_slack)
 	/* the first burst: a full grant, every call waits for its READ */
 	for (unsigned i = 0; i < CREDITS; i++)
 		send_call(i);
-	usleep(300000);
+	/* each of them took a context (none is released: no READ is answered) */
+	cr_assert(TEST_WAIT_UNTIL(rrr__svc_rdma_ctx_peak() >= CREDITS, 10000),
+		  "the server took the first burst (%u contexts)", rrr__svc_rdma_ctx_peak());
 	/* a second burst before any reply: a client ignoring its credits */
 	for (unsigned i = CREDITS; i < NCALLS; i++)
 		send_call(i);
-	/* until the server has received them all (it waits for the READs) */
-	for (int i = 0; i < 500; i++) {
-		rrr_svc_stats(srv.svc, &st);
-		if (st.recv_bytes >= NCALLS * 24u * 4u)
-			break;
-		usleep(10000);
-	}
+	/* until the server has handled them all: each holds a context or waits */
+	cr_assert(TEST_WAIT_UNTIL((rrr_svc_stats(srv.svc, &st),
+				   rrr__svc_rdma_ctx_peak() + st.credit_stalls + st.push_waits >=
+					   NCALLS),
+				  10000),
+		  "the server handled every call (%u contexts, %llu waited)",
+		  rrr__svc_rdma_ctx_peak(), (unsigned long long)st.credit_stalls);
 	cr_assert_geq(st.recv_bytes, NCALLS * 24u * 4u, "the server received every call");
-	usleep(100000);
 	cr_log_info("contexts busy at most: %u (credits %u + slack %u)", rrr__svc_rdma_ctx_peak(),
 		    CREDITS, SVC_RDMA_CTX_SLACK);
 	cr_assert_leq(rrr__svc_rdma_ctx_peak(), CREDITS + SVC_RDMA_CTX_SLACK,
@@ -320,6 +322,8 @@ Test(svc_quota, contexts_bounded_by_credits_plus_slack)
 		      "the calls over the bound waited for a context");
 	cr_assert_eq(st.disconnects, 0,
 		     "a client over its grant but within its receives is served");
+	cr_assert_leq(rrr__svc_rdma_ctx_peak(), CREDITS + SVC_RDMA_CTX_SLACK,
+		      "over the whole run, the server held %u contexts", rrr__svc_rdma_ctx_peak());
 }
 
 static void setup_small(void)
@@ -341,14 +345,13 @@ Test(svc_quota, pulls_bounded_by_the_window, .init = setup_small, .fini = teardo
 	/* a full grant of 4 KiB read chunks; nothing answered yet */
 	for (unsigned i = 0; i < CREDITS; i++)
 		send_call(i);
-	for (int i = 0; i < 500; i++) {
-		rrr_svc_stats(srv.svc, &st);
-		if (st.recv_bytes >= CREDITS * 24u * 4u)
-			break;
-		usleep(10000);
-	}
-	usleep(100000);
-	rrr_svc_stats(srv.svc, &st);
+	/* until every call holds its context and, past the window, waits */
+	cr_assert(TEST_WAIT_UNTIL((rrr_svc_stats(srv.svc, &st),
+				   rrr__svc_rdma_ctx_peak() >= CREDITS &&
+					   st.pull_waits >= CREDITS - 2u * 8192u / CHUNK),
+				  10000),
+		  "the server handled every call (%u contexts, %llu waited)",
+		  rrr__svc_rdma_ctx_peak(), (unsigned long long)st.pull_waits);
 	cr_assert_geq(st.recv_bytes, CREDITS * 24u * 4u, "the server received every call");
 	cr_log_info("pull window 16 KiB, %u calls of %u bytes: %llu waited", CREDITS, CHUNK,
 		    (unsigned long long)st.pull_waits);
@@ -361,6 +364,7 @@ Test(svc_quota, pulls_bounded_by_the_window, .init = setup_small, .fini = teardo
 	rrr_svc_stats(srv.svc, &st);
 	cr_assert_eq(st.disconnects, 0);
 	cr_assert_eq(st.rdma_read_bytes, (uint64_t)CREDITS * CHUNK, "every chunk pulled once");
+	cr_assert_eq(st.pull_waits, CREDITS - 2u * 8192u / CHUNK, "no call waited twice");
 }
 
 /* A chunk larger than the whole window (20 KiB against 16 KiB) goes alone,
@@ -463,15 +467,10 @@ Test(svc_quota, replies_in_flight_bounded_by_the_push_window, .timeout = 60)
 	 * reads nothing, so the server's socket fills after a few hundred KB */
 	for (unsigned i = 0; i < CREDITS; i++)
 		send_fill_call(i, len, sink, sink_mr);
-	for (int i = 0; i < 500; i++) {
-		rrr_svc_stats(srv.svc, &st);
-		if (st.recv_bytes >= CREDITS * 25u * 4u)
-			break;
-		usleep(10000);
-	}
-	usleep(200000);
-	rrr_svc_stats(srv.svc, &st);
-	cr_assert_geq(st.recv_bytes, CREDITS * 25u * 4u, "the server received every call");
+	/* until the calls beyond the window wait for it */
+	cr_assert(TEST_WAIT_UNTIL((rrr_svc_stats(srv.svc, &st), st.push_waits > 0), 10000),
+		  "calls beyond the window wait for it (%llu bytes received)",
+		  (unsigned long long)st.recv_bytes);
 	cr_log_info("push window 2 MiB, %u calls of 1 MiB: %llu waited, at most %llu bytes in "
 		    "flight", CREDITS, (unsigned long long)st.push_waits,
 		    (unsigned long long)rrr__svc_rdma_push_peak());
@@ -498,6 +497,9 @@ Test(svc_quota, replies_in_flight_bounded_by_the_push_window, .timeout = 60)
 	}
 	rrr_svc_stats(srv.svc, &st);
 	cr_assert_eq(st.disconnects, 0);
+	cr_assert_leq(rrr__svc_rdma_push_peak(), (uint64_t)SVC_RDMA_PUSH_RECORDS * len + len,
+		      "over the whole run, the server held %llu bytes of replies",
+		      (unsigned long long)rrr__svc_rdma_push_peak());
 	cr_assert_eq(st.rdma_write_bytes, (uint64_t)CREDITS * len, "every reply written once");
 	rrr_mr_dereg(sink_mr);
 	free(sink);

@@ -21,6 +21,7 @@
 #include <rrr/server.h>
 #include <rrr/xdr.h>
 
+#include "../test_wait.h"
 #include "helpers/svc_test.h"
 
 static struct tsvc srv;
@@ -386,7 +387,12 @@ Test(svc_tcp, stop_with_open_connection)
 	cr_assert_geq(fd, 0);
 	/* half a marker: the server is mid-record when asked to stop */
 	cr_assert_eq(send(fd, "\x80\x00", 2, MSG_NOSIGNAL), 2);
-	usleep(50 * 1000);
+	{
+		struct rrr_xprt_stats st;
+
+		cr_assert(TEST_WAIT_UNTIL((rrr_svc_stats(srv.svc, &st), st.recv_bytes >= 2), 10000),
+			  "the server read the two bytes");
+	}
 	cr_assert_eq(tsvc_stop(&srv), 0);
 	/* closed by stop: a FIN, or a RST when the server closed before it had
 	 * read the two bytes (a loaded machine): both mean the server let go */
@@ -533,15 +539,15 @@ static void fair_teardown(void)
 struct flood_arg {
 	int fd;
 	atomic_bool stop;
+	uint8_t zeros[65536]; /* 16384 zero-length, not-last markers */
 };
 
 static void *flood_thread(void *a)
 {
 	struct flood_arg *fa = a;
-	static const uint8_t zeros[65536]; /* 16384 zero-length, not-last markers */
 
 	while (!atomic_load(&fa->stop))
-		if (send(fa->fd, zeros, sizeof(zeros), MSG_NOSIGNAL) < 0)
+		if (send(fa->fd, fa->zeros, sizeof(fa->zeros), MSG_NOSIGNAL) < 0)
 			break;
 	return NULL;
 }
@@ -557,11 +563,20 @@ Test(svc_tcp_fair, zero_length_fragments_do_not_starve_others, .init = fair_setu
 	size_t len;
 	int fd;
 
+	memset(&fa, 0, sizeof(fa));
 	fa.fd = tcp_connect_port(fair_srv.tcp_port);
 	cr_assert_geq(fa.fd, 0);
 	atomic_init(&fa.stop, false);
 	cr_assert_eq(pthread_create(&th, NULL, flood_thread, &fa), 0);
-	usleep(200 * 1000); /* the worker is busy with the stream */
+	/* the worker is busy with the stream */
+	{
+		struct rrr_xprt_stats st;
+
+		cr_assert(TEST_WAIT_UNTIL((rrr_svc_stats(fair_srv.svc, &st),
+					   st.recv_bytes >= 4 * sizeof(((struct flood_arg *)0)->zeros)),
+					  10000),
+			  "the server reads the flood (%llu bytes)", (unsigned long long)st.recv_bytes);
+	}
 
 	fd = tcp_connect_port(fair_srv.tcp_port);
 	cr_assert_geq(fd, 0);
