@@ -1,7 +1,7 @@
 #!/bin/bash
 # scripts/ab-io.sh N BUILD_A BUILD_B [rrr-bench io options...]
 #
-# Before/after in one session: runs `rrr-bench io --seconds 1 --rounds 1
+# Before/after in one run: runs `rrr-bench io --seconds 1 --rounds 1
 # OPTIONS` of two builds (each its own rrr-bench and rrr-server) N times
 # each, alternating in ABBA order (A B, B A, A B, ...) so that neither build
 # always runs first, and prints per cell the median IOPS of each build and

@@ -40,7 +40,7 @@
 # The report (stdout; and OUT/peer.txt + OUT/peer.json when OUT is given as
 # the second argument or PEER_OUT) gives per operation and contender the median,
 # min and max seconds, MB/s (10^6 bytes) of the median, and the speed ratio
-# ganesha_median / rrr_median (issue 10's goal: >= 2.0 for rrr over soft RDMA),
+# ganesha_median / rrr_median (the target: >= 2.0 for rrr over soft RDMA),
 # plus the command that reproduces it, the date, and the machine (nproc, CPU
 # model, kernel, load average at start and end).
 #
@@ -413,7 +413,7 @@ JSON=$T/peer.json
 	echo "# machine: nproc=$NPROC cpu=\"$CPU\" kernel=$KERNEL loadavg=\"$LOAD_START\" (start), \"$LOAD_END\" (end)"
 	echo "# one $SIZE_MIB MiB file ($SIZE bytes), same export dir for both servers, warm page cache;"
 	echo "# $REPS timed rep(s), contenders round-robin; whole-process wall time; MB/s = 10^6 B/s of the median;"
-	echo "# xGanesha = ganesha median / this median (speed ratio; issue 10 goal >= 2.0 for rdma)"
+	echo "# xGanesha = ganesha median / this median (speed ratio; target >= 2.0 for rdma)"
 	printf '%-6s %-24s %9s %9s %9s %9s %9s\n' op contender median_s min_s max_s MB/s xGanesha
 } >"$TXT"
 {

@@ -4,8 +4,8 @@
 # System calls per I/O of the two busiest threads (the client's progress
 # thread and the server worker) over one `rrr-bench io` run of 4 KiB at
 # QD1 under strace -f. Counts, unlike times, do not depend on the load of
-# the machine: docs/benchmarks.md "Small I/O: system calls per READ" uses
-# this to compare builds. Needs strace.
+# the machine, so they compare builds and transports on a noisy host
+# (docs/benchmarks.md, "rrr-bench io"). Needs strace.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 RRR_BENCH read|write MODE [io options...]" >&2; exit 2; }
 bench=$1 op=$2 mode=$3

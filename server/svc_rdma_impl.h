@@ -169,9 +169,9 @@ struct svc_rdma_conn {
  * alone). Two: one call's data landing while the next one's Read Request
  * is already with the client (double buffering), so the client always has
  * a Read Request to answer, and the sink buffers in use, reused LIFO, stay
- * in the last-level cache (docs/benchmarks.md "Pull window": a 1 MiB copy
- * costs ~40 us within 8 MiB of buffers and ~105 us across 32 MiB on the
- * machine of the figures; windows of 1, 2, 4, 8 and unlimited measured). */
+ * in the last-level cache (a 1 MiB copy costs ~40 us within 8 MiB of
+ * buffers and ~105 us across 32 MiB on the machine of docs/benchmarks.md;
+ * windows of 1, 2, 4, 8 and unlimited measured). */
 #define SVC_RDMA_PULL_RECORDS 2u
 
 /* The push window, in records of max_payload bytes (see the connection):

@@ -30,7 +30,7 @@
  * RRR_CRC_SHORT bytes goes to crc32_iscsi_01 (SSE4.2 + PCLMULQDQ, xmm
  * registers only) when the CPU has both, whatever the dispatcher would
  * pick. by16_10 is the faster loop (41-65 GB/s against 22 GB/s on the
- * Xeon of docs/benchmarks.md, `rrr-bench crc`), but a thread that touches
+ * Xeon of docs/benchmarks.md "CRC32C", `rrr-bench crc`), but a thread that touches
  * zmm registers makes each of its context switches save and restore the
  * AVX-512 state, which a ping-pong of small messages pays twice per round
  * trip: soft SEND ping-pong 64 B 10.6-10.7 us with by16_10 for every FPDU,

@@ -29,8 +29,7 @@
  * O_DIRECT descriptor, never through the page cache; a short last chunk
  * goes through @fd. Copying into the page cache costs a fresh page per
  * 4 KiB, and on a VM whose host takes freed memory back a host fault each
- * (docs/benchmarks.md "Direct writes": 256 MiB buffered 1.0-1.25 s, direct
- * 0.24 s). A refused direct write (EINVAL) turns the descriptor off and
+ * (256 MiB measured on such a VM: buffered 1.0-1.25 s, direct 0.24 s). A refused direct write (EINVAL) turns the descriptor off and
  * the chunk goes through @fd.
  *
  * put from a mapped file (cli_xfer.map != NULL): the slots carry no

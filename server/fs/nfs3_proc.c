@@ -398,7 +398,7 @@ static unsigned write_iov(const struct rrr_nfs3_write_args *a, uint32_t count,
  * Direct writes. Copying a large WRITE into the page cache costs the server
  * a copy per byte and a fresh page-cache page per 4 KiB (on a VM whose host
  * takes freed guest memory back, a host fault per page: buffered writes of
- * new files ran at 214-274 MB/s on the machine of docs/benchmarks.md, the
+ * new files ran at 214-274 MB/s on the 2-vCPU VM of docs/benchmarks.md, the
  * disk with O_DIRECT at 1.1 GB/s). A WRITE of new data (past the end of
  * the file or into a hole) of at least ex->direct_min bytes whose offset
  * and length are FS_DIO_ALIGN aligned goes through a second descriptor

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/nfs/faults.c - no page faulting of fresh memory per I/O on the
- * steady-state path (issue 10): a real rrr-server process and this
+ * steady-state path: a real rrr-server process and this
  * process's NFSv3 client move 1 MiB WRITEs and READs over TCP and over
  * soft RDMA, one at a time, and over four TCP connections 16 at a time
  * (pipelined whole ranges); after a warm-up, the page faults of the server process

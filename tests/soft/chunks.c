@@ -2,7 +2,7 @@
 /*
  * tests/soft/chunks.c - registrations made of many pieces with gaps.
  *
- * write_into_128_chunks (issue 11 item 3): one 2,048-byte RDMA WRITE FPDU
+ * write_into_128_chunks: one 2,048-byte RDMA WRITE FPDU
  * into a registration of 128 16-byte pieces with 16-byte gaps - more
  * pieces than one readv takes (SOFT_PAY_IOV) - lands byte for byte in the
  * pieces, every gap byte intact, the QP stays up and the Send behind it

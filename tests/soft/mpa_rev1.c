@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/soft/mpa_rev1.c - an MPA revision 1 initiator (RFC 5044) against
- * the soft responder (issue 11 item 7), played by a raw socket in the test
+ * the soft responder, played by a raw socket in the test
  * process itself (the provider's sockets are non-blocking).
  *
  * accept: the Request (rev 1, CRC, private data) reaches the application

@@ -393,9 +393,9 @@ Test(svc_quota, a_chunk_larger_than_the_window_goes_alone, .init = setup_small,
  * 0 fills the 16 KiB window and its handler takes TP_SLOW_MS; call 4 waits
  * for the window. When call 0's READ completes, call 4's READ is queued
  * and call 0's handler starts: the client must get call 4's Read Request
- * while that handler sleeps, before call 0's reply (it used to wait for
- * the end of the poll batch and leave in the same write as that reply: the
- * client idled through every WRITE's pwrite). No timing is assumed: the
+ * while that handler sleeps, before call 0's reply (held until the end of
+ * the poll batch, it would leave in the same write as that reply and the
+ * client would idle through every WRITE's pwrite). No timing is assumed: the
  * client polls until it has seen both Read Requests, and no reply may come
  * first. */
 static uint32_t slow_first_len(uint32_t i)

@@ -14,13 +14,11 @@
  *   tx_lead=N            bytes per sendmsg while the message being sent is
  *                        all the QP has to send (the peer waits for it):
  *                        the CRC pass of the next batch then overlaps the
- *                        peer's receive of this one (default 262144; 0: off;
- *                        docs/benchmarks.md "Lead batches")
+ *                        peer's receive of this one (default 262144; 0: off)
  *   tx_bytes=N           a batch takes no more FPDUs once it holds N bytes,
  *                        0..64 MiB (default 65536; 0: only tx_batch counts):
  *                        each FPDU is copied into the socket right after
  *                        its CRC pass, while its bytes are still cached
- *                        (docs/benchmarks.md "Cache-sized batches")
  *   tx_refill=0|1        a partly written batch drops the FPDUs already out
  *                        and takes new ones behind the rest (default 1; 0 is
  *                        the older behaviour, kept for side-by-side runs)

@@ -152,7 +152,7 @@ void rrr__soft_qp_want_out(struct soft_qp *qp, bool on)
  * the peer's first window (loopback: ~32 KiB at connect, ~64 KiB once the
  * window has grown), so a bound taken once at connect would cut every bulk
  * transfer into twice the FPDUs - twice the receive calls - for the life
- * of the connection (docs/benchmarks.md "FPDUs that follow the MSS").
+ * of the connection.
  */
 void rrr__soft_qp_mulpdu_update(struct soft_qp *qp)
 {

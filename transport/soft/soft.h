@@ -158,7 +158,7 @@ bool rrr__soft_mpa_is_rtr_read_resp(const uint8_t *buf, bool crc);
 
 /* Write every page of a freshly allocated (zeroed) ring once, so its page
  * faults happen when the QP or CQ is made, not on the first pass of the
- * data path over it (docs/benchmarks.md "Allocation and page faults").
+ * data path over it (rrr-bench io reports faults per I/O: flt.c, flt.s).
  * Stores zeros: the contents do not change. */
 static inline void soft_prefault(void *p, size_t len)
 {

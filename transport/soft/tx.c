@@ -486,10 +486,10 @@ static bool peer_busy(const struct soft_qp *qp, uint32_t lead)
  * Cache-sized batches: a batch that holds tx_bytes bytes (default 64 KiB)
  * takes no more FPDUs. Building an FPDU checksums its payload, which
  * brings those bytes into the CPU's caches; the sendmsg that follows
- * copies them into the socket. With 1-2 MiB batches the first FPDUs had
- * left the caches again before the copy, and both passes went to memory;
- * with one loopback-MSS FPDU per call the copy finds them (1 MiB at depth
- * 32: CPU per I/O -10 to -25 %, docs/benchmarks.md "Cache-sized batches").
+ * copies them into the socket. With 1-2 MiB batches the first FPDUs would
+ * leave the caches again before the copy, and both passes would go to
+ * memory; with one loopback-MSS FPDU per call the copy finds them (1 MiB
+ * at depth 32: 10-25 % less CPU per I/O than 1-2 MiB batches).
  * Small FPDUs still share a call (sixteen 4 KiB Sends per 64 KiB).
  */
 static bool batch_room(struct soft_qp *qp)
