@@ -6,9 +6,10 @@
  * Normal operation. The core encodes each call into one buffer that begins
  * with 4 bytes reserved for the record marker; a TO_SERVER DDP payload (a
  * WRITE's data) is not in it: the encoder recorded its iovecs and where it
- * belongs (after its length word, then its XDR pad). send() fills the
- * marker - one fragment, last-fragment bit set - and appends an output
- * entry to the queue; the queue is written with non-blocking sendmsg()
+ * belongs (after its length word, then its XDR pad). send() lays the
+ * record out with rrr__rm_out_set() (xdr/oncrpc_rm.c, shared with the
+ * server: the marker - one fragment, last-fragment bit set - and where the
+ * payload goes) and appends an output entry to the queue; the queue is written with non-blocking sendmsg()
  * calls that gather header, the caller's payload buffers, pad and the rest
  * of the arguments, so the payload is never copied or staged in fresh
  * memory. EPOLLOUT is requested only while something remains.
@@ -74,15 +75,9 @@
 struct out_ent {
 	struct out_ent *next;
 	struct rrr__clnt_req *req; /* NULL once orphaned */
-	uint8_t *buf;		   /* req->buf, or owned when orphaned */
-	size_t blen, split;	   /* bytes of buf; where the payload goes */
-	const struct iovec *piov;  /* payload (caller's), NULL: none */
-	unsigned pniov;
-	uint32_t plen, pad;
-	size_t len, off; /* record bytes in all; written */
+	uint8_t *owned;		   /* the rest's copy once orphaned, else NULL */
+	struct rrr__rm_out r;	   /* the record: req->buf + payload, or owned */
 };
-
-#define OUT_IOV_MAX (RRR_XDR_PAYLOAD_MAX_IOV + 3)
 
 struct tcp_xprt {
 	int fd;
@@ -215,9 +210,10 @@ static void ent_put(struct rrr_clnt *c, struct out_ent *e)
 	struct tcp_xprt *t = X(c);
 
 	if (!e->req)
-		free(e->buf);
+		free(e->owned);
 	else
 		e->req->xprt = NULL;
+	e->owned = NULL;
 	if (t->nent_free >= c->opts.max_requests) {
 		free(e);
 		return;
@@ -260,48 +256,18 @@ static int set_out_interest(struct rrr_clnt *c, bool want)
 	return rrr__clnt_watch(c, t->fd, EPOLLIN | (want ? EPOLLOUT : 0), TAG_SOCK);
 }
 
-static const uint8_t zero_pad[4];
-
-/* Append [p, p+len) minus what @skip still covers to @iov. */
-static void iov_add(struct iovec *iov, unsigned *n, size_t *skip, const void *p, size_t len)
-{
-	if (*skip >= len) {
-		*skip -= len;
-		return;
-	}
-	iov[*n].iov_base = (uint8_t *)p + *skip;
-	iov[*n].iov_len = len - *skip;
-	(*n)++;
-	*skip = 0;
-}
-
-/* The unwritten rest of @e's record as iovecs (at most OUT_IOV_MAX). */
-static unsigned out_iov(const struct out_ent *e, struct iovec *iov)
-{
-	size_t skip = e->off;
-	unsigned n = 0;
-
-	iov_add(iov, &n, &skip, e->buf, e->split);
-	for (unsigned i = 0; i < e->pniov; i++)
-		if (e->piov[i].iov_len)
-			iov_add(iov, &n, &skip, e->piov[i].iov_base, e->piov[i].iov_len);
-	iov_add(iov, &n, &skip, zero_pad, e->pad);
-	iov_add(iov, &n, &skip, e->buf + e->split, e->blen - e->split);
-	return n;
-}
-
 /* Write as much of the output queue as the socket takes. */
 static int flush_out(struct rrr_clnt *c)
 {
 	struct tcp_xprt *t = X(c);
-	struct iovec iov[OUT_IOV_MAX];
+	struct iovec iov[RRR__RM_OUT_IOV_MAX];
 	struct msghdr mh = {.msg_iov = iov};
 	struct out_ent *e;
 
 	while ((e = t->out_head)) {
 		ssize_t n;
 
-		mh.msg_iovlen = out_iov(e, iov);
+		mh.msg_iovlen = rrr__rm_out_iov(&e->r, iov);
 		n = sendmsg(t->fd, &mh, MSG_NOSIGNAL);
 
 		if (n < 0) {
@@ -311,9 +277,9 @@ static int flush_out(struct rrr_clnt *c)
 				return set_out_interest(c, true) ? -ENOTCONN : 0;
 			return -ENOTCONN;
 		}
-		e->off += (size_t)n;
+		e->r.off += (size_t)n;
 		RRR__CLNT_STAT_ADD(c, send_bytes, (uint64_t)n);
-		if (e->off < e->len)
+		if (e->r.off < e->r.len)
 			continue;
 		t->out_head = e->next;
 		if (!t->out_head)
@@ -326,46 +292,27 @@ static int flush_out(struct rrr_clnt *c)
 static int tcp_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 {
 	struct tcp_xprt *t = X(c);
-	uint64_t len = req->len;
+	struct rrr__rm_out r;
 	struct out_ent *e;
-	uint32_t rm, pad = 0;
+	int rc;
 
 	if (t->fd < 0)
 		return -ENOTCONN;
-	if (req->has_payload) {
-		if (4 + (uint64_t)req->payload_pos > req->len)
-			return -EINVAL;
-		pad = (4u - (req->payload_len & 3u)) & 3u;
-		len += (uint64_t)req->payload_len + pad;
-	}
-	if (len - 4 > RRR_RPC_RM_LEN_MASK)
-		return -EMSGSIZE;
+	/* payload_pos counts from the XDR stream, after the marker */
+	if (req->has_payload && 4 + (uint64_t)req->payload_pos > req->len)
+		return -EINVAL;
+	rc = rrr__rm_out_set(&r, req->buf, req->len, 4 + (size_t)req->payload_pos,
+			     req->has_payload ? req->payload_iov : NULL, req->payload_niov,
+			     req->payload_len);
+	if (rc)
+		return rc;
 	e = ent_get(t);
 	if (!e)
 		return -EAGAIN;
-	rm = RRR_RPC_RM_LAST | (uint32_t)(len - 4);
-	req->buf[0] = (uint8_t)(rm >> 24);
-	req->buf[1] = (uint8_t)(rm >> 16);
-	req->buf[2] = (uint8_t)(rm >> 8);
-	req->buf[3] = (uint8_t)rm;
 	e->next = NULL;
 	e->req = req;
-	e->buf = req->buf;
-	e->blen = req->len;
-	e->split = req->len;
-	e->piov = NULL;
-	e->pniov = 0;
-	e->plen = e->pad = 0;
-	if (req->has_payload) {
-		/* payload_pos counts from the XDR stream, after the marker */
-		e->split = 4 + (size_t)req->payload_pos;
-		e->piov = req->payload_iov;
-		e->pniov = req->payload_niov;
-		e->plen = req->payload_len;
-		e->pad = pad;
-	}
-	e->len = (size_t)len;
-	e->off = 0;
+	e->owned = NULL;
+	e->r = r;
 	req->xprt = e;
 	if (t->out_tail)
 		t->out_tail->next = e;
@@ -381,9 +328,9 @@ static int tcp_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
  * when it cannot be allocated (e->buf then is nothing to free). */
 static bool orphan(struct out_ent *e)
 {
-	struct iovec iov[OUT_IOV_MAX];
-	unsigned n = out_iov(e, iov);
-	size_t rest = e->len - e->off;
+	struct iovec iov[RRR__RM_OUT_IOV_MAX];
+	unsigned n = rrr__rm_out_iov(&e->r, iov);
+	size_t rest = e->r.len - e->r.off;
 	uint8_t *p = malloc(rest ? rest : 1), *q = p;
 
 	if (p)
@@ -391,13 +338,10 @@ static bool orphan(struct out_ent *e)
 			memcpy(q, iov[i].iov_base, iov[i].iov_len);
 			q += iov[i].iov_len;
 		}
-	e->buf = p;
-	e->blen = e->split = p ? rest : 0;
-	e->piov = NULL;
-	e->pniov = 0;
-	e->plen = e->pad = 0;
-	e->len = p ? rest : 0;
-	e->off = 0;
+	e->owned = p;
+	/* the rest as plain bytes: no marker to write, no payload */
+	e->r = (struct rrr__rm_out){.buf = p, .blen = p ? rest : 0, .split = p ? rest : 0,
+				    .len = p ? rest : 0};
 	return p != NULL;
 }
 
@@ -413,7 +357,7 @@ static void detach_out(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	for (pp = &t->out_head; (e = *pp); prev = e, pp = &e->next) {
 		if (e->req != req)
 			continue;
-		if (e->off == 0) {
+		if (e->r.off == 0) {
 			*pp = e->next;
 			if (t->out_tail == e)
 				t->out_tail = prev;

@@ -29,7 +29,8 @@
  * point into the request arena, or other memory the handler keeps until
  * the reply is sent, as rrr_svc_req_alloc's contract says) and takes its
  * padded size off the stream's room, so the reply stays within the same
- * bound; the reply is written with sendmsg() gathering
+ * bound; the reply is laid out by rrr__rm_out_set() (xdr/oncrpc_rm.c, as
+ * the client's calls are) and written with sendmsg() gathering
  *
  *   [marker][reply 0..pay_at)[payload iovecs][pad][reply pay_at..end)
  *
@@ -77,8 +78,7 @@ struct tcp_conn {
 	/* output */
 	uint8_t *reply; /* 4-byte marker + reply message */
 	size_t reply_cap;
-	size_t out_len, out_off; /* record bytes (payload and pad included); sent */
-	size_t reply_len;	 /* bytes of reply[] in the record */
+	struct rrr__rm_out out; /* the reply record being sent */
 	bool out_busy;
 	bool shutting;
 	struct rrr_svc_req req;
@@ -86,24 +86,14 @@ struct tcp_conn {
 	struct rrr_xdr_ddp ddp;
 	bool has_pay;
 	size_t pay_at; /* reply[] offset where it goes (after its length word) */
-	uint32_t pay_len, pay_pad;
+	uint32_t pay_len;
 	unsigned pay_niov;
 	struct iovec pay_iov[RRR_XDR_PAYLOAD_MAX_IOV];
 };
 
-#define OUT_IOV_MAX (RRR_XDR_PAYLOAD_MAX_IOV + 3)
-
 static void tcp_close(struct tcp_conn *t)
 {
 	rrr__svc_conn_close(&t->base);
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
 }
 
 /* DDP hook of the reply stream: record the first result payload (sent
@@ -124,7 +114,6 @@ static int reply_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov
 		t->has_pay = true;
 		t->pay_at = 4 + rrr_xdr_pos(xdr);
 		t->pay_len = len;
-		t->pay_pad = (uint32_t)(padded - len);
 		t->pay_niov = niov;
 		if (niov)
 			memcpy(t->pay_iov, iov, niov * sizeof(*iov));
@@ -142,50 +131,17 @@ static int reply_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov
 	return 0;
 }
 
-static const uint8_t zero_pad[4];
-
-/* Append [p, p+len) minus what @skip still covers to @iov. */
-static void iov_add(struct iovec *iov, unsigned *n, size_t *skip, const void *p, size_t len)
-{
-	if (*skip >= len) {
-		*skip -= len;
-		return;
-	}
-	iov[*n].iov_base = (uint8_t *)p + *skip;
-	iov[*n].iov_len = len - *skip;
-	(*n)++;
-	*skip = 0;
-}
-
-/* The unsent rest of the reply record as iovecs (at most OUT_IOV_MAX). */
-static unsigned out_iov(const struct tcp_conn *t, struct iovec *iov)
-{
-	size_t skip = t->out_off, split = t->has_pay ? t->pay_at : t->reply_len;
-	unsigned n = 0;
-
-	iov_add(iov, &n, &skip, t->reply, split);
-	if (t->has_pay) {
-		for (unsigned i = 0; i < t->pay_niov; i++)
-			if (t->pay_iov[i].iov_len)
-				iov_add(iov, &n, &skip, t->pay_iov[i].iov_base,
-					t->pay_iov[i].iov_len);
-		iov_add(iov, &n, &skip, zero_pad, t->pay_pad);
-	}
-	iov_add(iov, &n, &skip, t->reply + split, t->reply_len - split);
-	return n;
-}
-
 /* Send what is pending; 1 when all is out, 0 when it must wait, -errno. */
 static int tcp_flush(struct tcp_conn *t)
 {
 	struct rrr_xprt_stats *st = t->base.st;
-	struct iovec iov[OUT_IOV_MAX];
+	struct iovec iov[RRR__RM_OUT_IOV_MAX];
 	struct msghdr mh = {.msg_iov = iov};
 
-	while (t->out_off < t->out_len) {
+	while (t->out.off < t->out.len) {
 		ssize_t n;
 
-		mh.msg_iovlen = out_iov(t, iov);
+		mh.msg_iovlen = rrr__rm_out_iov(&t->out, iov);
 		n = sendmsg(t->base.fd, &mh, MSG_NOSIGNAL);
 
 		if (n < 0) {
@@ -195,7 +151,7 @@ static int tcp_flush(struct tcp_conn *t)
 				return 0;
 			return -errno;
 		}
-		t->out_off += (size_t)n;
+		t->out.off += (size_t)n;
 		RRR__STAT_ADD(st, send_bytes, (uint64_t)n);
 	}
 	t->out_busy = false;
@@ -235,12 +191,12 @@ static int tcp_handle_record(struct tcp_conn *t)
 		rrr__svc_req_end(&t->req);
 		return 1;
 	}
-	t->reply_len = 4 + rrr_xdr_pos(&res);
-	t->out_len = t->reply_len;
-	if (t->has_pay)
-		t->out_len += (size_t)t->pay_len + t->pay_pad;
-	put_be32(t->reply, RRR_RPC_RM_LAST | (uint32_t)(t->out_len - 4));
-	t->out_off = 0;
+	/* the reply's room was bounded by max_record: the record fits a marker */
+	if (rrr__rm_out_set(&t->out, t->reply, 4 + rrr_xdr_pos(&res), t->pay_at,
+			    t->has_pay ? t->pay_iov : NULL, t->pay_niov, t->pay_len)) {
+		rrr__svc_req_end(&t->req);
+		return -EMSGSIZE;
+	}
 	t->out_busy = true;
 	RRR__STAT_ADD(t->base.st, replies, 1);
 	return tcp_flush(t);

@@ -177,3 +177,63 @@ int rrr__rm_feed(struct rrr__rm *r, const void *p, size_t n, size_t *used)
 	*used = off;
 	return rc;
 }
+
+/* ------------------------------------------------------------ sending */
+static const uint8_t zero_pad[4];
+
+int rrr__rm_out_set(struct rrr__rm_out *o, uint8_t *buf, size_t blen, size_t split,
+		    const struct iovec *piov, unsigned pniov, uint32_t plen)
+{
+	uint64_t len = blen;
+	uint32_t pad = 0, rm;
+
+	if (blen < 4)
+		return -EINVAL;
+	if (piov) {
+		if (split < 4 || split > blen || pniov > RRR_XDR_PAYLOAD_MAX_IOV)
+			return -EINVAL;
+		pad = (4u - (plen & 3u)) & 3u;
+		len += (uint64_t)plen + pad;
+	} else {
+		split = blen;
+		pniov = 0;
+		plen = 0;
+	}
+	if (len - 4 > RRR_RPC_RM_LEN_MASK)
+		return -EMSGSIZE;
+	rm = RRR_RPC_RM_LAST | (uint32_t)(len - 4);
+	buf[0] = (uint8_t)(rm >> 24);
+	buf[1] = (uint8_t)(rm >> 16);
+	buf[2] = (uint8_t)(rm >> 8);
+	buf[3] = (uint8_t)rm;
+	*o = (struct rrr__rm_out){.buf = buf, .blen = blen, .split = split, .piov = piov,
+				  .pniov = pniov, .plen = plen, .pad = pad, .len = (size_t)len};
+	return 0;
+}
+
+/* Append [p, p+len) minus what @skip still covers to @iov. */
+static void iov_add(struct iovec *iov, unsigned *n, size_t *skip, const void *p, size_t len)
+{
+	if (*skip >= len) {
+		*skip -= len;
+		return;
+	}
+	iov[*n].iov_base = (uint8_t *)p + *skip;
+	iov[*n].iov_len = len - *skip;
+	(*n)++;
+	*skip = 0;
+}
+
+unsigned rrr__rm_out_iov(const struct rrr__rm_out *o, struct iovec *iov)
+{
+	size_t skip = o->off;
+	unsigned n = 0;
+
+	iov_add(iov, &n, &skip, o->buf, o->split);
+	for (unsigned i = 0; i < o->pniov; i++)
+		if (o->piov[i].iov_len)
+			iov_add(iov, &n, &skip, o->piov[i].iov_base, o->piov[i].iov_len);
+	iov_add(iov, &n, &skip, zero_pad, o->pad);
+	iov_add(iov, &n, &skip, o->buf + o->split, o->blen - o->split);
+	return n;
+}

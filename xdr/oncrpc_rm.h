@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * xdr/oncrpc_rm.h - ONC RPC record marking (RFC 5531 section 11):
- * reassembly of records from a byte stream, without a socket. Internal to
- * the library (client/clnt_tcp.c, server/svc_tcp.c), its tests and fuzzers.
+ * xdr/oncrpc_rm.h - ONC RPC record marking (RFC 5531 section 11), both
+ * directions, without a socket: reassembly of records from a byte stream,
+ * and the layout of an outgoing record. Internal to the library
+ * (client/clnt_tcp.c sends calls, server/svc_tcp.c replies), its tests and
+ * fuzzers.
  *
  * A record is one or more fragments, each preceded by a 4-byte big-endian
  * marker: the top bit set on the last fragment, the low 31 bits the
@@ -26,6 +28,18 @@
  * 4 KiB, never beyond the maximum record size, and is kept for the next
  * record.
  *
+ * Sending (struct rrr__rm_out). Both sides send a record as one fragment:
+ *
+ *   [marker][buf 4..split)[payload iovecs][pad to 4][buf split..blen)
+ *
+ * the message encoded in a buffer whose first 4 bytes are reserved for the
+ * marker, an opaque payload (a READ's data, a WRITE's data) gathered from
+ * the caller's iovecs at its XDR position, without a copy.
+ * rrr__rm_out_set() writes the marker and the record's length;
+ * rrr__rm_out_iov() gives the unwritten rest as iovecs for one sendmsg();
+ * the caller adds what the socket took to @off and is done when it reaches
+ * @len (a partial write resumes where it stopped).
+ *
  * Not thread-safe: one reassembler per connection, used by one thread.
  */
 #ifndef RRR_XDR_ONCRPC_RM_H
@@ -34,6 +48,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
+
+#include <rrr/xdr.h>
 
 struct rrr__rm {
 	uint32_t max_record; /* bytes of one record, fragments together */
@@ -72,5 +89,31 @@ int rrr__rm_commit(struct rrr__rm *r, size_t n);
 int rrr__rm_feed(struct rrr__rm *r, const void *p, size_t n, size_t *used);
 /* The complete record was consumed: start the next one (buffer kept). */
 void rrr__rm_next(struct rrr__rm *r);
+
+/* One outgoing record (see the essay). */
+struct rrr__rm_out {
+	const uint8_t *buf;	   /* marker + message */
+	size_t blen, split;	   /* bytes of buf; where the payload goes */
+	const struct iovec *piov; /* payload, NULL: none */
+	unsigned pniov;
+	uint32_t plen, pad;
+	size_t len, off; /* record bytes in all; written */
+};
+
+/* iovecs the rest of any record takes: head, payload, pad, tail. */
+#define RRR__RM_OUT_IOV_MAX (RRR_XDR_PAYLOAD_MAX_IOV + 3)
+
+/* Lay out @o: the message @buf[0..@blen) with its first 4 bytes reserved,
+ * and, when @piov is not NULL, @pniov iovecs of @plen payload bytes in all
+ * at @split (4 <= @split <= @blen), padded to 4. Writes the marker (one
+ * fragment, the last) into @buf[0..4) and sets @o->off to 0. Returns 0,
+ * -EINVAL for a split outside the message or more than
+ * RRR_XDR_PAYLOAD_MAX_IOV iovecs, -EMSGSIZE for a record longer than a
+ * marker can say. @buf and the iovecs must stay until the record is out. */
+int rrr__rm_out_set(struct rrr__rm_out *o, uint8_t *buf, size_t blen, size_t split,
+		    const struct iovec *piov, unsigned pniov, uint32_t plen);
+/* The unwritten rest of @o (from @o->off) as at most RRR__RM_OUT_IOV_MAX
+ * iovecs into @iov; returns how many (0 when all is written). */
+unsigned rrr__rm_out_iov(const struct rrr__rm_out *o, struct iovec *iov);
 
 #endif /* RRR_XDR_ONCRPC_RM_H */

@@ -4,7 +4,8 @@
  * (xdr/oncrpc_rm.c, RFC 5531 section 11): single and multi-fragment
  * records, zero-length fragments, records beyond the maximum refused
  * before any allocation, several records in one feed, byte-at-a-time
- * feeding, and reading in place through want/commit.
+ * feeding, and reading in place through want/commit; the layout of an
+ * outgoing record under any partial writes.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -233,4 +234,78 @@ Test(oncrpc_rm, reset_forgets_partial_record_and_refusal)
 	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
 	cr_assert_eq(g.n, 1u);
 	rrr__rm_fini(&r);
+}
+
+/* ------------------------------------------------------------ sending */
+
+/* Write @o as a peer would receive it, @step bytes per "sendmsg". */
+static size_t drain(struct rrr__rm_out *o, uint8_t *out, size_t step)
+{
+	size_t n = 0;
+
+	while (o->off < o->len) {
+		struct iovec iov[RRR__RM_OUT_IOV_MAX];
+		unsigned k = rrr__rm_out_iov(o, iov);
+		size_t room = step;
+
+		cr_assert_gt(k, 0u, "the rest of an unfinished record has iovecs");
+		for (unsigned i = 0; i < k && room; i++) {
+			size_t take = iov[i].iov_len < room ? iov[i].iov_len : room;
+
+			memcpy(out + n, iov[i].iov_base, take);
+			n += take;
+			room -= take;
+			o->off += take;
+		}
+	}
+	cr_assert_eq(rrr__rm_out_iov(o, NULL), 0u, "nothing left once written");
+	return n;
+}
+
+/* The layout [marker][head][payload][pad][tail], whatever the writes'
+ * sizes; the receiving side reassembles exactly the message. */
+Test(oncrpc_rm, out_record_with_payload_any_partial_writes)
+{
+	uint8_t buf[4 + 12], out[256];
+	const char *a = "abcde", *b = "fg";
+	struct iovec p[3] = {{(void *)a, 5}, {NULL, 0}, {(void *)b, 2}};
+	struct rrr__rm_out o;
+
+	memcpy(buf + 4, "HEAD", 4);
+	memcpy(buf + 8, "TAILtail", 8);
+	for (size_t step = 1; step <= 40; step++) {
+		cr_assert_eq(rrr__rm_out_set(&o, buf, sizeof(buf), 8, p, 3, 7), 0);
+		cr_assert_eq(o.len, 4u + 4 + 7 + 1 + 8);
+		size_t n = drain(&o, out, step);
+		cr_assert_eq(n, o.len);
+		cr_assert_eq(memcmp(out, "\x80\x00\x00\x14" "HEADabcdefg\0TAILtail", n), 0,
+			     "step %zu", step);
+
+		struct rrr__rm r;
+		struct got g = {0};
+		rrr__rm_init(&r, 64);
+		cr_assert_eq(feed_all(&r, out, n, n, &g), 0);
+		cr_assert_eq(g.n, 1u);
+		cr_assert_eq(g.len[0], 20u);
+		rrr__rm_fini(&r);
+	}
+}
+
+Test(oncrpc_rm, out_record_without_payload_and_refusals)
+{
+	uint8_t buf[4 + 3] = {0, 0, 0, 0, 'x', 'y', 'z'}, out[16];
+	struct iovec p[RRR_XDR_PAYLOAD_MAX_IOV + 1];
+	struct rrr__rm_out o;
+
+	cr_assert_eq(rrr__rm_out_set(&o, buf, sizeof(buf), 0, NULL, 0, 0), 0);
+	cr_assert_eq(drain(&o, out, 3), 7u);
+	cr_assert_eq(memcmp(out, "\x80\x00\x00\x03xyz", 7), 0);
+	memset(p, 0, sizeof(p));
+	cr_assert_eq(rrr__rm_out_set(&o, buf, sizeof(buf), 3, p, 1, 0), -EINVAL, "inside the marker");
+	cr_assert_eq(rrr__rm_out_set(&o, buf, sizeof(buf), 8, p, 1, 0), -EINVAL, "past the message");
+	cr_assert_eq(rrr__rm_out_set(&o, buf, sizeof(buf), 4, p, RRR_XDR_PAYLOAD_MAX_IOV + 1, 0),
+		     -EINVAL, "too many iovecs");
+	cr_assert_eq(rrr__rm_out_set(&o, buf, 3, 0, NULL, 0, 0), -EINVAL, "no room for the marker");
+	cr_assert_eq(rrr__rm_out_set(&o, buf, sizeof(buf), 4, p, 1, 0x7ffffffdu), -EMSGSIZE,
+		     "longer than a marker can say");
 }
