@@ -404,15 +404,7 @@ void rrr__bench_io_nfs_teardown(struct io_nfs *n)
 struct run;
 
 struct slot {
-	struct rrr_call call;
-	union {
-		struct rrr_nfs3_read_args r;
-		struct rrr_nfs3_write_args w;
-	} args;
-	union {
-		struct rrr_nfs3_read_res r;
-		struct rrr_nfs3_write_res w;
-	} res;
+	struct rrr_nfs3_io io;
 	struct iovec iov;
 	uint64_t t0;
 	unsigned idx;
@@ -438,93 +430,43 @@ struct run {
 	struct slot slots[MAX_QD];
 };
 
-static int enc_read(struct rrr_xdr *x, const void *a)
-{
-	return rrr_nfs3_xdr_read_args(x, (struct rrr_nfs3_read_args *)a);
-}
-
-static int dec_read(struct rrr_xdr *x, void *r)
-{
-	return rrr_nfs3_xdr_read_res(x, r);
-}
-
-static int enc_write(struct rrr_xdr *x, const void *a)
-{
-	return rrr_nfs3_xdr_write_args(x, (struct rrr_nfs3_write_args *)a);
-}
-
-static int dec_write(struct rrr_xdr *x, void *r)
-{
-	return rrr_nfs3_xdr_write_res(x, r);
-}
-
-static void done_cb(struct rrr_call *call, int status, void *arg);
+static void done_cb(struct rrr_nfs3_io *io, int status, void *arg);
 
 /* Fill and submit slot @s; called with run->lock held. */
 static int submit(struct run *r, struct slot *s)
 {
-	struct rrr_call *c = &s->call;
+	struct rrr_nfs3_io *io = &s->io;
 	uint64_t off = (uint64_t)s->idx * r->size;
 	int rc;
 
-	memset(c, 0, sizeof(*c));
-	c->prog = RRR_NFS3_PROGRAM;
-	c->vers = RRR_NFS3_VERSION;
-	c->cred = &r->n->cred;
-	c->idempotent = !r->write;
-	if (r->write) {
-		memset(&s->args.w, 0, sizeof(s->args.w));
-		s->args.w.fh = r->n->fh;
-		s->args.w.offset = off;
-		s->args.w.count = r->size;
-		s->args.w.stable = RRR_NFS3_UNSTABLE;
-		s->args.w.data_len = r->size;
-		s->args.w.iov = &s->iov;
-		s->args.w.niov = 1;
-		c->proc = RRR_NFS3_WRITE;
-		c->encode = enc_write;
-		c->args = &s->args.w;
-		c->decode = dec_write;
-		c->res = &s->res.w;
-		c->ddp = RRR_DDP_TO_SERVER;
-		c->reply_hint = 256;
-	} else {
-		memset(&s->args.r, 0, sizeof(s->args.r));
-		s->args.r.fh = r->n->fh;
-		s->args.r.offset = off;
-		s->args.r.count = r->size;
-		c->proc = RRR_NFS3_READ;
-		c->encode = enc_read;
-		c->args = &s->args.r;
-		c->decode = dec_read;
-		c->res = &s->res.r;
-		c->ddp = RRR_DDP_FROM_SERVER;
-		c->reply_hint = 256;
-	}
-	c->payload = &s->iov;
-	c->npayload = 1;
+	io->op = r->write ? RRR_NFS3_IO_WRITE : RRR_NFS3_IO_READ;
+	io->fh = r->n->fh;
+	io->offset = off;
+	io->iov = &s->iov;
+	io->niov = 1;
+	io->stable = RRR_NFS3_UNSTABLE;
 	s->t0 = rrr__bench_now_ns();
 	r->inflight++;
-	rc = rrr_clnt_call_async(r->clnt[r->rr++ % r->nconn], c, done_cb, s);
+	rc = rrr_nfs3_io_submit_clnt(r->clnt[r->rr++ % r->nconn], &r->n->cred, io, done_cb, s);
 	if (rc)
 		r->inflight--;
 	return rc;
 }
 
-static void done_cb(struct rrr_call *call, int status, void *arg)
+static void done_cb(struct rrr_nfs3_io *io, int status, void *arg)
 {
 	struct slot *s = arg;
 	struct run *r = s->run;
 	uint64_t now = rrr__bench_now_ns();
-	uint32_t nfsst = r->write ? s->res.w.status : s->res.r.status;
+	uint32_t nfsst = io->nfs_status;
 	int rc;
 
 	pthread_mutex_lock(&r->lock);
 	r->inflight--;
 	r->completed++;
-	if (!status && nfsst)
+	if (status && nfsst)
 		status = -EIO;
-	if (!status && !r->write && s->res.r.count != r->size)
+	if (!status && !r->write && io->done != r->size)
 		status = -EIO; /* short read: the file was set up for this size */
 	if (status) {
 		if (!r->err) {
@@ -536,11 +478,10 @@ static void done_cb(struct rrr_call *call, int status, void *arg)
 			else if (status == -EIO)
 				snprintf(r->msg, sizeof(r->msg),
 					 "short READ: %u of %u bytes at offset %llu",
-					 s->res.r.count, r->size,
-					 (unsigned long long)s->args.r.offset);
+					 io->done, r->size, (unsigned long long)io->offset);
 			else if (status == -EPROTO)
 				snprintf(r->msg, sizeof(r->msg), "RPC error, stat 0x%x",
-					 call->rpc_stat);
+					 io->rpc_stat);
 		}
 		r->stop = true;
 	} else if (r->measuring) {

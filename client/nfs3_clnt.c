@@ -23,22 +23,14 @@
  * progress thread and recovery, so the connections share nothing here but
  * the counter. Counters are summed over the connections on demand.
  *
- * Pipelining: rrr_nfs3_read_all()/rrr_nfs3_write_all() keep up to @qd calls
- * in flight with rrr_clnt_call_async(), each on the next connection;
- * completions (on that connection's progress thread) only mark a slot done
- * and signal; the submitting thread checks results, re-issues short
- * transfers for the remainder, and refills. The pipeline returns only when
- * every slot has completed, on whichever connection it went, so COMMIT
- * (on any connection) follows every WRITE it covers.
+ * READ, WRITE and COMMIT (synchronous, asynchronous and pipelined) are in
+ * client/nfs3_io.c; this file mounts and makes the namespace calls.
  *
  * Recovery: transport errors end the operation with the negative errno
  * (the message is in rrr_last_error()); an NFS error ends it with the
  * matching negative errno (rrr_nfs3_stat_to_errno()), and the exact
  * nfsstat3 is kept thread-local for rrr_nfs3_last_status(): reset when a
- * public call starts, set when a reply carries an error (nfs_err). UNSTABLE writes are followed by COMMIT; if any reply,
- * from any connection, or the COMMIT carried a different write verifier
- * (the server restarted: its verifier is per server instance, the same on
- * every connection), the whole range is written again once with FILE_SYNC.
+ * public call starts, set when a reply carries an error (nfs_err).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -52,31 +44,12 @@
 #include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
+#include "client/nfs3_impl.h"
 #include "common/rrr_impl.h"
 
-#define MAX_QD 128u
 #define DIR_MAXCOUNT 32768u
 #define DIR_DIRCOUNT 8192u
-/* READ3res without its data: RPC reply header with an AUTH_NONE/AUTH_SYS
- * verifier, status, post_op_attr, count, eof, opaque length (~128 bytes),
- * with room to spare. It lets the transport take a small READ's reply
- * inline (no write chunk, nothing registered) when it fits the receive
- * size (client/clnt_plan.c). */
-#define READ_REPLY_HINT 256u
 
-struct rrr_nfs3 {
-	struct rrr_clnt *clnt[RRR_NFS3_MAX_NCONNECT];
-	unsigned nconn;	  /* connections open in clnt[] */
-	atomic_uint next; /* round-robin: calls made so far */
-	struct rrr_nfs3_fh root;
-	uint32_t rsize, wsize;
-	struct rrr_rpc_cred cred;
-	bool use_cred;
-	int timeout_ms;
-	char host[256];
-	char mount_port[16];
-	char export_path[RRR_NFS3_MAXPATHLEN + 1];
-};
 
 /* ------------------------------------------------------------ codec adapters */
 #define ENC(fn, type)                                                                      \
@@ -93,26 +66,20 @@ struct rrr_nfs3 {
 ENC(fh_args, struct rrr_nfs3_fh_args)
 ENC(setattr_args, struct rrr_nfs3_setattr_args)
 ENC(diropargs, struct rrr_nfs3_diropargs)
-ENC(read_args, struct rrr_nfs3_read_args)
-ENC(write_args, struct rrr_nfs3_write_args)
 ENC(create_args, struct rrr_nfs3_create_args)
 ENC(mkdir_args, struct rrr_nfs3_mkdir_args)
 ENC(symlink_args, struct rrr_nfs3_symlink_args)
 ENC(rename_args, struct rrr_nfs3_rename_args)
 ENC(readdirplus_args, struct rrr_nfs3_readdir_args)
-ENC(commit_args, struct rrr_nfs3_commit_args)
 DEC(getattr_res, struct rrr_nfs3_getattr_res)
 DEC(wcc_res, struct rrr_nfs3_wcc_res)
 DEC(lookup_res, struct rrr_nfs3_lookup_res)
 DEC(readlink_res, struct rrr_nfs3_readlink_res)
-DEC(read_res, struct rrr_nfs3_read_res)
-DEC(write_res, struct rrr_nfs3_write_res)
 DEC(create_res, struct rrr_nfs3_create_res)
 DEC(rename_res, struct rrr_nfs3_rename_res)
 DEC(readdir_res, struct rrr_nfs3_readdir_res)
 DEC(fsstat_res, struct rrr_nfs3_fsstat_res)
 DEC(fsinfo_res, struct rrr_nfs3_fsinfo_res)
-DEC(commit_res, struct rrr_nfs3_commit_res)
 
 static int enc_dirpath(struct rrr_xdr *x, const void *a)
 {
@@ -126,11 +93,21 @@ static int dec_mnt_res(struct rrr_xdr *x, void *r)
 
 /* ------------------------------------------------------------ call helper */
 /* The connection for the next call: round-robin over all of them. */
-static struct rrr_clnt *pick(struct rrr_nfs3 *n)
+struct rrr_clnt *rrr__nfs3_pick(struct rrr_nfs3 *n)
 {
 	if (n->nconn == 1)
 		return n->clnt[0];
 	return n->clnt[atomic_fetch_add_explicit(&n->next, 1, memory_order_relaxed) % n->nconn];
+}
+
+const struct rrr_rpc_cred *rrr__nfs3_cred(const struct rrr_nfs3 *n)
+{
+	return n->use_cred ? &n->cred : NULL;
+}
+
+static struct rrr_clnt *pick(struct rrr_nfs3 *n)
+{
+	return rrr__nfs3_pick(n);
 }
 
 static void call_init(struct rrr_nfs3 *n, struct rrr_call *k, uint32_t proc,
@@ -158,8 +135,12 @@ uint32_t rrr_nfs3_last_status(void)
 	return last_status;
 }
 
-/* An NFS answer: 0 for NFS3_OK, else remember @st and return its -errno. */
-static int nfs_err(uint32_t st)
+void rrr__nfs3_status_reset(void)
+{
+	last_status = RRR_NFS3_OK;
+}
+
+int rrr__nfs3_err(uint32_t st)
 {
 	if (st == RRR_NFS3_OK)
 		return 0;
@@ -167,7 +148,7 @@ static int nfs_err(uint32_t st)
 	return rrr_nfs3_stat_to_errno(st);
 }
 
-static int call_status(int rc, const struct rrr_call *k, const char *what)
+int rrr__nfs3_call_status(int rc, const struct rrr_call *k, const char *what)
 {
 	if (rc == -EPROTO)
 		return rrr__set_error(rc, "%s: the server refused the RPC (status %u)", what,
@@ -181,6 +162,16 @@ static int call_status(int rc, const struct rrr_call *k, const char *what)
 	if (rc == -ECONNRESET)
 		return rrr__set_error(rc, "%s: the connection to the server was lost", what);
 	return rc;
+}
+
+static int nfs_err(uint32_t st)
+{
+	return rrr__nfs3_err(st);
+}
+
+static int call_status(int rc, const struct rrr_call *k, const char *what)
+{
+	return rrr__nfs3_call_status(rc, k, what);
 }
 
 static int sync_call(struct rrr_nfs3 *n, uint32_t proc, rrr_xdr_encode_fn enc, const void *args,
@@ -706,21 +697,6 @@ int rrr_nfs3_rename(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *from_dir, cons
 	return rc < 0 ? rc : nfs_err(r.status);
 }
 
-int rrr_nfs3_commit(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint8_t verf[8])
-{
-	last_status = RRR_NFS3_OK;
-	struct rrr_nfs3_commit_args a = {.fh = *fh, .offset = 0, .count = 0};
-	struct rrr_nfs3_commit_res r;
-	memset(&r, 0, sizeof(r));
-	int rc = sync_call(n, RRR_NFS3_COMMIT, enc_commit_args, &a, dec_commit_res, &r, true,
-			   "COMMIT");
-	if (rc < 0)
-		return rc;
-	if (r.status == RRR_NFS3_OK && verf)
-		memcpy(verf, r.verf, 8);
-	return nfs_err(r.status);
-}
-
 int rrr_nfs3_fsstat(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh,
 		    struct rrr_nfs3_fsstat_res *res)
 {
@@ -777,343 +753,3 @@ int rrr_nfs3_readdirplus(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *dir,
 	return rc;
 }
 
-/* ------------------------------------------------------------ READ / WRITE */
-int rrr_nfs3_read(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t offset,
-		  const struct iovec *iov, unsigned niov, uint32_t *count, bool *eof)
-{
-	last_status = RRR_NFS3_OK;
-	size_t len = 0;
-	for (unsigned i = 0; i < niov; i++)
-		len += iov[i].iov_len;
-	if (len > RRR_NFS3_MAX_DATA || niov > RRR_XDR_PAYLOAD_MAX_IOV)
-		return rrr__set_error(-EINVAL, "READ larger than 1 MiB or too many buffers");
-	struct rrr_nfs3_read_args a = {.fh = *fh, .offset = offset, .count = (uint32_t)len};
-	struct rrr_nfs3_read_res *r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	struct rrr_call k;
-	call_init(n, &k, RRR_NFS3_READ, enc_read_args, &a, dec_read_res, r);
-	k.ddp = RRR_DDP_FROM_SERVER;
-	k.reply_hint = READ_REPLY_HINT;
-	k.payload = iov;
-	k.npayload = niov;
-	k.idempotent = true;
-	int rc = call_status(rrr_clnt_call(pick(n), &k), &k, "READ");
-	if (rc == 0) {
-		rc = nfs_err(r->status);
-		if (rc == 0) {
-			*count = r->count;
-			*eof = r->eof;
-		}
-	}
-	free(r);
-	return rc;
-}
-
-int rrr_nfs3_write(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t offset,
-		   const struct iovec *iov, unsigned niov, uint32_t stable, uint32_t *count)
-{
-	last_status = RRR_NFS3_OK;
-	size_t len = 0;
-	for (unsigned i = 0; i < niov; i++)
-		len += iov[i].iov_len;
-	if (len > RRR_NFS3_MAX_DATA || niov > RRR_XDR_PAYLOAD_MAX_IOV)
-		return rrr__set_error(-EINVAL, "WRITE larger than 1 MiB or too many buffers");
-	struct rrr_nfs3_write_args *a = calloc(1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
-	a->fh = *fh;
-	a->offset = offset;
-	a->count = a->data_len = (uint32_t)len;
-	a->stable = stable;
-	a->iov = iov;
-	a->niov = niov;
-	struct rrr_nfs3_write_res r;
-	memset(&r, 0, sizeof(r));
-	struct rrr_call k;
-	call_init(n, &k, RRR_NFS3_WRITE, enc_write_args, a, dec_write_res, &r);
-	k.ddp = RRR_DDP_TO_SERVER;
-	k.payload = iov;
-	k.npayload = niov;
-	int rc = call_status(rrr_clnt_call(pick(n), &k), &k, "WRITE");
-	if (rc == 0) {
-		rc = nfs_err(r.status);
-		if (rc == 0)
-			*count = r.count;
-	}
-	free(a);
-	return rc;
-}
-
-/* One in-flight READ or WRITE of a pipelined transfer. */
-struct slot {
-	struct rrr_call call;
-	struct rrr_nfs3_read_args rargs;
-	struct rrr_nfs3_write_args wargs;
-	struct rrr_nfs3_read_res rres;
-	struct rrr_nfs3_write_res wres;
-	struct iovec iov[2];
-	uint64_t off;   /* file offset of this call */
-	uint32_t len;   /* bytes asked for */
-	int status;     /* transport status, set by the callback */
-	bool busy, done;
-	struct pipe *p;
-};
-
-struct pipe {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned ndone;
-};
-
-static void slot_done(struct rrr_call *call, int status, void *arg)
-{
-	struct slot *s = arg;
-	(void)call;
-	pthread_mutex_lock(&s->p->lock);
-	s->status = status;
-	s->done = true;
-	s->p->ndone++;
-	pthread_cond_signal(&s->p->cond);
-	pthread_mutex_unlock(&s->p->lock);
-}
-
-struct xfer {
-	struct rrr_nfs3 *n;
-	const struct rrr_nfs3_fh *fh;
-	bool write;
-	uint8_t *buf;     /* file offset base corresponds to buf[0] */
-	uint64_t base;
-	size_t len;
-	uint32_t chunk, split, stable;
-	uint64_t eof_at;  /* read: first offset known to be past EOF */
-	bool verf_set, verf_changed;
-	uint8_t verf[8];
-};
-
-static int slot_submit(struct xfer *x, struct slot *s, uint64_t off, uint32_t len)
-{
-	struct rrr_nfs3 *n = x->n;
-	uint8_t *p = x->buf + (off - x->base);
-	s->off = off;
-	s->len = len;
-	s->done = false;
-	s->status = 0;
-	unsigned niov = 1;
-	s->iov[0].iov_base = p;
-	s->iov[0].iov_len = len;
-	if (x->split && x->split < len) {
-		s->iov[0].iov_len = x->split;
-		s->iov[1].iov_base = p + x->split;
-		s->iov[1].iov_len = len - x->split;
-		niov = 2;
-	}
-	if (x->write) {
-		memset(&s->wargs, 0, sizeof(s->wargs));
-		s->wargs.fh = *x->fh;
-		s->wargs.offset = off;
-		s->wargs.count = s->wargs.data_len = len;
-		s->wargs.stable = x->stable;
-		s->wargs.iov = s->iov;
-		s->wargs.niov = niov;
-		memset(&s->wres, 0, sizeof(s->wres));
-		call_init(n, &s->call, RRR_NFS3_WRITE, enc_write_args, &s->wargs, dec_write_res,
-			  &s->wres);
-		s->call.ddp = RRR_DDP_TO_SERVER;
-	} else {
-		s->rargs.fh = *x->fh;
-		s->rargs.offset = off;
-		s->rargs.count = len;
-		memset(&s->rres, 0, sizeof(s->rres));
-		call_init(n, &s->call, RRR_NFS3_READ, enc_read_args, &s->rargs, dec_read_res,
-			  &s->rres);
-		s->call.ddp = RRR_DDP_FROM_SERVER;
-		s->call.idempotent = true;
-		s->call.reply_hint = READ_REPLY_HINT;
-	}
-	s->call.payload = s->iov;
-	s->call.npayload = niov;
-	int rc = rrr_clnt_call_async(pick(n), &s->call, slot_done, s);
-	if (rc == 0)
-		s->busy = true;
-	return rc;
-}
-
-/* Check a completed slot; returns 0, -errno or a POSITIVE nfsstat3 (the
- * pipeline turns it into -errno with nfs_err()); *resub gets the
- * remainder to re-issue (offset, length) when the transfer was short. */
-static int slot_check(struct xfer *x, struct slot *s, uint64_t *roff, uint32_t *rlen)
-{
-	*rlen = 0;
-	if (s->status < 0)
-		return call_status(s->status, &s->call, x->write ? "WRITE" : "READ");
-	uint32_t got;
-	if (x->write) {
-		if (s->wres.status)
-			return (int)s->wres.status;
-		got = s->wres.count;
-		if (x->stable == RRR_NFS3_UNSTABLE) {
-			if (!x->verf_set) {
-				memcpy(x->verf, s->wres.verf, 8);
-				x->verf_set = true;
-			} else if (memcmp(x->verf, s->wres.verf, 8)) {
-				x->verf_changed = true;
-			}
-		}
-		if (got == 0 && s->len)
-			return rrr__set_error(-EIO, "the server wrote 0 bytes at offset %llu",
-					      (unsigned long long)s->off);
-	} else {
-		if (s->rres.status)
-			return (int)s->rres.status;
-		got = s->rres.count;
-		if (got > s->len)
-			return rrr__set_error(-EBADMSG, "READ returned more than asked");
-		if (s->rres.eof || got == 0) {
-			uint64_t end = s->off + got;
-			if (end < x->eof_at)
-				x->eof_at = end;
-			return 0;
-		}
-	}
-	if (got < s->len) {
-		*roff = s->off + got;
-		*rlen = s->len - got;
-	}
-	return 0;
-}
-
-static int run_pipeline(struct xfer *x, unsigned qd, rrr_nfs3_progress_fn progress, void *arg,
-			size_t *done_bytes)
-{
-	if (qd == 0)
-		qd = 1;
-	if (qd > MAX_QD)
-		qd = MAX_QD;
-	struct slot *slots = calloc(qd, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	struct pipe p = {.ndone = 0};
-	pthread_mutex_init(&p.lock, NULL);
-	pthread_cond_init(&p.cond, NULL);
-	for (unsigned i = 0; i < qd; i++)
-		slots[i].p = &p;
-
-	uint64_t next = x->base, end = x->base + x->len, moved = 0;
-	/* Pending remainders of short transfers, re-issued before new ranges. */
-	uint64_t pend_off[MAX_QD];
-	uint32_t pend_len[MAX_QD];
-	unsigned npend = 0, busy = 0;
-	int rc = 0;
-	x->eof_at = UINT64_MAX;
-
-	for (;;) {
-		/* Fill free slots. */
-		for (unsigned i = 0; i < qd && rc == 0; i++) {
-			if (slots[i].busy)
-				continue;
-			uint64_t off;
-			uint32_t len;
-			if (npend) {
-				npend--;
-				off = pend_off[npend];
-				len = pend_len[npend];
-			} else if (next < end && next < x->eof_at) {
-				off = next;
-				len = (uint32_t)((end - next) < x->chunk ? end - next : x->chunk);
-				next += len;
-			} else {
-				break;
-			}
-			rc = slot_submit(x, &slots[i], off, len);
-			if (rc < 0)
-				rc = call_status(rc, &slots[i].call, x->write ? "WRITE" : "READ");
-			else
-				busy++;
-		}
-		if (busy == 0)
-			break;
-		/* Wait for at least one completion. */
-		pthread_mutex_lock(&p.lock);
-		while (p.ndone == 0)
-			pthread_cond_wait(&p.cond, &p.lock);
-		pthread_mutex_unlock(&p.lock);
-		for (unsigned i = 0; i < qd; i++) {
-			struct slot *s = &slots[i];
-			pthread_mutex_lock(&p.lock);
-			bool d = s->busy && s->done;
-			if (d) {
-				p.ndone--;
-				s->busy = false;
-			}
-			pthread_mutex_unlock(&p.lock);
-			if (!d)
-				continue;
-			busy--;
-			uint64_t roff;
-			uint32_t rlen;
-			int src = slot_check(x, s, &roff, &rlen);
-			if (src != 0 && rc == 0)
-				rc = src > 0 ? nfs_err((uint32_t)src) : src;
-			if (src == 0) {
-				uint64_t got = s->len - rlen;
-				if (!x->write && s->off + got > x->eof_at)
-					got = x->eof_at > s->off ? x->eof_at - s->off : 0;
-				moved += got;
-				if (rlen && npend < MAX_QD && rc == 0) {
-					pend_off[npend] = roff;
-					pend_len[npend] = rlen;
-					npend++;
-				}
-			}
-		}
-		if (progress && rc == 0)
-			progress(arg, moved);
-	}
-	pthread_cond_destroy(&p.cond);
-	pthread_mutex_destroy(&p.lock);
-	free(slots);
-	if (done_bytes) {
-		uint64_t total = x->eof_at < end ? x->eof_at - x->base : x->len;
-		*done_bytes = (size_t)total;
-	}
-	return rc;
-}
-
-int rrr_nfs3_read_all(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t offset,
-		      void *buf, size_t len, unsigned qd, uint32_t split, size_t *done,
-		      rrr_nfs3_progress_fn progress, void *arg)
-{
-	last_status = RRR_NFS3_OK;
-	struct xfer x = {.n = n, .fh = fh, .write = false, .buf = buf, .base = offset,
-			 .len = len, .chunk = n->rsize, .split = split};
-	if (offset > UINT64_MAX - len)
-		return rrr__set_error(-EINVAL, "read range overflows");
-	return run_pipeline(&x, qd, progress, arg, done);
-}
-
-int rrr_nfs3_write_all(struct rrr_nfs3 *n, const struct rrr_nfs3_fh *fh, uint64_t offset,
-		       const void *buf, size_t len, unsigned qd, uint32_t split, uint32_t stable,
-		       rrr_nfs3_progress_fn progress, void *arg)
-{
-	last_status = RRR_NFS3_OK;
-	if (offset > UINT64_MAX - len)
-		return rrr__set_error(-EINVAL, "write range overflows");
-	struct xfer x = {.n = n, .fh = fh, .write = true, .buf = (uint8_t *)(uintptr_t)buf,
-			 .base = offset, .len = len, .chunk = n->wsize, .split = split,
-			 .stable = stable};
-	int rc = run_pipeline(&x, qd, progress, arg, NULL);
-	if (rc || stable != RRR_NFS3_UNSTABLE || len == 0)
-		return rc;
-	uint8_t cverf[8];
-	rc = rrr_nfs3_commit(n, fh, cverf);
-	if (rc)
-		return rc;
-	if (!x.verf_changed && x.verf_set && !memcmp(cverf, x.verf, 8))
-		return 0;
-	/* The server restarted under us: what it had not committed may be lost. */
-	struct xfer again = x;
-	again.stable = RRR_NFS3_FILE_SYNC;
-	again.verf_set = again.verf_changed = false;
-	return run_pipeline(&again, qd, progress, arg, NULL);
-}

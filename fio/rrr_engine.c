@@ -19,9 +19,9 @@
  * writes the part of the file the job will read that does not exist yet.
  *
  * fio's async model maps onto the library's like this:
- *   ->queue      fill the io_u's own rrr_call (READ or WRITE, payload = the
- *                io_u's buffer) and park it on a pending list; FIO_Q_QUEUED.
- *   ->commit     rrr_clnt_call_async() every pending call, each on the next
+ *   ->queue      fill the io_u's own struct rrr_nfs3_io (READ or WRITE of
+ *                the io_u's buffer) and park it on a pending list; FIO_Q_QUEUED.
+ *   ->commit     rrr_nfs3_io_submit_clnt() every pending io, each on the next
  *                data connection in turn: real queue depth, fio's iodepth
  *                calls in flight (and iodepth_batch* honoured by fio itself).
  *   completion   the library's callback (on that connection's progress
@@ -103,15 +103,7 @@ struct rrr_fio_opts {
 
 /* Per io_u: its call and the call's arguments and results. */
 struct rrr_fio_req {
-	struct rrr_call call;
-	union {
-		struct rrr_nfs3_read_args r;
-		struct rrr_nfs3_write_args w;
-	} args;
-	union {
-		struct rrr_nfs3_read_res r;
-		struct rrr_nfs3_write_res w;
-	} res;
+	struct rrr_nfs3_io io;
 	struct iovec iov;
 	struct io_u *io_u;
 	struct rrr_fio *e;
@@ -713,43 +705,18 @@ static int rrr_fio_get_file_size(struct thread_data *td, struct fio_file *f)
 
 /* --- I/O --------------------------------------------------------------------- */
 
-static int enc_read(struct rrr_xdr *x, const void *a)
-{
-	return rrr_nfs3_xdr_read_args(x, (struct rrr_nfs3_read_args *)a);
-}
-
-static int dec_read(struct rrr_xdr *x, void *r)
-{
-	return rrr_nfs3_xdr_read_res(x, r);
-}
-
-static int enc_write(struct rrr_xdr *x, const void *a)
-{
-	return rrr_nfs3_xdr_write_args(x, (struct rrr_nfs3_write_args *)a);
-}
-
-static int dec_write(struct rrr_xdr *x, void *r)
-{
-	return rrr_nfs3_xdr_write_res(x, r);
-}
-
 /* Completion, on a connection's progress thread. */
-static void done_cb(struct rrr_call *call, int status, void *arg)
+static void done_cb(struct rrr_nfs3_io *io, int status, void *arg)
 {
 	struct rrr_fio_req *r = arg;
 	struct rrr_fio *e = r->e;
 	struct io_u *io_u = r->io_u;
-	bool write = io_u->ddir == DDIR_WRITE;
-	uint32_t nfsst = write ? r->res.w.status : r->res.r.status;
-	uint32_t count = write ? r->res.w.count : r->res.r.count;
+	uint32_t count = io->done;
 
-	(void)call;
 	if (status) {
+		/* a transport error, or the errno of the NFS status
+		 * (NFS3ERR_ACCES: EACCES), as the synchronous calls return it */
 		io_u->error = (unsigned)-status;
-	} else if (nfsst) {
-		/* the errno of the NFS status (NFS3ERR_ACCES: EACCES), as the
-		 * library's synchronous calls return it */
-		io_u->error = (unsigned)-rrr_nfs3_stat_to_errno(nfsst);
 	} else {
 		if (count > io_u->xfer_buflen)
 			count = (uint32_t)io_u->xfer_buflen;
@@ -767,51 +734,25 @@ static void done_cb(struct rrr_call *call, int status, void *arg)
 static void prep_call(struct rrr_fio *e, struct rrr_fio_req *r, struct io_u *io_u)
 {
 	struct rrr_fio_file *ff = io_u->file->engine_data;
-	struct rrr_call *c = &r->call;
+	struct rrr_nfs3_io *io = &r->io;
 
 	r->e = e;
-	memset(c, 0, sizeof(*c));
 	r->iov.iov_base = io_u->xfer_buf;
 	r->iov.iov_len = io_u->xfer_buflen;
-	c->prog = RRR_NFS3_PROGRAM;
-	c->vers = RRR_NFS3_VERSION;
-	c->cred = &e->cred;
-	c->payload = &r->iov;
-	c->npayload = 1;
-	c->reply_hint = 256;
+	io->fh = ff->fh;
+	io->offset = io_u->offset;
+	io->iov = &r->iov;
+	io->niov = 1;
+	io->timeout_ms = 0;
 	if (io_u->ddir == DDIR_WRITE) {
-		memset(&r->args.w, 0, sizeof(r->args.w));
-		memset(&r->res.w, 0, sizeof(r->res.w));
-		r->args.w.fh = ff->fh;
-		r->args.w.offset = io_u->offset;
-		r->args.w.count = (uint32_t)io_u->xfer_buflen;
-		r->args.w.stable = e->stable == STABLE_FILE   ? RRR_NFS3_FILE_SYNC
-				   : e->stable == STABLE_DATA ? RRR_NFS3_DATA_SYNC
-							      : RRR_NFS3_UNSTABLE;
-		r->args.w.data_len = (uint32_t)io_u->xfer_buflen;
-		r->args.w.iov = &r->iov;
-		r->args.w.niov = 1;
-		c->proc = RRR_NFS3_WRITE;
-		c->encode = enc_write;
-		c->args = &r->args.w;
-		c->decode = dec_write;
-		c->res = &r->res.w;
-		c->ddp = RRR_DDP_TO_SERVER;
+		io->op = RRR_NFS3_IO_WRITE;
+		io->stable = e->stable == STABLE_FILE	 ? RRR_NFS3_FILE_SYNC
+			     : e->stable == STABLE_DATA ? RRR_NFS3_DATA_SYNC
+							: RRR_NFS3_UNSTABLE;
 		if (e->stable == STABLE_UNSTABLE)
 			ff->dirty = true;
 	} else {
-		memset(&r->args.r, 0, sizeof(r->args.r));
-		memset(&r->res.r, 0, sizeof(r->res.r));
-		r->args.r.fh = ff->fh;
-		r->args.r.offset = io_u->offset;
-		r->args.r.count = (uint32_t)io_u->xfer_buflen;
-		c->proc = RRR_NFS3_READ;
-		c->encode = enc_read;
-		c->args = &r->args.r;
-		c->decode = dec_read;
-		c->res = &r->res.r;
-		c->ddp = RRR_DDP_FROM_SERVER;
-		c->idempotent = true;
+		io->op = RRR_NFS3_IO_READ;
 	}
 }
 
@@ -877,7 +818,7 @@ static int rrr_fio_commit(struct thread_data *td)
 		pthread_mutex_lock(&e->lock);
 		e->inflight++;
 		pthread_mutex_unlock(&e->lock);
-		rc = rrr_clnt_call_async(cl, &r->call, done_cb, r);
+		rc = rrr_nfs3_io_submit_clnt(cl, &e->cred, &r->io, done_cb, r);
 		if (rc) {
 			report(io_u->ddir == DDIR_WRITE ? "WRITE" : "READ", rc);
 			io_u->error = (unsigned)-rc;

@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include <rrr/client.h>
 #include <rrr/nfs3_xdr.h>
 #include <rrr/stats.h>
 #include <rrr/wait.h>
@@ -225,6 +226,93 @@ int rrr_nfs3_read(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh, uint64_t o
  * Not idempotent. */
 int rrr_nfs3_write(struct rrr_nfs3 *nfs, const struct rrr_nfs3_fh *fh, uint64_t offset,
 		   const struct iovec *iov, unsigned niov, uint32_t stable, uint32_t *count);
+
+/* ------------------------------------------------------------ asynchronous I/O */
+/*
+ * Asynchronous READ, WRITE and COMMIT: the one way NFS I/O is encoded (the
+ * synchronous calls above, the pipelined helpers below, rrr-client,
+ * rrr-bench and the fio engine all go through it). The caller owns a
+ * struct rrr_nfs3_io per call in flight, fills its "in" fields, submits it,
+ * and reads the "out" fields in the completion callback:
+ *
+ *   io->op = RRR_NFS3_IO_WRITE; io->fh = fh; io->offset = off;
+ *   io->iov = iov; io->niov = 1; io->stable = RRR_NFS3_UNSTABLE;
+ *   rc = rrr_nfs3_io_submit(nfs, io, done, arg);      // done(io, status, arg)
+ *
+ * The data is the call's DDP payload: on RDMA the server reads it from (or
+ * writes it into) the caller's iovecs, each registered for this call only
+ * and invalidated before the callback runs. @iov, the buffers and @io stay
+ * the caller's to keep valid until the callback has run.
+ */
+enum rrr_nfs3_io_op {
+	RRR_NFS3_IO_READ = 1,
+	RRR_NFS3_IO_WRITE = 2,
+	RRR_NFS3_IO_COMMIT = 3,
+};
+
+struct rrr_nfs3_io;
+
+/* Completion of an I/O, on the connection's progress thread: @status is 0
+ * (NFS3_OK), the -errno of the server's nfsstat3 (io->nfs_status has it:
+ * rrr_nfs3_stat_to_errno()), or a transport error as for rrr_clnt_call_async
+ * (-ETIMEDOUT, -ECONNRESET, -ECANCELED, -EPROTO with io->rpc_stat ...). It
+ * may submit further I/O; it must not block. */
+typedef void (*rrr_nfs3_io_done_fn)(struct rrr_nfs3_io *io, int status, void *arg);
+
+struct rrr_nfs3_io {
+	/* in */
+	enum rrr_nfs3_io_op op;
+	struct rrr_nfs3_fh fh;
+	uint64_t offset;
+	const struct iovec *iov; /* READ: where the data lands; WRITE: the data */
+	unsigned niov;		 /* READ/WRITE: 1 .. RRR_XDR_PAYLOAD_MAX_IOV */
+	uint32_t count;		 /* COMMIT: bytes from @offset (0: to the end) */
+	uint32_t stable;	 /* WRITE: enum rrr_nfs3_stable */
+	int timeout_ms;		 /* 0: the connection's default; < 0: none */
+	/* out, valid in the callback */
+	uint32_t nfs_status; /* nfsstat3 of the reply (RRR_NFS3_OK when status is 0) */
+	uint32_t rpc_stat;   /* as rrr_call.rpc_stat, when status is -EPROTO */
+	uint32_t done;	     /* READ: bytes read; WRITE: bytes the server took */
+	bool eof;	     /* READ: the file ends there */
+	uint32_t committed;  /* WRITE: enum rrr_nfs3_stable the server gave */
+	uint8_t verf[8];     /* WRITE, COMMIT: the server instance's write verifier */
+	/* private to the library */
+	struct {
+		struct rrr_call call;
+		union {
+			struct rrr_nfs3_read_args r;
+			struct rrr_nfs3_write_args w;
+			struct rrr_nfs3_commit_args c;
+		} args;
+		union {
+			struct rrr_nfs3_read_res r;
+			struct rrr_nfs3_write_res w;
+			struct rrr_nfs3_commit_res c;
+		} res;
+		rrr_nfs3_io_done_fn done;
+		void *arg;
+	} priv;
+};
+
+/*
+ * rrr_nfs3_io_submit - send @io on the next connection of @nfs (round-robin
+ * over nconnect) with the mount's credentials and timeout. Never blocks
+ * (the call is queued behind the connection's credits). Returns 0, then
+ * @done runs exactly once; or -EINVAL (unknown op, no or too many iovecs,
+ * more than RRR_NFS3_MAX_DATA bytes), -ENOMEM, -ESHUTDOWN (the connection
+ * is being destroyed), with a sentence in rrr_last_error(): then @done never
+ * runs. Thread-safe: any thread may submit, also from a callback.
+ */
+int rrr_nfs3_io_submit(struct rrr_nfs3 *nfs, struct rrr_nfs3_io *io, rrr_nfs3_io_done_fn done,
+		       void *arg);
+/*
+ * rrr_nfs3_io_submit_clnt - as rrr_nfs3_io_submit, on a connection the
+ * caller made itself (rrr_clnt_create() to the server's NFS port, program
+ * RRR_NFS3_PROGRAM), with @cred (NULL: AUTH_NONE). For programs that manage
+ * their own connections (a benchmark, an I/O engine). Same errors.
+ */
+int rrr_nfs3_io_submit_clnt(struct rrr_clnt *clnt, const struct rrr_rpc_cred *cred,
+			    struct rrr_nfs3_io *io, rrr_nfs3_io_done_fn done, void *arg);
 
 /* Progress callback for the pipelined helpers: bytes done so far. Runs on
  * the calling thread, between completions; must not call back into @nfs. */
