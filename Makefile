@@ -74,11 +74,19 @@ $(sort $(wildcard $(PROG_$(1))/*.c))
 endef
 PROG_BINS := $(foreach p,$(PROGRAMS),$(if $(call prog_srcs,$(p)),$(BUILD)/$(p)))
 
-# Tests: every directory under tests/ except fuzz/, vm/, tsan/ becomes one
-# Criterion binary $(BUILD)/tests/<dir>; tests/<dir>/helpers/*.c (if any)
-# are linked in too.
-TEST_DIRS ?= $(filter-out fuzz vm tsan,$(notdir $(patsubst %/,%,$(wildcard tests/*/))))
+# Tests: every directory under tests/ except fuzz/, vm/, tsan/ and lib/
+# becomes one Criterion binary $(BUILD)/tests/<dir>; tests/<dir>/helpers/*.c
+# (if any) are linked in too. Every suite links the shared test helpers
+# (tests/lib/*.c -> $(BUILD)/tests/libtests.a: servers, processes, mounts)
+# and, for the programs' own code under test, archives of the programs'
+# objects without main() ($(BUILD)/tests/libprog-<program>.a): built once,
+# never an #include of a .c file.
+TEST_DIRS ?= $(filter-out fuzz vm tsan lib,$(notdir $(patsubst %/,%,$(wildcard tests/*/))))
 TEST_BINS := $(foreach d,$(TEST_DIRS),$(if $(wildcard tests/$(d)/*.c),$(BUILD)/tests/$(d)))
+TEST_LIB := $(BUILD)/tests/libtests.a
+TEST_LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard tests/lib/*.c)))
+TEST_PROGS := rrr-server rrr-bench
+TEST_PROG_LIBS := $(TEST_PROGS:%=$(BUILD)/tests/libprog-%.a)
 
 SONAME := librrr.so.$(VERSION_MAJOR)
 SO := $(BUILD)/librrr.so.$(VERSION)
@@ -126,11 +134,25 @@ $(foreach p,$(PROGRAMS),$(eval $(call prog_rule,$(p))))
 # Under SANITIZE=thread Criterion needs tests/tsan/shim/*.c (they say why).
 TSAN_SHIM := $(if $(filter thread,$(SANITIZE)),$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/tsan/shim/*.c)))
 define test_rule
-$(BUILD)/tests/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(sort $$(wildcard tests/$(1)/*.c tests/$(1)/helpers/*.c))) $(TSAN_SHIM) $(AR_LIB)
+$(BUILD)/tests/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(sort $$(wildcard tests/$(1)/*.c tests/$(1)/helpers/*.c))) $(TSAN_SHIM) $(TEST_LIB) $(TEST_PROG_LIBS) $(AR_LIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(AR_LIB) -lcriterion $$(LIBS)
+	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(TEST_LIB) $(TEST_PROG_LIBS) $(AR_LIB) -lcriterion $$(LIBS)
 endef
 $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
+
+$(TEST_LIB): $(TEST_LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+# libprog-P.a: program P's objects but the one with main()
+define test_prog_rule
+$(BUILD)/tests/libprog-$(1).a: $$(patsubst %.c,$(BUILD)/obj/%.o,$$(filter-out $(PROG_$(1))/main.c,$$(call prog_srcs,$(1))))
+	@mkdir -p $$(@D)
+	rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach p,$(TEST_PROGS),$(eval $(call test_prog_rule,$(p))))
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
@@ -310,10 +332,11 @@ build-fuzz/obj/%.o: %.c
 	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 -include $(shell find build-fuzz/obj -name '*.d' 2>/dev/null)
 
+# a harness may add program objects (server/fs) as prerequisites: linked in
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
-	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJS) -o $@ $(LIBS)
-# fuzz_config compiles rrr-server's parser in (it is not in the library)
-build-fuzz/fuzz_config: server/fs/config.c server/fs/config.h server/fs/log.c server/fs/fs.h
+	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(filter build-fuzz/obj/server/fs/%,$^) $(FUZZ_LIB_OBJS) -o $@ $(LIBS)
+# fuzz_config links rrr-server's parser (it is not in the library)
+build-fuzz/fuzz_config: build-fuzz/obj/server/fs/config.o build-fuzz/obj/server/fs/log.o
 
 # ---------------------------------------------------------------- demo, bench, vm
 .PHONY: demo bench bench-peer test-vm bench-vm

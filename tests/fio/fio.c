@@ -32,7 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 #define FIO_TIMEOUT_S 120
 

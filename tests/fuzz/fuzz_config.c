@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/fuzz/fuzz_config.c - libFuzzer harness for rrr-server's config
- * file parser (server/fs/config.c, compiled in here: it belongs to the
- * program, not the library). The input is the file. Whatever parses must
+ * file parser (server/fs/config.c, linked in by the Makefile: it belongs
+ * to the program, not the library). The input is the file. Whatever parses must
  * leave every field within its bounds and NUL-terminated, every export
  * (there may be several) an absolute path given once, every network a
  * valid prefix that matches its own address; whatever fails must say why.
  */
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/fs/config.c"
-#include "server/fs/log.c"
+#include "server/fs/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

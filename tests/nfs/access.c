@@ -35,8 +35,8 @@
 #include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
-#include "tests/nfs/helpers/conf_server.h"
-#include "tests/nfs/helpers/srcaddr.h"
+#include "tests/lib/conf_server.h"
+#include "tests/lib/srcaddr.h"
 
 #define ALLOWED "127.0.0.2"
 #define DENIED "127.0.0.1"

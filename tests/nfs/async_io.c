@@ -22,7 +22,7 @@
 #include <rrr/client.h>
 #include <rrr/nfs3_client.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 #define NIO 64u
 #define QD 8u

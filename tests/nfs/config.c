@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tests/nfs/helpers/conf_server.h"
+#include "tests/lib/conf_server.h"
 
 static struct th_server srv;
 static char prog[512];

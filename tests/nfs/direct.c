@@ -22,7 +22,7 @@
 #include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 #define MIB (1u << 20)
 #define FILE_LEN (4u * MIB)

@@ -34,7 +34,7 @@
 #include <rrr/oncrpc.h>
 
 #include "client/clnt_impl.h"
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 static struct th_server srv;
 static struct rrr_nfs3 *nfs;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/nfs/drc_inprogress.c - the duplicate request cache (server/fs/drc.c,
- * compiled into this test) with a call still running: a handler that
+ * linked from rrr-server's objects) with a call still running: a handler that
  * blocks until the test lets it go stands in for a slow REMOVE, and the
  * requests are built by hand (a connection with a chosen peer address and
  * port, the decoded call header, the argument stream). A retransmission
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/fs/drc.c"
+#include "server/fs/drc.h"
 #include "server/svc_impl.h"
 
 static atomic_uint runs;

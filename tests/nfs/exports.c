@@ -25,7 +25,7 @@
 #include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 static struct th_server srv;
 static struct rrr_nfs3 *nfs; /* as root (squashed or not, per suite) */

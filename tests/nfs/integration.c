@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 static char client_prog[512];
 

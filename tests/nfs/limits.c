@@ -25,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/nfs/helpers/conf_server.h"
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/conf_server.h"
+#include "tests/lib/nfs_helpers.h"
 #include "tests/test_wait.h"
 
 static struct th_server srv;

@@ -26,7 +26,7 @@
 #include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 static void need_server(void)
 {

@@ -24,8 +24,8 @@
 #include <rrr/client.h>
 #include <rrr/nfs3_client.h>
 
-#include "tests/nfs/helpers/conf_server.h"
-#include "tests/nfs/helpers/srcaddr.h"
+#include "tests/lib/conf_server.h"
+#include "tests/lib/srcaddr.h"
 
 static struct th_server srv;
 

@@ -21,7 +21,7 @@
 #include <rrr/client.h>
 #include <rrr/nfs3_client.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 #define SERVER_UID 4242u
 

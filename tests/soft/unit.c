@@ -502,29 +502,3 @@ Test(soft_unit, stag_concurrent_lookup_vs_invalidate, .timeout = 120)
 	env_close(&r->e);
 	free(r);
 }
-
-/* The same race as a plain program under ThreadSanitizer (Criterion itself
- * cannot start under TSan, Snaipe/Criterion#274): compile it with
- * -fsanitize=thread from the sources and require a clean run. */
-Test(soft_unit, stag_race_is_tsan_clean, .timeout = 240)
-{
-	const char *b = getenv("RRR_BUILD");
-	char out[512], cmd[2048];
-	int rc;
-
-	if (access("transport/soft/stag.c", R_OK) || access("tests/soft/tsan/stag_race.c", R_OK))
-		cr_skip_test("run from the repository root (make test-unit) to find the sources");
-	snprintf(out, sizeof(out), "%s/soft-stag-race-tsan", b ? b : "/tmp");
-	snprintf(cmd, sizeof(cmd),
-		 "${CC:-cc} -std=c11 -O1 -g -fsanitize=thread -Iinclude -I. -D_GNU_SOURCE -pthread "
-		 "tests/soft/tsan/stag_race.c transport/soft/*.c transport/provider.c -o %s "
-		 "-lurcu-memb -lurcu-common >/dev/null 2>&1",
-		 out);
-	if (system(cmd) != 0)
-		cr_skip_test("cannot build with -fsanitize=thread here (compiler/runtime missing)");
-	snprintf(cmd, sizeof(cmd), "TSAN_OPTIONS='halt_on_error=1 exitcode=66' %s 200 >/dev/null", out);
-	rc = system(cmd);
-	cr_assert(WIFEXITED(rc), "race program died");
-	cr_assert_neq(WEXITSTATUS(rc), 66, "ThreadSanitizer reported a data race");
-	cr_assert_eq(WEXITSTATUS(rc), 0, "a placement saw its window closed (or setup failed)");
-}

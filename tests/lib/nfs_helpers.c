@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/nfs/helpers/nfs_helpers.c - process helpers for the NFS tests.
+ * tests/lib/nfs_helpers.c - process helpers for the NFS tests.
  *
  * The server is started with --port 0 --mount-port 0 --port-file, so tests
  * run in parallel without port clashes; the port file appears (atomically,
@@ -26,7 +26,7 @@
 
 #include <rrr/nfs3_client.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 const char *th_prog(const char *prog, char *buf, size_t len)
 {

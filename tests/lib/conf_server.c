@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/nfs/helpers/conf_server.c - see conf_server.h. Same rules as
+ * tests/lib/conf_server.c - see conf_server.h. Same rules as
  * nfs_helpers.c: ephemeral ports, bounded waits, children close inherited
  * descriptors.
  */
@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/nfs/helpers/conf_server.h"
+#include "tests/lib/conf_server.h"
 
 int th_conf_write(struct th_server *s, bool rdma, const char *export_lines, char *conf)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/nfs/helpers/nfs_helpers.h - real rrr-server / rrr-client processes
+ * tests/lib/nfs_helpers.h - real rrr-server / rrr-client processes
  * for the NFS integration tests: start a server on a fresh temporary export
  * with free ports, run the client, stop the server. Every wait is bounded.
  */

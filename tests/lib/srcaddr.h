@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/nfs/helpers/srcaddr.h - choose the source address of the test
+ * tests/lib/srcaddr.h - choose the source address of the test
  * process's outgoing IPv4 connections, so one process can be client
  * 127.0.0.1 and client 127.0.0.2 of the same server (access control tests).
  */

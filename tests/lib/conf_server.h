@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/nfs/helpers/conf_server.h - rrr-server started with a config file
+ * tests/lib/conf_server.h - rrr-server started with a config file
  * the test writes (access control, reload, stats tests).
  */
 #ifndef RRR_TESTS_NFS_CONF_SERVER_H
@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
+#include "tests/lib/nfs_helpers.h"
 
 /* Write s->dir/rrr-server.conf: a [server] part with ephemeral ports, the
  * port file, the state dir, RDMA on or off, then "[export EXPORT_DIR]" and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/nfs/helpers/srcaddr.c - the test binary's own connect(): it takes
+ * tests/lib/srcaddr.c - the test binary's own connect(): it takes
  * precedence over libc's for every caller in the process (librrr.a is
  * linked in statically; executables interpose shared libraries), binds an
  * AF_INET socket to the address th_src_addr() chose, then does the real
@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "tests/nfs/helpers/srcaddr.h"
+#include "tests/lib/srcaddr.h"
 
 static struct in_addr g_src;
 static int g_have;
