@@ -260,3 +260,27 @@ int th_nfs_st(int rc)
 		     rrr_nfs3_strstat(st), rc);
 	return (int)st;
 }
+
+void th_mount_opts(const struct th_server *s, bool rdma, struct th_mount *m)
+{
+	snprintf(m->port, sizeof(m->port), "%u", rdma ? s->rdma_port : s->mount_port);
+	snprintf(m->mport, sizeof(m->mport), "%u", s->mount_port);
+	rrr_nfs3_opts_init(&m->o);
+	m->o.transport = rdma ? "rdma" : "tcp";
+	m->o.provider = "soft";
+	m->o.host = "127.0.0.1";
+	m->o.port = m->port;
+	m->o.mount_port = m->mport;
+	m->o.export_path = s->export_dir;
+	m->o.timeout_ms = 10000;
+}
+
+struct rrr_nfs3 *th_nfs_mount(struct th_mount *m)
+{
+	struct rrr_nfs3 *n = NULL;
+	int rc = rrr_nfs3_mount(&m->o, &n);
+
+	cr_assert_eq(rc, 0, "mount %s over %s: %d, %s", m->o.export_path, m->o.transport, rc,
+		     rrr_last_error() ? rrr_last_error() : "");
+	return n;
+}

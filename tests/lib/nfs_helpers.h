@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <rrr/nfs3_client.h>
+
 struct th_server {
 	pid_t pid;
 	char dir[256];      /* temporary directory: export/, state/, log, ports */
@@ -59,5 +61,19 @@ int th_count_lines(const char *path, const char *needle);
  * the -errno is the one rrr_nfs3_stat_to_errno() gives and returns the
  * POSITIVE nfsstat3 (rrr_nfs3_last_status()); otherwise returns @rc. */
 int th_nfs_st(int rc);
+
+/* A client's mount options for server @s: over TCP (its port, MNT over it
+ * too) or RPC-over-RDMA on the soft provider (its RDMA port, MNT over TCP
+ * to its mount port), host 127.0.0.1, its export, a 10 s timeout. o.port
+ * and o.mount_port point into @m: use @m in place, never a copy. Change
+ * any field of m->o before th_nfs_mount(). */
+struct th_mount {
+	struct rrr_nfs3_opts o;
+	char port[16], mport[16];
+};
+void th_mount_opts(const struct th_server *s, bool rdma, struct th_mount *m);
+/* rrr_nfs3_mount(&m->o, ...): the mount, or a failed assertion that quotes
+ * the library's sentence. */
+struct rrr_nfs3 *th_nfs_mount(struct th_mount *m);
 
 #endif

@@ -117,21 +117,13 @@ static bool refused_from(const char *src, bool rdma)
 static struct rrr_nfs3 *mount_at(const char *host, const char *path, const char *src, bool rdma,
 				 int *rc)
 {
-	char port[16], mport[16];
-	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
-	snprintf(mport, sizeof(mport), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = rdma ? "rdma" : "tcp";
-	o.provider = "soft";
-	o.host = host;
-	o.port = port;
-	o.mount_port = mport;
-	o.export_path = path;
-	o.timeout_ms = 10000;
+	struct th_mount mt;
+	th_mount_opts(&srv, rdma, &mt);
+	mt.o.host = host;
+	mt.o.export_path = path;
 	th_src_addr(src);
 	struct rrr_nfs3 *n = NULL;
-	*rc = rrr_nfs3_mount(&o, &n);
+	*rc = rrr_nfs3_mount(&mt.o, &n);
 	return n;
 }
 

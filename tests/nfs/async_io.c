@@ -49,21 +49,11 @@ static struct rrr_nfs3 *start_and_mount(bool rdma)
 		cr_skip_test("rrr-server could not listen on the soft provider (rc %d)", rc);
 	}
 	cr_assert_eq(rc, 0, "server start");
-	char port[16], mport[16];
-	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
-	snprintf(mport, sizeof(mport), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = rdma ? "rdma" : "tcp";
-	o.provider = "soft";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = mport;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 20000;
-	o.nconnect = 2;
-	struct rrr_nfs3 *n = NULL;
-	cr_assert_eq(rrr_nfs3_mount(&o, &n), 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, rdma, &mt);
+	mt.o.timeout_ms = 20000;
+	mt.o.nconnect = 2;
+	struct rrr_nfs3 *n = th_nfs_mount(&mt);
 	return n;
 }
 

@@ -39,20 +39,11 @@ static void start(bool rdma, const char *const *extra)
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	srv.extra_args = extra;
 	cr_assert_eq(th_server_start(&srv, rdma), 0);
-	char port[16], mport[16];
-	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
-	snprintf(mport, sizeof(mport), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = rdma ? "rdma" : "tcp";
-	o.provider = "soft";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = mport;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 20000;
-	o.rsize = o.wsize = MIB;
-	cr_assert_eq(rrr_nfs3_mount(&o, &nfs), 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, rdma, &mt);
+	mt.o.timeout_ms = 20000;
+	mt.o.rsize = mt.o.wsize = MIB;
+	nfs = th_nfs_mount(&mt);
 	model = calloc(1, FILE_LEN);
 	cr_assert_not_null(model);
 }

@@ -42,23 +42,16 @@ static struct rrr_nfs3_fh root;
 
 static void start_on(const char *const *extra, bool rdma)
 {
-	char p[512], port[16];
+	char p[512];
 	if (!th_prog("rrr-server", p, sizeof(p)))
 		cr_skip_test(
 		    "RRR_BUILD unset or rrr-server not built (run through make test-unit)");
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	srv.extra_args = extra;
 	cr_assert_eq(th_server_start(&srv, rdma), 0);
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 10000;
-	cr_assert_eq(rrr_nfs3_mount(&o, &nfs), 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, false, &mt); /* NFS over TCP whatever the server offers */
+	nfs = th_nfs_mount(&mt);
 	root = *rrr_nfs3_root(nfs);
 }
 

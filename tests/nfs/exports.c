@@ -33,20 +33,11 @@ static struct rrr_clnt *raw;
 
 static struct rrr_nfs3 *mount_as(uint32_t uid, uint32_t gid)
 {
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 10000;
-	o.uid = uid;
-	o.gid = gid;
-	struct rrr_nfs3 *m = NULL;
-	cr_assert_eq(rrr_nfs3_mount(&o, &m), 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, false, &mt);
+	mt.o.uid = uid;
+	mt.o.gid = gid;
+	struct rrr_nfs3 *m = th_nfs_mount(&mt);
 	return m;
 }
 

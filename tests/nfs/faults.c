@@ -172,9 +172,9 @@ static void first_pass(struct th_server *s, struct rrr_nfs3 *nfs, const struct r
 
 static void run(bool rdma, unsigned nconnect, bool first)
 {
-	char prog[512], port[16];
+	char prog[512];
 	struct th_server s;
-	struct rrr_nfs3_opts o;
+	struct th_mount mt;
 	struct rrr_nfs3 *nfs;
 	struct rrr_nfs3_fh fh;
 	uint8_t *wbuf, *rbuf;
@@ -194,18 +194,10 @@ static void run(bool rdma, unsigned nconnect, bool first)
 		cr_skip_test("rrr-server could not listen on the soft provider (rc %d)", rc);
 	}
 	cr_assert_eq(rc, 0, "server start");
-	rrr_nfs3_opts_init(&o);
-	snprintf(port, sizeof(port), "%u", rdma ? s.rdma_port : s.mount_port);
-	char mport[16];
-	snprintf(mport, sizeof(mport), "%u", s.mount_port);
-	o.transport = rdma ? "rdma" : "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = mport;
-	o.export_path = s.export_dir;
-	o.timeout_ms = 20000;
-	o.nconnect = nconnect;
-	cr_assert_eq(rrr_nfs3_mount(&o, &nfs), 0, "mount: %s", rrr_last_error());
+	th_mount_opts(&s, rdma, &mt);
+	mt.o.timeout_ms = 20000;
+	mt.o.nconnect = nconnect;
+	nfs = th_nfs_mount(&mt);
 	cr_assert_eq(rrr_nfs3_create(nfs, rrr_nfs3_root(nfs), "f", 0644, false, &fh), 0);
 	wbuf = aligned_alloc(4096, IO_SIZE);
 	rbuf = aligned_alloc(4096, IO_SIZE);
@@ -245,11 +237,11 @@ static void run(bool rdma, unsigned nconnect, bool first)
 	cr_assert_geq(s1, 0);
 	/* 2 I/Os per round */
 	double cpi = (double)(c1 - c0) / (2.0 * MEASURE), spi = (double)(s1 - s0) / (2.0 * MEASURE);
-	cr_log_info("%s: %.3f client, %.3f server page faults per 1 MiB I/O", o.transport, cpi,
+	cr_log_info("%s: %.3f client, %.3f server page faults per 1 MiB I/O", mt.o.transport, cpi,
 		    spi);
-	cr_assert_lt(cpi, 0.25, "%s: client takes %.2f page faults per 1 MiB I/O", o.transport,
+	cr_assert_lt(cpi, 0.25, "%s: client takes %.2f page faults per 1 MiB I/O", mt.o.transport,
 		     cpi);
-	cr_assert_lt(spi, 0.25, "%s: server takes %.2f page faults per 1 MiB I/O", o.transport,
+	cr_assert_lt(spi, 0.25, "%s: server takes %.2f page faults per 1 MiB I/O", mt.o.transport,
 		     spi);
 out:
 	rrr_nfs3_umount(nfs);

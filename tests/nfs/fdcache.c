@@ -32,17 +32,9 @@ static void setup(void)
 		    "RRR_BUILD unset or rrr-server not built (run through make test-unit)");
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	cr_assert_eq(th_server_start(&srv, false), 0);
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 10000;
-	cr_assert_eq(rrr_nfs3_mount(&o, &nfs), 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, false, &mt);
+	nfs = th_nfs_mount(&mt);
 }
 
 static void teardown(void)

@@ -25,18 +25,9 @@ static struct rrr_nfs3 *nfs;
 
 static void mount_it(void)
 {
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 10000;
-	int rc = rrr_nfs3_mount(&o, &nfs);
-	cr_assert_eq(rc, 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, false, &mt);
+	nfs = th_nfs_mount(&mt);
 }
 
 static void setup(void)
@@ -214,18 +205,11 @@ static void t_stable_across_restart_and_verifier_changes(void)
 
 static int try_mount(const char *path)
 {
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = path;
-	o.timeout_ms = 10000;
+	struct th_mount mt;
+	th_mount_opts(&srv, false, &mt);
+	mt.o.export_path = path;
 	struct rrr_nfs3 *m = NULL;
-	int rc = th_nfs_st(rrr_nfs3_mount(&o, &m));
+	int rc = th_nfs_st(rrr_nfs3_mount(&mt.o, &m));
 	if (rc == 0) {
 		struct rrr_nfs3_fattr a;
 		rc = th_nfs_st(rrr_nfs3_getattr(m, rrr_nfs3_root(m), &a));

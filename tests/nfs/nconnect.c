@@ -51,24 +51,13 @@ static void start(struct th_server *s, bool rdma)
 
 static struct rrr_nfs3 *mount_n(struct th_server *s, bool rdma, unsigned nconnect, uint32_t xsize)
 {
-	char port[16], mport[16];
-	snprintf(port, sizeof(port), "%u", rdma ? s->rdma_port : s->mount_port);
-	snprintf(mport, sizeof(mport), "%u", s->mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	cr_assert_eq(o.nconnect, 1, "default nconnect is 1");
-	o.transport = rdma ? "rdma" : "tcp";
-	o.provider = "soft";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = mport;
-	o.export_path = s->export_dir;
-	o.timeout_ms = 20000;
-	o.rsize = o.wsize = xsize;
-	o.nconnect = nconnect;
-	struct rrr_nfs3 *n = NULL;
-	cr_assert_eq(rrr_nfs3_mount(&o, &n), 0, "mount nconnect=%u: %s", nconnect,
-		     rrr_last_error() ? rrr_last_error() : "");
+	struct th_mount mt;
+	th_mount_opts(s, rdma, &mt);
+	cr_assert_eq(mt.o.nconnect, 1, "default nconnect is 1");
+	mt.o.timeout_ms = 20000;
+	mt.o.rsize = mt.o.wsize = xsize;
+	mt.o.nconnect = nconnect;
+	struct rrr_nfs3 *n = th_nfs_mount(&mt);
 	cr_assert_eq(rrr_nfs3_nconnect(n), nconnect);
 	return n;
 }

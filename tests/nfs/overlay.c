@@ -35,17 +35,9 @@ static bool mounted;
 
 static void mount_nfs(void)
 {
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 10000;
-	cr_assert_eq(rrr_nfs3_mount(&o, &nfs), 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, false, &mt);
+	nfs = th_nfs_mount(&mt);
 }
 
 static void setup_overlay(const char *extra)

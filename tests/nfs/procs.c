@@ -26,22 +26,14 @@ static struct rrr_clnt *raw; /* for procedures the library does not wrap */
 
 static void connect_all(void)
 {
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 10000;
-	cr_assert_eq(rrr_nfs3_mount(&o, &nfs), 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, false, &mt);
+	nfs = th_nfs_mount(&mt);
 	struct rrr_clnt_opts co;
 	rrr_clnt_opts_init(&co);
 	co.transport = "tcp";
 	co.host = "127.0.0.1";
-	co.port = port;
+	co.port = mt.port;
 	co.timeout_ms = 10000;
 	cr_assert_eq(rrr_clnt_create(&co, &raw), 0);
 }
@@ -325,20 +317,11 @@ Test(nfs_procs, setattr_privileged_changes_need_root)
 	struct rrr_nfs3_fh fh;
 	cr_assert_eq(rrr_nfs3_create(nfs, rrr_nfs3_root(nfs), "p", 0644, false, &fh), 0);
 
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 10000;
-	o.uid = 1000;
-	o.gid = 1000;
-	struct rrr_nfs3 *user = NULL;
-	cr_assert_eq(rrr_nfs3_mount(&o, &user), 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, false, &mt);
+	mt.o.uid = 1000;
+	mt.o.gid = 1000;
+	struct rrr_nfs3 *user = th_nfs_mount(&mt);
 
 	struct rrr_nfs3_sattr chown_s = {.set_uid = true, .uid = 1000};
 	cr_expect_eq(th_nfs_st(rrr_nfs3_setattr(user, &fh, &chown_s)), RRR_NFS3ERR_PERM);

@@ -110,18 +110,9 @@ Test(nfs_srvfiles, nfs_modes_are_exact_under_umask_077)
 	need_server();
 	umask(077); /* the server inherits it */
 	cr_assert_eq(th_server_start(&srv, false), 0);
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 10000;
-	struct rrr_nfs3 *n = NULL;
-	cr_assert_eq(rrr_nfs3_mount(&o, &n), 0, "mount: %s", rrr_last_error());
+	struct th_mount mt;
+	th_mount_opts(&srv, false, &mt);
+	struct rrr_nfs3 *n = th_nfs_mount(&mt);
 	struct rrr_nfs3_fh f, d;
 	cr_assert_eq(rrr_nfs3_create(n, rrr_nfs3_root(n), "f", 0640, true, &f), 0);
 	cr_assert_eq(mode_of(srv.export_dir, "f", S_IFREG), 0640u);
