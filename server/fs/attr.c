@@ -22,11 +22,7 @@
  * 0444 file and then writes it, as a local process could through the
  * descriptor open() returned).
  *
- * Errors: errno values map onto their nfsstat3 namesakes; ELOOP (a symlink
- * where a directory was needed) and EXDEV from a resolution that tried to
- * leave the export become NFS3ERR_ACCES (the client asked for something it
- * may not have); anything unknown is NFS3ERR_IO, never SERVERFAULT, which
- * Linux clients treat as fatal.
+ * Errors become nfsstat3 in status.c (fs_errno_to_stat).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,35 +84,6 @@ void fs_wcc_pre(const struct stat *st, struct rrr_nfs3_wcc_data *w)
 	w->before.size = (uint64_t)st->st_size;
 	w->before.mtime = nt(st->st_mtim);
 	w->before.ctime = nt(st->st_ctim);
-}
-
-uint32_t fs_errno_to_stat(int err)
-{
-	switch (err) {
-	case 0: return RRR_NFS3_OK;
-	case EPERM: return RRR_NFS3ERR_PERM;
-	case ENOENT: return RRR_NFS3ERR_NOENT;
-	case ENXIO: return RRR_NFS3ERR_NXIO;
-	case EACCES: return RRR_NFS3ERR_ACCES;
-	case EEXIST: return RRR_NFS3ERR_EXIST;
-	case ENODEV: return RRR_NFS3ERR_NODEV;
-	case ENOTDIR: return RRR_NFS3ERR_NOTDIR;
-	case EISDIR: return RRR_NFS3ERR_ISDIR;
-	case EINVAL: return RRR_NFS3ERR_INVAL;
-	case EFBIG: return RRR_NFS3ERR_FBIG;
-	case ENOSPC: return RRR_NFS3ERR_NOSPC;
-	case EROFS: return RRR_NFS3ERR_ROFS;
-	case EMLINK: return RRR_NFS3ERR_MLINK;
-	case ENAMETOOLONG: return RRR_NFS3ERR_NAMETOOLONG;
-	case ENOTEMPTY: return RRR_NFS3ERR_NOTEMPTY;
-	case EDQUOT: return RRR_NFS3ERR_DQUOT;
-	case ESTALE: return RRR_NFS3ERR_STALE;
-	case EOPNOTSUPP: return RRR_NFS3ERR_NOTSUPP;
-	case EAGAIN: return RRR_NFS3ERR_JUKEBOX;
-	case ELOOP:
-	case EXDEV: return RRR_NFS3ERR_ACCES;
-	default: return RRR_NFS3ERR_IO;
-	}
 }
 
 static struct timespec how_to_ts(uint32_t how, struct rrr_nfs3_time t)
