@@ -11,8 +11,8 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
-VERSION_MAJOR := 1
-VERSION := 1.0.0
+VERSION_MAJOR := 2
+VERSION := 2.0.0
 
 CC ?= cc
 ifeq ($(origin CC),default)

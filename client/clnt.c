@@ -213,6 +213,8 @@ void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int statu
 {
 	if (req->state == RRR__REQ_DONE)
 		return;
+	if (status)
+		rrr__clnt_default_error(c, req, status);
 	rrr__clnt_hash_del(c, req);
 	req->state = RRR__REQ_DONE;
 	req->status = status;
@@ -284,6 +286,9 @@ static void run_done(struct rrr_clnt *c)
 		if (req->status == -ETIMEDOUT)
 			RRR__CLNT_STAT_ADD(c, timeouts, 1);
 		call->priv = NULL;
+		/* the callback's thread sees the reason in rrr_last_error() too */
+		if (req->status)
+			rrr__set_error(req->status, "%s", call->error);
 		req->done(call, req->status, req->arg);
 		pthread_mutex_lock(&c->lock);
 		req->lprev->lnext = req->lnext;
@@ -298,6 +303,25 @@ static void run_done(struct rrr_clnt *c)
 
 /* --- encoding (submitting thread) ------------------------------------------ */
 
+/* The same bytes in the same order: equal after dropping empty entries. */
+static bool same_iov(const struct iovec *a, unsigned na, const struct iovec *b, unsigned nb)
+{
+	unsigned i = 0, j = 0;
+
+	for (;;) {
+		while (i < na && !a[i].iov_len)
+			i++;
+		while (j < nb && !b[j].iov_len)
+			j++;
+		if (i == na || j == nb)
+			return i == na && j == nb;
+		if (a[i].iov_base != b[j].iov_base || a[i].iov_len != b[j].iov_len)
+			return false;
+		i++;
+		j++;
+	}
+}
+
 /* DDP encode hook: record the first TO_SERVER payload (RDMA: the transport
  * decides inline vs read chunk; TCP: it is sent from the caller's iovecs
  * with sendmsg, never copied), copy any other inline. */
@@ -305,9 +329,20 @@ static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *io
 			  uint32_t len)
 {
 	struct rrr__clnt_req *req = ctx;
+	const struct rrr_call *call = req->call;
 	uint8_t *p;
 	int rc;
 
+	/* One declaration: a TO_SERVER payload is call->payload; an encoder
+	 * that encodes other memory is refused (it would be what is sent
+	 * while the caller believes call->payload is). */
+	if (call->ddp == RRR_DDP_TO_SERVER && !req->payload_seen) {
+		req->payload_seen = true;
+		if (call->payload && !same_iov(iov, niov, call->payload, call->npayload)) {
+			req->payload_mismatch = true;
+			return -EINVAL;
+		}
+	}
 	/* The iovec array may be the encoder's own (on its stack): keep a copy
 	 * for the transport. TCP sends the recorded iovecs with sendmsg(): at
 	 * most RRR_XDR_PAYLOAD_MAX_IOV of them, more are copied inline. */
@@ -348,6 +383,11 @@ static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	size_t off = tcp ? 4 : 0;
 	size_t cap = ENCODE_START, max = tcp ? ENCODE_MAX_TCP : ENCODE_MAX_RDMA;
 	struct rrr_xdr_ddp hook = {.encode = record_payload, .ctx = req};
+
+	if (call->ddp == RRR_DDP_TO_SERVER) {
+		hook.payload = call->payload;
+		hook.npayload = call->npayload;
+	}
 	struct rrr_xdr x;
 	int rc;
 
@@ -362,13 +402,21 @@ static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
 				return -ENOMEM;
 			req->cap = cap;
 		}
-		req->has_payload = false;
+		req->has_payload = req->payload_seen = req->payload_mismatch = false;
 		rrr_xdr_init(&x, req->buf + off, cap - off, RRR_XDR_ENCODE);
 		rrr_xdr_set_ddp(&x, &hook);
 		rc = rrr_rpc_encode_call(&x, req->xid, call->prog, call->vers, call->proc,
 					 call->cred);
 		if (rc == 0 && call->encode)
 			rc = call->encode(&x, call->args);
+		if (rc == 0 && req->payload_mismatch)
+			rc = -EINVAL; /* the encoder ignored the refusal */
+		if (rc == 0 && call->ddp == RRR_DDP_TO_SERVER && call->npayload &&
+		    !req->payload_seen) {
+			/* declared but never encoded: it would not be sent */
+			req->payload_mismatch = true;
+			rc = -EINVAL;
+		}
 		if (rc == 0) {
 			req->len = off + rrr_xdr_pos(&x);
 			if (req->has_payload && req->payload_len > UINT32_MAX - 3u - req->len)
@@ -380,7 +428,7 @@ static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
 				return -EMSGSIZE;
 			return 0;
 		}
-		if (rc != -EMSGSIZE || cap >= max) {
+		if (rc != -EMSGSIZE || cap >= max || req->payload_mismatch) {
 			free(req->buf);
 			req->buf = NULL;
 			return rc;
@@ -590,13 +638,34 @@ static void conn_lost(struct rrr_clnt *c)
 	c->next_connect_ns = rrr__clnt_now_ns(); /* first reconnect at once */
 }
 
+/* fail_fast and the server cannot be reached: every call waiting for a
+ * connection fails now with -ENOTCONN, its sentence naming the reason. */
+static void fail_pending(struct rrr_clnt *c, int err)
+{
+	struct rrr__clnt_req *r;
+
+	while ((r = q_pop(&c->pend_head, &c->pend_tail))) {
+		rrr__clnt_call_error(c, r, -ENOTCONN,
+				     "not sent: %s:%s cannot be reached (%s) and the client "
+				     "fails fast (fail_fast); retry when the server is back",
+				     c->host, c->port, strerror(err ? -err : ENOTCONN));
+		rrr__clnt_complete(c, r, -ENOTCONN);
+	}
+}
+
 static void try_connect(struct rrr_clnt *c)
 {
 	uint64_t now = rrr__clnt_now_ns();
 	int rc;
 
-	if (c->connected || !c->pend_head || now < c->next_connect_ns)
+	if (c->connected || !c->pend_head)
 		return;
+	if (now < c->next_connect_ns) {
+		/* fail_fast: a call does not wait out the pause between attempts */
+		if (c->opts.fail_fast)
+			fail_pending(c, c->last_connect_err);
+		return;
+	}
 	/* bounded so timeouts and cancels are served while the server is away */
 	rc = c->ops->connect(c, c->opts.connect_timeout_ms < RECONNECT_MAX_MS
 				    ? c->opts.connect_timeout_ms
@@ -610,10 +679,14 @@ static void try_connect(struct rrr_clnt *c)
 	}
 	RRR_PROBE4(clnt_connect_failed, c, c->host, c->port, rc);
 	c->last_connect_err = rc;
-	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
+	/* fail_fast: calls fail instead of waiting, so the pause stays short
+	 * and a server that is back is found by the next call */
+	c->backoff_ms = c->backoff_ms && !c->opts.fail_fast ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
 	if (c->backoff_ms > BACKOFF_MAX_MS)
 		c->backoff_ms = BACKOFF_MAX_MS;
 	c->next_connect_ns = rrr__clnt_now_ns() + (uint64_t)c->backoff_ms * 1000000ull;
+	if (c->opts.fail_fast)
+		fail_pending(c, rc);
 }
 
 static void send_queued(struct rrr_clnt *c)
@@ -831,7 +904,7 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	int rc;
 
 	if (!out)
-		return -EINVAL;
+		return rrr__set_error(-EINVAL, "rrr_clnt_create: no place for the handle (out)");
 	*out = NULL;
 	if (!opts || !opts->host)
 		return rrr__set_error(-EINVAL, "rrr_clnt_create: a server host is required");
@@ -874,8 +947,13 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 		c->opts.inline_recv = RRR_RDMA_INLINE_PREF;
 	if (!c->opts.max_segs)
 		c->opts.max_segs = 16;
-	if (c->opts.max_segs > RRR_RDMA_MAX_CHUNK_SEGS)
-		c->opts.max_segs = RRR_RDMA_MAX_CHUNK_SEGS;
+	if (c->opts.max_segs > RRR_RDMA_MAX_CHUNK_SEGS) {
+		rc = rrr__set_error(-EINVAL,
+				    "max_segs %u is more than RPC-over-RDMA chunks carry here "
+				    "(at most %d registrations per chunk; 0 = the default 16)",
+				    c->opts.max_segs, RRR_RDMA_MAX_CHUNK_SEGS);
+		goto fail;
+	}
 	if (!c->opts.timeout_ms)
 		c->opts.timeout_ms = 30000;
 	if (c->opts.connect_timeout_ms <= 0)
@@ -944,22 +1022,37 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 	struct rrr__clnt_req *req;
 	int timeout, rc;
 
+	if (call)
+		call->error[0] = '\0';
 	if (!c || !call || !done)
-		return -EINVAL;
+		return rrr__clnt_submit_error(c, call, -EINVAL,
+					      "rrr_clnt_call_async: the client, the call and "
+					      "the callback are required");
 	if (call->ddp != RRR_DDP_NONE && call->ddp != RRR_DDP_TO_SERVER &&
 	    call->ddp != RRR_DDP_FROM_SERVER)
-		return -EINVAL;
+		return rrr__clnt_submit_error(c, call, -EINVAL,
+					      "call %u/%u/%u: ddp %d is not an enum rrr_ddp_dir",
+					      call->prog, call->vers, call->proc, (int)call->ddp);
 	if ((call->npayload && !call->payload) || call->npayload > RRR_XDR_PAYLOAD_MAX_IOV)
-		return -EINVAL;
+		return rrr__clnt_submit_error(c, call, -EINVAL,
+					      "call %u/%u/%u: payload of %u pieces (at most "
+					      "RRR_XDR_PAYLOAD_MAX_IOV = %d, and not NULL): "
+					      "merge adjacent pieces or split the I/O",
+					      call->prog, call->vers, call->proc, call->npayload,
+					      RRR_XDR_PAYLOAD_MAX_IOV);
 	pthread_mutex_lock(&c->lock);
 	if (c->stopping) {
 		pthread_mutex_unlock(&c->lock);
-		return -ESHUTDOWN;
+		return rrr__clnt_submit_error(c, call, -ESHUTDOWN,
+					      "call %u/%u/%u: the client is being destroyed",
+					      call->prog, call->vers, call->proc);
 	}
 	req = req_get_locked(c);
 	if (!req) {
 		pthread_mutex_unlock(&c->lock);
-		return -ENOMEM;
+		return rrr__clnt_submit_error(c, call, -ENOMEM,
+					      "call %u/%u/%u: out of memory for the request",
+					      call->prog, call->vers, call->proc);
 	}
 	req->xid = c->next_xid++;
 	pthread_mutex_unlock(&c->lock);
@@ -972,8 +1065,26 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 
 	rc = encode_call(c, req);
 	if (rc) {
+		bool mismatch = req->payload_mismatch;
+
 		req_free(c, req);
-		return rc;
+		if (mismatch)
+			return rrr__clnt_submit_error(
+			    c, call, -EINVAL,
+			    "call %u/%u/%u: the payload the encode callback encoded is not "
+			    "call.payload (or it encoded none): declare it once, in struct "
+			    "rrr_call, and encode it with rrr_xdr_encode_payload(xdr, NULL, 0, 0)",
+			    call->prog, call->vers, call->proc);
+		if (rc == -EMSGSIZE)
+			return rrr__clnt_submit_error(
+			    c, call, rc,
+			    "call %u/%u/%u: the arguments do not fit (at most %u bytes "
+			    "besides the payload over RDMA, %u in all over TCP): split the "
+			    "request",
+			    call->prog, call->vers, call->proc, ENCODE_MAX_RDMA, ENCODE_MAX_TCP);
+		return rrr__clnt_submit_error(c, call, rc,
+					      "call %u/%u/%u: encoding the arguments failed: %s",
+					      call->prog, call->vers, call->proc, strerror(-rc));
 	}
 	timeout = call->timeout_ms ? call->timeout_ms : c->opts.timeout_ms;
 	if (timeout > 0)
@@ -983,7 +1094,9 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 	if (c->stopping) {
 		req_free_locked(c, req);
 		pthread_mutex_unlock(&c->lock);
-		return -ESHUTDOWN;
+		return rrr__clnt_submit_error(c, call, -ESHUTDOWN,
+					      "call %u/%u/%u: the client is being destroyed",
+					      call->prog, call->vers, call->proc);
 	}
 	call->priv = req;
 	req->lnext = &c->live;
@@ -1022,9 +1135,11 @@ int rrr_clnt_call(struct rrr_clnt *c, struct rrr_call *call)
 	int rc;
 
 	if (!c)
-		return -EINVAL;
+		return rrr__clnt_submit_error(c, call, -EINVAL, "rrr_clnt_call: no client");
 	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
-		return -EDEADLK;
+		return rrr__clnt_submit_error(c, call, -EDEADLK,
+					      "rrr_clnt_call from a completion callback would wait "
+					      "for itself: use rrr_clnt_call_async()");
 	pthread_mutex_init(&w.m, NULL);
 	pthread_cond_init(&w.cv, NULL);
 	rc = rrr_clnt_call_async(c, call, sync_done, &w);
@@ -1034,6 +1149,9 @@ int rrr_clnt_call(struct rrr_clnt *c, struct rrr_call *call)
 			pthread_cond_wait(&w.cv, &w.m);
 		pthread_mutex_unlock(&w.m);
 		rc = w.status;
+		/* the reason reaches the waiting thread's rrr_last_error() */
+		if (rc)
+			rrr__set_error(rc, "%s", call->error);
 	}
 	pthread_cond_destroy(&w.cv);
 	pthread_mutex_destroy(&w.m);
@@ -1045,16 +1163,18 @@ int rrr_clnt_cancel(struct rrr_clnt *c, struct rrr_call *call)
 	struct rrr__clnt_req *r;
 
 	if (!c || !call)
-		return -EINVAL;
+		return rrr__set_error(-EINVAL, "rrr_clnt_cancel: the client and the call are required");
 	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
-		return -EDEADLK;
+		return rrr__set_error(-EDEADLK, "rrr_clnt_cancel from a completion callback would "
+						"wait for itself");
 	pthread_mutex_lock(&c->lock);
 	for (r = c->live.lnext; r != &c->live; r = r->lnext)
 		if (r->call == call && !r->finished)
 			break;
 	if (r == &c->live) {
 		pthread_mutex_unlock(&c->lock);
-		return -ENOENT;
+		return rrr__set_error(-ENOENT, "rrr_clnt_cancel: the call is not outstanding "
+					       "(already completed, or never submitted)");
 	}
 	r->cancel_req = true;
 	r->waiters++;

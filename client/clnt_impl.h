@@ -78,6 +78,8 @@ struct rrr__clnt_req {
 	size_t cap;
 	size_t len;
 	bool has_payload;
+	bool payload_seen;     /* the encoder encoded a TO_SERVER payload */
+	bool payload_mismatch; /* ... other than call->payload */
 	uint32_t payload_pos;
 	uint32_t payload_len;
 	const struct iovec *payload_iov; /* payload_iov_copy, or the encoder's if longer */
@@ -197,6 +199,20 @@ int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *
 /* The call is finished with @status and none of its MRs is valid: queue
  * its callback (removes it from the xid table). */
 void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
+/* --- the sentence of a call's failure (clnt_error.c) ----------------------- */
+
+/* Record why @req fails with @status in its call's error (the first reason
+ * recorded wins; later, vaguer ones do not overwrite it). Returns @status. */
+int rrr__clnt_call_error(struct rrr_clnt *c, struct rrr__clnt_req *req, int status,
+			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A call completes with @status and no reason was recorded: write the
+ * generic sentence of that status (what failed, where, what to do). */
+void rrr__clnt_default_error(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
+/* A submission fails: the sentence goes to the call and to the submitting
+ * thread's rrr_last_error(). Returns @status. */
+int rrr__clnt_submit_error(struct rrr_clnt *c, struct rrr_call *call, int status,
+			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Counter update: relaxed atomics, no lock (common/rrr_impl.h). */
 #define RRR__CLNT_STAT_ADD(c, field, n) RRR__STAT_ADD(&(c)->stats, field, (n))
 #define RRR__CLNT_STAT_SET(c, field, v) RRR__STAT_SET(&(c)->stats, field, (v))

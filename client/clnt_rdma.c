@@ -133,6 +133,13 @@ static int rdma_create(struct rrr_clnt *c)
 		c->opts.inline_recv = RRR_RDMA_INLINE_MAX;
 	x->ssize = c->opts.inline_send & ~1023u;
 	x->rsize = c->opts.inline_recv & ~1023u;
+	if (rrr__rdma_hdr_size(c->opts.max_segs, c->opts.max_segs, c->opts.max_segs) > x->ssize) {
+		rc = rrr__set_error(-EINVAL,
+				    "max_segs %u needs a transport header larger than "
+				    "inline_send %u: lower max_segs or raise inline_send",
+				    c->opts.max_segs, x->ssize);
+		goto fail;
+	}
 	per_call = 6u * c->opts.max_segs + 2u;
 	x->nslots = 2u * c->opts.max_requests;
 	if (x->attr.max_qp_wr && x->nslots * per_call > x->attr.max_qp_wr)
@@ -633,7 +640,12 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	in.reply_hint = call->reply_hint;
 	rc = rrr__clnt_plan(&in, &plan);
 	if (rc)
-		return rc;
+		return rrr__clnt_call_error(c, req, rc,
+					    "the call's transport header (room for max_segs %u "
+					    "segments per chunk) does not fit the server's receive "
+					    "size %u: lower max_segs",
+					    in.max_segs, in.inline_send);
+	s->req = req; /* sentences of the mapping name the call */
 
 	for (int k = 0; k < IO_N; k++) {
 		s->io[k].nsegs = 0;
@@ -786,6 +798,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 unmap:
 	/* mapped but never posted: recover returns them INVALID to the pool */
 	rrr__rdma_recover_ios(x, s);
+	s->req = NULL;
 	return rc;
 }
 

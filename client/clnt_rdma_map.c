@@ -40,23 +40,33 @@ void rrr__rdma_recover_ios(struct rdma_xprt *x, struct rslot *s)
 		rrr_reg_recover(x->pool, &s->io[k]);
 }
 
-/* Map @n entries of s->sg into io @k; -EAGAIN when the pool is empty. */
+/* Map @n entries of s->sg into io @k, at most max_segs registrations (the
+ * header room the planner reserved, the limit the server was promised);
+ * -EAGAIN when the pool is empty. */
 int rrr__rdma_map_io(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, unsigned access)
 {
+	static const char *const what[IO_N] = {"source", "sink", "reply chunk"};
 	struct rdma_xprt *x = X(c);
-	int rc = rrr_reg_map(x->pool, s->sg, n, access, &s->io[k]);
+	unsigned max = c->opts.max_segs;
+	int rc;
 
+	if (max > (k == IO_SRC ? RRR_RDMA_MAX_READ_SEGS : RRR_RDMA_MAX_CHUNK_SEGS))
+		max = k == IO_SRC ? RRR_RDMA_MAX_READ_SEGS : RRR_RDMA_MAX_CHUNK_SEGS;
+	rc = rrr_reg_map_max(x->pool, s->sg, n, access, max, &s->io[k]);
 	if (rc == -ENOBUFS)
 		return -EAGAIN;
-	if (rc == -E2BIG)
+	if (rc == -E2BIG) {
+		/* the engine's sentence names the map model and depth */
+		if (s->req)
+			rrr__clnt_call_error(c, s->req, -EMSGSIZE,
+					     "the call's %s needs more than max_segs (%u) "
+					     "registrations, so it was not sent: %s; use fewer "
+					     "or page-aligned pieces, or a larger max_segs if "
+					     "the server accepts it",
+					     what[k], max, rrr_last_error() ? rrr_last_error() : "");
 		return -EMSGSIZE;
-	if (rc)
-		return rc;
-	if (s->io[k].nsegs > RRR_RDMA_MAX_CHUNK_SEGS ||
-	    (k != IO_SRC && s->io[k].nsegs > RRR_RDMA_MAX_CHUNK_SEGS) ||
-	    (k == IO_SRC && s->io[k].nsegs > RRR_RDMA_MAX_READ_SEGS))
-		return -EMSGSIZE;
-	return 0;
+	}
+	return rc;
 }
 
 const struct rrr_reg_seg *rrr__rdma_segs_of(const struct rslot *s, int k, uint32_t *n)

@@ -20,11 +20,26 @@
  * is never called and the call was not sent.
  *
  * Errors (call status): 0; -ETIMEDOUT timeout; -ECANCELED cancelled;
- * -ECONNRESET connection lost (only with opts.fail_fast: by default a call
- * is re-sent after a reconnect until its deadline, then -ETIMEDOUT);
+ * -ECONNRESET connection lost while the call was outstanding and
+ * -ENOTCONN no connection to send it on (both only with opts.fail_fast);
  * -EBADMSG undecodable reply;
  * -EPROTO RPC-level error (see call->rpc_stat); -EREMOTEIO RDMA_ERROR reply;
- * -EMSGSIZE the call cannot be conveyed with the negotiated sizes.
+ * -EMSGSIZE the call cannot be conveyed with the negotiated sizes or within
+ * max_segs registrations per chunk (found before it is sent).
+ * Every failed call carries a sentence in call->error (what failed, what
+ * to do), also in rrr_last_error() of the thread running its callback and
+ * of the thread that waited in rrr_clnt_call().
+ *
+ * Failure semantics (docs/client.md, "Failures"):
+ *   default (fail_fast false): a lost connection fails no call. Every call
+ *     outstanding or issued while the server is unreachable waits and is
+ *     re-sent (same xid) after each reconnect until its own deadline
+ *     (-ETIMEDOUT), like a hard NFS mount.
+ *   fail_fast: while the server is unreachable every call fails at once:
+ *     calls in flight when the connection is lost with -ECONNRESET (those
+ *     marked idempotent are re-sent once first), calls issued while there
+ *     is no connection with -ENOTCONN after one connect attempt (at most one
+ *     attempt per 100 ms; a call in between fails without one).
  */
 #ifndef RRR_CLIENT_H
 #define RRR_CLIENT_H
@@ -56,7 +71,13 @@ struct rrr_clnt_opts {
 	uint32_t max_requests;	   /* local credit ceiling, default 32 */
 	uint32_t inline_send;	   /* default RRR_RDMA_INLINE_PREF (8192; RFC 8797 max 256 KiB) */
 	uint32_t inline_recv;	   /* default RRR_RDMA_INLINE_PREF (8192) */
-	uint32_t max_segs;	   /* registrations per chunk, default 16 */
+	uint32_t max_segs;	   /* registrations (RFC 8166 segments) per chunk,
+				    * 1 .. 64, 0 = default 16; more: -EINVAL at
+				    * create. Never exceeded: a call whose
+				    * payload needs more (holes, page-list depth:
+				    * docs/registration.md) fails with -EMSGSIZE
+				    * before it is sent. Keep it at most what the
+				    * server accepts (rrr-server: 64) */
 	int timeout_ms;		   /* default call timeout, default 30000 */
 	int connect_timeout_ms;	   /* default 10000 */
 	bool no_remote_inv;	   /* do not offer Send With Invalidate */
@@ -66,9 +87,10 @@ struct rrr_clnt_opts {
 	enum rrr_wait_mode wait_mode; /* how the progress thread waits (rrr/wait.h):
 				       * default RRR_WAIT_ADAPTIVE */
 	uint32_t spin_us;	   /* its spin budget, 0 = RRR_WAIT_SPIN_US_DEFAULT */
-	bool fail_fast;		   /* connection loss fails calls not marked idempotent
-				    * with -ECONNRESET and re-sends idempotent ones
-				    * once; default false: every outstanding call is
+	bool fail_fast;		   /* while the server is unreachable every call
+				    * fails at once: in flight -ECONNRESET (an
+				    * idempotent one is re-sent once first), new
+				    * ones -ENOTCONN; default false: every call is
 				    * re-sent (same xid) after each reconnect until
 				    * its deadline, like a hard NFS mount */
 };
@@ -82,18 +104,27 @@ enum rrr_ddp_dir {
 	RRR_DDP_FROM_SERVER, /* payload is a sink (write chunk / inline copy) */
 };
 
+/* Size of struct rrr_call.error, the terminating NUL included. */
+#define RRR_CALL_ERROR_LEN 192
+
 typedef int (*rrr_xdr_encode_fn)(struct rrr_xdr *xdr, const void *args);
 typedef int (*rrr_xdr_decode_fn)(struct rrr_xdr *xdr, void *res);
 
 struct rrr_call {
 	uint32_t prog, vers, proc;
 	const struct rrr_rpc_cred *cred; /* NULL: AUTH_NONE */
-	rrr_xdr_encode_fn encode;	 /* uses rrr_xdr_encode_payload() for the payload */
+	rrr_xdr_encode_fn encode;	 /* encodes the payload (TO_SERVER) with
+					  * rrr_xdr_encode_payload(xdr, NULL, 0, 0):
+					  * the library takes it from .payload */
 	const void *args;
 	rrr_xdr_decode_fn decode; /* uses rrr_xdr_decode_payload() for the payload */
 	void *res;
 	enum rrr_ddp_dir ddp;
-	const struct iovec *payload; /* source or sink */
+	/* source (TO_SERVER) or sink (FROM_SERVER): the one declaration of
+	 * the payload. An encoder that encodes other memory as the payload
+	 * of a TO_SERVER call, or none, is refused with -EINVAL; payload
+	 * NULL: the encoder's payload is used (the old way) */
+	const struct iovec *payload;
 	unsigned npayload;
 	uint32_t reply_hint; /* expected max reply size w/o payload; 0 = small.
 			      * RDMA: a hint above the inline receive size
@@ -108,6 +139,12 @@ struct rrr_call {
 	uint32_t rpc_stat;    /* accept_stat, or RRR_RPC_STAT_DENIED |
 			       * reject_stat << 8 | auth_stat, when -EPROTO */
 	uint32_t payload_len; /* bytes of payload received (FROM_SERVER) */
+	/* when the call failed (status or submit error not 0): a sentence that
+	 * says what failed and what to do, "" otherwise. Set before the
+	 * callback runs (or rrr_clnt_call() returns); the call's own copy, so
+	 * it stays valid as long as the struct (unlike rrr_last_error(), which
+	 * is per thread and overwritten by the next failure) */
+	char error[RRR_CALL_ERROR_LEN];
 	/* private to the library */
 	void *priv;
 };
@@ -136,13 +173,16 @@ void rrr_clnt_destroy(struct rrr_clnt *clnt);
  * top of this file); it may submit new calls. Returns 0, or -EINVAL (bad
  * arguments, npayload > RRR_XDR_PAYLOAD_MAX_IOV), -ESHUTDOWN (client being
  * destroyed), -ENOMEM, or the encode callback's error: then @done never
- * runs. call->timeout_ms < 0 means no timeout (on a connection problem
- * such a call is re-sent until it is answered or cancelled). Re-sent
- * calls (after a reconnect) keep their xid.
+ * runs. -EINVAL also when the encoder's payload is not call->payload
+ * (see struct rrr_call). Every error has its sentence in call->error and
+ * rrr_last_error(). call->timeout_ms < 0 means no timeout (on a connection
+ * problem such a call is re-sent until it is answered or cancelled).
+ * Re-sent calls (after a reconnect) keep their xid.
  */
 int rrr_clnt_call_async(struct rrr_clnt *clnt, struct rrr_call *call, rrr_call_done_fn done,
 			void *arg);
-/* Synchronous wrapper: returns the call status (or a submit error).
+/* Synchronous wrapper: returns the call status (or a submit error), its
+ * sentence in call->error and this thread's rrr_last_error().
  * -EDEADLK when called from a completion callback. MAY BLOCK. */
 int rrr_clnt_call(struct rrr_clnt *clnt, struct rrr_call *call);
 /* Cancel: returns once the call's MRs are invalid AND its callback has

@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/clnt/test_embed.c - what a program built on the client library
+ * relies on without reading its source: the limits it sets are kept
+ * (max_segs, checked before a call is sent), failures say why (the call's
+ * error sentence, rrr_last_error() on the waiting thread), fail_fast fails
+ * calls at once while the server is gone, the payload is declared once
+ * (struct rrr_call), and connection events tell the program about losses
+ * and new server instances. The server runs in a separate process (fork)
+ * over the soft provider; it accepts at most 16 segments per chunk.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rrr/client.h>
+#include <rrr/server.h>
+
+#define EM_PROG 0x20000098u
+enum { EM_NULL, EM_FILL, EM_SUM, EM_SLEEP, EM_BOOT };
+
+/* --- server process ------------------------------------------------------- */
+
+static struct rrr_svc *child_svc;
+
+static int h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	(void)r;
+	(void)a;
+	(void)s;
+	return 0;
+}
+
+/* args: n; result: n bytes (i * 7 + 3) as a DDP payload */
+static int h_fill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	struct iovec out;
+	uint8_t *buf;
+	uint32_t n;
+
+	if (rrr_xdr_get_u32(a, &n) || n > (1u << 20))
+		return RRR_SVC_GARBAGE_ARGS;
+	buf = rrr_svc_req_alloc(r, n ? n : 1);
+	if (!buf)
+		return RRR_SVC_SYSTEM_ERR;
+	for (uint32_t i = 0; i < n; i++)
+		buf[i] = (uint8_t)(i * 7 + 3);
+	out = (struct iovec){buf, n};
+	return rrr_xdr_encode_payload(s, &out, 1, n) ? RRR_SVC_SYSTEM_ERR : 0;
+}
+
+/* args: payload; result: its length and byte sum */
+static int h_sum(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
+	unsigned niov = 0;
+	uint32_t len, sum = 0;
+
+	(void)r;
+	if (rrr_xdr_decode_payload(a, 1u << 20, &len, iov, &niov))
+		return RRR_SVC_GARBAGE_ARGS;
+	for (unsigned i = 0; i < niov; i++)
+		for (size_t j = 0; j < iov[i].iov_len; j++)
+			sum += ((uint8_t *)iov[i].iov_base)[j];
+	return rrr_xdr_put_u32(s, len) || rrr_xdr_put_u32(s, sum) ? RRR_SVC_SYSTEM_ERR : 0;
+}
+
+static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	(void)r;
+	(void)a;
+	(void)s;
+	usleep(1500000);
+	return 0;
+}
+
+static const struct rrr_svc_proc procs[] = {
+    [EM_NULL] = {"null", h_null},
+    [EM_FILL] = {"fill", h_fill},
+    [EM_SUM] = {"sum", h_sum},
+    [EM_SLEEP] = {"sleep", h_sleep},
+};
+
+static void on_term(int sig)
+{
+	(void)sig;
+	if (child_svc)
+		rrr_svc_stop(child_svc);
+}
+
+static void child_main(int wfd, uint16_t want)
+{
+	struct rrr_svc_program prog = {EM_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
+	struct rrr_svc_opts o;
+	uint16_t port = 0;
+	char ps[16];
+
+	rrr_svc_opts_init(&o);
+	o.nthreads = 1;
+	o.max_segs = 16; /* a server that accepts 16 segments per chunk */
+	snprintf(ps, sizeof(ps), "%u", want);
+	if (rrr_svc_create(&o, &child_svc) || rrr_svc_register(child_svc, &prog) ||
+	    rrr_svc_listen_rdma(child_svc, "127.0.0.1", ps, &port)) {
+		fprintf(stderr, "child server: %s\n", rrr_last_error());
+		_exit(2);
+	}
+	signal(SIGTERM, on_term);
+	if (write(wfd, &port, sizeof(port)) != sizeof(port))
+		_exit(3);
+	close(wfd);
+	rrr_svc_run(child_svc);
+	rrr_svc_destroy(child_svc);
+	_exit(0);
+}
+
+/* --- client side ---------------------------------------------------------- */
+
+static pid_t child;
+static uint16_t port;
+static struct rrr_clnt *clnt;
+
+static void start_server_on(uint16_t want)
+{
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		close(p[0]);
+		alarm(60); /* never outlive a broken test */
+		child_main(p[1], want);
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], &port, sizeof(port)), (ssize_t)sizeof(port),
+		     "server process did not start");
+	close(p[0]);
+}
+
+static void kill_server(void)
+{
+	int st;
+
+	kill(child, SIGKILL);
+	waitpid(child, &st, 0);
+	child = 0;
+}
+
+static void opts_for(struct rrr_clnt_opts *o, char *ps, size_t pslen)
+{
+	snprintf(ps, pslen, "%u", port);
+	rrr_clnt_opts_init(o);
+	o->host = "127.0.0.1";
+	o->port = ps;
+	o->timeout_ms = 10000;
+	o->connect_timeout_ms = 3000;
+}
+
+static void stop_all(void)
+{
+	int st;
+
+	rrr_clnt_destroy(clnt);
+	clnt = NULL;
+	if (child > 0) {
+		kill(child, SIGTERM);
+		for (int i = 0; i < 300; i++) {
+			if (waitpid(child, &st, WNOHANG) == child) {
+				child = 0;
+				return;
+			}
+			usleep(10000);
+		}
+		kill(child, SIGKILL);
+		waitpid(child, &st, 0);
+		child = 0;
+	}
+}
+
+static void call_init(struct rrr_call *c, uint32_t proc)
+{
+	memset(c, 0, sizeof(*c));
+	c->prog = EM_PROG;
+	c->vers = 1;
+	c->proc = proc;
+}
+
+static int enc_u32(struct rrr_xdr *x, const void *a)
+{
+	return rrr_xdr_put_u32(x, *(const uint32_t *)a);
+}
+
+static int dec_payload(struct rrr_xdr *x, void *r)
+{
+	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
+	unsigned niov;
+
+	return rrr_xdr_decode_payload(x, 1u << 20, (uint32_t *)r, iov, &niov);
+}
+
+static int dec_2(struct rrr_xdr *x, void *r)
+{
+	uint32_t *w = r;
+
+	return rrr_xdr_get_u32(x, &w[0]) || rrr_xdr_get_u32(x, &w[1]) ? -EBADMSG : 0;
+}
+
+/* The payload declared once: the encoder names none, the library encodes
+ * call.payload. */
+static int enc_call_payload(struct rrr_xdr *x, const void *a)
+{
+	(void)a;
+	return rrr_xdr_encode_payload(x, NULL, 0, 0);
+}
+
+/* The old way, a second declaration: must name call.payload's memory. */
+static int enc_other(struct rrr_xdr *x, const void *a)
+{
+	const struct iovec *iov = a;
+
+	return rrr_xdr_encode_payload(x, iov, 1, (uint32_t)iov->iov_len);
+}
+
+static uint64_t posts_now(void)
+{
+	struct rrr_xprt_stats st;
+
+	rrr_clnt_stats(clnt, &st);
+	return st.send_posts;
+}
+
+/* A FILL of @n pieces of 4000 bytes, each at the start of its own pair of
+ * pages: on a page-list device every piece is a registration of its own. */
+static int fill_pieces(unsigned n, uint8_t **mem, struct iovec *iov, uint32_t *got)
+{
+	uint32_t want = n * 4000u;
+	struct rrr_call c;
+
+	*mem = aligned_alloc(4096, (size_t)n * 8192u);
+	cr_assert_not_null(*mem);
+	memset(*mem, 0xee, (size_t)n * 8192u);
+	for (unsigned i = 0; i < n; i++)
+		iov[i] = (struct iovec){*mem + (size_t)i * 8192u, 4000};
+	call_init(&c, EM_FILL);
+	c.encode = enc_u32;
+	c.args = &want;
+	c.decode = dec_payload;
+	c.res = got;
+	c.ddp = RRR_DDP_FROM_SERVER;
+	c.payload = iov;
+	c.npayload = n;
+	return rrr_clnt_call(clnt, &c);
+}
+
+static void init_page_list(void)
+{
+	struct rrr_clnt_opts o;
+	char ps[16];
+
+	start_server_on(0);
+	opts_for(&o, ps, sizeof(ps));
+	o.provider_opts = "map_model=page_list"; /* holes split registrations */
+	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+}
+
+TestSuite(embed, .fini = stop_all, .timeout = 60);
+
+/* max_segs (default 16) is kept: a sink of 20 holes needs 20 registrations,
+ * so the call fails before it is sent, with -EMSGSIZE and a sentence,
+ * instead of reaching a server that accepts 16 and coming back as
+ * RDMA_ERROR (-EREMOTEIO). A sink of 16 holes works and lands every byte. */
+Test(embed, max_segs_kept_before_sending, .init = init_page_list)
+{
+	struct iovec iov[20];
+	uint8_t *mem = aligned_alloc(4096, 20u * 8192u);
+	uint32_t got = 0, want = 20u * 4000u;
+	uint64_t posts = posts_now();
+	struct rrr_call c;
+
+	cr_assert_not_null(mem);
+	for (unsigned i = 0; i < 20; i++)
+		iov[i] = (struct iovec){mem + (size_t)i * 8192u, 4000};
+	call_init(&c, EM_FILL);
+	c.encode = enc_u32;
+	c.args = &want;
+	c.decode = dec_payload;
+	c.res = &got;
+	c.ddp = RRR_DDP_FROM_SERVER;
+	c.payload = iov;
+	c.npayload = 20;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EMSGSIZE, "20 registrations > max_segs 16");
+	cr_assert(strstr(c.error, "max_segs"), "the call says why: '%s'", c.error);
+	cr_assert_not_null(rrr_last_error());
+	cr_assert(strstr(rrr_last_error(), "max_segs"), "and so does rrr_last_error()");
+	cr_assert_eq(posts_now(), posts, "nothing was sent");
+	free(mem);
+
+	cr_assert_eq(fill_pieces(16, &mem, iov, &got), 0, "16 pieces fit: %s", rrr_last_error());
+	cr_assert_eq(got, 16u * 4000u);
+	for (unsigned i = 0; i < 16; i++) {
+		for (unsigned j = 0; j < 4000; j++)
+			cr_assert_eq(mem[(size_t)i * 8192u + j], (uint8_t)((i * 4000u + j) * 7 + 3),
+				     "piece %u byte %u", i, j);
+		cr_assert_eq(mem[(size_t)i * 8192u + 4000], 0xee, "the hole is untouched");
+	}
+	free(mem);
+}
+
+/* Impossible limits are refused when the client is created. */
+Test(embed, impossible_max_segs_refused_at_create)
+{
+	struct rrr_clnt_opts o;
+	struct rrr_clnt *c2 = NULL;
+	char ps[16];
+
+	start_server_on(0);
+	opts_for(&o, ps, sizeof(ps));
+	o.max_segs = 1000;
+	cr_assert_eq(rrr_clnt_create(&o, &c2), -EINVAL);
+	cr_assert_null(c2);
+	cr_assert(rrr_last_error() && strstr(rrr_last_error(), "max_segs"), "sentence: %s",
+		  rrr_last_error() ? rrr_last_error() : "(none)");
+}
+
+static void init_default(void)
+{
+	struct rrr_clnt_opts o;
+	char ps[16];
+
+	start_server_on(0);
+	opts_for(&o, ps, sizeof(ps));
+	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+}
+
+/* Every error comes with its sentence, on the thread that sees it. */
+Test(embed, errors_carry_sentences, .init = init_default)
+{
+	struct iovec many[65];
+	uint8_t byte = 1;
+	struct rrr_call c;
+
+	for (int i = 0; i < 65; i++)
+		many[i] = (struct iovec){&byte, 1};
+	call_init(&c, EM_SUM);
+	c.encode = enc_call_payload;
+	c.ddp = RRR_DDP_TO_SERVER;
+	c.payload = many;
+	c.npayload = 65;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EINVAL);
+	cr_assert(strstr(c.error, "65"), "the call says why: '%s'", c.error);
+	cr_assert(rrr_last_error() && strstr(rrr_last_error(), "65"));
+
+	/* a synchronous timeout: the reason reaches this thread */
+	call_init(&c, EM_SLEEP);
+	c.timeout_ms = 200;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
+	cr_assert(strstr(c.error, "timed out"), "the call says why: '%s'", c.error);
+	cr_assert(rrr_last_error() && strstr(rrr_last_error(), "timed out"), "last error: %s",
+		  rrr_last_error() ? rrr_last_error() : "(none)");
+
+	/* success clears the call's sentence */
+	call_init(&c, EM_NULL);
+	strcpy(c.error, "stale");
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	cr_assert_eq(c.error[0], '\0');
+}
+
+/* The payload is declared once: the encoder that encodes NULL gets
+ * call.payload; one that encodes other memory, or none, is refused. */
+Test(embed, payload_declared_once, .init = init_default)
+{
+	uint8_t a[3000], b[3000];
+	struct iovec ia = {a, sizeof(a)}, ib = {b, sizeof(b)};
+	uint32_t w[2] = {0, 0}, sum = 0;
+	struct rrr_call c;
+
+	for (unsigned i = 0; i < sizeof(a); i++) {
+		a[i] = (uint8_t)(i * 3 + 1);
+		sum += a[i];
+		b[i] = 0;
+	}
+	call_init(&c, EM_SUM);
+	c.encode = enc_call_payload;
+	c.decode = dec_2;
+	c.res = w;
+	c.ddp = RRR_DDP_TO_SERVER;
+	c.payload = &ia;
+	c.npayload = 1;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
+	cr_assert_eq(w[0], sizeof(a));
+	cr_assert_eq(w[1], sum, "the bytes of call.payload were sent");
+
+	/* an encoder that names other memory than call.payload */
+	call_init(&c, EM_SUM);
+	c.encode = enc_other;
+	c.args = &ib;
+	c.decode = dec_2;
+	c.res = w;
+	c.ddp = RRR_DDP_TO_SERVER;
+	c.payload = &ia;
+	c.npayload = 1;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EINVAL, "a second, different declaration");
+	cr_assert(strstr(c.error, "call.payload"), "says why: '%s'", c.error);
+
+	/* an encoder that encodes no payload at all */
+	c.encode = enc_u32;
+	c.args = &sum;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EINVAL, "declared, never encoded");
+	cr_assert(strstr(c.error, "call.payload"), "says why: '%s'", c.error);
+}
+
+static void init_fail_fast(void)
+{
+	struct rrr_clnt_opts o;
+	char ps[16];
+
+	start_server_on(0);
+	opts_for(&o, ps, sizeof(ps));
+	o.fail_fast = true;
+	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* fail_fast: once the server is gone, a call issued afterwards fails at
+ * once (not after its 10 s timeout), with a sentence; so does the next
+ * one (no wait for the pause between connect attempts). */
+Test(embed, fail_fast_new_calls_fail_at_once, .init = init_fail_fast)
+{
+	struct rrr_call c;
+	uint64_t t0;
+	int rc;
+
+	call_init(&c, EM_NULL);
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	kill_server();
+	for (int i = 0; i < 2; i++) {
+		call_init(&c, EM_NULL);
+		t0 = ms_now();
+		rc = rrr_clnt_call(clnt, &c);
+		cr_assert(rc == -ENOTCONN || rc == -ECONNRESET, "call %d: %d", i, rc);
+		cr_assert_lt(ms_now() - t0, 5000, "call %d failed fast (%llu ms)", i,
+			     (unsigned long long)(ms_now() - t0));
+		cr_assert_neq(c.error[0], '\0', "with a sentence");
+		cr_assert(rrr_last_error() && rrr_last_error()[0]);
+	}
+}
