@@ -193,6 +193,17 @@ void rrr__clnt_unwatch(struct rrr_clnt *c, int fd);
 struct rrr__clnt_req *rrr__clnt_lookup(struct rrr_clnt *c, uint32_t xid);
 void rrr__clnt_hash_add(struct rrr_clnt *c, struct rrr__clnt_req *req);
 void rrr__clnt_hash_del(struct rrr_clnt *c, struct rrr__clnt_req *req);
+/* Encoding a call (clnt_xdr.c): the buffer starts at ENCODE_START bytes
+ * and grows up to the transport's bound (RDMA: the arguments without the
+ * payload; TCP: the whole record). */
+#define RRR__CLNT_ENCODE_START	  4096u
+#define RRR__CLNT_ENCODE_MAX_RDMA (1u << 20)
+#define RRR__CLNT_ENCODE_MAX_TCP  (64u << 20)
+/* Encode @req's call into req->buf in the submitting thread, recording a
+ * TO_SERVER payload (not copying it). 0, the encoder's error, -EMSGSIZE,
+ * -ENOMEM, or -EINVAL with req->payload_mismatch set (the payload encoded
+ * is not call->payload). */
+int rrr__clnt_encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req);
 /* Decode a reply message (RPC reply header + results) for @req; returns
  * the call status. The reply must be complete and @req's MRs invalid. */
 int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *msg, size_t len);
