@@ -96,6 +96,10 @@ static void sync_stats(struct rrr_clnt *c)
 	RRR__CLNT_STAT_SET(c, local_inv, rs.local_inv);
 	RRR__CLNT_STAT_SET(c, remote_inv, rs.remote_inv);
 	RRR__CLNT_STAT_SET(c, recoveries, rs.recoveries);
+	RRR__CLNT_STAT_SET(c, depth_splits, rs.depth_splits);
+	RRR__CLNT_STAT_SET(c, pool_empty, rs.pool_empty);
+	RRR__CLNT_STAT_SET(c, map_errors, rs.map_errors);
+	RRR__CLNT_STAT_SET(c, recover_errors, rs.recover_errors);
 	RRR__CLNT_STAT_SET(c, credits, x->credits);
 	RRR__CLNT_STAT_SET(c, max_credits, c->opts.max_requests);
 	RRR__CLNT_STAT_SET(c, inline_send, x->eff_send);

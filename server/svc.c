@@ -679,9 +679,10 @@ static enum rrr__svc_verdict dispatch(struct rrr_svc_req *req, struct rrr_xdr *a
 	rc = proc->fn(req, args, res);
 	if (rc == 0)
 		return RRR__SVC_REPLY_OK;
-	if (rc == RRR_SVC_DROP)
+	/* 0 or -errno; 1 and 3 are the positive codes of earlier versions */
+	if (rc == RRR_SVC_DROP || rc == 3)
 		return RRR__SVC_NO_REPLY;
-	if (rc == RRR_SVC_GARBAGE_ARGS)
+	if (rc == RRR_SVC_GARBAGE_ARGS || rc == 1)
 		return reply_accepted_err(res, xid, RRR_RPC_GARBAGE_ARGS, 0, 0);
 	return reply_accepted_err(res, xid, RRR_RPC_SYSTEM_ERR, 0, 0);
 }

@@ -243,6 +243,8 @@ int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, siz
 		nreg = ctx->sink->nsegs;
 		RRR__STAT_ADD(rc->base.st, registrations, nreg);
 		RRR__STAT_ADD(rc->base.st, hole_splits, ctx->sink->holes);
+		if (nreg > 1 + ctx->sink->holes) /* one entry: the rest are depth cuts */
+			RRR__STAT_ADD(rc->base.st, depth_splits, nreg - 1 - ctx->sink->holes);
 		for (i = 0; i < nreg; i++)
 			ctx->wrs[i] = ctx->sink->reg_wr[i];
 		for (i = 0; i + 1 < nreg; i++)

@@ -12,11 +12,16 @@
  * rrr_xdr_decode_payload(): on RDMA the library has already pulled read
  * chunks into server buffers), encodes its results (DDP-eligible items
  * with rrr_xdr_encode_payload(): on RDMA the library pushes them through
- * the client's write chunk) and returns:
+ * the client's write chunk) and returns 0 or a negative errno, like every
+ * other function of the library:
  *    0                       SUCCESS: results were encoded
- *    RRR_SVC_GARBAGE_ARGS    args did not decode
- *    RRR_SVC_SYSTEM_ERR      internal failure (e.g. out of memory)
- *    RRR_SVC_DROP            send no reply at all
+ *    RRR_SVC_GARBAGE_ARGS    (-EBADMSG) args did not decode
+ *    RRR_SVC_DROP            (-EINPROGRESS) send no reply at all (the call
+ *                            is being answered elsewhere, e.g. a duplicate)
+ *    any other negative errno, RRR_SVC_SYSTEM_ERR (-EIO) among them:
+ *                            internal failure, SYSTEM_ERR reply
+ * (The positive values 1, 2, 3 of earlier versions still mean GARBAGE_ARGS,
+ * SYSTEM_ERR and DROP.)
  * Result payload buffers must stay valid until the reply is sent: allocate
  * them with rrr_svc_req_alloc(), which frees them when the request ends.
  *
@@ -26,6 +31,7 @@
 #ifndef RRR_SERVER_H
 #define RRR_SERVER_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,9 +52,10 @@ extern "C" {
 struct rrr_svc;
 struct rrr_svc_req;
 
-#define RRR_SVC_GARBAGE_ARGS 1
-#define RRR_SVC_SYSTEM_ERR 2
-#define RRR_SVC_DROP 3
+/* Handler results besides 0 (see above): negative errnos. */
+#define RRR_SVC_GARBAGE_ARGS (-EBADMSG)
+#define RRR_SVC_SYSTEM_ERR (-EIO)
+#define RRR_SVC_DROP (-EINPROGRESS)
 
 typedef int (*rrr_svc_handler_fn)(struct rrr_svc_req *req, struct rrr_xdr *args,
 				  struct rrr_xdr *res);

@@ -26,7 +26,7 @@
 #include <rrr/server.h>
 
 #define EM_PROG 0x20000098u
-enum { EM_NULL, EM_FILL, EM_SUM, EM_SLEEP, EM_BOOT };
+enum { EM_NULL, EM_FILL, EM_SUM, EM_SLEEP, EM_RC, EM_BOOT };
 
 /* --- server process ------------------------------------------------------- */
 
@@ -83,11 +83,24 @@ static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return 0;
 }
 
+/* args: the value the handler returns */
+static int h_rc(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	uint32_t v;
+
+	(void)r;
+	(void)s;
+	if (rrr_xdr_get_u32(a, &v))
+		return RRR_SVC_GARBAGE_ARGS;
+	return (int)v;
+}
+
 static const struct rrr_svc_proc procs[] = {
     [EM_NULL] = {"null", h_null},
     [EM_FILL] = {"fill", h_fill},
     [EM_SUM] = {"sum", h_sum},
     [EM_SLEEP] = {"sleep", h_sleep},
+    [EM_RC] = {"rc", h_rc},
 };
 
 static void on_term(int sig)
@@ -458,5 +471,80 @@ Test(embed, fail_fast_new_calls_fail_at_once, .init = init_fail_fast)
 			     (unsigned long long)(ms_now() - t0));
 		cr_assert_neq(c.error[0], '\0', "with a sentence");
 		cr_assert(rrr_last_error() && rrr_last_error()[0]);
+	}
+}
+
+/* Counters the docs name are in struct rrr_xprt_stats: on a page-list
+ * device with 4 pages per MR, a 64 KiB page-aligned sink (16 pages) is cut
+ * into 4 registrations by depth (3 depth_splits, no hole), and 4 pieces
+ * that each end mid-page are 4 registrations split by holes. */
+Test(embed, depth_and_hole_splits_counted)
+{
+	struct rrr_clnt_opts o;
+	struct rrr_xprt_stats st0, st;
+	struct iovec iov[4];
+	uint8_t *mem = aligned_alloc(4096, 65536);
+	uint32_t got = 0, want = 65536;
+	struct rrr_call c;
+	char ps[16];
+
+	start_server_on(0);
+	opts_for(&o, ps, sizeof(ps));
+	o.provider_opts = "map_model=page_list,max_fr_pages=4";
+	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+	cr_assert_not_null(mem);
+	iov[0] = (struct iovec){mem, 65536};
+	call_init(&c, EM_FILL);
+	c.encode = enc_u32;
+	c.args = &want;
+	c.decode = dec_payload;
+	c.res = &got;
+	c.ddp = RRR_DDP_FROM_SERVER;
+	c.payload = iov;
+	c.npayload = 1;
+	rrr_clnt_stats(clnt, &st0);
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
+	cr_assert_eq(got, 65536u);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_eq(st.registrations - st0.registrations, 4);
+	cr_assert_eq(st.depth_splits - st0.depth_splits, 3);
+	cr_assert_eq(st.hole_splits - st0.hole_splits, 0);
+	free(mem);
+
+	cr_assert_eq(fill_pieces(4, &mem, iov, &got), 0, "%s", rrr_last_error());
+	rrr_clnt_stats(clnt, &st0);
+	cr_assert_eq(st0.hole_splits - st.hole_splits, 3, "pieces ending mid-page: holes");
+	cr_assert_eq(st0.depth_splits, st.depth_splits);
+	cr_assert_eq(st0.pool_empty + st0.map_errors + st0.recover_errors, 0);
+	free(mem);
+}
+
+/* Handlers return 0 or -errno like the rest of the library: -EBADMSG is
+ * GARBAGE_ARGS, another negative errno SYSTEM_ERR; the positive codes of
+ * earlier versions still work. The client's sentence names the status. */
+Test(embed, handler_returns_errno, .init = init_default)
+{
+	static const struct {
+		int rc;
+		uint32_t stat;
+	} cases[] = {{-EBADMSG, RRR_RPC_GARBAGE_ARGS}, {-ENOMEM, RRR_RPC_SYSTEM_ERR},
+		     {RRR_SVC_SYSTEM_ERR, RRR_RPC_SYSTEM_ERR}, {1, RRR_RPC_GARBAGE_ARGS},
+		     {2, RRR_RPC_SYSTEM_ERR}};
+	struct rrr_call c;
+
+	cr_assert_lt(RRR_SVC_GARBAGE_ARGS, 0);
+	cr_assert_lt(RRR_SVC_SYSTEM_ERR, 0);
+	cr_assert_lt(RRR_SVC_DROP, 0);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t v = (uint32_t)cases[i].rc;
+
+		call_init(&c, EM_RC);
+		c.encode = enc_u32;
+		c.args = &v;
+		cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO, "case %u", i);
+		cr_assert_eq(c.rpc_stat, cases[i].stat, "case %u: rc %d", i, cases[i].rc);
+		cr_assert(strstr(c.error, cases[i].stat == RRR_RPC_GARBAGE_ARGS ? "GARBAGE_ARGS"
+										   : "SYSTEM_ERR"),
+			  "case %u: '%s'", i, c.error);
 	}
 }
