@@ -273,29 +273,43 @@ static struct rrr__clnt_req *req_get_locked(struct rrr_clnt *c)
 	return req;
 }
 
-/* Run the callbacks of finished calls; no lock held while they run. */
+void rrr__clnt_finish(struct rrr_clnt *c, struct rrr__clnt_req *req)
+{
+	struct rrr_call *call = req->call;
+
+	call->priv = NULL;
+	/* the callback's thread sees the reason in rrr_last_error() too */
+	if (req->status)
+		rrr__set_error(req->status, "%s", call->error);
+	req->done(call, req->status, req->arg);
+	pthread_mutex_lock(&c->lock);
+	req->lprev->lnext = req->lnext;
+	req->lnext->lprev = req->lprev;
+	req->finished = true;
+	pthread_cond_broadcast(&c->cond);
+	if (req->waiters == 0)
+		req_free_locked(c, req);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void sync_done(struct rrr_call *call, int status, void *arg);
+
+/* Deliver connection events, then run the callbacks of finished calls
+ * (progress thread; no lock held while they run). With app_completions
+ * they wait for rrr_clnt_run_completions() instead, except the
+ * completions of synchronous calls, which only wake their waiter. */
 static void run_done(struct rrr_clnt *c)
 {
 	struct rrr__clnt_req *req;
 
+	rrr__clnt_deliver_events(c);
 	while ((req = q_pop(&c->done_head, &c->done_tail))) {
-		struct rrr_call *call = req->call;
-
 		if (req->status == -ETIMEDOUT)
 			RRR__CLNT_STAT_ADD(c, timeouts, 1);
-		call->priv = NULL;
-		/* the callback's thread sees the reason in rrr_last_error() too */
-		if (req->status)
-			rrr__set_error(req->status, "%s", call->error);
-		req->done(call, req->status, req->arg);
-		pthread_mutex_lock(&c->lock);
-		req->lprev->lnext = req->lnext;
-		req->lnext->lprev = req->lprev;
-		req->finished = true;
-		pthread_cond_broadcast(&c->cond);
-		if (req->waiters == 0)
-			req_free_locked(c, req);
-		pthread_mutex_unlock(&c->lock);
+		if (c->readyfd >= 0 && req->done != sync_done)
+			rrr__clnt_defer(c, req);
+		else
+			rrr__clnt_finish(c, req);
 	}
 }
 
@@ -357,6 +371,7 @@ static void conn_lost(struct rrr_clnt *c)
 	}
 	RRR__CLNT_STAT_ADD(c, disconnects, 1);
 	RRR_PROBE3(clnt_disconnect, c, c->host, c->port);
+	rrr__clnt_event(c, RRR_CLNT_LOST, -ECONNRESET);
 	while ((r = held)) {
 		held = r->qnext;
 		r->qnext = NULL;
@@ -415,6 +430,7 @@ static void try_connect(struct rrr_clnt *c)
 		c->connected = true;
 		c->backoff_ms = 0;
 		RRR__CLNT_STAT_ADD(c, connects, 1);
+		rrr__clnt_event(c, RRR_CLNT_RECONNECTED, 0);
 		RRR_PROBE4(clnt_connect, c, c->host, c->port, c->ops->name);
 		return;
 	}
@@ -623,6 +639,8 @@ static void clnt_free(struct rrr_clnt *c)
 		c->ops->destroy(c);
 	if (c->evfd >= 0)
 		close(c->evfd);
+	if (c->readyfd >= 0)
+		close(c->readyfd);
 	if (c->epfd >= 0)
 		close(c->epfd);
 	while (c->spare) {
@@ -652,7 +670,7 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->epfd = c->evfd = -1;
+	c->epfd = c->evfd = c->readyfd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	c->live.lnext = c->live.lprev = &c->live;
@@ -713,7 +731,9 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	}
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	c->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->epfd < 0 || c->evfd < 0) {
+	if (c->opts.app_completions)
+		c->readyfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->epfd < 0 || c->evfd < 0 || (c->opts.app_completions && c->readyfd < 0)) {
 		rc = -errno;
 		goto fail;
 	}
@@ -730,6 +750,7 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	}
 	c->connected = true;
 	RRR__CLNT_STAT_SET(c, connects, 1);
+	rrr__clnt_event(c, RRR_CLNT_CONNECTED, 0);
 	RRR_PROBE4(clnt_connect, c, c->host, c->port, c->ops->name);
 	rc = pthread_create(&c->thread, NULL, progress_main, c);
 	if (rc) {
@@ -755,6 +776,9 @@ void rrr_clnt_destroy(struct rrr_clnt *c)
 	wake(c);
 	if (c->thread_started)
 		pthread_join(c->thread, NULL);
+	/* app_completions: the -ECANCELED callbacks run here */
+	if (c->readyfd >= 0 && !rrr__clnt_in_run(c))
+		(void)rrr_clnt_run_completions(c, 0);
 	clnt_free(c);
 }
 
@@ -905,7 +929,8 @@ int rrr_clnt_cancel(struct rrr_clnt *c, struct rrr_call *call)
 
 	if (!c || !call)
 		return rrr__set_error(-EINVAL, "rrr_clnt_cancel: the client and the call are required");
-	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
+	if ((c->thread_started && pthread_equal(pthread_self(), c->thread)) ||
+	    rrr__clnt_in_run(c))
 		return rrr__set_error(-EDEADLK, "rrr_clnt_cancel from a completion callback would "
 						"wait for itself");
 	pthread_mutex_lock(&c->lock);
@@ -923,8 +948,17 @@ int rrr_clnt_cancel(struct rrr_clnt *c, struct rrr_call *call)
 	pthread_mutex_unlock(&c->lock);
 	wake(c);
 	pthread_mutex_lock(&c->lock);
-	while (!r->finished)
+	while (!r->finished) {
+		/* app_completions: its callback may be waiting in the ready
+		 * queue; run what is ready here rather than wait for it */
+		if (c->ready_head) {
+			pthread_mutex_unlock(&c->lock);
+			(void)rrr_clnt_run_completions(c, 0);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
 		pthread_cond_wait(&c->cond, &c->lock);
+	}
 	if (--r->waiters == 0)
 		req_free_locked(c, r);
 	pthread_mutex_unlock(&c->lock);

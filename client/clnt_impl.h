@@ -42,6 +42,8 @@
 
 struct rrr__clnt_req;
 
+#define RRR__CLNT_EV_MAX 8u /* undelivered connection events kept */
+
 enum rrr__req_state {
 	RRR__REQ_QUEUED = 0, /* in the core's pending queue: nothing on the wire */
 	RRR__REQ_SENT,	     /* owned by the transport, in the xid table */
@@ -176,6 +178,16 @@ struct rrr_clnt {
 	bool self_woken; /* a callback submitted; no eventfd written */
 	unsigned busy_rounds; /* before_sleep found work (see progress_main) */
 
+	/* completions on the application's thread (opts.app_completions,
+	 * clnt_events.c): finished requests wait here for
+	 * rrr_clnt_run_completions(); readyfd is readable meanwhile */
+	int readyfd; /* -1 without app_completions */
+	struct rrr__clnt_req *ready_head, *ready_tail; /* core lock */
+	/* connection events not yet delivered, oldest first (core lock) */
+	struct rrr_clnt_conn_event ev[RRR__CLNT_EV_MAX];
+	unsigned ev_head, ev_n;
+	uint64_t generation; /* relaxed atomic: connections made */
+
 	struct rrr_xprt_stats stats; /* core lock */
 	/* Finished requests kept for reuse with their ENCODE_START buffer, so a
 	 * steady stream of calls does not go through malloc/free (core lock). */
@@ -210,6 +222,23 @@ int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *
 /* The call is finished with @status and none of its MRs is valid: queue
  * its callback (removes it from the xid table). */
 void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
+/* --- completions and connection events (clnt_events.c) ------------------ */
+
+/* Run @req's callback on this thread and finish it (unlink, wake
+ * cancellers, recycle); no lock held (clnt.c). */
+void rrr__clnt_finish(struct rrr_clnt *c, struct rrr__clnt_req *req);
+/* Record a connection event (progress thread); a full queue drops its
+ * oldest event. */
+void rrr__clnt_event(struct rrr_clnt *c, enum rrr_clnt_conn_event_type type, int reason);
+/* Deliver recorded events on this thread (progress thread, without
+ * app_completions); no lock held. */
+void rrr__clnt_deliver_events(struct rrr_clnt *c);
+/* app_completions: queue @req for rrr_clnt_run_completions() and make
+ * readyfd readable. */
+void rrr__clnt_defer(struct rrr_clnt *c, struct rrr__clnt_req *req);
+/* The calling thread is inside rrr_clnt_run_completions() of @c. */
+bool rrr__clnt_in_run(const struct rrr_clnt *c);
+
 /* --- the sentence of a call's failure (clnt_error.c) ----------------------- */
 
 /* Record why @req fails with @status in its call's error (the first reason

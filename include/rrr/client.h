@@ -11,8 +11,12 @@
  * caller never sees a completed call whose memory is still exposed.
  *
  * Threads: a client handle is safe to use from several threads at once.
- * Completion callbacks run on the client's internal progress thread; they
- * must not block for long and may submit new calls.
+ * Completion callbacks run on the client's internal progress thread (the
+ * default); they must not block for long and may submit new calls. Your
+ * loop or ours: with opts.app_completions the progress thread still does
+ * all the wire work, but callbacks run on the application's thread inside
+ * rrr_clnt_run_completions(), called when rrr_clnt_fd() (for poll/epoll)
+ * is readable (examples/blkstore shows both styles).
  *
  * Lifetimes: the struct rrr_call, its args, res and payload buffers belong
  * to the caller and must stay valid until the call completes (callback ran,
@@ -62,6 +66,30 @@ extern "C" {
 
 struct rrr_clnt;
 
+/* Connection events (struct rrr_clnt_opts.conn_cb). */
+enum rrr_clnt_conn_event_type {
+	RRR_CLNT_CONNECTED = 1,	  /* the first connection (generation 1), right
+				   * after rrr_clnt_create() */
+	RRR_CLNT_LOST = 2,	  /* the connection of @generation is gone */
+	RRR_CLNT_RECONNECTED = 3, /* a new connection, @generation one more
+				   * than the last: the server may be a new
+				   * instance (compare its boot verifier, see
+				   * rrr_svc_boot_verifier() in rrr/server.h) */
+};
+
+struct rrr_clnt_conn_event {
+	enum rrr_clnt_conn_event_type type;
+	uint64_t generation; /* counts connections: 1, 2, ... */
+	int reason;	     /* LOST: why, a negative errno (-ECONNRESET: the
+			      * peer or the transport broke it) */
+};
+
+/* Runs once per event, in order, where completions run (the progress
+ * thread, or the application's thread with app_completions), never with a
+ * library lock held; it may submit calls (rrr_clnt_call_async). */
+typedef void (*rrr_clnt_conn_fn)(struct rrr_clnt *clnt, const struct rrr_clnt_conn_event *ev,
+				 void *arg);
+
 struct rrr_clnt_opts {
 	const char *transport;	   /* "rdma" (default) or "tcp" */
 	const char *provider;	   /* "soft" (default) or "verbs" */
@@ -93,6 +121,13 @@ struct rrr_clnt_opts {
 				    * ones -ENOTCONN; default false: every call is
 				    * re-sent (same xid) after each reconnect until
 				    * its deadline, like a hard NFS mount */
+	rrr_clnt_conn_fn conn_cb;  /* connection events, or NULL */
+	void *conn_arg;		   /* its last argument */
+	bool app_completions;	   /* run completion callbacks (and conn_cb) on
+				    * the application's thread: when
+				    * rrr_clnt_fd() is readable, call
+				    * rrr_clnt_run_completions(); default false:
+				    * they run on the client's progress thread */
 };
 
 /* Fill defaults. */
@@ -193,6 +228,31 @@ int rrr_clnt_cancel(struct rrr_clnt *clnt, struct rrr_call *call);
 /* Snapshot of the connection counters (registration engine included).
  * Thread-safe. */
 void rrr_clnt_stats(struct rrr_clnt *clnt, struct rrr_xprt_stats *st);
+/*
+ * rrr_clnt_fd - with opts.app_completions: an fd (eventfd) that is readable
+ * while completions or connection events are ready to run; put it in
+ * poll/epoll (EPOLLIN, level- or edge-triggered) and call
+ * rrr_clnt_run_completions() when it is. Owned by the client (do not
+ * close or read it). -EINVAL, with a sentence, without app_completions.
+ * Thread-safe; never blocks.
+ */
+int rrr_clnt_fd(const struct rrr_clnt *clnt);
+/*
+ * rrr_clnt_run_completions - with opts.app_completions: run up to @max (0:
+ * all) ready connection events and completion callbacks on the calling
+ * thread, in the order they finished; returns how many ran (0 when none
+ * was ready), or -EINVAL (with a sentence: no client, no
+ * app_completions). Callbacks may submit calls; a callback that calls
+ * rrr_clnt_run_completions() again is refused with -EDEADLK. Never blocks
+ * beyond the callbacks themselves. Synchronous calls (rrr_clnt_call) do not
+ * need it: their completion is delivered inside the library. While
+ * rrr_clnt_cancel() and rrr_clnt_destroy() wait, they run ready
+ * completions on their own thread.
+ */
+int rrr_clnt_run_completions(struct rrr_clnt *clnt, unsigned max);
+/* The generation of the current (or last) connection: 1 after
+ * rrr_clnt_create(), one more after every reconnect. Thread-safe. */
+uint64_t rrr_clnt_generation(const struct rrr_clnt *clnt);
 /* Largest DDP payload one call should carry (RDMA: what max_segs
  * registrations can map, capped at 1 MiB; TCP: 1 MiB). */
 uint32_t rrr_clnt_max_payload(const struct rrr_clnt *clnt);

@@ -195,6 +195,15 @@ void *rrr_svc_req_alloc(struct rrr_svc_req *req, size_t len);
  * on RDMA the first write chunk's size, else the reply chunk's size, else
  * what fits inline (inline size - 1 KiB); on TCP the configured max. */
 uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req);
+/* The server's boot verifier: 64 bits drawn when the process created its
+ * first server, the same for all its servers, never 0, and different in
+ * the next process. Carry it in your protocol's replies (as NFS does its
+ * write verifier) so a client can tell a restarted server, whose volatile
+ * state is gone, from a reconnect to the same one. @svc may be NULL.
+ * Thread-safe; never blocks. */
+uint64_t rrr_svc_boot_verifier(const struct rrr_svc *svc);
+/* The same, from a handler. */
+uint64_t rrr_svc_req_boot_verifier(const struct rrr_svc_req *req);
 
 #pragma GCC visibility pop
 

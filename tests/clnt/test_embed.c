@@ -95,12 +95,20 @@ static int h_rc(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return (int)v;
 }
 
+/* result: the server's boot verifier (hyper) */
+static int h_boot(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	(void)a;
+	return rrr_xdr_put_u64(s, rrr_svc_req_boot_verifier(r));
+}
+
 static const struct rrr_svc_proc procs[] = {
     [EM_NULL] = {"null", h_null},
     [EM_FILL] = {"fill", h_fill},
     [EM_SUM] = {"sum", h_sum},
     [EM_SLEEP] = {"sleep", h_sleep},
     [EM_RC] = {"rc", h_rc},
+    [EM_BOOT] = {"boot", h_boot},
 };
 
 static void on_term(int sig)
@@ -547,4 +555,155 @@ Test(embed, handler_returns_errno, .init = init_default)
 										   : "SYSTEM_ERR"),
 			  "case %u: '%s'", i, c.error);
 	}
+}
+
+/* --- connection events ----------------------------------------------------- */
+
+static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ev_cv = PTHREAD_COND_INITIALIZER;
+static struct rrr_clnt_conn_event evs[16];
+static unsigned nevs;
+
+static void on_conn(struct rrr_clnt *cl, const struct rrr_clnt_conn_event *ev, void *arg)
+{
+	(void)cl;
+	(void)arg;
+	pthread_mutex_lock(&ev_mu);
+	if (nevs < 16)
+		evs[nevs++] = *ev;
+	pthread_cond_broadcast(&ev_cv);
+	pthread_mutex_unlock(&ev_mu);
+}
+
+/* Wait (bounded) until @n events were seen. */
+static bool wait_events(unsigned n, int ms)
+{
+	struct timespec ts;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	pthread_mutex_lock(&ev_mu);
+	while (nevs < n)
+		if (pthread_cond_timedwait(&ev_cv, &ev_mu, &ts))
+			break;
+	ok = nevs >= n;
+	pthread_mutex_unlock(&ev_mu);
+	return ok;
+}
+
+static int dec_u64(struct rrr_xdr *x, void *r)
+{
+	return rrr_xdr_get_u64(x, r);
+}
+
+static uint64_t boot_of_server(void)
+{
+	struct rrr_call c;
+	uint64_t v = 0;
+
+	call_init(&c, EM_BOOT);
+	c.decode = dec_u64;
+	c.res = &v;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
+	cr_assert_neq(v, 0);
+	return v;
+}
+
+/* A server that restarts is reported: CONNECTED (generation 1), LOST,
+ * RECONNECTED (generation 2), and its boot verifier tells the new instance
+ * from the old. */
+Test(embed, connection_events_and_boot_verifier)
+{
+	struct rrr_clnt_opts o;
+	uint64_t boot1, boot2;
+	char ps[16];
+
+	nevs = 0;
+	start_server_on(0);
+	opts_for(&o, ps, sizeof(ps));
+	o.conn_cb = on_conn;
+	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+	cr_assert(wait_events(1, 5000));
+	cr_assert_eq(evs[0].type, RRR_CLNT_CONNECTED);
+	cr_assert_eq(evs[0].generation, 1);
+	cr_assert_eq(rrr_clnt_generation(clnt), 1);
+	boot1 = boot_of_server();
+
+	uint16_t p = port;
+	kill_server();
+	start_server_on(p);
+	boot2 = boot_of_server(); /* re-sent after the reconnect */
+	cr_assert_neq(boot1, boot2, "a new server instance");
+	cr_assert(wait_events(3, 5000), "%u events", nevs);
+	cr_assert_eq(evs[1].type, RRR_CLNT_LOST);
+	cr_assert_eq(evs[1].generation, 1);
+	cr_assert_lt(evs[1].reason, 0);
+	cr_assert_eq(evs[2].type, RRR_CLNT_RECONNECTED);
+	cr_assert_eq(evs[2].generation, 2);
+	cr_assert_eq(rrr_clnt_generation(clnt), 2);
+}
+
+/* --- completions on the application's thread ------------------------------- */
+
+static pthread_t app_thread;
+static atomic_int app_done, app_wrong_thread;
+
+static void app_cb(struct rrr_call *call, int status, void *arg)
+{
+	(void)call;
+	(void)arg;
+	if (!pthread_equal(pthread_self(), app_thread) || status)
+		atomic_fetch_add(&app_wrong_thread, 1);
+	atomic_fetch_add(&app_done, 1);
+}
+
+/* app_completions: 8 async calls complete only inside
+ * rrr_clnt_run_completions(), on the thread that polls rrr_clnt_fd(). */
+Test(embed, completions_on_application_thread)
+{
+	struct rrr_clnt_opts o;
+	struct rrr_call c[8];
+	struct pollfd pfd;
+	char ps[16];
+	int fd, ran = 0;
+
+	start_server_on(0);
+	opts_for(&o, ps, sizeof(ps));
+	o.app_completions = true;
+	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+	fd = rrr_clnt_fd(clnt);
+	cr_assert_geq(fd, 0);
+	app_thread = pthread_self();
+	for (int i = 0; i < 8; i++) {
+		call_init(&c[i], EM_NULL);
+		cr_assert_eq(rrr_clnt_call_async(clnt, &c[i], app_cb, NULL), 0);
+	}
+	pfd = (struct pollfd){.fd = fd, .events = POLLIN};
+	cr_assert_eq(poll(&pfd, 1, 5000), 1, "the fd becomes readable");
+	cr_assert_eq(atomic_load(&app_done), 0, "nothing ran behind the application's back");
+	for (int round = 0; round < 100 && ran < 8; round++) {
+		if (poll(&pfd, 1, 5000) != 1)
+			break;
+		int n = rrr_clnt_run_completions(clnt, 0);
+
+		cr_assert_geq(n, 0);
+		ran += n;
+	}
+	cr_assert_eq(ran, 8);
+	cr_assert_eq(atomic_load(&app_done), 8);
+	cr_assert_eq(atomic_load(&app_wrong_thread), 0, "all ran on this thread, with status 0");
+	cr_assert_eq(rrr_clnt_run_completions(clnt, 0), 0, "none left");
+
+	/* a synchronous call needs no run_completions */
+	call_init(&c[0], EM_NULL);
+	cr_assert_eq(rrr_clnt_call(clnt, &c[0]), 0);
+}
+
+/* Without app_completions there is no fd. */
+Test(embed, no_fd_without_app_completions, .init = init_default)
+{
+	cr_assert_eq(rrr_clnt_fd(clnt), -EINVAL);
+	cr_assert_eq(rrr_clnt_run_completions(clnt, 0), -EINVAL);
+	cr_assert_not_null(rrr_last_error());
 }
