@@ -242,9 +242,10 @@ test-unit: all tests
 		$$t $(CRITERION_OPTS); \
 	done
 
-# The embedding example, built only against an installed librrr.
+# The embedding examples (kvstore, blkstore), built only against an installed librrr.
 test-example: all
 	@scripts/test-example.sh $(BUILD)
+	@scripts/test-blkstore.sh $(BUILD)
 
 # ---------------------------------------------------------------- sanitizers
 .PHONY: asan ubsan tsan

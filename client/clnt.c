@@ -371,7 +371,8 @@ static void conn_lost(struct rrr_clnt *c)
 	}
 	RRR__CLNT_STAT_ADD(c, disconnects, 1);
 	RRR_PROBE3(clnt_disconnect, c, c->host, c->port);
-	rrr__clnt_event(c, RRR_CLNT_LOST, -ECONNRESET);
+	if (!c->stopping) /* not for rrr_clnt_destroy() */
+		rrr__clnt_event(c, RRR_CLNT_LOST, -ECONNRESET);
 	while ((r = held)) {
 		held = r->qnext;
 		r->qnext = NULL;
