@@ -519,6 +519,11 @@ void rrr__svc_req_end(struct rrr_svc_req *req)
 {
 	struct rrr__svc_arena *a = req->arena, *n;
 
+	if (req->release) { /* zero-copy payload (svc_req.c): no longer used */
+		req->release(req->release_arg);
+		req->release = NULL;
+	}
+
 	for (; a; a = n) {
 		n = a->next;
 		arena_block_put(a);
@@ -554,34 +559,6 @@ int rrr__svc_arena_thread(bool on)
 		tls_arena = NULL;
 	}
 	return 0;
-}
-
-const struct rrr_rpc_call *rrr_svc_req_call(const struct rrr_svc_req *req)
-{
-	return req ? &req->call : NULL;
-}
-
-void *rrr_svc_req_program_ctx(const struct rrr_svc_req *req)
-{
-	return req && req->prog ? req->prog->ctx : NULL;
-}
-
-int rrr_svc_req_peer(const struct rrr_svc_req *req, struct sockaddr_storage *ss)
-{
-	if (!req || !ss || !req->conn)
-		return -EINVAL;
-	*ss = req->conn->peer;
-	return 0;
-}
-
-const char *rrr_svc_req_transport(const struct rrr_svc_req *req)
-{
-	return req && req->conn ? req->conn->ops->name : "";
-}
-
-uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req)
-{
-	return req ? req->max_payload : 0;
 }
 
 /* ------------------------------------------------------------------ dispatch */

@@ -195,6 +195,27 @@ void *rrr_svc_req_alloc(struct rrr_svc_req *req, size_t len);
  * on RDMA the first write chunk's size, else the reply chunk's size, else
  * what fits inline (inline size - 1 KiB); on TCP the configured max. */
 uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req);
+/*
+ * rrr_svc_req_encode_payload_zc - encode a DDP-eligible result payload
+ * from the application's own memory without copying it: like
+ * rrr_xdr_encode_payload(@res, @iov, @niov, @len), but on RDMA, when the
+ * payload goes by the client's write chunk, @iov is registered for this
+ * request only (local access, as the source of the RDMA WRITE; the client
+ * gets no handle to it), written from in place, and the registration is
+ * invalidated after the reply is sent. Otherwise (TCP, inline, no write
+ * chunk) the bytes are copied at once. Either way @release(@arg) runs
+ * exactly once, on the worker thread, when the library no longer uses the
+ * memory (the reply was sent and its registration invalidated, or the
+ * request failed and it was recovered); until then the memory must stay
+ * valid and should not change (the client receives what it holds when the
+ * WRITE reads it). One per reply. Errors: -EINVAL (with a sentence: no
+ * release callback, more than RRR_XDR_PAYLOAD_MAX_IOV pieces, a second
+ * one), those of rrr_xdr_encode_payload(); then @release does not run.
+ * Never blocks (the registration is a work request posted with the reply).
+ */
+int rrr_svc_req_encode_payload_zc(struct rrr_svc_req *req, struct rrr_xdr *res,
+				  const struct iovec *iov, unsigned niov, uint32_t len,
+				  void (*release)(void *arg), void *arg);
 /* The server's boot verifier: 64 bits drawn when the process created its
  * first server, the same for all its servers, never 0, and different in
  * the next process. Carry it in your protocol's replies (as NFS does its

@@ -26,7 +26,7 @@
 #include <rrr/server.h>
 
 #define EM_PROG 0x20000098u
-enum { EM_NULL, EM_FILL, EM_SUM, EM_SLEEP, EM_RC, EM_BOOT };
+enum { EM_NULL, EM_FILL, EM_SUM, EM_SLEEP, EM_RC, EM_BOOT, EM_ZC, EM_ZCSTAT };
 
 /* --- server process ------------------------------------------------------- */
 
@@ -102,6 +102,55 @@ static int h_boot(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return rrr_xdr_put_u64(s, rrr_svc_req_boot_verifier(r));
 }
 
+/* Zero copy: the server's own memory (a 1 MiB "disk") is the source of the
+ * RDMA WRITE. args: offset, count, fail (the handler then answers
+ * SYSTEM_ERR after handing the memory); result: count bytes of the disk. */
+static uint8_t zc_disk[1u << 20];
+static atomic_uint zc_released, zc_handed;
+
+static void zc_release(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&zc_released, 1);
+}
+
+static int h_zc(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	uint32_t off, n, fail;
+	struct iovec iov[2];
+	int rc;
+
+	if (rrr_xdr_get_u32(a, &off) || rrr_xdr_get_u32(a, &n) || rrr_xdr_get_u32(a, &fail) ||
+	    off > sizeof(zc_disk) || n > sizeof(zc_disk) - off)
+		return RRR_SVC_GARBAGE_ARGS;
+	for (uint32_t i = 0; i < sizeof(zc_disk); i++)
+		zc_disk[i] = (uint8_t)(i * 11 + 5);
+	/* two pieces: the registration engine maps both */
+	iov[0] = (struct iovec){zc_disk + off, n / 2};
+	iov[1] = (struct iovec){zc_disk + off + n / 2, n - n / 2};
+	rc = rrr_svc_req_encode_payload_zc(r, s, iov, 2, n, zc_release, NULL);
+	if (rc)
+		return rc;
+	atomic_fetch_add(&zc_handed, 1);
+	return fail ? -EIO : 0;
+}
+
+/* result: handed, released, the server's registrations and local_inv */
+static int h_zcstat(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	struct rrr_xprt_stats st;
+
+	(void)r;
+	(void)a;
+	rrr_svc_stats(child_svc, &st);
+	return rrr_xdr_put_u32(s, atomic_load(&zc_handed)) ||
+			   rrr_xdr_put_u32(s, atomic_load(&zc_released)) ||
+			   rrr_xdr_put_u32(s, (uint32_t)st.registrations) ||
+			   rrr_xdr_put_u32(s, (uint32_t)st.local_inv)
+		   ? -EIO
+		   : 0;
+}
+
 static const struct rrr_svc_proc procs[] = {
     [EM_NULL] = {"null", h_null},
     [EM_FILL] = {"fill", h_fill},
@@ -109,6 +158,8 @@ static const struct rrr_svc_proc procs[] = {
     [EM_SLEEP] = {"sleep", h_sleep},
     [EM_RC] = {"rc", h_rc},
     [EM_BOOT] = {"boot", h_boot},
+    [EM_ZC] = {"zc", h_zc},
+    [EM_ZCSTAT] = {"zcstat", h_zcstat},
 };
 
 static void on_term(int sig)
@@ -706,4 +757,112 @@ Test(embed, no_fd_without_app_completions, .init = init_default)
 	cr_assert_eq(rrr_clnt_fd(clnt), -EINVAL);
 	cr_assert_eq(rrr_clnt_run_completions(clnt, 0), -EINVAL);
 	cr_assert_not_null(rrr_last_error());
+}
+
+/* --- zero-copy server payloads --------------------------------------------- */
+
+static int enc_u32x3(struct rrr_xdr *x, const void *a)
+{
+	const uint32_t *v = a;
+
+	return rrr_xdr_put_u32(x, v[0]) || rrr_xdr_put_u32(x, v[1]) || rrr_xdr_put_u32(x, v[2])
+		   ? -EMSGSIZE
+		   : 0;
+}
+
+static int dec_4(struct rrr_xdr *x, void *r)
+{
+	uint32_t *w = r;
+
+	for (int i = 0; i < 4; i++)
+		if (rrr_xdr_get_u32(x, &w[i]))
+			return -EBADMSG;
+	return 0;
+}
+
+static uint32_t zc_regs, zc_invs; /* the server's, at the last zc_stat() */
+
+static void zc_stat(uint32_t *handed, uint32_t *released)
+{
+	uint32_t w[4];
+	struct rrr_call c;
+
+	call_init(&c, EM_ZCSTAT);
+	c.decode = dec_4;
+	c.res = w;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
+	*handed = w[0];
+	*released = w[1];
+	zc_regs = w[2];
+	zc_invs = w[3];
+}
+
+/* The handler's own memory is written to the client's sink in place (two
+ * pieces at odd offsets, sizes from 4 KiB to 1 MiB), the release callback
+ * runs once per reply after it was sent, also when the handler fails after
+ * handing the memory, and inline replies (no write chunk) copy. */
+static void zc_case(void)
+{
+	static const uint32_t sizes[] = {4096, 100000, 1u << 19, (1u << 20) - 8};
+	uint8_t *dst = malloc((1u << 20) + 64);
+	struct iovec d = {dst, (1u << 20) + 64};
+	uint32_t got, handed, released;
+	struct rrr_call c;
+
+	cr_assert_not_null(dst);
+	for (unsigned t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+		uint32_t off = sizes[t] > 1000000 ? 8 : 1000, args[3] = {off, sizes[t], 0};
+
+		memset(dst, 0xee, d.iov_len);
+		call_init(&c, EM_ZC);
+		c.encode = enc_u32x3;
+		c.args = args;
+		c.decode = dec_payload;
+		c.res = &got;
+		c.ddp = RRR_DDP_FROM_SERVER;
+		c.payload = &d;
+		c.npayload = 1;
+		cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%u: %s", sizes[t], c.error);
+		cr_assert_eq(got, sizes[t]);
+		for (uint32_t i = 0; i < sizes[t]; i++)
+			cr_assert_eq(dst[i], (uint8_t)((off + i) * 11 + 5), "size %u byte %u",
+				     sizes[t], i);
+		cr_assert_eq(dst[sizes[t]], 0xee, "nothing past the payload");
+	}
+	zc_stat(&handed, &released);
+	cr_assert_eq(handed, 4);
+	cr_assert_eq(released, 4, "released once per reply, after it was sent");
+	cr_assert_geq(zc_regs, 4, "the memory was registered, not copied (%u)", zc_regs);
+	cr_assert_eq(zc_invs, zc_regs, "and every registration invalidated");
+
+	/* the handler fails after handing its memory: SYSTEM_ERR, released */
+	uint32_t args[3] = {0, 65536, 1};
+	call_init(&c, EM_ZC);
+	c.encode = enc_u32x3;
+	c.args = args;
+	c.decode = dec_payload;
+	c.res = &got;
+	c.ddp = RRR_DDP_FROM_SERVER;
+	c.payload = &d;
+	c.npayload = 1;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
+	cr_assert_eq(c.rpc_stat, RRR_RPC_SYSTEM_ERR);
+	zc_stat(&handed, &released);
+	cr_assert_eq(handed, 5);
+	cr_assert_eq(released, 5, "released after a failure too");
+	free(dst);
+}
+
+Test(embed, zero_copy_reply_payload, .init = init_default)
+{
+	struct rrr_xprt_stats st;
+
+	zc_case();
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_eq(st.bad_replies, 0);
+}
+
+Test(embed, zero_copy_reply_payload_page_list, .init = init_page_list)
+{
+	zc_case();
 }
