@@ -670,7 +670,7 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 		return rrr__set_error(-EINVAL, "rrr_clnt_create: a server host is required");
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return -ENOMEM;
+		return rrr__set_error(-ENOMEM, "rrr_clnt_create: out of memory");
 	c->epfd = c->evfd = c->readyfd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
@@ -735,7 +735,9 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	if (c->opts.app_completions)
 		c->readyfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (c->epfd < 0 || c->evfd < 0 || (c->opts.app_completions && c->readyfd < 0)) {
-		rc = -errno;
+		rc = rrr__set_error(-errno, "rrr_clnt_create: cannot create the client's epoll "
+					    "set or eventfd: %s (raise ulimit -n?)",
+				    strerror(errno));
 		goto fail;
 	}
 	rc = rrr__clnt_watch(c, c->evfd, EPOLLIN, TAG_EVENTFD);
@@ -755,7 +757,8 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	RRR_PROBE4(clnt_connect, c, c->host, c->port, c->ops->name);
 	rc = pthread_create(&c->thread, NULL, progress_main, c);
 	if (rc) {
-		rc = -rc;
+		rc = rrr__set_error(-rc, "rrr_clnt_create: cannot start the progress thread: %s",
+				    strerror(rc));
 		c->ops->close(c);
 		goto fail;
 	}
@@ -763,6 +766,8 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	*out = c;
 	return 0;
 fail:
+	if (rc == -ENOMEM)
+		rrr__set_error(rc, "rrr_clnt_create: out of memory");
 	clnt_free(c);
 	return rc;
 }
