@@ -11,8 +11,8 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
-VERSION_MAJOR := 1
-VERSION := 1.0.0
+VERSION_MAJOR := 2
+VERSION := 2.0.0
 
 CC ?= cc
 ifeq ($(origin CC),default)
@@ -277,9 +277,10 @@ test-unit: all tests
 		fi; tail -n 1 $$log; \
 	done
 
-# The embedding example, built only against an installed librrr.
+# The embedding examples (kvstore, blkstore), built only against an installed librrr.
 test-example: all
 	@scripts/test-example.sh $(BUILD)
+	@scripts/test-blkstore.sh $(BUILD)
 
 # ---------------------------------------------------------------- sanitizers
 .PHONY: asan ubsan tsan

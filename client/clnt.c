@@ -13,7 +13,8 @@
  * decide later (chunk planning) whether to copy it inline or expose it in a
  * read chunk. The request is then put on the submit queue and the progress
  * thread is woken through an eventfd (unless the submitter is the progress
- * thread itself, which picks the call up before it sleeps).
+ * thread itself, which picks the call up before it sleeps). Encoding and
+ * decoding (the DDP hooks) are in clnt_xdr.c.
  *
  * The progress thread owns everything that touches the wire: it moves
  * submitted requests to the pending queue, sends them while the transport
@@ -69,9 +70,6 @@
 #define BACKOFF_MAX_MS	 5000u
 #define TICK_MS		 200
 #define RECONNECT_MAX_MS 2000
-#define ENCODE_START	 4096u
-#define ENCODE_MAX_RDMA	 (1u << 20) /* args without the payload */
-#define ENCODE_MAX_TCP	 (64u << 20)
 #define SPARE_MAX	 64u	     /* finished requests kept for reuse */
 #define SPARE_BUF_MAX	 (64u << 10) /* ... with their encode buffer up to this */
 
@@ -213,6 +211,8 @@ void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int statu
 {
 	if (req->state == RRR__REQ_DONE)
 		return;
+	if (status)
+		rrr__clnt_default_error(c, req, status);
 	rrr__clnt_hash_del(c, req);
 	req->state = RRR__REQ_DONE;
 	req->status = status;
@@ -273,241 +273,44 @@ static struct rrr__clnt_req *req_get_locked(struct rrr_clnt *c)
 	return req;
 }
 
-/* Run the callbacks of finished calls; no lock held while they run. */
+void rrr__clnt_finish(struct rrr_clnt *c, struct rrr__clnt_req *req)
+{
+	struct rrr_call *call = req->call;
+
+	call->priv = NULL;
+	/* the callback's thread sees the reason in rrr_last_error() too */
+	if (req->status)
+		rrr__set_error(req->status, "%s", call->error);
+	req->done(call, req->status, req->arg);
+	pthread_mutex_lock(&c->lock);
+	req->lprev->lnext = req->lnext;
+	req->lnext->lprev = req->lprev;
+	req->finished = true;
+	pthread_cond_broadcast(&c->cond);
+	if (req->waiters == 0)
+		req_free_locked(c, req);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void sync_done(struct rrr_call *call, int status, void *arg);
+
+/* Deliver connection events, then run the callbacks of finished calls
+ * (progress thread; no lock held while they run). With app_completions
+ * they wait for rrr_clnt_run_completions() instead, except the
+ * completions of synchronous calls, which only wake their waiter. */
 static void run_done(struct rrr_clnt *c)
 {
 	struct rrr__clnt_req *req;
 
+	rrr__clnt_deliver_events(c);
 	while ((req = q_pop(&c->done_head, &c->done_tail))) {
-		struct rrr_call *call = req->call;
-
 		if (req->status == -ETIMEDOUT)
 			RRR__CLNT_STAT_ADD(c, timeouts, 1);
-		call->priv = NULL;
-		req->done(call, req->status, req->arg);
-		pthread_mutex_lock(&c->lock);
-		req->lprev->lnext = req->lnext;
-		req->lnext->lprev = req->lprev;
-		req->finished = true;
-		pthread_cond_broadcast(&c->cond);
-		if (req->waiters == 0)
-			req_free_locked(c, req);
-		pthread_mutex_unlock(&c->lock);
+		if (c->readyfd >= 0 && req->done != sync_done)
+			rrr__clnt_defer(c, req);
+		else
+			rrr__clnt_finish(c, req);
 	}
-}
-
-/* --- encoding (submitting thread) ------------------------------------------ */
-
-/* DDP encode hook: record the first TO_SERVER payload (RDMA: the transport
- * decides inline vs read chunk; TCP: it is sent from the caller's iovecs
- * with sendmsg, never copied), copy any other inline. */
-static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov, unsigned niov,
-			  uint32_t len)
-{
-	struct rrr__clnt_req *req = ctx;
-	uint8_t *p;
-	int rc;
-
-	/* The iovec array may be the encoder's own (on its stack): keep a copy
-	 * for the transport. TCP sends the recorded iovecs with sendmsg(): at
-	 * most RRR_XDR_PAYLOAD_MAX_IOV of them, more are copied inline. */
-	if (!req->has_payload && req->call->ddp == RRR_DDP_TO_SERVER &&
-	    (req->clnt->ops != &rrr__clnt_tcp_ops || niov <= RRR_XDR_PAYLOAD_MAX_IOV)) {
-		if (xdr->pos > UINT32_MAX)
-			return -EMSGSIZE;
-		req->has_payload = true;
-		req->payload_pos = (uint32_t)xdr->pos;
-		req->payload_len = len;
-		req->payload_iov = iov;
-		req->payload_niov = niov;
-		if (niov <= RRR_XDR_PAYLOAD_MAX_IOV) {
-			if (niov)
-				memcpy(req->payload_iov_copy, iov, niov * sizeof(*iov));
-			req->payload_iov = req->payload_iov_copy;
-		}
-		return 0;
-	}
-	if (len > UINT32_MAX - 3u)
-		return -EMSGSIZE;
-	p = rrr_xdr_cursor(xdr);
-	rc = rrr_xdr_skip(xdr, len); /* zero-fills len + pad, checks room */
-	if (rc)
-		return rc;
-	for (unsigned i = 0; i < niov; i++) {
-		if (iov[i].iov_len)
-			memcpy(p, iov[i].iov_base, iov[i].iov_len);
-		p += iov[i].iov_len;
-	}
-	return 0;
-}
-
-static int encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)
-{
-	const struct rrr_call *call = req->call;
-	bool tcp = (c->ops == &rrr__clnt_tcp_ops);
-	size_t off = tcp ? 4 : 0;
-	size_t cap = ENCODE_START, max = tcp ? ENCODE_MAX_TCP : ENCODE_MAX_RDMA;
-	struct rrr_xdr_ddp hook = {.encode = record_payload, .ctx = req};
-	struct rrr_xdr x;
-	int rc;
-
-	/* a buffer that grew before is reused at its size: no re-encoding */
-	if (req->buf && req->cap > cap && req->cap <= max)
-		cap = req->cap;
-	for (;;) {
-		if (!req->buf || req->cap != cap) {
-			free(req->buf);
-			req->buf = malloc(cap);
-			if (!req->buf)
-				return -ENOMEM;
-			req->cap = cap;
-		}
-		req->has_payload = false;
-		rrr_xdr_init(&x, req->buf + off, cap - off, RRR_XDR_ENCODE);
-		rrr_xdr_set_ddp(&x, &hook);
-		rc = rrr_rpc_encode_call(&x, req->xid, call->prog, call->vers, call->proc,
-					 call->cred);
-		if (rc == 0 && call->encode)
-			rc = call->encode(&x, call->args);
-		if (rc == 0) {
-			req->len = off + rrr_xdr_pos(&x);
-			if (req->has_payload && req->payload_len > UINT32_MAX - 3u - req->len)
-				return -EMSGSIZE;
-			/* TCP: the whole record (payload and pad included) within
-			 * the bound a copied-in payload had */
-			if (tcp && req->has_payload &&
-			    req->len + (((uint64_t)req->payload_len + 3u) & ~3ull) > max)
-				return -EMSGSIZE;
-			return 0;
-		}
-		if (rc != -EMSGSIZE || cap >= max) {
-			free(req->buf);
-			req->buf = NULL;
-			return rc;
-		}
-		cap *= 4;
-		if (cap > max)
-			cap = max;
-	}
-}
-
-/* --- decoding (progress thread) --------------------------------------------- */
-
-static int fill_sink_iov(const struct rrr_call *call, uint32_t len, struct iovec *iov,
-			 unsigned *niov)
-{
-	unsigned n = 0;
-	uint32_t left = len;
-
-	for (unsigned i = 0; i < call->npayload && left; i++) {
-		size_t l = call->payload[i].iov_len < left ? call->payload[i].iov_len : left;
-
-		if (!l)
-			continue;
-		if (n >= RRR_XDR_PAYLOAD_MAX_IOV)
-			return -EMSGSIZE;
-		iov[n].iov_base = call->payload[i].iov_base;
-		iov[n].iov_len = l;
-		n++;
-		left -= (uint32_t)l;
-	}
-	if (left)
-		return -EMSGSIZE;
-	*niov = n;
-	return 0;
-}
-
-static uint64_t sink_capacity(const struct rrr_call *call)
-{
-	uint64_t cap = 0;
-
-	if (call->ddp != RRR_DDP_FROM_SERVER || !call->payload)
-		return 0;
-	for (unsigned i = 0; i < call->npayload; i++)
-		cap += call->payload[i].iov_len;
-	return cap;
-}
-
-/* DDP decode hook: the payload was placed in the sink by RDMA WRITE (write
- * chunk; nothing of it, pad included, is in the inline stream), or is
- * inline and is copied into the sink, or (no sink) is described in place. */
-static int decode_payload(struct rrr_xdr *xdr, void *ctx, uint32_t len, struct iovec *iov,
-			  unsigned *niov)
-{
-	struct rrr__clnt_req *req = ctx;
-	struct rrr_call *call = req->call;
-	uint64_t cap = sink_capacity(call);
-	uint8_t *src;
-	uint32_t left;
-	int rc;
-
-	if (req->placed) {
-		req->placed = false;
-		if (len > req->placed_len || len > cap)
-			return -EBADMSG;
-		rc = fill_sink_iov(call, len, iov, niov);
-		if (rc)
-			return -EBADMSG;
-		call->payload_len = len;
-		return 0;
-	}
-	if ((((uint64_t)len + 3u) & ~(uint64_t)3u) > rrr_xdr_remaining(xdr))
-		return -EBADMSG;
-	src = rrr_xdr_cursor(xdr);
-	if (cap) {
-		if (len > cap)
-			return -EBADMSG;
-		left = len;
-		for (unsigned i = 0; i < call->npayload && left; i++) {
-			size_t l =
-			    call->payload[i].iov_len < left ? call->payload[i].iov_len : left;
-			memcpy(call->payload[i].iov_base, src, l);
-			src += l;
-			left -= (uint32_t)l;
-		}
-		rc = fill_sink_iov(call, len, iov, niov);
-		if (rc)
-			return -EBADMSG;
-		call->payload_len = len;
-	} else {
-		iov[0].iov_base = src;
-		iov[0].iov_len = len;
-		*niov = 1;
-	}
-	return rrr_xdr_skip(xdr, len);
-}
-
-int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *msg, size_t len)
-{
-	struct rrr_xdr_ddp hook = {.decode = decode_payload, .ctx = req};
-	struct rrr_call *call = req->call;
-	struct rrr_rpc_reply rp;
-	struct rrr_xdr x;
-	int rc;
-
-	(void)c;
-	RRR_PROBE3(reply_received, c, req->xid, len);
-	rrr_xdr_init(&x, msg, len, RRR_XDR_DECODE);
-	rc = rrr_rpc_decode_reply(&x, &rp);
-	if (rc || rp.xid != req->xid)
-		return -EBADMSG;
-	if (rp.stat == RRR_RPC_MSG_DENIED) {
-		call->rpc_stat =
-		    RRR_RPC_STAT_DENIED | (rp.reject_stat & 0xffu) << 8 | (rp.auth_stat & 0xffu);
-		return -EPROTO;
-	}
-	if (rp.accept_stat != RRR_RPC_SUCCESS) {
-		call->rpc_stat = rp.accept_stat;
-		return -EPROTO;
-	}
-	call->rpc_stat = 0;
-	rrr_xdr_set_ddp(&x, &hook);
-	if (call->decode) {
-		rc = call->decode(&x, call->res);
-		if (rc)
-			return -EBADMSG;
-	}
-	return 0;
 }
 
 /* --- progress thread ----------------------------------------------------------- */
@@ -568,6 +371,8 @@ static void conn_lost(struct rrr_clnt *c)
 	}
 	RRR__CLNT_STAT_ADD(c, disconnects, 1);
 	RRR_PROBE3(clnt_disconnect, c, c->host, c->port);
+	if (!c->stopping) /* not for rrr_clnt_destroy() */
+		rrr__clnt_event(c, RRR_CLNT_LOST, -ECONNRESET);
 	while ((r = held)) {
 		held = r->qnext;
 		r->qnext = NULL;
@@ -590,13 +395,34 @@ static void conn_lost(struct rrr_clnt *c)
 	c->next_connect_ns = rrr__clnt_now_ns(); /* first reconnect at once */
 }
 
+/* fail_fast and the server cannot be reached: every call waiting for a
+ * connection fails now with -ENOTCONN, its sentence naming the reason. */
+static void fail_pending(struct rrr_clnt *c, int err)
+{
+	struct rrr__clnt_req *r;
+
+	while ((r = q_pop(&c->pend_head, &c->pend_tail))) {
+		rrr__clnt_call_error(c, r, -ENOTCONN,
+				     "not sent: %s:%s cannot be reached (%s) and the client "
+				     "fails fast (fail_fast); retry when the server is back",
+				     c->host, c->port, strerror(err ? -err : ENOTCONN));
+		rrr__clnt_complete(c, r, -ENOTCONN);
+	}
+}
+
 static void try_connect(struct rrr_clnt *c)
 {
 	uint64_t now = rrr__clnt_now_ns();
 	int rc;
 
-	if (c->connected || !c->pend_head || now < c->next_connect_ns)
+	if (c->connected || !c->pend_head)
 		return;
+	if (now < c->next_connect_ns) {
+		/* fail_fast: a call does not wait out the pause between attempts */
+		if (c->opts.fail_fast)
+			fail_pending(c, c->last_connect_err);
+		return;
+	}
 	/* bounded so timeouts and cancels are served while the server is away */
 	rc = c->ops->connect(c, c->opts.connect_timeout_ms < RECONNECT_MAX_MS
 				    ? c->opts.connect_timeout_ms
@@ -605,15 +431,20 @@ static void try_connect(struct rrr_clnt *c)
 		c->connected = true;
 		c->backoff_ms = 0;
 		RRR__CLNT_STAT_ADD(c, connects, 1);
+		rrr__clnt_event(c, RRR_CLNT_RECONNECTED, 0);
 		RRR_PROBE4(clnt_connect, c, c->host, c->port, c->ops->name);
 		return;
 	}
 	RRR_PROBE4(clnt_connect_failed, c, c->host, c->port, rc);
 	c->last_connect_err = rc;
-	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
+	/* fail_fast: calls fail instead of waiting, so the pause stays short
+	 * and a server that is back is found by the next call */
+	c->backoff_ms = c->backoff_ms && !c->opts.fail_fast ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
 	if (c->backoff_ms > BACKOFF_MAX_MS)
 		c->backoff_ms = BACKOFF_MAX_MS;
 	c->next_connect_ns = rrr__clnt_now_ns() + (uint64_t)c->backoff_ms * 1000000ull;
+	if (c->opts.fail_fast)
+		fail_pending(c, rc);
 }
 
 static void send_queued(struct rrr_clnt *c)
@@ -809,6 +640,8 @@ static void clnt_free(struct rrr_clnt *c)
 		c->ops->destroy(c);
 	if (c->evfd >= 0)
 		close(c->evfd);
+	if (c->readyfd >= 0)
+		close(c->readyfd);
 	if (c->epfd >= 0)
 		close(c->epfd);
 	while (c->spare) {
@@ -831,14 +664,14 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	int rc;
 
 	if (!out)
-		return -EINVAL;
+		return rrr__set_error(-EINVAL, "rrr_clnt_create: no place for the handle (out)");
 	*out = NULL;
 	if (!opts || !opts->host)
 		return rrr__set_error(-EINVAL, "rrr_clnt_create: a server host is required");
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return -ENOMEM;
-	c->epfd = c->evfd = -1;
+		return rrr__set_error(-ENOMEM, "rrr_clnt_create: out of memory");
+	c->epfd = c->evfd = c->readyfd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	c->live.lnext = c->live.lprev = &c->live;
@@ -874,8 +707,13 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 		c->opts.inline_recv = RRR_RDMA_INLINE_PREF;
 	if (!c->opts.max_segs)
 		c->opts.max_segs = 16;
-	if (c->opts.max_segs > RRR_RDMA_MAX_CHUNK_SEGS)
-		c->opts.max_segs = RRR_RDMA_MAX_CHUNK_SEGS;
+	if (c->opts.max_segs > RRR_RDMA_MAX_CHUNK_SEGS) {
+		rc = rrr__set_error(-EINVAL,
+				    "max_segs %u is more than RPC-over-RDMA chunks carry here "
+				    "(at most %d registrations per chunk; 0 = the default 16)",
+				    c->opts.max_segs, RRR_RDMA_MAX_CHUNK_SEGS);
+		goto fail;
+	}
 	if (!c->opts.timeout_ms)
 		c->opts.timeout_ms = 30000;
 	if (c->opts.connect_timeout_ms <= 0)
@@ -894,8 +732,12 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	}
 	c->epfd = epoll_create1(EPOLL_CLOEXEC);
 	c->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->epfd < 0 || c->evfd < 0) {
-		rc = -errno;
+	if (c->opts.app_completions)
+		c->readyfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->epfd < 0 || c->evfd < 0 || (c->opts.app_completions && c->readyfd < 0)) {
+		rc = rrr__set_error(-errno, "rrr_clnt_create: cannot create the client's epoll "
+					    "set or eventfd: %s (raise ulimit -n?)",
+				    strerror(errno));
 		goto fail;
 	}
 	rc = rrr__clnt_watch(c, c->evfd, EPOLLIN, TAG_EVENTFD);
@@ -911,10 +753,12 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	}
 	c->connected = true;
 	RRR__CLNT_STAT_SET(c, connects, 1);
+	rrr__clnt_event(c, RRR_CLNT_CONNECTED, 0);
 	RRR_PROBE4(clnt_connect, c, c->host, c->port, c->ops->name);
 	rc = pthread_create(&c->thread, NULL, progress_main, c);
 	if (rc) {
-		rc = -rc;
+		rc = rrr__set_error(-rc, "rrr_clnt_create: cannot start the progress thread: %s",
+				    strerror(rc));
 		c->ops->close(c);
 		goto fail;
 	}
@@ -922,6 +766,8 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	*out = c;
 	return 0;
 fail:
+	if (rc == -ENOMEM)
+		rrr__set_error(rc, "rrr_clnt_create: out of memory");
 	clnt_free(c);
 	return rc;
 }
@@ -936,6 +782,9 @@ void rrr_clnt_destroy(struct rrr_clnt *c)
 	wake(c);
 	if (c->thread_started)
 		pthread_join(c->thread, NULL);
+	/* app_completions: the -ECANCELED callbacks run here */
+	if (c->readyfd >= 0 && !rrr__clnt_in_run(c))
+		(void)rrr_clnt_run_completions(c, 0);
 	clnt_free(c);
 }
 
@@ -944,22 +793,37 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 	struct rrr__clnt_req *req;
 	int timeout, rc;
 
+	if (call)
+		call->error[0] = '\0';
 	if (!c || !call || !done)
-		return -EINVAL;
+		return rrr__clnt_submit_error(c, call, -EINVAL,
+					      "rrr_clnt_call_async: the client, the call and "
+					      "the callback are required");
 	if (call->ddp != RRR_DDP_NONE && call->ddp != RRR_DDP_TO_SERVER &&
 	    call->ddp != RRR_DDP_FROM_SERVER)
-		return -EINVAL;
+		return rrr__clnt_submit_error(c, call, -EINVAL,
+					      "call %u/%u/%u: ddp %d is not an enum rrr_ddp_dir",
+					      call->prog, call->vers, call->proc, (int)call->ddp);
 	if ((call->npayload && !call->payload) || call->npayload > RRR_XDR_PAYLOAD_MAX_IOV)
-		return -EINVAL;
+		return rrr__clnt_submit_error(c, call, -EINVAL,
+					      "call %u/%u/%u: payload of %u pieces (at most "
+					      "RRR_XDR_PAYLOAD_MAX_IOV = %d, and not NULL): "
+					      "merge adjacent pieces or split the I/O",
+					      call->prog, call->vers, call->proc, call->npayload,
+					      RRR_XDR_PAYLOAD_MAX_IOV);
 	pthread_mutex_lock(&c->lock);
 	if (c->stopping) {
 		pthread_mutex_unlock(&c->lock);
-		return -ESHUTDOWN;
+		return rrr__clnt_submit_error(c, call, -ESHUTDOWN,
+					      "call %u/%u/%u: the client is being destroyed",
+					      call->prog, call->vers, call->proc);
 	}
 	req = req_get_locked(c);
 	if (!req) {
 		pthread_mutex_unlock(&c->lock);
-		return -ENOMEM;
+		return rrr__clnt_submit_error(c, call, -ENOMEM,
+					      "call %u/%u/%u: out of memory for the request",
+					      call->prog, call->vers, call->proc);
 	}
 	req->xid = c->next_xid++;
 	pthread_mutex_unlock(&c->lock);
@@ -970,10 +834,28 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 	call->rpc_stat = 0;
 	call->payload_len = 0;
 
-	rc = encode_call(c, req);
+	rc = rrr__clnt_encode_call(c, req);
 	if (rc) {
+		bool mismatch = req->payload_mismatch;
+
 		req_free(c, req);
-		return rc;
+		if (mismatch)
+			return rrr__clnt_submit_error(
+			    c, call, -EINVAL,
+			    "call %u/%u/%u: the payload the encode callback encoded is not "
+			    "call.payload (or it encoded none): declare it once, in struct "
+			    "rrr_call, and encode it with rrr_xdr_encode_payload(xdr, NULL, 0, 0)",
+			    call->prog, call->vers, call->proc);
+		if (rc == -EMSGSIZE)
+			return rrr__clnt_submit_error(
+			    c, call, rc,
+			    "call %u/%u/%u: the arguments do not fit (at most %u bytes "
+			    "besides the payload over RDMA, %u in all over TCP): split the "
+			    "request",
+			    call->prog, call->vers, call->proc, RRR__CLNT_ENCODE_MAX_RDMA, RRR__CLNT_ENCODE_MAX_TCP);
+		return rrr__clnt_submit_error(c, call, rc,
+					      "call %u/%u/%u: encoding the arguments failed: %s",
+					      call->prog, call->vers, call->proc, strerror(-rc));
 	}
 	timeout = call->timeout_ms ? call->timeout_ms : c->opts.timeout_ms;
 	if (timeout > 0)
@@ -983,7 +865,9 @@ int rrr_clnt_call_async(struct rrr_clnt *c, struct rrr_call *call, rrr_call_done
 	if (c->stopping) {
 		req_free_locked(c, req);
 		pthread_mutex_unlock(&c->lock);
-		return -ESHUTDOWN;
+		return rrr__clnt_submit_error(c, call, -ESHUTDOWN,
+					      "call %u/%u/%u: the client is being destroyed",
+					      call->prog, call->vers, call->proc);
 	}
 	call->priv = req;
 	req->lnext = &c->live;
@@ -1022,9 +906,11 @@ int rrr_clnt_call(struct rrr_clnt *c, struct rrr_call *call)
 	int rc;
 
 	if (!c)
-		return -EINVAL;
+		return rrr__clnt_submit_error(c, call, -EINVAL, "rrr_clnt_call: no client");
 	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
-		return -EDEADLK;
+		return rrr__clnt_submit_error(c, call, -EDEADLK,
+					      "rrr_clnt_call from a completion callback would wait "
+					      "for itself: use rrr_clnt_call_async()");
 	pthread_mutex_init(&w.m, NULL);
 	pthread_cond_init(&w.cv, NULL);
 	rc = rrr_clnt_call_async(c, call, sync_done, &w);
@@ -1034,6 +920,9 @@ int rrr_clnt_call(struct rrr_clnt *c, struct rrr_call *call)
 			pthread_cond_wait(&w.cv, &w.m);
 		pthread_mutex_unlock(&w.m);
 		rc = w.status;
+		/* the reason reaches the waiting thread's rrr_last_error() */
+		if (rc)
+			rrr__set_error(rc, "%s", call->error);
 	}
 	pthread_cond_destroy(&w.cv);
 	pthread_mutex_destroy(&w.m);
@@ -1045,16 +934,19 @@ int rrr_clnt_cancel(struct rrr_clnt *c, struct rrr_call *call)
 	struct rrr__clnt_req *r;
 
 	if (!c || !call)
-		return -EINVAL;
-	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
-		return -EDEADLK;
+		return rrr__set_error(-EINVAL, "rrr_clnt_cancel: the client and the call are required");
+	if ((c->thread_started && pthread_equal(pthread_self(), c->thread)) ||
+	    rrr__clnt_in_run(c))
+		return rrr__set_error(-EDEADLK, "rrr_clnt_cancel from a completion callback would "
+						"wait for itself");
 	pthread_mutex_lock(&c->lock);
 	for (r = c->live.lnext; r != &c->live; r = r->lnext)
 		if (r->call == call && !r->finished)
 			break;
 	if (r == &c->live) {
 		pthread_mutex_unlock(&c->lock);
-		return -ENOENT;
+		return rrr__set_error(-ENOENT, "rrr_clnt_cancel: the call is not outstanding "
+					       "(already completed, or never submitted)");
 	}
 	r->cancel_req = true;
 	r->waiters++;
@@ -1062,8 +954,17 @@ int rrr_clnt_cancel(struct rrr_clnt *c, struct rrr_call *call)
 	pthread_mutex_unlock(&c->lock);
 	wake(c);
 	pthread_mutex_lock(&c->lock);
-	while (!r->finished)
+	while (!r->finished) {
+		/* app_completions: its callback may be waiting in the ready
+		 * queue; run what is ready here rather than wait for it */
+		if (c->ready_head) {
+			pthread_mutex_unlock(&c->lock);
+			(void)rrr_clnt_run_completions(c, 0);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
 		pthread_cond_wait(&c->cond, &c->lock);
+	}
 	if (--r->waiters == 0)
 		req_free_locked(c, r);
 	pthread_mutex_unlock(&c->lock);

@@ -42,6 +42,8 @@
 
 struct rrr__clnt_req;
 
+#define RRR__CLNT_EV_MAX 8u /* undelivered connection events kept */
+
 enum rrr__req_state {
 	RRR__REQ_QUEUED = 0, /* in the core's pending queue: nothing on the wire */
 	RRR__REQ_SENT,	     /* owned by the transport, in the xid table */
@@ -78,6 +80,8 @@ struct rrr__clnt_req {
 	size_t cap;
 	size_t len;
 	bool has_payload;
+	bool payload_seen;     /* the encoder encoded a TO_SERVER payload */
+	bool payload_mismatch; /* ... other than call->payload */
 	uint32_t payload_pos;
 	uint32_t payload_len;
 	const struct iovec *payload_iov; /* payload_iov_copy, or the encoder's if longer */
@@ -174,6 +178,16 @@ struct rrr_clnt {
 	bool self_woken; /* a callback submitted; no eventfd written */
 	unsigned busy_rounds; /* before_sleep found work (see progress_main) */
 
+	/* completions on the application's thread (opts.app_completions,
+	 * clnt_events.c): finished requests wait here for
+	 * rrr_clnt_run_completions(); readyfd is readable meanwhile */
+	int readyfd; /* -1 without app_completions */
+	struct rrr__clnt_req *ready_head, *ready_tail; /* core lock */
+	/* connection events not yet delivered, oldest first (core lock) */
+	struct rrr_clnt_conn_event ev[RRR__CLNT_EV_MAX];
+	unsigned ev_head, ev_n;
+	uint64_t generation; /* relaxed atomic: connections made */
+
 	struct rrr_xprt_stats stats; /* core lock */
 	/* Finished requests kept for reuse with their ENCODE_START buffer, so a
 	 * steady stream of calls does not go through malloc/free (core lock). */
@@ -191,12 +205,54 @@ void rrr__clnt_unwatch(struct rrr_clnt *c, int fd);
 struct rrr__clnt_req *rrr__clnt_lookup(struct rrr_clnt *c, uint32_t xid);
 void rrr__clnt_hash_add(struct rrr_clnt *c, struct rrr__clnt_req *req);
 void rrr__clnt_hash_del(struct rrr_clnt *c, struct rrr__clnt_req *req);
+/* Encoding a call (clnt_xdr.c): the buffer starts at ENCODE_START bytes
+ * and grows up to the transport's bound (RDMA: the arguments without the
+ * payload; TCP: the whole record). */
+#define RRR__CLNT_ENCODE_START	  4096u
+#define RRR__CLNT_ENCODE_MAX_RDMA (1u << 20)
+#define RRR__CLNT_ENCODE_MAX_TCP  (64u << 20)
+/* Encode @req's call into req->buf in the submitting thread, recording a
+ * TO_SERVER payload (not copying it). 0, the encoder's error, -EMSGSIZE,
+ * -ENOMEM, or -EINVAL with req->payload_mismatch set (the payload encoded
+ * is not call->payload). */
+int rrr__clnt_encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req);
 /* Decode a reply message (RPC reply header + results) for @req; returns
  * the call status. The reply must be complete and @req's MRs invalid. */
 int rrr__clnt_decode_reply(struct rrr_clnt *c, struct rrr__clnt_req *req, void *msg, size_t len);
 /* The call is finished with @status and none of its MRs is valid: queue
  * its callback (removes it from the xid table). */
 void rrr__clnt_complete(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
+/* --- completions and connection events (clnt_events.c) ------------------ */
+
+/* Run @req's callback on this thread and finish it (unlink, wake
+ * cancellers, recycle); no lock held (clnt.c). */
+void rrr__clnt_finish(struct rrr_clnt *c, struct rrr__clnt_req *req);
+/* Record a connection event (progress thread); a full queue drops its
+ * oldest event. */
+void rrr__clnt_event(struct rrr_clnt *c, enum rrr_clnt_conn_event_type type, int reason);
+/* Deliver recorded events on this thread (progress thread, without
+ * app_completions); no lock held. */
+void rrr__clnt_deliver_events(struct rrr_clnt *c);
+/* app_completions: queue @req for rrr_clnt_run_completions() and make
+ * readyfd readable. */
+void rrr__clnt_defer(struct rrr_clnt *c, struct rrr__clnt_req *req);
+/* The calling thread is inside rrr_clnt_run_completions() of @c. */
+bool rrr__clnt_in_run(const struct rrr_clnt *c);
+
+/* --- the sentence of a call's failure (clnt_error.c) ----------------------- */
+
+/* Record why @req fails with @status in its call's error (the first reason
+ * recorded wins; later, vaguer ones do not overwrite it). Returns @status. */
+int rrr__clnt_call_error(struct rrr_clnt *c, struct rrr__clnt_req *req, int status,
+			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A call completes with @status and no reason was recorded: write the
+ * generic sentence of that status (what failed, where, what to do). */
+void rrr__clnt_default_error(struct rrr_clnt *c, struct rrr__clnt_req *req, int status);
+/* A submission fails: the sentence goes to the call and to the submitting
+ * thread's rrr_last_error(). Returns @status. */
+int rrr__clnt_submit_error(struct rrr_clnt *c, struct rrr_call *call, int status,
+			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Counter update: relaxed atomics, no lock (common/rrr_impl.h). */
 #define RRR__CLNT_STAT_ADD(c, field, n) RRR__STAT_ADD(&(c)->stats, field, (n))
 #define RRR__CLNT_STAT_SET(c, field, v) RRR__STAT_SET(&(c)->stats, field, (v))

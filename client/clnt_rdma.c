@@ -69,108 +69,8 @@
 #include <rrr/rpcrdma.h>
 
 #include "client/clnt_impl.h"
+#include "client/clnt_rdma_impl.h"
 #include "common/rrr_impl.h"
-
-#define TAG_CQ		1u
-#define TAG_CM		2u
-#define WR_RECV		0u
-#define WR_SEND		1u
-#define WR_INV		2u
-#define RECV_BATCH	8u
-#define CLIENT_IRD	16u
-#define MAX_PAYLOAD_CAP (1u << 20)
-#define PCACHE_MAX	256u
-
-enum { IO_SRC = 0, IO_SINK, IO_REP, IO_N };
-
-struct rslot {
-	bool busy;
-	bool sent;
-	bool ghost;	   /* the caller was answered; waiting for the late reply */
-	bool send_pending; /* SEND WR not completed */
-	bool replied;
-	unsigned inv_pending;
-	struct rrr__clnt_req *req;
-	uint32_t xid;
-	int status;	  /* reply status */
-	int abort_status; /* != 0: complete with this (timeout / cancel) */
-	int recv_idx;	  /* receive buffer held until decode, or -1 */
-	uint8_t *msg;
-	size_t msg_len;
-	bool placed;
-	uint32_t placed_len;
-	uint8_t *sbuf;
-	uint8_t *rbuf; /* reply chunk buffer */
-	uint32_t rbuf_cap;
-	uint8_t zpad[4];
-	struct rrr_reg_io io[IO_N];
-	/* long-lived segments (persistent_reg / bounce): never invalidated */
-	uint32_t nlseg[IO_N];
-	struct rrr_reg_seg lseg[IO_N][RRR_RDMA_MAX_CHUNK_SEGS];
-	uint8_t *bb[2]; /* bounce buffers: [0] source, [1] sink */
-	struct rrr_mr *bbmr[2];
-	bool bounce_sink; /* the write chunk points at bb[1] */
-	struct rrr_send_wr send_wr;
-	struct rrr_sge send_sge;
-	struct rrr_sg sg[RRR_XDR_PAYLOAD_MAX_IOV + 3];
-};
-
-struct rdma_xprt {
-	struct rrr_device *dev;
-	struct rrr_device_attr attr;
-	struct rrr_pd *pd;
-	struct rrr_cq *cq;
-	struct rrr_cm *cm;
-	struct rrr_cm_id *id;
-	struct rrr_qp *qp;
-	struct rrr_mrpool *pool;
-	bool watching;
-
-	uint32_t nslots;
-	struct rslot *slots;
-	uint8_t *sslab;
-	struct rrr_mr *smr;
-	uint32_t ssize;
-
-	uint32_t nrecv;
-	uint8_t *rslab;
-	struct rrr_mr *rmr;
-	uint32_t rsize;
-	struct rrr_recv_wr *rwr;
-	struct rrr_sge *rsge;
-	uint32_t *rfree; /* receive buffers waiting to be reposted */
-	uint32_t nrfree;
-	uint32_t posted;
-
-	uint32_t credits;
-	uint32_t inflight; /* sent, reply not received (ghosts included) */
-	uint32_t eff_send, eff_recv;
-	bool remote_inv; /* we told the peer it may use Send With Invalidate */
-	/* persistent_reg: long-lived registrations of caller memory, by range */
-	uint32_t npc;
-	struct pcache {
-		uint8_t *base;
-		size_t len;
-		struct rrr_mr *mr;
-	} pc[PCACHE_MAX];
-	struct rrr_rdma_hdr hdr; /* scratch */
-	/* calls' chains (REG_MRs + SEND) that rdma_send() queued for the next
-	 * rdma_flush(): linked SEND -> next chain, posted as one */
-	struct rrr_send_wr *db_head, *db_tail;
-	uint32_t db_n;	 /* calls queued */
-	bool db_failed; /* a post made by rdma_send() failed: connection gone */
-};
-
-static struct rdma_xprt *X(const struct rrr_clnt *c)
-{
-	return c->xprt;
-}
-
-/* Page-aligned allocation of at least @len bytes. */
-static void *alloc_pages(size_t len)
-{
-	return aligned_alloc(4096, (len + 4095u) & ~(size_t)4095u);
-}
 
 static uint64_t wr_id(unsigned kind, uint32_t idx, unsigned io)
 {
@@ -196,6 +96,10 @@ static void sync_stats(struct rrr_clnt *c)
 	RRR__CLNT_STAT_SET(c, local_inv, rs.local_inv);
 	RRR__CLNT_STAT_SET(c, remote_inv, rs.remote_inv);
 	RRR__CLNT_STAT_SET(c, recoveries, rs.recoveries);
+	RRR__CLNT_STAT_SET(c, depth_splits, rs.depth_splits);
+	RRR__CLNT_STAT_SET(c, pool_empty, rs.pool_empty);
+	RRR__CLNT_STAT_SET(c, map_errors, rs.map_errors);
+	RRR__CLNT_STAT_SET(c, recover_errors, rs.recover_errors);
 	RRR__CLNT_STAT_SET(c, credits, x->credits);
 	RRR__CLNT_STAT_SET(c, max_credits, c->opts.max_requests);
 	RRR__CLNT_STAT_SET(c, inline_send, x->eff_send);
@@ -233,6 +137,13 @@ static int rdma_create(struct rrr_clnt *c)
 		c->opts.inline_recv = RRR_RDMA_INLINE_MAX;
 	x->ssize = c->opts.inline_send & ~1023u;
 	x->rsize = c->opts.inline_recv & ~1023u;
+	if (rrr__rdma_hdr_size(c->opts.max_segs, c->opts.max_segs, c->opts.max_segs) > x->ssize) {
+		rc = rrr__set_error(-EINVAL,
+				    "max_segs %u needs a transport header larger than "
+				    "inline_send %u: lower max_segs or raise inline_send",
+				    c->opts.max_segs, x->ssize);
+		goto fail;
+	}
 	per_call = 6u * c->opts.max_segs + 2u;
 	x->nslots = 2u * c->opts.max_requests;
 	if (x->attr.max_qp_wr && x->nslots * per_call > x->attr.max_qp_wr)
@@ -626,177 +537,10 @@ static bool rdma_can_send(struct rrr_clnt *c)
 	return free_slot(x) != NULL;
 }
 
-static void recover_slot_ios(struct rdma_xprt *x, struct rslot *s)
-{
-	for (int k = 0; k < IO_N; k++)
-		rrr_reg_recover(x->pool, &s->io[k]);
-}
-
-/* Map @n entries of s->sg into io @k; -EAGAIN when the pool is empty. */
-static int map_io(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, unsigned access)
-{
-	struct rdma_xprt *x = X(c);
-	int rc = rrr_reg_map(x->pool, s->sg, n, access, &s->io[k]);
-
-	if (rc == -ENOBUFS)
-		return -EAGAIN;
-	if (rc == -E2BIG)
-		return -EMSGSIZE;
-	if (rc)
-		return rc;
-	if (s->io[k].nsegs > RRR_RDMA_MAX_CHUNK_SEGS ||
-	    (k != IO_SRC && s->io[k].nsegs > RRR_RDMA_MAX_CHUNK_SEGS) ||
-	    (k == IO_SRC && s->io[k].nsegs > RRR_RDMA_MAX_READ_SEGS))
-		return -EMSGSIZE;
-	return 0;
-}
-
-static const struct rrr_reg_seg *segs_of(const struct rslot *s, int k, uint32_t *n)
-{
-	if (s->nlseg[k]) {
-		*n = s->nlseg[k];
-		return s->lseg[k];
-	}
-	*n = s->io[k].nsegs;
-	return s->io[k].segs;
-}
-
-/* persistent_reg: one long-lived registration per page range of caller
- * memory, cached for the client's life. UNSAFE by design (benchmarks). */
-static int map_persistent(struct rrr_clnt *c, struct rslot *s, int k, unsigned n)
-{
-	struct rdma_xprt *x = X(c);
-	unsigned access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ | RRR_ACCESS_REMOTE_WRITE;
-
-	if (n > RRR_RDMA_MAX_CHUNK_SEGS)
-		return -EMSGSIZE;
-	for (unsigned i = 0; i < n; i++) {
-		uint8_t *p = (uint8_t *)s->sg[i].page + s->sg[i].offset;
-		struct pcache *e = NULL;
-
-		for (uint32_t j = 0; j < x->npc; j++) {
-			if (p >= x->pc[j].base &&
-			    p + s->sg[i].length <= x->pc[j].base + x->pc[j].len) {
-				e = &x->pc[j];
-				break;
-			}
-		}
-		if (!e) {
-			uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095u;
-			uintptr_t hi = ((uintptr_t)p + s->sg[i].length + 4095u) & ~(uintptr_t)4095u;
-
-			if (x->npc == PCACHE_MAX)
-				return -ENOSPC;
-			e = &x->pc[x->npc];
-			if (rrr_mr_reg(x->pd, (void *)lo, hi - lo, access, &e->mr))
-				return -ENOSPC;
-			e->base = (uint8_t *)lo;
-			e->len = hi - lo;
-			x->npc++;
-		}
-		s->lseg[k][i].handle = rrr_mr_rkey(e->mr);
-		s->lseg[k][i].length = s->sg[i].length;
-		s->lseg[k][i].offset = rrr_mr_iova(e->mr) + (uint64_t)(p - e->base);
-	}
-	s->nlseg[k] = n;
-	return 0;
-}
-
-/* bounce: copy through a long-lived registered buffer of the slot. */
-static int map_bounce(struct rrr_clnt *c, struct rslot *s, int k, unsigned n)
-{
-	struct rdma_xprt *x = X(c);
-	int b = k == IO_SRC ? 0 : 1;
-	uint32_t cap = c->ops->max_payload(c) + 64u * 1024u;
-	uint64_t total = 0;
-
-	for (unsigned i = 0; i < n; i++)
-		total += s->sg[i].length;
-	if (total > cap)
-		return -ENOSPC;
-	if (!s->bb[b]) {
-		s->bb[b] = alloc_pages(cap);
-		if (!s->bb[b])
-			return -ENOSPC;
-		if (rrr_mr_reg(x->pd, s->bb[b], cap,
-			       RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ |
-				   RRR_ACCESS_REMOTE_WRITE,
-			       &s->bbmr[b])) {
-			free(s->bb[b]);
-			s->bb[b] = NULL;
-			return -ENOSPC;
-		}
-	}
-	if (k == IO_SRC) {
-		uint8_t *d = s->bb[0];
-
-		for (unsigned i = 0; i < n; i++) {
-			memcpy(d, (uint8_t *)s->sg[i].page + s->sg[i].offset, s->sg[i].length);
-			d += s->sg[i].length;
-		}
-	} else {
-		s->bounce_sink = true;
-	}
-	s->lseg[k][0].handle = rrr_mr_rkey(s->bbmr[b]);
-	s->lseg[k][0].length = (uint32_t)total;
-	s->lseg[k][0].offset = rrr_mr_iova(s->bbmr[b]);
-	s->nlseg[k] = 1;
-	return 0;
-}
-
-/* Map a chunk for io @k: long-lived (options) or per-I/O (the default);
- * the options fall back to per-I/O registration when they cannot. */
-static int map_chunk(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, unsigned access)
-{
-	if (k != IO_REP && c->opts.persistent_reg && map_persistent(c, s, k, n) == 0)
-		return 0;
-	if (k != IO_REP && !c->opts.persistent_reg && c->opts.bounce && map_bounce(c, s, k, n) == 0)
-		return 0;
-	s->nlseg[k] = 0;
-	return map_io(c, s, k, n, access);
-}
-
-static unsigned sg_from_iov(struct rrr_sg *sg, unsigned n, const struct iovec *iov, unsigned niov,
-			    uint64_t limit)
-{
-	for (unsigned i = 0; i < niov && limit; i++) {
-		uint64_t l = iov[i].iov_len < limit ? iov[i].iov_len : limit;
-
-		if (!l)
-			continue;
-		sg[n].page = iov[i].iov_base;
-		sg[n].offset = 0;
-		sg[n].length = (uint32_t)l;
-		n++;
-		limit -= l;
-	}
-	return n;
-}
-
-static uint64_t iov_total(const struct iovec *iov, unsigned n)
-{
-	uint64_t t = 0;
-
-	for (unsigned i = 0; i < n; i++)
-		t += iov[i].iov_len;
-	return t;
-}
-
-static void copy_iov(uint8_t *dst, const struct iovec *iov, unsigned n, uint32_t len)
-{
-	for (unsigned i = 0; i < n && len; i++) {
-		size_t l = iov[i].iov_len < len ? iov[i].iov_len : len;
-
-		memcpy(dst, iov[i].iov_base, l);
-		dst += l;
-		len -= (uint32_t)l;
-	}
-}
-
 static void fill_read(struct rrr_rdma_hdr *h, const struct rslot *s, uint32_t position)
 {
 	uint32_t n;
-	const struct rrr_reg_seg *g = segs_of(s, IO_SRC, &n);
+	const struct rrr_reg_seg *g = rrr__rdma_segs_of(s, IO_SRC, &n);
 
 	for (uint32_t i = 0; i < n; i++) {
 		h->read[i].position = position;
@@ -810,7 +554,7 @@ static void fill_read(struct rrr_rdma_hdr *h, const struct rslot *s, uint32_t po
 static void fill_chunk(struct rrr_rdma_chunk *ch, const struct rslot *s, int k)
 {
 	uint32_t n;
-	const struct rrr_reg_seg *g = segs_of(s, k, &n);
+	const struct rrr_reg_seg *g = rrr__rdma_segs_of(s, k, &n);
 
 	ch->nsegs = n;
 	ch->total = 0;
@@ -887,7 +631,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	if (!s)
 		return -EAGAIN;
 	if (call->ddp == RRR_DDP_FROM_SERVER && call->payload)
-		sink = iov_total(call->payload, call->npayload);
+		sink = rrr__rdma_iov_total(call->payload, call->npayload);
 	if (sink > UINT32_MAX)
 		return -EMSGSIZE;
 	memset(&in, 0, sizeof(in));
@@ -900,7 +644,12 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	in.reply_hint = call->reply_hint;
 	rc = rrr__clnt_plan(&in, &plan);
 	if (rc)
-		return rc;
+		return rrr__clnt_call_error(c, req, rc,
+					    "the call's transport header (room for max_segs %u "
+					    "segments per chunk) does not fit the server's receive "
+					    "size %u: lower max_segs",
+					    in.max_segs, in.inline_send);
+	s->req = req; /* sentences of the mapping name the call */
 
 	for (int k = 0; k < IO_N; k++) {
 		s->io[k].nsegs = 0;
@@ -917,8 +666,8 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 
 	/* sources */
 	if (plan.call == RRR__CALL_READ_CHUNK) {
-		n = sg_from_iov(s->sg, 0, req->payload_iov, req->payload_niov, req->payload_len);
-		rc = map_chunk(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
+		n = rrr__rdma_sg_from_iov(s->sg, 0, req->payload_iov, req->payload_niov, req->payload_len);
+		rc = rrr__rdma_map_chunk(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
 		if (rc)
 			goto unmap;
 		fill_read(h, s, pos);
@@ -928,7 +677,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 			s->sg[n++] = (struct rrr_sg){req->buf, 0, pos};
 		}
 		if (req->has_payload) {
-			n = sg_from_iov(s->sg, n, req->payload_iov, req->payload_niov,
+			n = rrr__rdma_sg_from_iov(s->sg, n, req->payload_iov, req->payload_niov,
 					req->payload_len);
 			memset(s->zpad, 0, sizeof(s->zpad));
 			if (ppad > req->payload_len)
@@ -937,15 +686,15 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 				s->sg[n++] =
 				    (struct rrr_sg){req->buf, pos, (uint32_t)req->len - pos};
 		}
-		rc = map_chunk(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
+		rc = rrr__rdma_map_chunk(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
 		if (rc)
 			goto unmap;
 		fill_read(h, s, 0);
 	}
 	/* sinks */
 	if (plan.write_chunk) {
-		n = sg_from_iov(s->sg, 0, call->payload, call->npayload, sink);
-		rc = map_chunk(c, s, IO_SINK, n, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE);
+		n = rrr__rdma_sg_from_iov(s->sg, 0, call->payload, call->npayload, sink);
+		rc = rrr__rdma_map_chunk(c, s, IO_SINK, n, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE);
 		if (rc)
 			goto unmap;
 		h->nwrite = 1;
@@ -964,7 +713,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 			s->rbuf_cap = plan.reply_len;
 		}
 		s->sg[0] = (struct rrr_sg){s->rbuf, 0, plan.reply_len};
-		rc = map_io(c, s, IO_REP, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE);
+		rc = rrr__rdma_map_io(c, s, IO_REP, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE);
 		if (rc)
 			goto unmap;
 		h->has_reply = true;
@@ -988,7 +737,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 		memcpy(p, req->buf, pos);
 		p += pos;
 		if (req->has_payload) {
-			copy_iov(p, req->payload_iov, req->payload_niov, req->payload_len);
+			rrr__rdma_copy_iov(p, req->payload_iov, req->payload_niov, req->payload_len);
 			p += req->payload_len;
 			memset(p, 0, ppad - req->payload_len);
 			p += ppad - req->payload_len;
@@ -1052,7 +801,8 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	return 0;
 unmap:
 	/* mapped but never posted: recover returns them INVALID to the pool */
-	recover_slot_ios(x, s);
+	rrr__rdma_recover_ios(x, s);
+	s->req = NULL;
 	return rc;
 }
 
@@ -1211,8 +961,8 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 		recycle_recv(x, (int)idx);
 		return 0;
 	}
-	off.write = segs_of(s, IO_SINK, &off.nwrite);
-	off.reply = segs_of(s, IO_REP, &off.nreply);
+	off.write = rrr__rdma_segs_of(s, IO_SINK, &off.nwrite);
+	off.reply = rrr__rdma_segs_of(s, IO_REP, &off.nreply);
 	if (s->ghost) {
 		/* the engine may have reused these MRs: offer nothing */
 		off.nwrite = off.nreply = 0;

@@ -57,6 +57,10 @@ void rrr_xprt_stats_print(FILE *f, const char *prefix, const struct rrr_xprt_sta
 	P64(send_posts);
 	P64(pull_waits);
 	P64(push_waits);
+	P64(depth_splits);
+	P64(pool_empty);
+	P64(map_errors);
+	P64(recover_errors);
 #undef P64
 #undef P32
 }
@@ -90,6 +94,10 @@ void rrr__xprt_stats_load(struct rrr_xprt_stats *dst, const struct rrr_xprt_stat
 	L(send_posts);
 	L(pull_waits);
 	L(push_waits);
+	L(depth_splits);
+	L(pool_empty);
+	L(map_errors);
+	L(recover_errors);
 	L(credits);
 	L(max_credits);
 	L(inline_send);
@@ -126,6 +134,10 @@ void rrr__xprt_stats_add(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats
 	SUM(send_posts);
 	SUM(pull_waits);
 	SUM(push_waits);
+	SUM(depth_splits);
+	SUM(pool_empty);
+	SUM(map_errors);
+	SUM(recover_errors);
 #undef SUM
 }
 

@@ -519,6 +519,11 @@ void rrr__svc_req_end(struct rrr_svc_req *req)
 {
 	struct rrr__svc_arena *a = req->arena, *n;
 
+	if (req->release) { /* zero-copy payload (svc_req.c): no longer used */
+		req->release(req->release_arg);
+		req->release = NULL;
+	}
+
 	for (; a; a = n) {
 		n = a->next;
 		arena_block_put(a);
@@ -554,34 +559,6 @@ int rrr__svc_arena_thread(bool on)
 		tls_arena = NULL;
 	}
 	return 0;
-}
-
-const struct rrr_rpc_call *rrr_svc_req_call(const struct rrr_svc_req *req)
-{
-	return req ? &req->call : NULL;
-}
-
-void *rrr_svc_req_program_ctx(const struct rrr_svc_req *req)
-{
-	return req && req->prog ? req->prog->ctx : NULL;
-}
-
-int rrr_svc_req_peer(const struct rrr_svc_req *req, struct sockaddr_storage *ss)
-{
-	if (!req || !ss || !req->conn)
-		return -EINVAL;
-	*ss = req->conn->peer;
-	return 0;
-}
-
-const char *rrr_svc_req_transport(const struct rrr_svc_req *req)
-{
-	return req && req->conn ? req->conn->ops->name : "";
-}
-
-uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req)
-{
-	return req ? req->max_payload : 0;
 }
 
 /* ------------------------------------------------------------------ dispatch */
@@ -679,9 +656,10 @@ static enum rrr__svc_verdict dispatch(struct rrr_svc_req *req, struct rrr_xdr *a
 	rc = proc->fn(req, args, res);
 	if (rc == 0)
 		return RRR__SVC_REPLY_OK;
-	if (rc == RRR_SVC_DROP)
+	/* 0 or -errno; 1 and 3 are the positive codes of earlier versions */
+	if (rc == RRR_SVC_DROP || rc == 3)
 		return RRR__SVC_NO_REPLY;
-	if (rc == RRR_SVC_GARBAGE_ARGS)
+	if (rc == RRR_SVC_GARBAGE_ARGS || rc == 1)
 		return reply_accepted_err(res, xid, RRR_RPC_GARBAGE_ARGS, 0, 0);
 	return reply_accepted_err(res, xid, RRR_RPC_SYSTEM_ERR, 0, 0);
 }

@@ -83,6 +83,13 @@ struct rrr_svc_req {
 	 * it returns lives until the request ends */
 	void *(*alloc)(struct rrr_svc_req *req, size_t len);
 	void *alloc_ctx;
+	/* transport's zero-copy result payload (svc_req.c): 0 when it will
+	 * send @iov in place, -EOPNOTSUPP to have it copied; NULL: copy */
+	int (*zc)(struct rrr_svc_req *req, struct rrr_xdr *res, const struct iovec *iov,
+		  unsigned niov, uint32_t len);
+	/* runs once when the request ends (rrr__svc_req_end) */
+	void (*release)(void *arg);
+	void *release_arg;
 };
 
 /* Result of rrr__svc_dispatch(). */

@@ -209,7 +209,9 @@ static struct svc_rdma_ctx *ctx_get(struct svc_rdma_conn *rc)
 static void ctx_free(struct svc_rdma_ctx *ctx)
 {
 	rrr__svc_rdma_sink_recover(ctx);
+	rrr__svc_rdma_zc_end(ctx);
 	rrr__svc_req_end(&ctx->req);
+	free(ctx->zc_io);
 	rrr__svc_rdma_buf_free(&ctx->arg);
 	rrr__svc_rdma_buf_free(&ctx->res);
 	rrr__svc_rdma_buf_free(&ctx->pay);
@@ -531,7 +533,8 @@ again:
 	if (n)
 		ctx->wrs[n - 1].next = send;
 	ctx->chain = &ctx->wrs[0];
-	ctx->sq_need = n + 1;
+	/* + the LOCAL_INVs of a zero-copy payload, which then signal */
+	ctx->sq_need = n + 1 + rrr__svc_rdma_zc_chain(ctx, send, send->wr_id);
 	ctx->phase = PH_SEND;
 	ctx->push_bytes = via_reply ? mlen : 0;
 	for (unsigned k = 0; k < ctx->wchunk_next && k < SVC_RDMA_MAX_WRITE_CHUNKS; k++)
@@ -591,6 +594,7 @@ static void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len
 	if (ctx->hdr->nwrite) {
 		ctx->req.alloc = rrr__svc_rdma_req_alloc;
 		ctx->req.alloc_ctx = ctx;
+		ctx->req.zc = rrr__svc_rdma_zc;
 	}
 	rrr_xdr_init(&args, buf, len, RRR_XDR_DECODE);
 	if (ctx->hdr->has_reply && !rrr__svc_rdma_buf_get(rc, &ctx->res, rc->max_record))
@@ -604,35 +608,6 @@ static void svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len
 	/* the reply copied what it needs: the rebuilt call's buffer goes back
 	 * to the pool now, still warm, for the next pull */
 	rrr__svc_rdma_sink_give(ctx);
-}
-
-/* Exactly one distinct handle in the whole call: the one to invalidate. */
-static void pick_inv(struct svc_rdma_ctx *ctx)
-{
-	const struct rrr_rdma_hdr *h = ctx->hdr;
-	uint32_t handle = 0, i, k;
-	unsigned cnt = 0;
-
-#define SEEN(x)                                                                                    \
-	do {                                                                                       \
-		if (cnt == 0) {                                                                    \
-			handle = (x);                                                              \
-			cnt = 1;                                                                   \
-		} else if ((x) != handle) {                                                        \
-			cnt = 2;                                                                   \
-		}                                                                                  \
-	} while (0)
-	for (i = 0; i < h->nread; i++)
-		SEEN(h->read[i].seg.handle);
-	for (k = 0; k < h->nwrite; k++)
-		for (i = 0; i < h->write[k].nsegs; i++)
-			SEEN(h->write[k].segs[i].handle);
-	if (h->has_reply)
-		for (i = 0; i < h->reply.nsegs; i++)
-			SEEN(h->reply.segs[i].handle);
-#undef SEEN
-	ctx->has_inv = cnt == 1;
-	ctx->inv_handle = handle;
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -728,7 +703,7 @@ static void handle_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bo
 		ctx->hdr = rc->scratch;
 		rc->scratch = h;
 	}
-	pick_inv(ctx);
+	rrr__svc_rdma_pick_inv(ctx);
 	if (ctx->hdr->nread == 0) {
 		if (ctx->hdr->proc == RRR_RDMA_NOMSG) {
 			/* RDMA_NOMSG call without its position-zero chunk */
@@ -851,6 +826,7 @@ static void ctx_put(struct svc_rdma_ctx *ctx)
 	if (!ctx->busy)
 		return;
 	rrr__svc_rdma_sink_recover(ctx);
+	rrr__svc_rdma_zc_end(ctx); /* before the release callback */
 	rrr__svc_req_end(&ctx->req);
 	pull_end(ctx);
 	rc->push_inflight -= ctx->push_bytes;
@@ -967,6 +943,9 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 		svc_rdma_dispatch(ctx, ctx->arg.p + ctx->arg_off, ctx->arg_len);
 		break;
 	case PH_SEND:
+		rrr__svc_rdma_zc_sent(ctx); /* its LOCAL_INVs completed too */
+		ctx_put(ctx);
+		break;
 	default:
 		ctx_put(ctx);
 		break;
@@ -1220,7 +1199,7 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 		err = rrr_cq_create(l->dev, rc->nrecv + rc->sq_depth, &rc->cq);
 	if (err)
 		goto err_free;
-	if (rc->sink_remote_write) {
+	{ /* READ sinks (when the device needs it), zero-copy reply payloads */
 		struct rrr_mrpool_opts po = {.max_mrs = rc->max_ctx * 4, .pages_per_mr = 0};
 
 		err = rrr_mrpool_create(rc->pd, &po, &rc->pool);

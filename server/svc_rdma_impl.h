@@ -86,6 +86,12 @@ struct svc_rdma_ctx {
 	uint32_t wchunk_len[SVC_RDMA_MAX_WRITE_CHUNKS];
 	uint32_t wchunk_off[SVC_RDMA_MAX_WRITE_CHUNKS];
 	uint32_t pay_used;
+	/* zero-copy result payload (svc_rdma_zc.c): the write chunk it fills
+	 * (-1: none), the registration of the application's memory, and
+	 * whether its LOCAL_INVs follow the reply's Send */
+	int zc_k;
+	struct rrr_reg_io *zc_io;
+	bool zc_chained;
 	uint32_t inv_handle; /* 0: none; else Send With Invalidate it */
 	bool has_inv;
 	/* work requests */
@@ -224,5 +230,33 @@ int rrr__svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rh
  * -EMSGSIZE when @len exceeds the chunk. */
 int rrr__svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src, struct rrr_mr *mr,
 			       uint32_t len, struct rrr_rdma_hdr *rhdr, unsigned *n);
+/* Exactly one distinct handle in the whole call: the one the reply may
+ * invalidate with Send With Invalidate (ctx->has_inv, ctx->inv_handle). */
+void rrr__svc_rdma_pick_inv(struct svc_rdma_ctx *ctx);
+/* Append one RDMA WRITE of @len bytes at @src (local key @lkey) to the
+ * segment @seg; -E2BIG when the WR array is full. */
+int rrr__svc_rdma_add_write(struct svc_rdma_ctx *ctx, unsigned *n, uint64_t src, uint32_t len,
+			    uint32_t lkey, const struct rrr_rdma_seg *seg);
+
+/* --- zero-copy result payloads (svc_rdma_zc.c) ---------------------------- */
+
+/* The transport's rrr_svc_req_encode_payload_zc(): register the
+ * application's @iov for the next write chunk and write the length word;
+ * -EOPNOTSUPP when it cannot (no such chunk, no MR free): copy instead. */
+int rrr__svc_rdma_zc(struct rrr_svc_req *req, struct rrr_xdr *res, const struct iovec *iov,
+		     unsigned niov, uint32_t len);
+/* WRITEs of write chunk @in from the registered application memory;
+ * @out gets the lengths written. */
+int rrr__svc_rdma_zc_writes(struct svc_rdma_ctx *ctx, const struct rrr_rdma_chunk *in,
+			    struct rrr_rdma_chunk *out, unsigned *n);
+/* Chain the LOCAL_INVs of the registration after the reply's @send (which
+ * becomes unsignaled: the last LOCAL_INV signals the reply, with @wr_id);
+ * returns how many WRs were added (0: nothing to invalidate). */
+unsigned rrr__svc_rdma_zc_chain(struct svc_rdma_ctx *ctx, struct rrr_send_wr *send,
+				uint64_t wr_id);
+/* The reply's chain completed: the registration is invalid. */
+void rrr__svc_rdma_zc_sent(struct svc_rdma_ctx *ctx);
+/* The request ends: recover a registration still valid (failure paths). */
+void rrr__svc_rdma_zc_end(struct svc_rdma_ctx *ctx);
 
 #endif /* RRR_SERVER_SVC_RDMA_IMPL_H */

@@ -39,7 +39,9 @@
  * stays inline. When the reply is built, each used chunk's segments are
  * filled in order, never writing more than a segment's length, and the
  * reply header echoes the write list with the byte counts written (0 for
- * unused chunks, no pad written).
+ * unused chunks, no pad written). A payload the handler gave from its own
+ * memory (rrr_svc_req_encode_payload_zc) is written from there through a
+ * registration of its own: svc_rdma_zc.c.
  *
  * Recovery: nothing here posts; callers post the chains built here. A sink
  * registration whose READ chain failed is recovered (rrr_reg_recover), never
@@ -243,6 +245,8 @@ int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, siz
 		nreg = ctx->sink->nsegs;
 		RRR__STAT_ADD(rc->base.st, registrations, nreg);
 		RRR__STAT_ADD(rc->base.st, hole_splits, ctx->sink->holes);
+		if (nreg > 1 + ctx->sink->holes) /* one entry: the rest are depth cuts */
+			RRR__STAT_ADD(rc->base.st, depth_splits, nreg - 1 - ctx->sink->holes);
 		for (i = 0; i < nreg; i++)
 			ctx->wrs[i] = ctx->sink->reg_wr[i];
 		for (i = 0; i + 1 < nreg; i++)
@@ -454,6 +458,7 @@ void rrr__svc_rdma_ddp_reset(struct svc_rdma_ctx *ctx)
 void rrr__svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res)
 {
 	rrr__svc_rdma_ddp_reset(ctx);
+	ctx->zc_k = -1;
 	if (ctx->hdr->nwrite == 0)
 		return;
 	ctx->ddp.encode = ddp_encode;
@@ -464,8 +469,8 @@ void rrr__svc_rdma_ddp_init(struct svc_rdma_ctx *ctx, struct rrr_xdr *res)
 
 /* ------------------------------------------------------------------ writes */
 
-static int add_write(struct svc_rdma_ctx *ctx, unsigned *n, uint64_t src, uint32_t len,
-		     uint32_t lkey, const struct rrr_rdma_seg *seg)
+int rrr__svc_rdma_add_write(struct svc_rdma_ctx *ctx, unsigned *n, uint64_t src, uint32_t len,
+			    uint32_t lkey, const struct rrr_rdma_seg *seg)
 {
 	struct rrr_send_wr *wr;
 
@@ -504,6 +509,15 @@ int rrr__svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rh
 		out->total = left;
 		if (left > in->total)
 			return -EMSGSIZE; /* cannot happen: the hook checked */
+		if ((int)k == ctx->zc_k && left) {
+			/* the application's memory, registered for this reply */
+			err = rrr__svc_rdma_zc_writes(ctx, in, out, n);
+			if (err)
+				return err;
+			RRR__STAT_ADD(rc->base.st, write_chunks, 1);
+			RRR__STAT_ADD(rc->base.st, rdma_write_bytes, out->total);
+			continue;
+		}
 		for (i = 0; i < in->nsegs; i++) {
 			uint32_t put = left < in->segs[i].length ? left : in->segs[i].length;
 
@@ -511,7 +525,7 @@ int rrr__svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rh
 			out->segs[i].length = put;
 			if (!put)
 				continue;
-			err = add_write(ctx, n, src, put, rrr_mr_lkey(ctx->pay.mr), &in->segs[i]);
+			err = rrr__svc_rdma_add_write(ctx, n, src, put, rrr_mr_lkey(ctx->pay.mr), &in->segs[i]);
 			if (err)
 				return err;
 			src += put;
@@ -546,7 +560,7 @@ int rrr__svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src
 		if (!put)
 			continue;
 		err =
-		    add_write(ctx, n, (uint64_t)(uintptr_t)src, put, rrr_mr_lkey(mr), &in->segs[i]);
+		    rrr__svc_rdma_add_write(ctx, n, (uint64_t)(uintptr_t)src, put, rrr_mr_lkey(mr), &in->segs[i]);
 		if (err)
 			return err;
 		src += put;
@@ -555,4 +569,35 @@ int rrr__svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src
 	RRR__STAT_ADD(ctx->rc->base.st, reply_chunks, 1);
 	RRR__STAT_ADD(ctx->rc->base.st, rdma_write_bytes, len);
 	return 0;
+}
+
+/* ------------------------------------------------------------------ remote invalidation */
+
+/* Exactly one distinct handle in the whole call: the one to invalidate. */
+void rrr__svc_rdma_pick_inv(struct svc_rdma_ctx *ctx)
+{
+	const struct rrr_rdma_hdr *h = ctx->hdr;
+	uint32_t handle = 0, i, k;
+	unsigned cnt = 0;
+
+#define SEEN(x)                                                                                    \
+	do {                                                                                       \
+		if (cnt == 0) {                                                                    \
+			handle = (x);                                                              \
+			cnt = 1;                                                                   \
+		} else if ((x) != handle) {                                                        \
+			cnt = 2;                                                                   \
+		}                                                                                  \
+	} while (0)
+	for (i = 0; i < h->nread; i++)
+		SEEN(h->read[i].seg.handle);
+	for (k = 0; k < h->nwrite; k++)
+		for (i = 0; i < h->write[k].nsegs; i++)
+			SEEN(h->write[k].segs[i].handle);
+	if (h->has_reply)
+		for (i = 0; i < h->reply.nsegs; i++)
+			SEEN(h->reply.segs[i].handle);
+#undef SEEN
+	ctx->has_inv = cnt == 1;
+	ctx->inv_handle = handle;
 }

@@ -298,8 +298,19 @@ static inline void set_reg_wr(struct rrr_send_wr *wr, struct rrr_mr *mr, unsigne
 	wr->u.reg.access = access;
 }
 
+static const char *model_name(enum rrr_map_model m)
+{
+	return m == RRR_MAP_PAGE_LIST ? "page_list" : m == RRR_MAP_VIRT_CONTIG ? "virt_contig" : "gaps";
+}
+
 int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents, unsigned access,
 		struct rrr_reg_io *io)
+{
+	return rrr_reg_map_max(pool, sg, nents, access, RRR_REG_MAX_SEGS, io);
+}
+
+int rrr_reg_map_max(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents,
+		    unsigned access, unsigned max_regs, struct rrr_reg_io *io)
 {
 	struct rrr__reg_plan_seg plan[RRR_REG_MAX_SEGS];
 	uint32_t holes = 0, depth = 0;
@@ -309,15 +320,18 @@ int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents
 		return -EINVAL;
 	io->nsegs = 0;
 	io->holes = 0;
-	if (!pool || !sg || nents == 0)
+	if (!pool || !sg || nents == 0 || max_regs == 0)
 		return -EINVAL;
+	if (max_regs > RRR_REG_MAX_SEGS)
+		max_regs = RRR_REG_MAX_SEGS;
 	n = rrr__reg_plan(sg, nents, pool->model, pool->page_size, pool->pages_per_mr, plan,
-			  RRR_REG_MAX_SEGS);
+			  max_regs);
 	if (n == -E2BIG)
 		return rrr__set_error(-E2BIG,
-				      "scatterlist of %u entries needs more than %d "
-				      "registrations",
-				      nents, RRR_REG_MAX_SEGS);
+				      "scatterlist of %u entries needs more than %u "
+				      "registrations (map model %s, %u pages per registration)",
+				      nents, max_regs, model_name(pool->model),
+				      pool->pages_per_mr);
 	if (n < 0)
 		return n;
 	if ((uint32_t)n > pool->nfree + (pool->max_mrs - pool->nalloc)) {

@@ -373,6 +373,19 @@ int rrr_xdr_encode_payload(struct rrr_xdr *xdr, const struct iovec *iov, unsigne
 
 	if (!xdr_is(xdr, RRR_XDR_ENCODE) || (niov && !iov))
 		return -EINVAL;
+	if (!iov) {
+		/* the payload the call declared (struct rrr_xdr_ddp.payload) */
+		if (!xdr->ddp || !xdr->ddp->payload)
+			return -EINVAL;
+		iov = xdr->ddp->payload;
+		niov = xdr->ddp->npayload;
+		len = 0;
+		for (unsigned i = 0; i < niov; i++) {
+			if (iov[i].iov_len > UINT32_MAX - (uint64_t)len)
+				return -EMSGSIZE;
+			len += (uint32_t)iov[i].iov_len;
+		}
+	}
 	for (unsigned i = 0; i < niov; i++) {
 		if (iov[i].iov_len > UINT32_MAX || (iov[i].iov_len && !iov[i].iov_base))
 			return -EINVAL;

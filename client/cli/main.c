@@ -95,7 +95,7 @@ static void usage(FILE *f)
 		"  --stats                    print the connection counters at the end\n"
 		"  --timeout MS               per-call timeout (default 30000)\n"
 		"  --no-remote-inv            do not offer Send With Invalidate to the server\n"
-		"  --fail-fast                a lost connection fails calls that are not idempotent\n"
+		"  --fail-fast                while the server is unreachable calls fail at once\n"
 		"                             (default: re-send every call after the reconnect)\n"
 		"  --wait MODE                how the client waits for replies: adaptive\n"
 		"                             (default: spin up to --spin-us while replies\n"

@@ -44,7 +44,8 @@ static int enc_put(struct rrr_xdr *x, const void *a)
 	const struct put_args *p = a;
 	int rc = rrr_xdr_put_string(x, p->key);
 
-	return rc ? rc : rrr_xdr_encode_payload(x, &p->val, 1, (uint32_t)p->val.iov_len);
+	/* the value is call.payload: declared there, placed here */
+	return rc ? rc : rrr_xdr_encode_payload(x, NULL, 0, 0);
 }
 
 static int enc_key(struct rrr_xdr *x, const void *a)

@@ -73,6 +73,13 @@ const char *rrr_log_level_name(enum rrr_log_level level);
  * on this thread (for an operator), or NULL when none was recorded. The
  * string is thread-local and valid until the next library call on this
  * thread. Does not block.
+ * What it covers: every function that returns a negative errno records
+ * the sentence before returning, on the calling thread. An RPC call's
+ * status is delivered elsewhere (a callback, another thread): its sentence
+ * travels with the call (struct rrr_call.error, rrr/client.h) and is also
+ * copied here on the thread that runs the callback and on the thread that
+ * waited in rrr_clnt_call(). Lines the library emits outside any call go
+ * to the log hook instead.
  */
 const char *rrr_last_error(void);
 

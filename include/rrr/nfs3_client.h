@@ -69,9 +69,10 @@ struct rrr_nfs3_opts {
 	uint32_t uid, gid;         /* AUTH_SYS credentials */
 	bool auth_none;            /* send AUTH_NONE instead of AUTH_SYS */
 	bool no_remote_inv;        /* do not offer Send With Invalidate (RFC 8797) */
-	bool fail_fast;            /* rrr_clnt_opts.fail_fast: a connection loss fails
-				    * non-idempotent calls (-ECONNRESET) instead of
-				    * re-sending them after the reconnect (hard) */
+	bool fail_fast;            /* rrr_clnt_opts.fail_fast: while the server is
+				    * unreachable calls fail at once (-ECONNRESET,
+				    * -ENOTCONN) instead of being re-sent after the
+				    * reconnect (hard) */
 	unsigned nconnect;         /* connections to the server, 1 (default) ..
 				    * RRR_NFS3_MAX_NCONNECT; calls are spread
 				    * over them round-robin */

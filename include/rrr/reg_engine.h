@@ -151,6 +151,17 @@ void rrr_mrpool_stats(const struct rrr_mrpool *pool, struct rrr_reg_stats *st);
  */
 int rrr_reg_map(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents, unsigned access,
 		struct rrr_reg_io *io);
+/*
+ * rrr_reg_map_max - rrr_reg_map() with at most @max_regs registrations
+ * (capped at RRR_REG_MAX_SEGS): -E2BIG, with a sentence naming the map
+ * model and page-list depth, when the list needs more. The bound is
+ * checked by the planner before any MR is taken, so a list that does not
+ * fit costs no registration. A chunk of RFC 8166 may carry only as many
+ * segments as the peer accepts: this is how a transport keeps its limit.
+ * -EINVAL also for @max_regs 0. Other errors and blocking as rrr_reg_map().
+ */
+int rrr_reg_map_max(struct rrr_mrpool *pool, const struct rrr_sg *sg, unsigned nents,
+		    unsigned access, unsigned max_regs, struct rrr_reg_io *io);
 /* Same from an iovec ({base, 0, len} entries). -E2BIG beyond 1024 entries;
  * -EINVAL for an entry of 4 GiB or more. */
 int rrr_reg_map_iov(struct rrr_mrpool *pool, const struct iovec *iov, unsigned niov,

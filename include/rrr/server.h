@@ -12,11 +12,16 @@
  * rrr_xdr_decode_payload(): on RDMA the library has already pulled read
  * chunks into server buffers), encodes its results (DDP-eligible items
  * with rrr_xdr_encode_payload(): on RDMA the library pushes them through
- * the client's write chunk) and returns:
+ * the client's write chunk) and returns 0 or a negative errno, like every
+ * other function of the library:
  *    0                       SUCCESS: results were encoded
- *    RRR_SVC_GARBAGE_ARGS    args did not decode
- *    RRR_SVC_SYSTEM_ERR      internal failure (e.g. out of memory)
- *    RRR_SVC_DROP            send no reply at all
+ *    RRR_SVC_GARBAGE_ARGS    (-EBADMSG) args did not decode
+ *    RRR_SVC_DROP            (-EINPROGRESS) send no reply at all (the call
+ *                            is being answered elsewhere, e.g. a duplicate)
+ *    any other negative errno, RRR_SVC_SYSTEM_ERR (-EIO) among them:
+ *                            internal failure, SYSTEM_ERR reply
+ * (The positive values 1, 2, 3 of earlier versions still mean GARBAGE_ARGS,
+ * SYSTEM_ERR and DROP.)
  * Result payload buffers must stay valid until the reply is sent: allocate
  * them with rrr_svc_req_alloc(), which frees them when the request ends.
  *
@@ -26,6 +31,7 @@
 #ifndef RRR_SERVER_H
 #define RRR_SERVER_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,9 +52,10 @@ extern "C" {
 struct rrr_svc;
 struct rrr_svc_req;
 
-#define RRR_SVC_GARBAGE_ARGS 1
-#define RRR_SVC_SYSTEM_ERR 2
-#define RRR_SVC_DROP 3
+/* Handler results besides 0 (see above): negative errnos. */
+#define RRR_SVC_GARBAGE_ARGS (-EBADMSG)
+#define RRR_SVC_SYSTEM_ERR (-EIO)
+#define RRR_SVC_DROP (-EINPROGRESS)
 
 typedef int (*rrr_svc_handler_fn)(struct rrr_svc_req *req, struct rrr_xdr *args,
 				  struct rrr_xdr *res);
@@ -188,6 +195,36 @@ void *rrr_svc_req_alloc(struct rrr_svc_req *req, size_t len);
  * on RDMA the first write chunk's size, else the reply chunk's size, else
  * what fits inline (inline size - 1 KiB); on TCP the configured max. */
 uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req);
+/*
+ * rrr_svc_req_encode_payload_zc - encode a DDP-eligible result payload
+ * from the application's own memory without copying it: like
+ * rrr_xdr_encode_payload(@res, @iov, @niov, @len), but on RDMA, when the
+ * payload goes by the client's write chunk, @iov is registered for this
+ * request only (local access, as the source of the RDMA WRITE; the client
+ * gets no handle to it), written from in place, and the registration is
+ * invalidated after the reply is sent. Otherwise (TCP, inline, no write
+ * chunk) the bytes are copied at once. Either way @release(@arg) runs
+ * exactly once, on the worker thread, when the library no longer uses the
+ * memory (the reply was sent and its registration invalidated, or the
+ * request failed and it was recovered); until then the memory must stay
+ * valid and should not change (the client receives what it holds when the
+ * WRITE reads it). One per reply. Errors: -EINVAL (with a sentence: no
+ * release callback, more than RRR_XDR_PAYLOAD_MAX_IOV pieces, a second
+ * one), those of rrr_xdr_encode_payload(); then @release does not run.
+ * Never blocks (the registration is a work request posted with the reply).
+ */
+int rrr_svc_req_encode_payload_zc(struct rrr_svc_req *req, struct rrr_xdr *res,
+				  const struct iovec *iov, unsigned niov, uint32_t len,
+				  void (*release)(void *arg), void *arg);
+/* The server's boot verifier: 64 bits drawn when the process created its
+ * first server, the same for all its servers, never 0, and different in
+ * the next process. Carry it in your protocol's replies (as NFS does its
+ * write verifier) so a client can tell a restarted server, whose volatile
+ * state is gone, from a reconnect to the same one. @svc may be NULL.
+ * Thread-safe; never blocks. */
+uint64_t rrr_svc_boot_verifier(const struct rrr_svc *svc);
+/* The same, from a handler. */
+uint64_t rrr_svc_req_boot_verifier(const struct rrr_svc_req *req);
 
 #pragma GCC visibility pop
 

@@ -61,6 +61,16 @@ struct rrr_xprt_stats {
 	 * sent held 2 x max_payload of write- and reply-chunk bytes (the push
 	 * window, docs/embedding.md); 0 on a client */
 	uint64_t push_waits;
+	/* registration engine, more (docs/registration.md, "Counters"): a
+	 * registration that ended because its page list was full (the other
+	 * cause of a split, besides hole_splits); a map refused for want of a
+	 * free MR (-ENOBUFS: the call waits); the provider refused or mapped
+	 * other than planned; an MR that could not be recovered (destroyed).
+	 * The last two mean a provider bug */
+	uint64_t depth_splits;
+	uint64_t pool_empty;
+	uint64_t map_errors;
+	uint64_t recover_errors;
 };
 
 /* Print as "key value" lines, prefixed by @prefix (may be ""). */

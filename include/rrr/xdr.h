@@ -71,6 +71,11 @@ struct rrr_xdr_ddp {
 	int (*decode)(struct rrr_xdr *xdr, void *ctx, uint32_t len,
 		      struct iovec *iov, unsigned *niov);
 	void *ctx;
+	/* the payload the transport's call declared (client: struct
+	 * rrr_call.payload of a TO_SERVER call), or NULL: what
+	 * rrr_xdr_encode_payload(xdr, NULL, 0, 0) encodes */
+	const struct iovec *payload;
+	unsigned npayload;
 };
 
 /* Public so it can live on the stack; treat the fields as read-only. */
@@ -134,7 +139,10 @@ int rrr_xdr_skip(struct rrr_xdr *xdr, uint32_t n);
 
 #define RRR_XDR_PAYLOAD_MAX_IOV 64
 /* DDP-eligible variable opaque (see the comment at the top of this file).
- * encode: @len must equal the sum of the iovec lengths.
+ * encode: @len must equal the sum of the iovec lengths. @iov NULL with
+ * @niov 0 encodes the payload the call declared (the hook's payload, the
+ * client's struct rrr_call.payload: declared once, @len ignored); -EINVAL
+ * when the stream has none.
  * decode: fails with -E2BIG when the length word exceeds @max. Without a
  * hook *niov is 1 and iov[0] points into the stream. @iov must have room for
  * at least RRR_XDR_PAYLOAD_MAX_IOV entries. Errors otherwise those of the

@@ -444,9 +444,10 @@ Test(svc_stats, print_format)
 	cr_assert(strstr(buf, "x: credits 32\n"));
 	cr_assert(strstr(buf, "x: rdma_errors_sent 7\n"));
 	cr_assert(strstr(buf, "x: remote_inv 0\n"));
+	cr_assert(strstr(buf, "x: depth_splits 0\n"));
 	for (p = buf; *p; p++)
 		lines += *p == '\n';
-	cr_assert_eq(lines, 30, "one line per counter");
+	cr_assert_eq(lines, 34, "one line per counter");
 }
 
 struct tcp_pay {

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/clnt_rdma_impl.h - what the RPC-over-RDMA client transport
+ * (clnt_rdma.c: connection, sending, replies) and its chunk mapping
+ * (clnt_rdma_map.c: per-I/O, persistent and bounce registrations of a
+ * call's chunks) share: the per-connection state and the per-call slot.
+ * Everything here runs on the client's progress thread (clnt_impl.h).
+ */
+#ifndef RRR_CLIENT_CLNT_RDMA_IMPL_H
+#define RRR_CLIENT_CLNT_RDMA_IMPL_H
+
+#include <stdlib.h>
+#include <sys/uio.h>
+
+#include <rrr/reg_engine.h>
+#include <rrr/rpcrdma.h>
+
+#include "client/clnt_impl.h"
+
+#define TAG_CQ		1u
+#define TAG_CM		2u
+#define WR_RECV		0u
+#define WR_SEND		1u
+#define WR_INV		2u
+#define RECV_BATCH	8u
+#define CLIENT_IRD	16u
+#define MAX_PAYLOAD_CAP (1u << 20)
+#define PCACHE_MAX	256u
+
+enum { IO_SRC = 0, IO_SINK, IO_REP, IO_N };
+
+struct rslot {
+	bool busy;
+	bool sent;
+	bool ghost;	   /* the caller was answered; waiting for the late reply */
+	bool send_pending; /* SEND WR not completed */
+	bool replied;
+	unsigned inv_pending;
+	struct rrr__clnt_req *req;
+	uint32_t xid;
+	int status;	  /* reply status */
+	int abort_status; /* != 0: complete with this (timeout / cancel) */
+	int recv_idx;	  /* receive buffer held until decode, or -1 */
+	uint8_t *msg;
+	size_t msg_len;
+	bool placed;
+	uint32_t placed_len;
+	uint8_t *sbuf;
+	uint8_t *rbuf; /* reply chunk buffer */
+	uint32_t rbuf_cap;
+	uint8_t zpad[4];
+	struct rrr_reg_io io[IO_N];
+	/* long-lived segments (persistent_reg / bounce): never invalidated */
+	uint32_t nlseg[IO_N];
+	struct rrr_reg_seg lseg[IO_N][RRR_RDMA_MAX_CHUNK_SEGS];
+	uint8_t *bb[2]; /* bounce buffers: [0] source, [1] sink */
+	struct rrr_mr *bbmr[2];
+	bool bounce_sink; /* the write chunk points at bb[1] */
+	struct rrr_send_wr send_wr;
+	struct rrr_sge send_sge;
+	struct rrr_sg sg[RRR_XDR_PAYLOAD_MAX_IOV + 3];
+};
+
+struct rdma_xprt {
+	struct rrr_device *dev;
+	struct rrr_device_attr attr;
+	struct rrr_pd *pd;
+	struct rrr_cq *cq;
+	struct rrr_cm *cm;
+	struct rrr_cm_id *id;
+	struct rrr_qp *qp;
+	struct rrr_mrpool *pool;
+	bool watching;
+
+	uint32_t nslots;
+	struct rslot *slots;
+	uint8_t *sslab;
+	struct rrr_mr *smr;
+	uint32_t ssize;
+
+	uint32_t nrecv;
+	uint8_t *rslab;
+	struct rrr_mr *rmr;
+	uint32_t rsize;
+	struct rrr_recv_wr *rwr;
+	struct rrr_sge *rsge;
+	uint32_t *rfree; /* receive buffers waiting to be reposted */
+	uint32_t nrfree;
+	uint32_t posted;
+
+	uint32_t credits;
+	uint32_t inflight; /* sent, reply not received (ghosts included) */
+	uint32_t eff_send, eff_recv;
+	bool remote_inv; /* we told the peer it may use Send With Invalidate */
+	/* persistent_reg: long-lived registrations of caller memory, by range */
+	uint32_t npc;
+	struct pcache {
+		uint8_t *base;
+		size_t len;
+		struct rrr_mr *mr;
+	} pc[PCACHE_MAX];
+	struct rrr_rdma_hdr hdr; /* scratch */
+	/* calls' chains (REG_MRs + SEND) that rdma_send() queued for the next
+	 * rdma_flush(): linked SEND -> next chain, posted as one */
+	struct rrr_send_wr *db_head, *db_tail;
+	uint32_t db_n;	 /* calls queued */
+	bool db_failed; /* a post made by rdma_send() failed: connection gone */
+};
+
+static inline struct rdma_xprt *X(const struct rrr_clnt *c)
+{
+	return c->xprt;
+}
+
+/* Page-aligned allocation of at least @len bytes. */
+static inline void *alloc_pages(size_t len)
+{
+	return aligned_alloc(4096, (len + 4095u) & ~(size_t)4095u);
+}
+
+/* --- clnt_rdma_map.c ------------------------------------------------------ */
+
+/* Recover (fresh key, never left valid) every registration of slot @s. */
+void rrr__rdma_recover_ios(struct rdma_xprt *x, struct rslot *s);
+/* Map @n entries of s->sg per I/O into io @k, at most max_segs
+ * registrations: -EAGAIN when the pool is empty, -EMSGSIZE (with the
+ * call's sentence) when the list needs more registrations. */
+int rrr__rdma_map_io(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, unsigned access);
+/* The segments io @k offered (long-lived ones for persistent_reg/bounce). */
+const struct rrr_reg_seg *rrr__rdma_segs_of(const struct rslot *s, int k, uint32_t *n);
+/* Map a chunk for io @k: long-lived (benchmark options) or per I/O. */
+int rrr__rdma_map_chunk(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, unsigned access);
+/* Append @niov iovecs (at most @limit bytes, empty ones skipped) to @sg
+ * from index @n; returns the new count. */
+unsigned rrr__rdma_sg_from_iov(struct rrr_sg *sg, unsigned n, const struct iovec *iov,
+			       unsigned niov, uint64_t limit);
+uint64_t rrr__rdma_iov_total(const struct iovec *iov, unsigned n);
+/* Copy @len bytes gathered from @iov to @dst. */
+void rrr__rdma_copy_iov(uint8_t *dst, const struct iovec *iov, unsigned n, uint32_t len);
+
+#endif /* RRR_CLIENT_CLNT_RDMA_IMPL_H */
