@@ -48,7 +48,7 @@
  * --damage corrupt|truncate checks the checks: before the final pass,
  * client 0's first file is changed in the export behind the server's back
  * (a byte flipped, or its second half cut off), and the run must count it
- * and fail (tests/bench/test_soak.c).
+ * and fail (tests/bench/soak.c).
  *
  * Exit status: 0 pass, 1 fail, 2 usage.
  */

@@ -1,5 +1,5 @@
 # The client/server end-to-end suites that run on soft in `make test`
-# (tests/clnt test_rdma.c + test_svc.c, tests/svc rdma.c + hostile.c,
+# (tests/clnt rdma.c + svc.c, tests/svc rdma.c + hostile.c,
 # tests/reg soft.c) run here on the verbs provider over rxe0 (see
 # tests/test_env.h: RRR_TEST_PROVIDER, RRR_TEST_PROVIDER_OPTS, RRR_TEST_ADDR).
 #

@@ -1,4 +1,4 @@
-# DEVICE_REMOVAL under a live verbs connection (tests/verbs/test_removal.c).
+# DEVICE_REMOVAL under a live verbs connection (tests/verbs/removal.c).
 # Runs last: it deletes rxe0, then creates it again for any later script.
 set -u
 t="$RRR_BUILD/tests/verbs"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/verbs/test_engine.c - the registration engine (rrr/reg_engine.h) on a real
+ * tests/verbs/engine.c - the registration engine (rrr/reg_engine.h) on a real
  * verbs device, for the regmr and mw strategies: a scatterlist with a hole
  * becomes two registrations (RRR_MAP_VIRT_CONTIG), the peer WRITEs through
  * every handle and the bytes land exactly there (guards untouched), the

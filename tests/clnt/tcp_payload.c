@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/clnt/test_tcp_payload.c - TO_SERVER payloads over ONC RPC/TCP are
+ * tests/clnt/tcp_payload.c - TO_SERVER payloads over ONC RPC/TCP are
  * sent from the caller's buffers (sendmsg gathers them; client/clnt_tcp.c),
  * not copied into the encode buffer:
  *   - odd lengths and several iovecs (pad bytes zero) arrive byte-exact,

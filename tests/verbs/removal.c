@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/verbs/test_removal.c - RRR_CM_EVENT_DEVICE_REMOVAL: the device goes
+ * tests/verbs/removal.c - RRR_CM_EVENT_DEVICE_REMOVAL: the device goes
  * away under a live connection (rdma link delete), both sides are told, and
  * tearing everything down works (90-device-removal.sh then checks that the
  * device is gone once this process has exited).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/clnt/test_tcp.c - the client core over ONC RPC/TCP against a tiny
+ * tests/clnt/tcp.c - the client core over ONC RPC/TCP against a tiny
  * loopback server thread (helpers/tcp_srv.c): sync and async calls,
  * payloads with odd lengths into a sink, 64 concurrent calls from several
  * threads, timeout, cancel, peer hang-up mid-call (fail or retry once),
@@ -18,6 +18,7 @@
 #include <rrr/client.h>
 
 #include "helpers/tcp_srv.h"
+#include "../test_wait.h"
 
 static struct tsrv *srv;
 static struct rrr_clnt *clnt;
@@ -298,9 +299,13 @@ Test(tcp, cancel)
 	struct rrr_call c;
 	struct once o = {0};
 
+	struct rrr_xprt_stats st;
+	rrr_clnt_stats(clnt, &st);
+	uint64_t sent = st.send_bytes;
 	init_call(&c, TSRV_SILENT);
 	cr_assert_eq(rrr_clnt_call_async(clnt, &c, once_done, &o), 0);
-	usleep(50000);
+	/* cancel a call that is on the wire, not one still queued */
+	cr_assert(TEST_WAIT_UNTIL((rrr_clnt_stats(clnt, &st), st.send_bytes > sent), 10000));
 	cr_assert_eq(rrr_clnt_cancel(clnt, &c), 0);
 	cr_assert_eq(atomic_load(&o.runs), 1, "callback ran before cancel returned");
 	cr_assert_eq(atomic_load(&o.status), -ECANCELED);
@@ -382,7 +387,10 @@ Test(tcp, encode_failure_never_calls_back)
 	init_call(&c, TSRV_NULL);
 	c.encode = enc_fail;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &c, once_done, &o), -EINVAL);
-	usleep(20000);
+	/* a call after it completes on the same thread that would have run
+	 * the failed call's callback: had there been one, it ran by now */
+	init_call(&c, TSRV_NULL);
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(atomic_load(&o.runs), 0);
 	cr_assert_eq(rrr_clnt_call_async(clnt, NULL, once_done, &o), -EINVAL);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/clnt/test_embed.c - what a program built on the client library
+ * tests/clnt/embed.c - what a program built on the client library
  * relies on without reading its source: the limits it sets are kept
  * (max_segs, checked before a call is sent), failures say why (the call's
  * error sentence, rrr_last_error() on the waiting thread), fail_fast fails

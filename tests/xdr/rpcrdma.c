@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/xdr/test_rpcrdma.c - RPC-over-RDMA v1 header (RFC 8166) and RFC 8797
+ * tests/xdr/rpcrdma.c - RPC-over-RDMA v1 header (RFC 8166) and RFC 8797
  * private data (xdr/rpcrdma.c).
  *
  * The reference vectors below are written out byte by byte from the XDR

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/verbs/test_device.c - opening the verbs provider: options, attributes,
+ * tests/verbs/device.c - opening the verbs provider: options, attributes,
  * the automatic strategy choice, and the error a host without RDMA gets.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/bench/test_programs.c - rrr-bench as a user runs it: tiny runs of
+ * tests/bench/programs.c - rrr-bench as a user runs it: tiny runs of
  * `reg`, `io` (a real rrr-server process, real sockets, ephemeral ports)
  * and `crc` that must exit 0 and write JSON with the figures of every
  * strategy, mode and size asked for; usage errors exit 2. Found through

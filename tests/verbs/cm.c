@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/verbs/test_cm.c - connection management on a real device: resolve,
+ * tests/verbs/cm.c - connection management on a real device: resolve,
  * connect/accept with private data, reject with private data, disconnect
  * (flushes), addresses, and the resolve error for a non-RDMA address.
  */

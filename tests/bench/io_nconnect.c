@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/bench/test_io_nconnect.c - rrr-bench io with --nconnect (several
+ * tests/bench/io_nconnect.c - rrr-bench io with --nconnect (several
  * connections per NFS mode) and its page-fault figures, run as a user runs
  * it against a real rrr-server process (real sockets, ephemeral ports):
  * every NFS mode gets one result per connection count, the tcp baseline

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/xdr/test_xdr.c - the bounded XDR stream (xdr/xdr.c).
+ * tests/xdr/xdr.c - the bounded XDR stream (xdr/xdr.c).
  *
  * Byte-exact encodings written out by hand from RFC 4506, decode of the
  * same bytes, and the error contract: -EMSGSIZE when an encoder runs out of

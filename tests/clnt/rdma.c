@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/clnt/test_rdma.c - the RPC-over-RDMA client end to end on the
+ * tests/clnt/rdma.c - the RPC-over-RDMA client end to end on the
  * soft provider (real loopback TCP underneath; or the provider named by
  * RRR_TEST_PROVIDER, see tests/test_env.h) against a raw test server
  * (helpers/rdma_srv.c) that counts what the client really sent and can
@@ -23,6 +23,7 @@
 #include <rrr/rpcrdma.h>
 
 #include "../test_env.h"
+#include "../test_wait.h"
 #include "helpers/rdma_srv.h"
 
 static struct rsrv *srv;
@@ -648,8 +649,11 @@ Test(rdma, foreign_invalidation_disconnects, .init = init_fail_fast)
 	hold.ddp = RRR_DDP_FROM_SERVER;
 	hold.payload = &d;
 	hold.npayload = 1;
+	rrr_clnt_stats(clnt, &st);
+	uint64_t sent = st.send_bytes;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
-	usleep(50000);
+	/* the held call is on the wire before the foreign one */
+	cr_assert(TEST_WAIT_UNTIL((rrr_clnt_stats(clnt, &st), st.send_bytes > sent), 10000));
 	init_call(&c, RS_FOREIGN);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -ECONNRESET);
 	for (int i = 0; i < 200 && !atomic_load(&o.runs); i++)

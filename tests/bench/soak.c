@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/bench/test_soak.c - rrr-bench soak as make test runs it: its
+ * tests/bench/soak.c - rrr-bench soak as make test runs it: its
  * options, and the 60-second version of the soak of docs/reliability.md
  * (4 clients x QD8 on one spawned rrr-server, the soft provider dropping
  * client connections at 200 ppm of its fault points, a server restart

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/xdr/test_oncrpc.c - ONC RPC v2 headers (xdr/oncrpc.c).
+ * tests/xdr/oncrpc.c - ONC RPC v2 headers (xdr/oncrpc.c).
  *
  * Vectors are written out by hand from RFC 5531 section 9 and appendix A.
  * Each is decoded, re-encoded byte for byte, and truncated at every offset;

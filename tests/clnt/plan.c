@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/clnt/test_plan.c - RPC-over-RDMA client decisions without a
+ * tests/clnt/plan.c - RPC-over-RDMA client decisions without a
  * network: chunk planning for every size regime (RFC 8166 / RFC 8267 /
  * xprtrdma rules), header sizes against the real encoder, classification
  * of hand-built replies of every type, and decoding of a reply whose DDP

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/verbs/test_data.c - data transfer on a real device with long-lived
+ * tests/verbs/data.c - data transfer on a real device with long-lived
  * MRs: SEND/RECV (several SGEs), RDMA WRITE, RDMA READ, and the epoll fd.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/xdr/test_oncrpc_rm.c - ONC RPC record marking reassembly
+ * tests/xdr/oncrpc_rm.c - ONC RPC record marking reassembly
  * (xdr/oncrpc_rm.c, RFC 5531 section 11): single and multi-fragment
  * records, zero-length fragments, records beyond the maximum refused
  * before any allocation, several records in one feed, byte-at-a-time

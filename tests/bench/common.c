@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/bench/test_common.c - the helpers every rrr-bench figure goes
+ * tests/bench/common.c - the helpers every rrr-bench figure goes
  * through: order statistics, size parsing, the reproducing command line,
  * the JSON writer (byte-exact), and the TCP baseline (counts and bounds).
  */

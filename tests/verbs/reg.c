@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/verbs/test_reg.c - per-I/O registration on a real device, for each
+ * tests/verbs/reg.c - per-I/O registration on a real device, for each
  * strategy: map_sg (virtually contiguous prefix), REG_MR, remote WRITE
  * through the new key, LOCAL_INV, key rotation, that a stale key is refused
  * after invalidation (not for "persistent": it is unsafe by design, and the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/clnt/test_svc.c - the client against the server library in a
+ * tests/clnt/svc.c - the client against the server library in a
  * SEPARATE PROCESS (fork; soft provider and TCP over loopback): inline,
  * read chunk, write chunk (with Send With Invalidate by the server), reply
  * chunk and RDMA_NOMSG calls with data verified, 64 concurrent calls from
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include <rrr/server.h>
 
 #include "../test_env.h"
+#include "../test_wait.h"
 
 #define CS_PROG 0x20000097u
 
@@ -114,8 +116,25 @@ static int h_sum(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return 0;
 }
 
+/* Slow handlers entered so far, counted in memory the server process shares
+ * with the test (mapped before the fork), so a test waits for a handler to
+ * be running rather than for a time. */
+static atomic_uint *entered;
+
+static void count_entry(void)
+{
+	if (entered)
+		atomic_fetch_add(entered, 1);
+}
+
+static unsigned entered_now(void)
+{
+	return entered ? atomic_load(entered) : 0;
+}
+
 static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
+	count_entry();
 	(void)r;
 	(void)a;
 	(void)s;
@@ -132,7 +151,8 @@ static int h_slowfill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *
 
 	if (rrr_xdr_get_u32(a, &n) || rrr_xdr_get_u32(a, &ms) || n > (1u << 20) || ms > 5000)
 		return RRR_SVC_GARBAGE_ARGS;
-	usleep(ms * 1000u);
+	count_entry();
+	usleep(ms * 1000u); /* the slow work itself */
 	buf = rrr_svc_req_alloc(r, n ? n : 1);
 	if (!buf)
 		return RRR_SVC_SYSTEM_ERR;
@@ -199,6 +219,12 @@ static void start_server_on(uint32_t credits, const uint16_t *want)
 {
 	int p[2];
 
+	if (!entered) {
+		entered = mmap(NULL, sizeof(*entered), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		cr_assert_neq(entered, MAP_FAILED);
+		atomic_init(entered, 0);
+	}
 	cr_assert_eq(pipe(p), 0);
 	child = fork();
 	cr_assert_geq(child, 0);
@@ -709,9 +735,10 @@ static void sleep_call_then_kill_server(struct rrr_call *c, struct iovec *d, int
 	c->npayload = 1;
 	c->timeout_ms = timeout_ms;
 	uint64_t posts = posts_now();
+	unsigned in = entered_now();
 	cr_assert_eq(rrr_clnt_call_async(clnt, c, note_done, NULL), 0);
 	wait_sent(posts);
-	usleep(100000); /* the server sleeps in the handler */
+	cr_assert(TEST_WAIT_UNTIL(entered_now() > in, 10000), "the server runs the handler");
 	kill(child, SIGKILL);
 	waitpid(child, &s, 0);
 	child = 0;
@@ -782,9 +809,10 @@ Test(svc, rdma_call_survives_server_restart, .init = init_rdma)
 	int limit_ms = tenv_is_soft() ? 8000 : 30000;
 	c.timeout_ms = (uint32_t)limit_ms;
 	uint64_t posts = posts_now();
+	unsigned in = entered_now();
 	cr_assert_eq(rrr_clnt_call_async(clnt, &c, note_done, NULL), 0);
 	wait_sent(posts);
-	usleep(300000); /* the server sleeps in the handler */
+	cr_assert(TEST_WAIT_UNTIL(entered_now() > in, 10000), "the server runs the handler");
 	kill(child, SIGKILL);
 	waitpid(child, &ws, 0);
 	child = 0;
@@ -838,9 +866,11 @@ static void late_reply_case(int want_b)
 	 * its own handler on a loaded machine: generous, since what is
 	 * tested is that B is answered (or fails fast), not how soon */
 	b.timeout_ms = 10000 * (int)SLOW;
+	unsigned in = entered_now();
 	cr_assert_eq(rrr_clnt_call_async(clnt, &a, note_done, NULL), 0);
 	cr_assert_eq(wait_done(&a, 2000 * (int)SLOW), -ETIMEDOUT);
-	usleep(100000 * SLOW);
+	/* A's handler runs (B will wait behind it on the server's worker) */
+	cr_assert(TEST_WAIT_UNTIL(entered_now() > in, 10000), "the server runs A's handler");
 	uint64_t posts = posts_now();
 	cr_assert_eq(rrr_clnt_call_async(clnt, &b, note_done, NULL), 0);
 	/* B is on the wire (it waits behind A on the server's worker) before
@@ -854,7 +884,9 @@ static void late_reply_case(int want_b)
 		for (uint32_t i = 0; i < 2000; i++)
 			cr_assert_eq(db[i], (uint8_t)(i * 7 + 3), "B byte %u", i);
 	}
-	usleep(300000); /* whatever else the server might send has arrived */
+	/* B completed after A's late RDMA Write broke the old connection (it
+	 * is what made the client reconnect, or fail B fast): nothing of A's
+	 * can arrive any more */
 	for (size_t i = 0; i < sizeof(da); i++)
 		cr_assert_eq(da[i], 0xee, "byte %zu of the timed-out call's sink was written", i);
 	rrr_clnt_stats(clnt, &st);
