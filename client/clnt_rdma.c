@@ -457,13 +457,13 @@ fail:
 			      c->provider, strerror(-rc));
 }
 
-static void slot_release(struct rdma_xprt *x, struct rslot *s)
+/* A DONE slot whose SEND has completed is free again (an ORPHANED one
+ * holds its credit until the late reply makes it DONE). */
+static void slot_release(struct rrr_clnt *c, struct rslot *s)
 {
-	if (!s->busy || s->req || s->send_pending || s->inv_pending)
+	if (s->state != RRR__RSLOT_DONE || s->req || s->send_pending || s->inv_pending)
 		return;
-	if (s->ghost && !s->replied && x->qp)
-		return; /* holds its credit until the late reply */
-	s->busy = s->sent = s->ghost = s->replied = false;
+	(void)rrr__rslot_to(c, s, RRR__RSLOT_FREE);
 	s->abort_status = 0;
 	s->placed = false;
 }
@@ -486,7 +486,7 @@ static void rdma_close(struct rrr_clnt *c)
 	for (uint32_t i = 0; i < x->nslots; i++) {
 		struct rslot *s = &x->slots[i];
 
-		if (!s->busy)
+		if (s->state == RRR__RSLOT_FREE)
 			continue;
 		for (int k = 0; k < IO_N; k++)
 			rrr_reg_recover(x->pool, &s->io[k]);
@@ -496,8 +496,10 @@ static void rdma_close(struct rrr_clnt *c)
 		s->send_pending = false;
 		s->inv_pending = 0;
 		s->recv_idx = -1;
-		s->ghost = false;
-		slot_release(x, s);
+		/* recovery: registrations recovered, the slot is free */
+		(void)rrr__rslot_to(c, s, RRR__RSLOT_FREE);
+		s->abort_status = 0;
+		s->placed = false;
 	}
 	x->inflight = 0;
 	x->posted = 0;
@@ -510,7 +512,7 @@ static void rdma_close(struct rrr_clnt *c)
 static struct rslot *free_slot(struct rdma_xprt *x)
 {
 	for (uint32_t i = 0; i < x->nslots; i++)
-		if (!x->slots[i].busy)
+		if (x->slots[i].state == RRR__RSLOT_FREE)
 			return &x->slots[i];
 	return NULL;
 }
@@ -524,7 +526,8 @@ static bool rdma_can_send(struct rrr_clnt *c)
 		return false;
 	if (x->inflight >= x->credits) {
 		for (uint32_t i = 0; i < x->nslots; i++)
-			if (x->slots[i].busy && x->slots[i].ghost && !x->slots[i].replied)
+			if (x->slots[i].state == RRR__RSLOT_ABORTED ||
+			    x->slots[i].state == RRR__RSLOT_ORPHANED)
 				ghosts++;
 		if (ghosts && ghosts >= x->inflight)
 			c->broken = true; /* a silent server holds every credit */
@@ -650,6 +653,8 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 					    "size %u: lower max_segs",
 					    in.max_segs, in.inline_send);
 	s->req = req; /* sentences of the mapping name the call */
+	s->xid = req->xid;
+	(void)rrr__rslot_to(c, s, RRR__RSLOT_MAPPED);
 
 	for (int k = 0; k < IO_N; k++) {
 		s->io[k].nsegs = 0;
@@ -774,10 +779,8 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	 * rule too) */
 	if (++x->db_n >= rrr__doorbell_max(x->credits) && db_post(c))
 		x->db_failed = true;
-	s->busy = true;
-	s->sent = true;
+	(void)rrr__rslot_to(c, s, RRR__RSLOT_SENT);
 	s->send_pending = true;
-	s->ghost = s->replied = false;
 	s->inv_pending = 0;
 	s->abort_status = 0;
 	s->recv_idx = -1;
@@ -803,6 +806,7 @@ unmap:
 	/* mapped but never posted: recover returns them INVALID to the pool */
 	rrr__rdma_recover_ios(x, s);
 	s->req = NULL;
+	(void)rrr__rslot_to(c, s, RRR__RSLOT_FREE);
 	return rc;
 }
 
@@ -848,7 +852,11 @@ static void finish_slot(struct rrr_clnt *c, struct rslot *s)
 		recycle_recv(x, s->recv_idx);
 		s->recv_idx = -1;
 	}
-	slot_release(x, s);
+	/* the caller is answered: a replied slot is done, an aborted one
+	 * still owes its late reply */
+	(void)rrr__rslot_to(c, s,
+			    s->state == RRR__RSLOT_ABORTED ? RRR__RSLOT_ORPHANED : RRR__RSLOT_DONE);
+	slot_release(c, s);
 }
 
 /* Post LOCAL_INVs for every registration of @s still valid; finish when
@@ -892,7 +900,9 @@ static struct rslot *find_slot(struct rdma_xprt *x, uint32_t xid)
 	for (uint32_t i = 0; i < x->nslots; i++) {
 		struct rslot *s = &x->slots[i];
 
-		if (s->busy && s->sent && !s->replied && s->xid == xid)
+		if ((s->state == RRR__RSLOT_SENT || s->state == RRR__RSLOT_ABORTED ||
+		     s->state == RRR__RSLOT_ORPHANED) &&
+		    s->xid == xid)
 			return s;
 	}
 	return NULL;
@@ -913,7 +923,7 @@ static bool held_by_other(const struct rdma_xprt *x, const struct rslot *self, u
 	for (uint32_t i = 0; i < x->nslots; i++) {
 		const struct rslot *o = &x->slots[i];
 
-		if (o == self || !o->busy)
+		if (o == self || o->state == RRR__RSLOT_FREE)
 			continue;
 		for (int k = 0; k < IO_N; k++)
 			for (uint32_t j = 0; j < o->io[k].nsegs && j < RRR_REG_MAX_SEGS; j++)
@@ -940,11 +950,14 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 	buf = x->rslab + (size_t)idx * x->rsize;
 	RRR__CLNT_STAT_ADD(c, recv_bytes, len);
 	s = (len >= 4 && len <= x->rsize) ? find_slot(x, be32(buf)) : NULL;
+	/* a ghost: its caller was (or is being) answered after a timeout or
+	 * cancel; only the late reply is still owed */
+	bool ghost = s && (s->state == RRR__RSLOT_ABORTED || s->state == RRR__RSLOT_ORPHANED);
 	if (wc->wc_flags & RRR_WC_WITH_INV) {
 		/* A ghost's own registrations may already be back in the pool,
 		 * so its late reply may name a handle it no longer holds - but
 		 * never one that another call in flight still holds. */
-		if (!s || (s->ghost ? held_by_other(x, s, wc->invalidated_rkey)
+		if (!s || (ghost ? held_by_other(x, s, wc->invalidated_rkey)
 				    : !owns_handle(x, s, wc->invalidated_rkey))) {
 			recycle_recv(x, (int)idx);
 			rrr__set_error(-EPROTO,
@@ -963,7 +976,7 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 	}
 	off.write = rrr__rdma_segs_of(s, IO_SINK, &off.nwrite);
 	off.reply = rrr__rdma_segs_of(s, IO_REP, &off.nreply);
-	if (s->ghost) {
+	if (ghost) {
 		/* the engine may have reused these MRs: offer nothing */
 		off.nwrite = off.nreply = 0;
 	}
@@ -973,14 +986,18 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 
 		x->credits = cr > c->opts.max_requests ? c->opts.max_requests : cr;
 	}
-	s->replied = true;
 	if (x->inflight)
 		x->inflight--;
-	if (s->ghost) {
+	if (ghost) {
 		recycle_recv(x, (int)idx);
-		slot_release(x, s);
+		/* ABORTED: its invalidation finishes it (with the abort's
+		 * status); ORPHANED: its credit is back */
+		(void)rrr__rslot_to(c, s,
+				    s->state == RRR__RSLOT_ABORTED ? RRR__RSLOT_REPLIED : RRR__RSLOT_DONE);
+		slot_release(c, s);
 		return 0;
 	}
+	(void)rrr__rslot_to(c, s, RRR__RSLOT_REPLIED);
 	RRR__CLNT_STAT_ADD(c, replies, 1);
 	s->status = v.status;
 	s->placed = v.placed;
@@ -1027,7 +1044,7 @@ static int handle_wc(struct rrr_clnt *c, const struct rrr_wc *wc)
 		s->send_pending = false;
 		if (wc->status != RRR_WC_SUCCESS)
 			return -ENOTCONN;
-		slot_release(x, s);
+		slot_release(c, s);
 		return 0;
 	}
 	if (kind != WR_INV)
@@ -1135,9 +1152,9 @@ static void rdma_abort(struct rrr_clnt *c, struct rrr__clnt_req *req, int status
 		return;
 	}
 	s->abort_status = status;
-	if (s->replied)
+	if (s->state != RRR__RSLOT_SENT)
 		return; /* invalidation already running; finish uses abort_status */
-	s->ghost = true;
+	(void)rrr__rslot_to(c, s, RRR__RSLOT_ABORTED);
 	if (start_inv(c, s))
 		c->broken = true;
 }

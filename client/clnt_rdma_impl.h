@@ -29,12 +29,40 @@
 
 enum { IO_SRC = 0, IO_SINK, IO_REP, IO_N };
 
+/*
+ * The life of a call's slot (docs/design.md, "Request lifecycle (client)"),
+ * one state per slot, changed only by rrr__rslot_to(), which rejects an
+ * edge this table does not name and fires the USDT probe rrr:call_state:
+ *
+ *   FREE --send--> MAPPED --queued--> SENT --reply--> REPLIED --invalidated,
+ *    ^               |                  |                ^     caller answered--> DONE
+ *    |   mapping     |          timeout,|      late reply|                          |
+ *    +---failed------+          cancel  v                |                          |
+ *    |                               ABORTED ------------+                          |
+ *    |                                  | invalidated, caller answered              |
+ *    |                                  v                                           |
+ *    |                               ORPHANED --late reply (holds a credit till)--> DONE
+ *    +--------------------------- SEND completed <----------------------------------+
+ *
+ * plus recovery: a lost connection takes every slot back to FREE (its
+ * registrations recovered, never left valid). Outstanding work requests
+ * are counted beside the state (send_pending, inv_pending): a slot leaves
+ * DONE only when its SEND has completed.
+ */
+enum rrr__rslot_state {
+	RRR__RSLOT_FREE = 0,
+	RRR__RSLOT_MAPPED,   /* registrations being made; nothing posted */
+	RRR__RSLOT_SENT,     /* queued or posted; waiting for the reply */
+	RRR__RSLOT_REPLIED,  /* reply in; the call's registrations being invalidated */
+	RRR__RSLOT_ABORTED,  /* timed out or cancelled before the reply: invalidating */
+	RRR__RSLOT_ORPHANED, /* the caller was answered; waiting for the late reply */
+	RRR__RSLOT_DONE,     /* the caller was answered; waiting for the SEND's completion */
+	RRR__RSLOT_NSTATES
+};
+
 struct rslot {
-	bool busy;
-	bool sent;
-	bool ghost;	   /* the caller was answered; waiting for the late reply */
+	enum rrr__rslot_state state;
 	bool send_pending; /* SEND WR not completed */
-	bool replied;
 	unsigned inv_pending;
 	struct rrr__clnt_req *req;
 	uint32_t xid;
@@ -137,5 +165,19 @@ unsigned rrr__rdma_sg_from_iov(struct rrr_sg *sg, unsigned n, const struct iovec
 uint64_t rrr__rdma_iov_total(const struct iovec *iov, unsigned n);
 /* Copy @len bytes gathered from @iov to @dst. */
 void rrr__rdma_copy_iov(uint8_t *dst, const struct iovec *iov, unsigned n, uint32_t len);
+
+/* The state's name, for probes and messages. */
+const char *rrr__rslot_state_name(enum rrr__rslot_state st);
+/* Whether @from -> @to is an edge of the slot's life (the table above). */
+bool rrr__rslot_edge(enum rrr__rslot_state from, enum rrr__rslot_state to);
+/* Move slot @s (of connection @c, for the probe) to @to: 0, or -EINVAL
+ * when the table has no such edge (the state is then unchanged and the
+ * bug is logged once). */
+int rrr__rslot_to(const struct rrr_clnt *c, struct rslot *s, enum rrr__rslot_state to);
+/* A slot in use: every state but FREE. */
+static inline bool rrr__rslot_busy(const struct rslot *s)
+{
+	return s->state != RRR__RSLOT_FREE;
+}
 
 #endif /* RRR_CLIENT_CLNT_RDMA_IMPL_H */
