@@ -30,15 +30,17 @@
  * destroy; the accept thread's epoll data points at the listener) and a
  * connection only through its own (struct rrr__svc_conn_ops: on_event,
  * on_msg, shutdown, destroy; a worker's epoll data points at the
- * connection). The transports (svc_tcp.c, svc_rdma.c) call down into the
+ * connection). The transports (svc_tcp.c, svc_rdma_*.c) call down into the
  * core API of server/svc_impl.h (adopt, dispatch, request end, epoll
  * interest, close, limits) and count through the counters their
- * connection points to (c->st); svc_rdma_rw.c sits below svc_rdma.c and
- * calls neither it nor svc.c. So one RDMA call is driven from one place:
+ * connection points to (c->st); svc_rdma_rw.c sits below the other
+ * svc_rdma_*.c files and calls neither them nor svc.c. So one RDMA call is
+ * driven from one place:
  *
- *   worker (here) -> ops->on_event (svc_rdma.c), which calls in turn
- *       svc_rdma_rw.c (plan and build the READs), rrr__svc_dispatch() (here),
- *       svc_rdma_rw.c (WRITE chunks), and at the Send completion
+ *   worker (here) -> ops->on_event (svc_rdma_transport.c), which calls in
+ *       turn svc_rdma_recvfrom.c (validate, then svc_rdma_rw.c to plan and
+ *       build the READs), rrr__svc_dispatch() (here), svc_rdma_sendto.c
+ *       (svc_rdma_rw.c for the WRITE chunks), and at the Send completion
  *       rrr__svc_req_end() (here)
  *
  * every call pointing down and returning; none goes back up a layer.
@@ -167,7 +169,7 @@ struct rrr_svc {
 	int donefd;	/* eventfd: a worker exited */
 	atomic_bool stopping;
 	atomic_bool running;
-	struct rrr__svc_limits limits; /* svc_limits.c */
+	struct rrr__svc_limits limits; /* svc_admit.c */
 };
 
 struct rrr__svc_limits *rrr__svc_limits(struct rrr_svc *svc)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/svc_impl.h - what the server's transports (svc_tcp.c, svc_rdma.c)
+ * server/svc_impl.h - what the server's transports (svc_tcp.c, svc_rdma_*.c)
  * share with the transport-independent core (svc.c).
  *
  * A connection (struct rrr__svc_conn) is owned by exactly one worker
@@ -64,7 +64,7 @@ struct rrr__svc_conn {
 	bool in_epoll; /* fd added to the worker's epoll set */
 	int refs;      /* atomic; freed by destroy at 0 */
 	struct rrr__svc_conn *next, *prev;
-	bool admitted;	 /* counted by rrr__svc_admit() (svc_limits.c) */
+	bool admitted;	 /* counted by rrr__svc_admit() (svc_admit.c) */
 	bool idle_shut;	 /* shut down by the idle timeout */
 	int64_t last_ms; /* last traffic (worker clock, ms) */
 };
@@ -194,9 +194,9 @@ struct rrr__svc_listener {
 };
 
 extern const struct rrr__svc_listener_ops rrr__svc_tcp_listener_ops;  /* svc_tcp.c */
-extern const struct rrr__svc_listener_ops rrr__svc_rdma_listener_ops; /* svc_rdma.c */
+extern const struct rrr__svc_listener_ops rrr__svc_rdma_listener_ops; /* svc_rdma_transport.c */
 
-/* --- svc_limits.c: admission, idle and set-up limits, shedding ------------- */
+/* --- svc_admit.c: admission, idle and set-up limits, shedding -------------- */
 
 #define RRR_SVC_IDLE_TIMEOUT_MS	   360000u
 #define RRR_SVC_STAG_BUDGET	   65536u /* registrations a device offers (soft's table) */

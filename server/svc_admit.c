@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/svc_limits.c - what keeps one peer (or a flood of stalled TCP
+ * server/svc_admit.c - what keeps one peer (or a flood of stalled TCP
  * connects) from locking every other client out of the server: admission
  * of connections (max_conns in total, max_conns_per_addr per peer IP
  * address), the idle timeout's bookkeeping, connection set-up limits
  * handed to the provider's CM, shedding when the process runs out of file
  * descriptors, the counters of all of these, and the log lines an
- * operator reads when a limit is hit.
+ * operator reads when a limit is hit. (What one RPC-over-RDMA header may
+ * carry - segments, chunks - is bounded where it is decoded:
+ * rrr_rdma_hdr_decode() in xdr/rpcrdma.c, with the limits the connection
+ * passes, svc_rdma_transport.c.)
  *
  * Normal operation. The accept thread admits every new connection before
  * it allocates anything for it (RDMA: at CONNECT_REQUEST, which is then
