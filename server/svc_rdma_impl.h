@@ -169,6 +169,11 @@ struct svc_rdma_conn {
  * completion has not been seen yet when the client's next call arrives. */
 #define SVC_RDMA_CTX_SLACK 4u
 
+/* Send-queue entries per request context: a reply is a SEND and a few
+ * WRITEs, a pull a REG_MR, a READ or a few and a LOCAL_INV; a longer chain
+ * waits for room (counted as a credit stall). */
+#define SVC_RDMA_SQ_PER_CTX 8u
+
 /* The pull window, in records of max_payload bytes: the read-chunk bytes a
  * connection pulls at once (a call larger than the window still goes,
  * alone). Two: one call's data landing while the next one's Read Request

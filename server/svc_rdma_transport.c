@@ -18,7 +18,13 @@
  * which iWARP registers with remote write rights), CQ (its fd goes into the
  * owning worker's epoll), QP, one registered region of receive buffers and
  * one of send buffers; max_requests + batch receives are posted before the
- * accept.
+ * accept. The send queue is sized from the credits (SVC_RDMA_SQ_PER_CTX
+ * work requests per request context, at least the longest chain,
+ * SVC_RDMA_MAX_WRS), not the device's maximum: the soft provider writes
+ * its rings once when they are made, so that is what an idle connection
+ * holds (about 170 KiB with 32 credits, where a 4,096-entry send queue and
+ * its completion queue took 1.2 MiB). The receive and send regions are
+ * reserved, not written: their pages are taken when traffic comes.
  *
  * Completions (worker thread). The worker's epoll says the CQ fd is
  * readable; the connection polls its CQ in batches of 32, hands receives
@@ -482,7 +488,19 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 		rc->batch = SVC_RDMA_BATCH_MAX;
 	rc->nrecv = rc->max_requests + rc->batch;
 	rc->max_ctx = rc->max_requests + SVC_RDMA_CTX_SLACK;
-	rc->sq_depth = svc_rdma_min_u32(l->attr.max_qp_wr ? l->attr.max_qp_wr : 1024, 4096);
+	/* the send queue the credits need (a chain that does not fit waits
+	 * its turn), never less than the longest chain: a software provider
+	 * writes its whole ring when the QP is made, and an idle connection
+	 * should not hold a ring of the device's maximum */
+	{
+		uint32_t max_wr = l->attr.max_qp_wr ? l->attr.max_qp_wr : 1024;
+
+		rc->sq_depth = rc->max_ctx * SVC_RDMA_SQ_PER_CTX;
+		if (rc->sq_depth < SVC_RDMA_MAX_WRS)
+			rc->sq_depth = SVC_RDMA_MAX_WRS;
+		if (rc->sq_depth > max_wr)
+			rc->sq_depth = max_wr;
+	}
 	if (rc->sq_depth < SVC_RDMA_MAX_WRS) {
 		err = rrr__set_error(-EINVAL, "device send queue (%u WRs) is too small",
 				     rc->sq_depth);
