@@ -195,7 +195,7 @@ void rrr_svc_opts_init(struct rrr_svc_opts *opts)
 	opts->no_remote_inv = false;
 }
 
-static int opts_check(struct rrr_svc_opts *o)
+static int opts_check(struct rrr_svc_opts *o, char *why, size_t len)
 {
 	if (o->max_requests == 0)
 		o->max_requests = 32;
@@ -228,7 +228,7 @@ static int opts_check(struct rrr_svc_opts *o)
 	}
 	if (o->nthreads > SVC_MAX_THREADS)
 		o->nthreads = SVC_MAX_THREADS;
-	rrr__svc_limits_defaults(o);
+	rrr__svc_limits_defaults(o, why, len);
 	return 0;
 }
 
@@ -278,6 +278,7 @@ static int worker_init(struct rrr_svc *svc, struct rrr__svc_worker *w, unsigned 
 int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out)
 {
 	struct rrr_svc *svc;
+	char why[sizeof(((struct rrr__svc_limits *)0)->why)] = "";
 	unsigned i;
 	int rc;
 
@@ -291,10 +292,11 @@ int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out)
 		svc->opts = *opts;
 	else
 		rrr_svc_opts_init(&svc->opts);
-	rc = opts_check(&svc->opts);
+	rc = opts_check(&svc->opts, why, sizeof(why));
 	if (rc)
 		goto err_free;
 	rrr__svc_limits_init(&svc->limits, &svc->opts);
+	memcpy(svc->limits.why, why, sizeof(why));
 	svc->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	svc->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (svc->stopfd < 0 || svc->donefd < 0) {

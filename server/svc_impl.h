@@ -199,7 +199,9 @@ extern const struct rrr__svc_listener_ops rrr__svc_rdma_listener_ops; /* svc_rdm
 /* --- svc_admit.c: admission, idle and set-up limits, shedding -------------- */
 
 #define RRR_SVC_IDLE_TIMEOUT_MS	   360000u
-#define RRR_SVC_STAG_BUDGET	   65536u /* registrations a device offers (soft's table) */
+#define RRR_SVC_STAG_BUDGET	   ((1u << 24) - 1u) /* registrations the soft device's STag space holds */
+#define RRR_SVC_CONN_FDS	   3u /* descriptors a soft-RDMA connection holds */
+#define RRR_SVC_CONN_MEM	   (256u << 10) /* what an idle connection may cost, at most */
 #define RRR_SVC_MAX_CONNS_PER_ADDR 128u
 #define RRR__SVC_PEER_BUCKETS	   64u
 
@@ -221,6 +223,8 @@ struct rrr__svc_limits {
 	struct rrr__svc_peer *peers[RRR__SVC_PEER_BUCKETS];
 	uint32_t nconns;
 	uint32_t max_conns, max_per_addr;
+	uint32_t idle_ms;
+	char why[400]; /* where max_conns came from (rrr_svc_limits_describe) */
 	struct rrr_svc_limit_stats st;	     /* counters (lock) */
 	struct rrr_cm_limit_stats cm_folded; /* of listeners already destroyed (lock) */
 	int reserve_fd;			     /* given up to shed when out of fds */
@@ -230,8 +234,9 @@ struct rrr__svc_limits {
 	uint64_t pending_log[RRR__SVC_LOG_KINDS];
 };
 
-/* Fill the limit options left 0 with their defaults. */
-void rrr__svc_limits_defaults(struct rrr_svc_opts *o);
+/* Fill the limits' defaults of @o; max_conns from the host (svc_admit.c
+ * says how), and a sentence of where it came from into @why (@len bytes). */
+void rrr__svc_limits_defaults(struct rrr_svc_opts *o, char *why, size_t len);
 int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o);
 void rrr__svc_limits_fini(struct rrr__svc_limits *L);
 struct rrr__svc_limits *rrr__svc_limits(struct rrr_svc *svc);
