@@ -385,6 +385,7 @@ static void pull_start(struct svc_rdma_ctx *ctx, uint32_t idx, uint32_t len)
 	rrr__svc_rdma_post_chain(ctx);
 }
 
+/* ------------------------------------------------------------------ deferral */
 
 /* Start the calls that waited for a context or a window, in order, once
  * there is room (or the connection is ending: they are then dropped). */
