@@ -34,16 +34,12 @@
  * core API of server/svc_impl.h (adopt, dispatch, request end, epoll
  * interest, close, limits) and count through the counters their
  * connection points to (c->st); svc_rdma_rw.c sits below the other
- * svc_rdma_*.c files and calls neither them nor svc.c. So one RDMA call is
- * driven from one place:
- *
- *   worker (here) -> ops->on_event (svc_rdma_transport.c), which calls in
- *       turn svc_rdma_recvfrom.c (validate, then svc_rdma_rw.c to plan and
- *       build the READs), rrr__svc_dispatch() (here), svc_rdma_sendto.c
- *       (svc_rdma_rw.c for the WRITE chunks), and at the Send completion
- *       rrr__svc_req_end() (here)
- *
- * every call pointing down and returning; none goes back up a layer.
+ * svc_rdma_*.c and calls none of them. So one RDMA call is driven from one
+ * place: worker (here) -> ops->on_event (svc_rdma_transport.c) ->
+ * svc_rdma_recvfrom.c (validate; svc_rdma_rw.c plans the READs),
+ * rrr__svc_dispatch() (here), svc_rdma_sendto.c (svc_rdma_rw.c: WRITE
+ * chunks); at the Send completion rrr__svc_req_end() (here): every call
+ * pointing down and returning; none goes back up a layer.
  *
  * Memory a handler needs until its reply is sent comes from the request
  * arena (rrr_svc_req_alloc): 64-byte aligned pieces of blocks that
@@ -277,8 +273,8 @@ static int worker_init(struct rrr_svc *svc, struct rrr__svc_worker *w, unsigned 
 
 int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out)
 {
-	struct rrr_svc *svc;
 	char why[sizeof(((struct rrr__svc_limits *)0)->why)] = "";
+	struct rrr_svc *svc;
 	unsigned i;
 	int rc;
 
@@ -295,8 +291,7 @@ int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out)
 	rc = opts_check(&svc->opts, why, sizeof(why));
 	if (rc)
 		goto err_free;
-	rrr__svc_limits_init(&svc->limits, &svc->opts);
-	memcpy(svc->limits.why, why, sizeof(why));
+	rrr__svc_limits_init(&svc->limits, &svc->opts, why);
 	svc->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	svc->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (svc->stopfd < 0 || svc->donefd < 0) {

@@ -142,9 +142,11 @@ int rrr_svc_limits_describe(struct rrr_svc *svc, char *buf, size_t len)
 			mc, L->why, pa, idle);
 }
 
-int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o)
+int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o,
+			 const char *why)
 {
 	memset(L, 0, sizeof(*L));
+	snprintf(L->why, sizeof(L->why), "%s", why ? why : "");
 	pthread_mutex_init(&L->lock, NULL);
 	L->max_conns = o->max_conns;
 	L->max_per_addr = o->max_conns_per_addr;

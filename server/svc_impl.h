@@ -237,7 +237,10 @@ struct rrr__svc_limits {
 /* Fill the limits' defaults of @o; max_conns from the host (svc_admit.c
  * says how), and a sentence of where it came from into @why (@len bytes). */
 void rrr__svc_limits_defaults(struct rrr_svc_opts *o, char *why, size_t len);
-int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o);
+/* Set up @L from the filled options @o; @why says where max_conns came
+ * from (rrr_svc_limits_describe). 0. */
+int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o,
+			 const char *why);
 void rrr__svc_limits_fini(struct rrr__svc_limits *L);
 struct rrr__svc_limits *rrr__svc_limits(struct rrr_svc *svc);
 /* Admit @c (its peer set) or refuse it: -EACCES when the application's
