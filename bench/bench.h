@@ -9,5 +9,6 @@ int rrr__bench_reg_main(int argc, char **argv); /* bench/bench_reg.c: per-I/O re
 int rrr__bench_io_main(int argc, char **argv);  /* bench/io.c: end-to-end NFSv3 I/O */
 int rrr__bench_crc_main(int argc, char **argv); /* bench/crc.c: CRC32C vs memcpy GB/s */
 int rrr__bench_soak_main(int argc, char **argv); /* bench/soak.c: faults, restart, verify */
+int rrr__bench_scale_main(int argc, char **argv); /* bench/scale.c: N connections, one server */
 
 #endif

@@ -57,7 +57,7 @@
 #include <rrr/provider.h>
 
 #define NMODES_NFS 5
-#define MAX_QD	   128
+#define MAX_QD	   IO_MAX_CONNS /* one call in flight per connection at most (scale) */
 #define BENCH_FILE "rrr-bench-io.dat"
 
 struct io_nfs {
@@ -72,7 +72,7 @@ struct io_nfs {
 	struct rrr_rpc_cred cred; /* AUTH_SYS as this process (servers refuse AUTH_NONE) */
 	bool created;		  /* ... exists on the server */
 	uint32_t rsize, wsize;	  /* the server's limits (FSINFO, capped at 1 MiB) */
-	struct rrr_clnt *clnt[NMODES_NFS][IO_MAX_NCONNECT];
+	struct rrr_clnt **clnt[NMODES_NFS]; /* max_nconnect each, made at first use */
 	uint8_t *bufs; /* file_size bytes: qd payload buffers of size */
 };
 
@@ -92,6 +92,12 @@ static int set_err(int rc, const char *fmt, const char *what)
 		     e ? ": " : "", e ? e : "") < 0)
 		g_err[0] = '\0';
 	return rc;
+}
+
+/* Connections per mode. */
+static unsigned nconn_of(const struct io_nfs *n)
+{
+	return n->cfg.max_nconnect ? n->cfg.max_nconnect : 1;
 }
 
 /* --- the server ------------------------------------------------------------ */
@@ -198,6 +204,15 @@ static int spawn_server(struct io_nfs *n)
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
+		}
+		if (n->cfg.server_nofile) {
+			struct rlimit rl;
+
+			if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+				rl.rlim_cur = n->cfg.server_nofile < rl.rlim_max ? n->cfg.server_nofile
+										 : rl.rlim_max;
+				setrlimit(RLIMIT_NOFILE, &rl);
+			}
 		}
 		av[k++] = path;
 		av[k++] = "--export";
@@ -368,10 +383,12 @@ void rrr__bench_io_nfs_teardown(struct io_nfs *n)
 {
 	if (!n)
 		return;
-	for (int i = 0; i < NMODES_NFS; i++)
-		for (int k = IO_MAX_NCONNECT; k-- > 0;)
+	for (int i = 0; i < NMODES_NFS; i++) {
+		for (unsigned k = n->clnt[i] ? nconn_of(n) : 0; k-- > 0;)
 			if (n->clnt[i][k])
 				rrr_clnt_destroy(n->clnt[i][k]);
+		free(n->clnt[i]);
+	}
 	if (n->created && !n->dir[0]) {
 		/* someone else's server: remove the benchmark file */
 		struct rrr_nfs3_opts mo;
@@ -427,7 +444,7 @@ struct run {
 	uint64_t ops, next_off;
 	uint64_t completed; /* every completion, warm-up included */
 	struct rrr__bench_samples lat;
-	struct slot slots[MAX_QD];
+	struct slot slots[]; /* qd */
 };
 
 static void done_cb(struct rrr_nfs3_io *io, int status, void *arg);
@@ -502,19 +519,24 @@ static void done_cb(struct rrr_nfs3_io *io, int status, void *arg)
  * one right after the other. */
 static int get_clnts(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rrr_clnt ***out)
 {
-	unsigned nc = n->cfg.max_nconnect ? n->cfg.max_nconnect : 1;
+	unsigned nc = nconn_of(n);
 	struct rrr_clnt_opts o;
 	int rc;
 
-	if (n->clnt[mode][0]) {
+	if (n->clnt[mode]) {
 		*out = n->clnt[mode];
 		return 0;
 	}
+	n->clnt[mode] = calloc(nc, sizeof(*n->clnt[mode]));
+	if (!n->clnt[mode])
+		return -ENOMEM;
 	rrr_clnt_opts_init(&o);
 	o.host = n->host;
 	o.provider = n->cfg.provider;
 	o.provider_opts = n->cfg.provider_opts;
-	o.max_requests = qd > 32 ? qd : 32;
+	/* credits: the whole depth on few connections (io), the default on
+	 * many (scale: about one call each) */
+	o.max_requests = nc > IO_MAX_NCONNECT || qd <= 32 ? 32 : qd;
 	o.no_remote_inv = n->cfg.no_remote_inv;
 	if (n->cfg.wait)
 		(void)rrr_wait_mode_parse(n->cfg.wait, &o.wait_mode); /* checked by io.c */
@@ -531,16 +553,35 @@ static int get_clnts(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rr
 			o.inline_send = o.inline_recv = 4096;
 		o.bounce = mode == IO_MODE_BOUNCE;
 	}
-	for (unsigned k = 0; k < nc && k < IO_MAX_NCONNECT; k++)
-		if ((rc = rrr_clnt_create(&o, &n->clnt[mode][k]))) {
-			while (k-- > 0) {
+	for (unsigned k = 0; k < nc; k++) {
+		if (n->cfg.src_addrs)
+			rrr__bench_src_addr(k % n->cfg.src_addrs);
+		rc = rrr_clnt_create(&o, &n->clnt[mode][k]);
+		if (rc) {
+			while (k-- > 0)
 				rrr_clnt_destroy(n->clnt[mode][k]);
-				n->clnt[mode][k] = NULL;
-			}
+			free(n->clnt[mode]);
+			n->clnt[mode] = NULL;
 			return set_err(rc, "connect", o.transport);
 		}
+	}
 	*out = n->clnt[mode];
 	return 0;
+}
+
+int rrr__bench_io_nfs_connect(struct io_nfs *n, enum io_mode mode, unsigned qd)
+{
+	struct rrr_clnt **cl;
+
+	if (!n || mode >= NMODES_NFS)
+		return -EINVAL;
+	g_err[0] = '\0';
+	return get_clnts(n, mode, qd, &cl);
+}
+
+int rrr__bench_io_nfs_server_pid(const struct io_nfs *n)
+{
+	return n && n->server > 0 ? (int)n->server : 0;
 }
 
 /* Minor and major faults of another process from /proc/PID/stat (fields
@@ -637,7 +678,7 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 	}
 	if ((rc = get_clnts(n, mode, qd, &cl)))
 		return rc;
-	r = calloc(1, sizeof(*r));
+	r = calloc(1, sizeof(*r) + (size_t)qd * sizeof(r->slots[0]));
 	if (!r)
 		return -ENOMEM;
 	r->n = n;

@@ -51,10 +51,15 @@ struct io_nfs_cfg {
 	const char *wait;      /* --wait for client and server (NULL: default) */
 	const char *spin_us;   /* --spin-us for client and server (NULL: default) */
 	uint64_t file_size;    /* bytes the benchmark file needs */
-	unsigned max_nconnect; /* connections per mode opened at first use (1..16) */
+	unsigned max_nconnect; /* connections per mode opened at first use
+				* (io: 1..IO_MAX_NCONNECT; scale: 1..IO_MAX_CONNS) */
+	unsigned src_addrs;    /* 0: the kernel's source address; else connection k
+				* comes from 127.0.1.(1 + k % src_addrs) (bench/srcaddr.c) */
+	unsigned server_nofile; /* 0: inherited; else the spawned server's fd limit */
 };
 
 #define IO_MAX_NCONNECT 16
+#define IO_MAX_CONNS	4096
 
 struct io_nfs;
 
@@ -66,6 +71,15 @@ const char *rrr__bench_io_nfs_error(void);
 /* Run @mode for @seconds (after @warmup unmeasured seconds) with @qd calls
  * of @size bytes in flight, spread round-robin over @nconnect connections
  * (1 .. cfg.max_nconnect); adds to @out. MAY BLOCK. */
+/* Open @mode's connections now (else the first run does), e.g. to measure
+ * what they cost before any load. 0 or -errno. MAY BLOCK. */
+int rrr__bench_io_nfs_connect(struct io_nfs *nfs, enum io_mode mode, unsigned qd);
+/* The spawned server's pid, or 0 when it is not ours. */
+int rrr__bench_io_nfs_server_pid(const struct io_nfs *nfs);
+/* Where the next connections come from (bench/srcaddr.c): 127.0.1.(1 + k),
+ * k < 254. */
+void rrr__bench_src_addr(unsigned k);
+
 int rrr__bench_io_nfs_run(struct io_nfs *nfs, enum io_mode mode, bool write, uint64_t size,
 			  unsigned qd, unsigned nconnect, double seconds, double warmup,
 			  struct io_result *out);

@@ -17,6 +17,7 @@ static const struct {
 	{"io", rrr__bench_io_main, "end-to-end NFSv3 READ/WRITE: per-I/O vs persistent vs bounce vs TCP"},
 	{"crc", rrr__bench_crc_main, "CRC32C (rrr_crc32c) GB/s beside memcpy of the same bytes"},
 	{"soak", rrr__bench_soak_main, "N clients x QD write/verify files through drops and a server restart"},
+	{"scale", rrr__bench_scale_main, "one server, 1 .. 4096 client connections: IOPS, p99, RSS per connection"},
 };
 
 static void usage(FILE *f)

@@ -31,7 +31,7 @@
  * REG_MR WRs are chained ahead of the SEND. The chains of the calls the
  * core sends in one run are posted together (rdma_flush), a quarter of the
  * credit window at most per post: one doorbell per batch, as the server
- * does with its replies (svc_rdma.c).
+ * does with its replies (svc_rdma_sendto.c).
  *
  * A reply. The RECV is matched to its slot by xid. A remote invalidation
  * must name a handle this call owns (else: protocol violation,

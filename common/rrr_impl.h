@@ -142,7 +142,7 @@ static inline int64_t rrr__mono_ms(void)
 #define RRR__STAT_SET(st, field, v) __atomic_store_n(&(st)->field, (v), __ATOMIC_RELAXED)
 
 /*
- * Doorbell batching (client/clnt_rdma.c, server/svc_rdma.c): how many calls
+ * Doorbell batching (client/clnt_rdma.c, server/svc_rdma_sendto.c): how many calls
  * or replies that are ready together go out in one post to the send queue.
  * A quarter of the credit window: with the whole window in one post, client
  * and server take turns (one works through 32 messages while the other

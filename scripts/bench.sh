@@ -44,11 +44,15 @@ if [[ $QUICK == 1 ]]; then
 	IO_SECS=0.2
 	IO_ROUNDS=1
 	NC_SECS=0.1
+	SCALE_CONNS=1,16,64
+	SCALE_SECS=0.2
 else
 	REG_ITERS=5000
 	IO_SECS=1
 	IO_ROUNDS=3
 	NC_SECS=0.5
+	SCALE_CONNS=1,16,64,256,1024
+	SCALE_SECS=0.5
 fi
 
 # 1. registration cost per strategy (soft provider), every layout.
@@ -64,6 +68,11 @@ run io io --provider soft --sizes 4k,1m --qd 1,32 --seconds "$IO_SECS" \
 # (where spreading can pay): ~20 s. OUT/io-nconnect.*; not in the plots or goals.
 run io-nconnect io --provider soft --modes rdma,nfs-tcp --sizes 4k,1m --qd 32 \
 	--nconnect 1,2,4 --seconds "$NC_SECS" --rounds 1 --warmup 0.2
+
+# 2c. one server, many connections (bench/scale.c): 4 KiB READs, about one in
+# flight per connection, soft RDMA beside NFS over TCP; a fresh server per count
+# (~1 min). OUT/scale.*, plotted below.
+run scale scale --provider soft --conns "$SCALE_CONNS" --seconds "$SCALE_SECS" --warmup 0.2
 
 # 3. raw provider figures (bench/raw.c), if that subcommand takes --json.
 # raw: both sides wait as the library does by default (adaptive); raw-event:
@@ -178,6 +187,48 @@ plot_io() {
 	EOF
 }
 
+plot_scale() {
+	local json=$OUT/scale.json dat=$OUT/scale.dat
+	[[ -s $json ]] || return 0
+	# rows: mode conns iops p99_us server_kib client_kib cpu_us
+	flatten "$json" | awk '
+	{
+		delete f
+		for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
+		if (f["error"] != "") next
+		print f["mode"], f["conns"], f["iops"], f["lat_p99_us"], f["server_rss_kib_per_conn"], f["client_rss_kib_per_conn"], f["cpu_us_per_op"]
+	}' >"$dat"
+	[[ -s $dat ]] || return 0
+	local p1="" p2="" p3="" m
+	for m in $(awk '{ print $1 }' "$dat" | awk '!seen[$0]++'); do
+		p1+="${p1:+, }'< grep \"^$m \" $dat' using 2:3 with linespoints title '$m IOPS', '< grep \"^$m \" $dat' using 2:4 axes x1y2 with linespoints dashtype 2 title '$m p99 us'"
+		p2+="${p2:+, }'< grep \"^$m \" $dat' using 2:5 with linespoints title '$m server', '< grep \"^$m \" $dat' using 2:6 with linespoints dashtype 2 title '$m client'"
+		p3+="${p3:+, }'< grep \"^$m \" $dat' using 2:7 with linespoints title '$m'"
+	done
+	gnuplot <<-EOF
+		set terminal pngcairo size 1000,1000 noenhanced
+		set output '$OUT/scale.png'
+		set multiplot layout 3,1 title 'rrr-bench scale: one server, N connections, 4 KiB READs, ~1 in flight each'
+		set logscale x 2
+		set xlabel 'connections'
+		set grid
+		set key outside right
+		set ylabel 'IOPS (aggregate)'
+		set y2label 'p99 latency (us)'
+		set y2tics
+		set logscale y2
+		plot $p1
+		unset y2tics
+		unset y2label
+		unset logscale y2
+		set ylabel 'RSS KiB per connection'
+		plot $p2
+		set ylabel 'CPU us per I/O'
+		plot $p3
+		unset multiplot
+	EOF
+}
+
 # ---------------------------------------------------------------- goals
 # The targets of the standard run, computed from the JSON just written
 # (targets, not assertions): docs/bench/goals.txt.
@@ -240,6 +291,22 @@ goals() {
 				}
 			}'
 		done
+		[[ -s $OUT/scale.json ]] && flatten "$OUT/scale.json" | awk '
+		{
+			delete f
+			for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
+			if (f["error"] != "") next
+			m = f["mode"]
+			if (f["iops"] > peak[m]) peak[m] = f["iops"]
+			if (f["conns"] + 0 > last[m]) { last[m] = f["conns"] + 0; liops[m] = f["iops"]; srv[m] = f["server_rss_kib_per_conn"] }
+		}
+		END {
+			for (m in peak) {
+				x = peak[m] > 0 ? liops[m] / peak[m] : -1
+				printf "scale: %s IOPS at %d connections / peak: %.0f / %.0f = %.2f; target at 1024 >= 0.8: %s\n", m, last[m], liops[m], peak[m], x, (last[m] < 1024 ? "not measured" : (x >= 0.8 ? "met" : "missed"))
+				if (m == "rdma") printf "scale: server RSS per idle soft-RDMA connection at %d: %.0f KiB; target <= 256: %s\n", last[m], srv[m], (srv[m] <= 256 ? "met" : "missed")
+			}
+		}'
 		[[ -s $peer ]] && flatten "$peer" | awk '
 		{
 			delete f
@@ -256,6 +323,7 @@ goals() {
 if command -v gnuplot >/dev/null; then
 	plot_reg || fail=1
 	plot_io || fail=1
+	plot_scale || fail=1
 	ls -1 "$OUT"/*.png 2>/dev/null | sed 's/^/plot: /'
 else
 	echo "bench.sh: gnuplot not installed (Debian: gnuplot-nox); no plots" >&2

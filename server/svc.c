@@ -30,18 +30,16 @@
  * destroy; the accept thread's epoll data points at the listener) and a
  * connection only through its own (struct rrr__svc_conn_ops: on_event,
  * on_msg, shutdown, destroy; a worker's epoll data points at the
- * connection). The transports (svc_tcp.c, svc_rdma.c) call down into the
+ * connection). The transports (svc_tcp.c, svc_rdma_*.c) call down into the
  * core API of server/svc_impl.h (adopt, dispatch, request end, epoll
  * interest, close, limits) and count through the counters their
- * connection points to (c->st); svc_rdma_rw.c sits below svc_rdma.c and
- * calls neither it nor svc.c. So one RDMA call is driven from one place:
- *
- *   worker (here) -> ops->on_event (svc_rdma.c), which calls in turn
- *       svc_rdma_rw.c (plan and build the READs), rrr__svc_dispatch() (here),
- *       svc_rdma_rw.c (WRITE chunks), and at the Send completion
- *       rrr__svc_req_end() (here)
- *
- * every call pointing down and returning; none goes back up a layer.
+ * connection points to (c->st); svc_rdma_rw.c sits below the other
+ * svc_rdma_*.c and calls none of them. So one RDMA call is driven from one
+ * place: worker (here) -> ops->on_event (svc_rdma_transport.c) ->
+ * svc_rdma_recvfrom.c (validate; svc_rdma_rw.c plans the READs),
+ * rrr__svc_dispatch() (here), svc_rdma_sendto.c (svc_rdma_rw.c: WRITE
+ * chunks); at the Send completion rrr__svc_req_end() (here): every call
+ * pointing down and returning; none goes back up a layer.
  *
  * Memory a handler needs until its reply is sent comes from the request
  * arena (rrr_svc_req_alloc): 64-byte aligned pieces of blocks that
@@ -167,7 +165,7 @@ struct rrr_svc {
 	int donefd;	/* eventfd: a worker exited */
 	atomic_bool stopping;
 	atomic_bool running;
-	struct rrr__svc_limits limits; /* svc_limits.c */
+	struct rrr__svc_limits limits; /* svc_admit.c */
 };
 
 struct rrr__svc_limits *rrr__svc_limits(struct rrr_svc *svc)
@@ -193,7 +191,7 @@ void rrr_svc_opts_init(struct rrr_svc_opts *opts)
 	opts->no_remote_inv = false;
 }
 
-static int opts_check(struct rrr_svc_opts *o)
+static int opts_check(struct rrr_svc_opts *o, char *why, size_t len)
 {
 	if (o->max_requests == 0)
 		o->max_requests = 32;
@@ -226,7 +224,7 @@ static int opts_check(struct rrr_svc_opts *o)
 	}
 	if (o->nthreads > SVC_MAX_THREADS)
 		o->nthreads = SVC_MAX_THREADS;
-	rrr__svc_limits_defaults(o);
+	rrr__svc_limits_defaults(o, why, len);
 	return 0;
 }
 
@@ -275,6 +273,7 @@ static int worker_init(struct rrr_svc *svc, struct rrr__svc_worker *w, unsigned 
 
 int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out)
 {
+	char why[sizeof(((struct rrr__svc_limits *)0)->why)] = "";
 	struct rrr_svc *svc;
 	unsigned i;
 	int rc;
@@ -289,10 +288,10 @@ int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out)
 		svc->opts = *opts;
 	else
 		rrr_svc_opts_init(&svc->opts);
-	rc = opts_check(&svc->opts);
+	rc = opts_check(&svc->opts, why, sizeof(why));
 	if (rc)
 		goto err_free;
-	rrr__svc_limits_init(&svc->limits, &svc->opts);
+	rrr__svc_limits_init(&svc->limits, &svc->opts, why);
 	svc->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	svc->donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (svc->stopfd < 0 || svc->donefd < 0) {

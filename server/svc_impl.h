@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/svc_impl.h - what the server's transports (svc_tcp.c, svc_rdma.c)
+ * server/svc_impl.h - what the server's transports (svc_tcp.c, svc_rdma_*.c)
  * share with the transport-independent core (svc.c).
  *
  * A connection (struct rrr__svc_conn) is owned by exactly one worker
@@ -64,7 +64,7 @@ struct rrr__svc_conn {
 	bool in_epoll; /* fd added to the worker's epoll set */
 	int refs;      /* atomic; freed by destroy at 0 */
 	struct rrr__svc_conn *next, *prev;
-	bool admitted;	 /* counted by rrr__svc_admit() (svc_limits.c) */
+	bool admitted;	 /* counted by rrr__svc_admit() (svc_admit.c) */
 	bool idle_shut;	 /* shut down by the idle timeout */
 	int64_t last_ms; /* last traffic (worker clock, ms) */
 };
@@ -201,12 +201,14 @@ struct rrr__svc_listener {
 };
 
 extern const struct rrr__svc_listener_ops rrr__svc_tcp_listener_ops;  /* svc_tcp.c */
-extern const struct rrr__svc_listener_ops rrr__svc_rdma_listener_ops; /* svc_rdma.c */
+extern const struct rrr__svc_listener_ops rrr__svc_rdma_listener_ops; /* svc_rdma_transport.c */
 
-/* --- svc_limits.c: admission, idle and set-up limits, shedding ------------- */
+/* --- svc_admit.c: admission, idle and set-up limits, shedding -------------- */
 
 #define RRR_SVC_IDLE_TIMEOUT_MS	   360000u
-#define RRR_SVC_STAG_BUDGET	   65536u /* registrations a device offers (soft's table) */
+#define RRR_SVC_STAG_BUDGET	   ((1u << 24) - 1u) /* registrations the soft device's STag space holds */
+#define RRR_SVC_CONN_FDS	   3u /* descriptors a soft-RDMA connection holds */
+#define RRR_SVC_CONN_MEM	   (256u << 10) /* what an idle connection may cost, at most */
 #define RRR_SVC_MAX_CONNS_PER_ADDR 128u
 #define RRR__SVC_PEER_BUCKETS	   64u
 
@@ -228,6 +230,8 @@ struct rrr__svc_limits {
 	struct rrr__svc_peer *peers[RRR__SVC_PEER_BUCKETS];
 	uint32_t nconns;
 	uint32_t max_conns, max_per_addr;
+	uint32_t idle_ms;
+	char why[400]; /* where max_conns came from (rrr_svc_limits_describe) */
 	struct rrr_svc_limit_stats st;	     /* counters (lock) */
 	struct rrr_cm_limit_stats cm_folded; /* of listeners already destroyed (lock) */
 	int reserve_fd;			     /* given up to shed when out of fds */
@@ -237,9 +241,13 @@ struct rrr__svc_limits {
 	uint64_t pending_log[RRR__SVC_LOG_KINDS];
 };
 
-/* Fill the limit options left 0 with their defaults. */
-void rrr__svc_limits_defaults(struct rrr_svc_opts *o);
-int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o);
+/* Fill the limits' defaults of @o; max_conns from the host (svc_admit.c
+ * says how), and a sentence of where it came from into @why (@len bytes). */
+void rrr__svc_limits_defaults(struct rrr_svc_opts *o, char *why, size_t len);
+/* Set up @L from the filled options @o; @why says where max_conns came
+ * from (rrr_svc_limits_describe). 0. */
+int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o,
+			 const char *why);
 void rrr__svc_limits_fini(struct rrr__svc_limits *L);
 struct rrr__svc_limits *rrr__svc_limits(struct rrr_svc *svc);
 /* Admit @c (its peer set) or refuse it: -EACCES when the application's

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/svc_rdma_impl.h - shared between svc_rdma.c (connections, receive
- * and send paths) and svc_rdma_rw.c (RDMA READ of read chunks, RDMA WRITE
- * of write and reply chunks, the DDP hook).
+ * server/svc_rdma_impl.h - shared between the files of the RPC-over-RDMA
+ * server: svc_rdma_transport.c (listener, accept, contexts, completions,
+ * failure and teardown), svc_rdma_recvfrom.c (receive path),
+ * svc_rdma_sendto.c (send path) and svc_rdma_rw.c (RDMA READ of read
+ * chunks, RDMA WRITE of write and reply chunks, the DDP hook). Everything
+ * here runs on the worker thread that owns the connection, except the
+ * accept path of svc_rdma_transport.c.
  */
 #ifndef RRR_SERVER_SVC_RDMA_IMPL_H
 #define RRR_SERVER_SVC_RDMA_IMPL_H
@@ -67,14 +71,14 @@ struct svc_rdma_ctx {
 	struct svc_rdma_buf pay; /* write chunk payload bounce */
 	size_t arg_len;
 	size_t arg_off; /* the rebuilt call starts at arg.p + arg_off */
-	/* pull window (svc_rdma.c): bytes this call's READs count against
+	/* pull window (svc_rdma_recvfrom.c): bytes this call's READs count against
 	 * it while in flight; the call's place in the wait list and the
 	 * receive buffer it holds while it waits */
 	uint64_t pull_need;
 	bool pulling;
 	struct svc_rdma_ctx *pull_next;
 	uint32_t pull_idx, pull_len;
-	/* push window (svc_rdma.c): write- and reply-chunk bytes of this
+	/* push window (svc_rdma_sendto.c): write- and reply-chunk bytes of this
 	 * call's reply, counted against it from post to Send completion */
 	uint64_t push_bytes;
 	/* per-I/O registration of the READ sink */
@@ -127,11 +131,12 @@ struct svc_rdma_conn {
 	uint32_t sq_depth, sq_free;
 	struct svc_rdma_ctx *sq_wait_head, *sq_wait_tail;
 	/* chains ready while a poll batch is handled, posted together by
-	 * db_flush() as one chained post (one doorbell): see svc_rdma.c */
+	 * rrr__svc_rdma_db_flush() as one chained post (one doorbell):
+	 * see svc_rdma_sendto.c */
 	struct svc_rdma_ctx *db_head, *db_tail;
 	uint32_t db_n; /* contexts queued */
 	uint32_t db_pulls; /* of them, chains that pull (REG/READ): posted
-			    * before a handler runs, see svc_rdma_dispatch */
+			    * before a handler runs, see rrr__svc_rdma_dispatch */
 	bool db_defer;
 	/* request contexts: at most max_requests + SVC_RDMA_CTX_SLACK; a call
 	 * that finds none waits (its receive buffer held) in the deferred
@@ -170,6 +175,11 @@ struct svc_rdma_conn {
  * completion has not been seen yet when the client's next call arrives. */
 #define SVC_RDMA_CTX_SLACK 4u
 
+/* Send-queue entries per request context: a reply is a SEND and a few
+ * WRITEs, a pull a REG_MR, a READ or a few and a LOCAL_INV; a longer chain
+ * waits for room (counted as a credit stall). */
+#define SVC_RDMA_SQ_PER_CTX 8u
+
 /* The pull window, in records of max_payload bytes: the read-chunk bytes a
  * connection pulls at once (a call larger than the window still goes,
  * alone). Two: one call's data landing while the next one's Read Request
@@ -185,14 +195,68 @@ struct svc_rdma_conn {
  * to be sent, so at most one more reply than the window is read ahead. */
 #define SVC_RDMA_PUSH_RECORDS 2u
 
-/* svc_rdma.c */
+/* Receive work requests are tagged with this bit and the buffer index. */
+#define SVC_RDMA_RECV_TAG (1ull << 63)
+/* Most receives reposted at once (the repost batch is credits / 4). */
+#define SVC_RDMA_BATCH_MAX 16u
+
+static inline uint32_t svc_rdma_min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+/* svc_rdma_transport.c */
 /* Tests: the most request contexts one connection had busy at once. */
 uint32_t rrr__svc_rdma_ctx_peak(void);
+/* A free request context of @rc, marked busy, or NULL when max_ctx are busy
+ * or memory ran out. */
+struct svc_rdma_ctx *rrr__svc_rdma_ctx_get(struct svc_rdma_conn *rc);
+/* End @ctx's request (recover its sink, leave the windows) and put it back
+ * on the free list; nothing when it is not busy. */
+void rrr__svc_rdma_ctx_put(struct svc_rdma_ctx *ctx);
+/* Protocol violation or failure (@why, NULL: quiet): mark @rc broken, end
+ * the calls that wait, disconnect once. */
+void rrr__svc_rdma_fail(struct svc_rdma_conn *rc, const char *why);
+/* Publish the negotiated credits and inline sizes in the counters, once. */
+void rrr__svc_rdma_set_gauges(struct svc_rdma_conn *rc);
+
+/* svc_rdma_recvfrom.c */
+/* Post receive buffers @idx[0..n) of @rc. 0 or -EIO. */
+int rrr__svc_rdma_post_recvs(struct svc_rdma_conn *rc, const uint32_t *idx, uint32_t n);
+/* Give receive buffer @idx back (UINT32_MAX: none) and repost the batch when
+ * full or @flush; a failed post fails @rc. */
+void rrr__svc_rdma_repost(struct svc_rdma_conn *rc, uint32_t idx, bool flush);
+/* A call of @len bytes arrived in receive buffer @idx (@resumed: it waited
+ * in the deferred ring): validate, defer, pull or dispatch it. */
+void rrr__svc_rdma_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bool resumed);
+/* Start the calls that waited for a context or a window, while there is room. */
+void rrr__svc_rdma_recv_resume(struct svc_rdma_conn *rc);
+/* The READs of @ctx completed or it ended: its bytes leave the pull window. */
+void rrr__svc_rdma_pull_end(struct svc_rdma_ctx *ctx);
+/* Start the pulls that now fit the pull window, in arrival order. */
+void rrr__svc_rdma_pull_kick(struct svc_rdma_conn *rc);
+/* Run the handler on the call at @buf (@len bytes) and send its reply. */
+void rrr__svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len);
+
+/* svc_rdma_sendto.c */
 /* Tests: the most write- and reply-chunk bytes one connection had posted
  * and not yet completed at once. */
 uint64_t rrr__svc_rdma_push_peak(void);
+/* Post @ctx->chain (sq_need WRs) now, at the end of the poll batch, or when
+ * the send queue has room; a broken connection ends @ctx instead. */
+void rrr__svc_rdma_post_chain(struct svc_rdma_ctx *ctx);
+/* Post the chains queued while a poll batch was handled, in order. */
+void rrr__svc_rdma_db_flush(struct svc_rdma_conn *rc);
+/* Post the chains that waited for send-queue room and now fit. */
+void rrr__svc_rdma_sq_kick(struct svc_rdma_conn *rc);
+/* Answer call @xid with RDMA_ERROR @err (RRR_ERR_VERS or RRR_ERR_CHUNK). */
+void rrr__svc_rdma_send_error(struct svc_rdma_ctx *ctx, uint32_t xid, uint32_t err);
+/* Send the reply @res the handler built (verdict @v), inline or by reply
+ * chunk, or SYSTEM_ERR when it cannot go; NO_REPLY ends @ctx. */
+void rrr__svc_rdma_reply(struct svc_rdma_ctx *ctx, struct rrr_xdr *res, enum rrr__svc_verdict v);
 
-/* svc_rdma_rw.c: called by svc_rdma.c (worker thread of the connection);
+/* svc_rdma_rw.c: called by the other svc_rdma_*.c files (worker thread of the
+ * connection);
  * calls nothing back. */
 /* Take a sink buffer for @ctx->arg from the connection's pool (the most
  * recently returned one) when @ctx holds none; then as rrr__svc_rdma_buf_get. */

@@ -47,8 +47,8 @@
  * registration whose READ chain failed is recovered (rrr_reg_recover), never
  * left valid.
  *
- * Call direction: svc_rdma.c calls down into this file; this file calls
- * nothing in svc_rdma.c or svc.c. It counts through the counters the
+ * Call direction: the other svc_rdma_*.c files call down into this file;
+ * this file calls nothing in them or svc.c. It counts through the counters the
  * connection it is handed points to (rc->base.st) and owns the request
  * buffers with their long-lived registrations (rrr__svc_rdma_buf_get).
  */

@@ -99,9 +99,12 @@ struct rrr_svc_opts {
 	uint32_t idle_timeout_ms;  /* close a connection with no traffic for this
 				    * long, default 360000 (6 min, like nfsd) */
 	uint32_t max_conns;        /* connections (RDMA + TCP) at once, default
-				    * (RLIMIT_NOFILE - 128 - max_setup) / 4, at most
-				    * 65536 / ((max_requests + 4) * 4 + 4) (the STag
-				    * table: 442 with 32 credits), 16..4096 */
+				    * from the host: the least of
+				    * (RLIMIT_NOFILE - 128 - max_setup) / 3, half the
+				    * memory / 256 KiB, (2^24 - 1) /
+				    * ((max_requests + 4) * 4 + 4) (the soft device's
+				    * STag space), at least 16; see
+				    * rrr_svc_limits_describe() */
 	uint32_t max_conns_per_addr; /* ... from one peer IP address, default 128 */
 	/*
 	 * Admission by address (NULL: every address). Called on the accept
@@ -176,6 +179,13 @@ void rrr_svc_limit_stats(struct rrr_svc *svc, struct rrr_svc_limit_stats *st);
 /* Print them as "  PREFIXname value" lines (refused_setup as
  * "PREFIXrefused_setup.REASON value", REASON from rrr_cm_refusal_name()). */
 void rrr_svc_limit_stats_print(FILE *f, const char *prefix, const struct rrr_svc_limit_stats *st);
+/* One line for the operator's log at start: the connection limits in force
+ * and, when max_conns was left to its default, which of the host's limits
+ * it came from (the fd limit, memory, registrations) with the figures of
+ * each. Written into @buf (@len bytes, NUL-terminated, cut to fit).
+ * Returns the length the whole line needs (as snprintf), or -EINVAL.
+ * Thread-safe, any time after rrr_svc_create(); never blocks. */
+int rrr_svc_limits_describe(struct rrr_svc *svc, char *buf, size_t len);
 
 /* --- inside a handler ------------------------------------------------------ */
 /* The decoded call header of @req (xid, program, version, procedure,

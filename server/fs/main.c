@@ -124,7 +124,8 @@ static void usage(FILE *f)
 		"                        to the disk with O_DIRECT, not through the page cache\n"
 		"                        (default 262144; 0 = never)\n"
 		"  --max-conns N         connections at once, RDMA + TCP (default: from the fd\n"
-		"                        limit, (ulimit -n - 128 - max-setup) / 4; 0 = no limit)\n"
+		"                        limit, (ulimit -n - 128 - max-setup) / 3, or less when\n"
+		"                        memory holds fewer; logged at start; 0 = no limit)\n"
 		"  --max-conns-per-addr N  connections from one IP address (default 128; 0 = no limit)\n"
 		"  --idle-timeout MS     close connections without traffic for MS (default 360000;\n"
 		"                        0 = never)\n"
@@ -733,6 +734,12 @@ int main(int argc, char **argv)
 		       bound_mount, cf->read_only ? ", read-only" : "");
 	if (bound_tcp)
 		fs_log("also NFS+MOUNT over TCP on port %u", bound_tcp);
+	{
+		char lim[512];
+
+		rrr_svc_limits_describe(g_svc, lim, sizeof(lim));
+		fs_log("%s", lim);
+	}
 	if (cf->listen[0])
 		fs_log("listening on %s", cf->listen);
 	char fhline[512];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/nfs/limits.c - rrr-server against stalled, idle and greedy peers
- * (server/svc_limits.c, the soft CM's set-up limits), with real processes
+ * (server/svc_admit.c, the soft CM's set-up limits), with real processes
  * on loopback:
  *  - 2,000 TCP connects to the RDMA port that never send an MPA Request,
  *    held open, with the server at the usual fd limit of 1,024: rrr-client

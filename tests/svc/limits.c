@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/svc/limits.c - the server library's connection limits
- * (server/svc_limits.c) through struct rrr_svc_opts, with an in-process
+ * (server/svc_admit.c) through struct rrr_svc_opts, with an in-process
  * server and raw TCP clients on loopback: max_conns and max_conns_per_addr
  * refuse the connection over the limit (closed at once) and count it; a
  * slot given back by a closed connection is usable again; idle_timeout_ms

@@ -179,8 +179,7 @@ static void dev_free(struct soft_dev *d)
 	if (d->wake_fd >= 0)
 		close(d->wake_fd);
 	pthread_mutex_destroy(&d->lock);
-	free(d->stags);
-	free(d->free_idx);
+	rrr__soft_stag_table_free(d);
 	free(d);
 }
 
@@ -212,13 +211,7 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 	}
 	d->fault_on = (d->fault_drop_ppm > 0) || (d->fault_delay_us && d->fault_delay_ppm) ||
 		      (d->fault_stall_ms && d->fault_stall_ppm);
-	d->stags = calloc(SOFT_MAX_STAGS, sizeof(*d->stags));
-	d->free_idx = calloc(SOFT_MAX_STAGS, sizeof(*d->free_idx));
-	if (!d->stags || !d->free_idx) {
-		dev_free(d);
-		return -ENOMEM;
-	}
-	d->next_idx = 1;
+	d->next_idx = 1; /* the STag table grows from its first registration */
 	atomic_init(&d->seed, 0);
 	/* initial keys of STags must not be guessable by a peer (they are
 	 * the only secret in a handle the peer did not receive) */

@@ -38,7 +38,10 @@
 #include "transport/provider_impl.h"
 
 /* ------------------------------------------------------------ limits */
-#define SOFT_MAX_STAGS (1u << 16)       /* table entries (24-bit index space) */
+#define SOFT_MAX_STAGS (1u << 24)       /* the 24-bit index space of an STag */
+#define SOFT_STAG_CHUNK_SHIFT 16u       /* the table grows 65,536 entries at a time */
+#define SOFT_STAG_CHUNK (1u << SOFT_STAG_CHUNK_SHIFT)
+#define SOFT_STAG_CHUNKS (SOFT_MAX_STAGS >> SOFT_STAG_CHUNK_SHIFT)
 #define SOFT_MAX_QP_WR 4096u
 #define SOFT_MAX_SGE 8u
 #define SOFT_MAX_ORD 32u
@@ -287,8 +290,11 @@ struct soft_dev {
 	uint32_t tx_lead;            /* bytes per sendmsg when nothing waits behind; 0: off */
 	uint32_t tx_bytes;           /* a batch takes no FPDU once it holds this many bytes; 0: off */
 	uint32_t max_fr_pages;
-	_Atomic(struct soft_mr *) *stags; /* SOFT_MAX_STAGS entries, [0] unused */
-	uint32_t *free_idx;
+	/* STag table: chunks of SOFT_STAG_CHUNK slots made as next_idx
+	 * reaches them (under lock), published with a release store, never
+	 * freed before the device; index 0 unused */
+	_Atomic(struct soft_mr *) *_Atomic stag_chunk[SOFT_STAG_CHUNKS];
+	uint32_t *free_idx;              /* room for every index below next_idx */
 	uint32_t nfree, next_idx;
 	atomic_uint seed;                /* counter of STag allocations */
 	/* bumped each time a registration leaves VALID (invalidation,
@@ -360,7 +366,11 @@ struct soft_mr {
 	struct soft_mr *free_next;  /* recycled records (mr.c) */
 };
 
+/* Give @mr a free index of the STag table (growing it) and an initial key.
+ * 0 or -ENOMEM. */
 int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr);
+/* Free the STag table (device close, every registration gone). */
+void rrr__soft_stag_table_free(struct soft_dev *dev);
 /* Deregistered MR records kept for reuse, process-wide: how many now
  * (tests); at most SOFT_MR_FREE_MAX. */
 #define SOFT_MR_FREE_MAX 1024u

@@ -3,7 +3,10 @@
  * transport/soft/stag.c - the STag table and guarded access to registrations.
  *
  * A handle (STag, lkey, rkey) is a 24-bit index into the device's table
- * and an 8-bit key (low byte). The table is an array of atomic pointers;
+ * and an 8-bit key (low byte). The table is an array of atomic pointers,
+ * cut in chunks of 65,536 that are made as indices reach them, so it grows
+ * with the registrations to the whole 24-bit space (16.7 million) with no
+ * cap of its own, and a device that registers little holds one chunk;
  * writers (registration, deregistration) serialise on dev->lock, readers
  * (the receive path, read responder, post-time checks) never lock: they
  * load the pointer inside an RCU read-side critical section (liburcu, memb
@@ -116,6 +119,47 @@ static uint8_t initial_key(uint64_t secret, uint32_t n, uint32_t idx)
 	return (uint8_t)(z ^ (z >> 31));
 }
 
+/* The slot of @idx, or NULL when its chunk was never made. */
+static _Atomic(struct soft_mr *) *stag_slot(struct soft_dev *dev, uint32_t idx)
+{
+	_Atomic(struct soft_mr *) *chunk;
+
+	if (idx >= SOFT_MAX_STAGS)
+		return NULL;
+	chunk = atomic_load_explicit(&dev->stag_chunk[idx >> SOFT_STAG_CHUNK_SHIFT],
+				     memory_order_acquire);
+	return chunk ? &chunk[idx & (SOFT_STAG_CHUNK - 1)] : NULL;
+}
+
+/* Under dev->lock: make the chunk that index dev->next_idx falls in, and
+ * room in the free list for every index of it. 0 or -ENOMEM. */
+static int stag_grow(struct soft_dev *dev)
+{
+	uint32_t c = dev->next_idx >> SOFT_STAG_CHUNK_SHIFT;
+	_Atomic(struct soft_mr *) *chunk;
+	uint32_t *fi;
+
+	if (atomic_load_explicit(&dev->stag_chunk[c], memory_order_relaxed))
+		return 0;
+	fi = realloc(dev->free_idx, (size_t)(c + 1) * SOFT_STAG_CHUNK * sizeof(*fi));
+	if (!fi)
+		return -ENOMEM;
+	dev->free_idx = fi;
+	chunk = calloc(SOFT_STAG_CHUNK, sizeof(*chunk));
+	if (!chunk)
+		return -ENOMEM;
+	atomic_store_explicit(&dev->stag_chunk[c], chunk, memory_order_release);
+	return 0;
+}
+
+void rrr__soft_stag_table_free(struct soft_dev *dev)
+{
+	for (uint32_t c = 0; c < SOFT_STAG_CHUNKS; c++)
+		free(atomic_load_explicit(&dev->stag_chunk[c], memory_order_relaxed));
+	free(dev->free_idx);
+	dev->free_idx = NULL;
+}
+
 int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr)
 {
 	uint32_t idx;
@@ -124,6 +168,12 @@ int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr)
 	if (dev->nfree) {
 		idx = dev->free_idx[--dev->nfree];
 	} else if (dev->next_idx < SOFT_MAX_STAGS) {
+		if (stag_grow(dev)) {
+			pthread_mutex_unlock(&dev->lock);
+			return rrr__set_error(-ENOMEM, "soft: no memory to grow the STag "
+						       "table past %u registrations",
+					      dev->next_idx - 1);
+		}
 		idx = dev->next_idx++;
 	} else {
 		pthread_mutex_unlock(&dev->lock);
@@ -132,7 +182,7 @@ int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr)
 	}
 	mr->index = idx;
 	mr->key = initial_key(dev->key_secret, atomic_fetch_add(&dev->seed, 1), idx);
-	atomic_store_explicit(&dev->stags[idx], mr, memory_order_release);
+	atomic_store_explicit(stag_slot(dev, idx), mr, memory_order_release);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
@@ -140,7 +190,7 @@ int rrr__soft_stag_alloc(struct soft_dev *dev, struct soft_mr *mr)
 void rrr__soft_stag_free(struct soft_dev *dev, struct soft_mr *mr)
 {
 	pthread_mutex_lock(&dev->lock);
-	atomic_store_explicit(&dev->stags[mr->index], NULL, memory_order_release);
+	atomic_store_explicit(stag_slot(dev, mr->index), NULL, memory_order_release);
 	pthread_mutex_unlock(&dev->lock);
 	urcu_memb_synchronize_rcu();
 	rcu_gp_done();
@@ -172,6 +222,7 @@ uint32_t rrr__soft_mr_get(struct soft_dev *dev, uint32_t handle, struct rrr_pd *
 {
 	uint32_t idx = handle >> 8;
 	struct soft_mr *mr;
+	_Atomic(struct soft_mr *) *slot;
 	uint32_t rc = 0;
 
 	*out = NULL;
@@ -179,7 +230,8 @@ uint32_t rrr__soft_mr_get(struct soft_dev *dev, uint32_t handle, struct rrr_pd *
 		return fail(rdmap_layer, SOFT_ECODE_INV_STAG);
 	rrr__soft_rcu_thread();
 	urcu_memb_read_lock();
-	mr = atomic_load_explicit(&dev->stags[idx], memory_order_acquire);
+	slot = stag_slot(dev, idx);
+	mr = slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
 	if (!mr) {
 		rc = fail(rdmap_layer, SOFT_ECODE_INV_STAG);
 		goto out;
@@ -249,13 +301,15 @@ int rrr__soft_invalidate(struct soft_dev *dev, uint32_t handle, struct rrr_pd *p
 {
 	uint32_t idx = handle >> 8;
 	struct soft_mr *mr;
+	_Atomic(struct soft_mr *) *slot;
 	int rc = 0, st;
 
 	if (idx == 0 || idx >= SOFT_MAX_STAGS)
 		return -ENOENT;
 	rrr__soft_rcu_thread();
 	urcu_memb_read_lock();
-	mr = atomic_load_explicit(&dev->stags[idx], memory_order_acquire);
+	slot = stag_slot(dev, idx);
+	mr = slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
 	if (!mr || mr->key != (uint8_t)handle) {
 		rc = -ENOENT;
 		goto out;
@@ -291,13 +345,15 @@ int rrr__soft_inv_check(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd
 {
 	uint32_t idx = handle >> 8;
 	struct soft_mr *mr;
+	_Atomic(struct soft_mr *) *slot;
 	int rc = 0;
 
 	if (idx == 0 || idx >= SOFT_MAX_STAGS)
 		return -ENOENT;
 	rrr__soft_rcu_thread();
 	urcu_memb_read_lock();
-	mr = atomic_load_explicit(&dev->stags[idx], memory_order_acquire);
+	slot = stag_slot(dev, idx);
+	mr = slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
 	if (!mr || mr->key != (uint8_t)handle || atomic_load(&mr->state) != SOFT_MR_VALID)
 		rc = -ENOENT;
 	else if (pd && mr->base.pd != pd)

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/svc_limits.c - what keeps one peer (or a flood of stalled TCP
+ * server/svc_admit.c - what keeps one peer (or a flood of stalled TCP
  * connects) from locking every other client out of the server: admission
  * of connections (max_conns in total, max_conns_per_addr per peer IP
  * address), the idle timeout's bookkeeping, connection set-up limits
  * handed to the provider's CM, shedding when the process runs out of file
  * descriptors, the counters of all of these, and the log lines an
- * operator reads when a limit is hit.
+ * operator reads when a limit is hit. (What one RPC-over-RDMA header may
+ * carry - segments, chunks - is bounded where it is decoded:
+ * rrr_rdma_hdr_decode() in xdr/rpcrdma.c, with the limits the connection
+ * passes, svc_rdma_transport.c.)
  *
  * Normal operation. The accept thread admits every new connection before
  * it allocates anything for it (RDMA: at CONNECT_REQUEST, which is then
@@ -23,12 +26,19 @@
  * Log lines are rate-limited: at most one per kind every 10 s, with the
  * count since the last one, so a flood cannot flood the log too.
  *
- * Defaults (rrr/server.h): setup 10 s, 256 in set-up, idle 6 min, max_conns
- * from the fd limit ((RLIMIT_NOFILE - 128 - max_setup) / 4, since a soft
- * RDMA connection holds 3 descriptors: 160 at 1,024; 128 are left to
- * the application, e.g. rrr-server's descriptor cache of up to 96) and from the STag
- * budget (65,536 registrations, the soft device's table, over (credits +
- * 4) x 4 + 4 per connection: 442 with 32 credits), 128 per address.
+ * Defaults (rrr/server.h): setup 10 s, 256 in set-up, idle 6 min, 128 per
+ * address, and max_conns from what the host can hold, the least of:
+ *  - the fd limit: (RLIMIT_NOFILE - 128 - max_setup) / 3, since a soft
+ *    RDMA connection holds 3 descriptors (socket, CQ epoll and eventfd; a
+ *    TCP connection 1); 128 are left to the application, e.g. rrr-server's
+ *    descriptor cache of up to 96 (1,103 at 4,096; 6,538 at 20,000);
+ *  - memory: half the physical memory over RRR_SVC_CONN_MEM (256 KiB, what
+ *    an idle soft-RDMA connection may cost at most; it costs ~210 KiB, a TCP
+ *    one ~2 KiB);
+ *  - registrations: the soft device's STag space (2^24 - 1; its table grows
+ *    as registrations need it) over (credits + 4) x 4 + 4 per connection.
+ * No other cap. rrr_svc_limits_describe() says which one it was, for the
+ * operator's log line at start.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -55,7 +65,7 @@ struct rrr__svc_peer {
 	uint32_t n;
 };
 
-void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
+void rrr__svc_limits_defaults(struct rrr_svc_opts *o, char *why, size_t len)
 {
 	if (!o->setup_timeout_ms)
 		o->setup_timeout_ms = RRR_CM_SETUP_TIMEOUT_MS;
@@ -67,32 +77,80 @@ void rrr__svc_limits_defaults(struct rrr_svc_opts *o)
 		o->max_conns_per_addr = RRR_SVC_MAX_CONNS_PER_ADDR;
 	if (!o->max_conns) {
 		struct rlimit rl;
-		uint64_t stag,
-		    n = 1024,
-		    reserve = 128u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u : o->max_setup);
+		uint64_t nofile = 1024, n_fd, n_mem, n_stag, n, mem;
+		uint64_t reserve = 128u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u : o->max_setup);
+		uint64_t per_stag = (uint64_t)(o->max_requests + SVC_RDMA_CTX_SLACK) * 4u + 4u;
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		const char *by;
 
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-			n = rl.rlim_cur;
-		else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-			n = 1u << 20;
-		n = n > reserve ? (n - reserve) / 4 : 0;
-		/* and what a device-wide table of RRR_SVC_STAG_BUDGET registrations
-		 * can serve: each connection may hold 4 READ-sink registrations
-		 * per request context (iWARP) plus its own few */
-		stag = RRR_SVC_STAG_BUDGET /
-		       ((uint64_t)(o->max_requests + SVC_RDMA_CTX_SLACK) * 4u + 4u);
-		if (n > stag)
-			n = stag;
-		o->max_conns = n < 16 ? 16 : n > 4096 ? 4096 : (uint32_t)n;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+			nofile = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur;
+		n_fd = nofile > reserve ? (nofile - reserve) / RRR_SVC_CONN_FDS : 0;
+		mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 1ull << 30;
+		n_mem = mem / 2 / RRR_SVC_CONN_MEM;
+		/* each connection may hold 4 READ-sink registrations per
+		 * request context (iWARP) plus its own few */
+		n_stag = RRR_SVC_STAG_BUDGET / per_stag;
+		n = n_fd;
+		by = "the fd limit";
+		if (n_mem < n) {
+			n = n_mem;
+			by = "memory";
+		}
+		if (n_stag < n) {
+			n = n_stag;
+			by = "registrations";
+		}
+		if (n < 16)
+			n = 16;
+		if (n > UINT32_MAX - 1)
+			n = UINT32_MAX - 1;
+		o->max_conns = (uint32_t)n;
+		if (why)
+			snprintf(why, len,
+				 "from %s: the fd limit %llu allows %llu (%u descriptors per "
+				 "soft-RDMA connection, %llu kept back), %llu MiB of memory allows %llu "
+				 "(half of it at %u KiB per idle connection), the STag space allows %llu "
+				 "(%llu registrations per connection)",
+				 by, (unsigned long long)nofile, (unsigned long long)n_fd,
+				 RRR_SVC_CONN_FDS, (unsigned long long)reserve,
+				 (unsigned long long)(mem >> 20), (unsigned long long)n_mem,
+				 RRR_SVC_CONN_MEM >> 10, (unsigned long long)n_stag,
+				 (unsigned long long)per_stag);
+	} else if (why) {
+		snprintf(why, len, "as set (max_conns; rrr-server --max-conns N)");
 	}
 }
 
-int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o)
+int rrr_svc_limits_describe(struct rrr_svc *svc, char *buf, size_t len)
+{
+	const struct rrr__svc_limits *L;
+	char mc[16], pa[16], idle[32];
+
+	if (!svc || (!buf && len))
+		return -EINVAL;
+	L = rrr__svc_limits(svc);
+	snprintf(mc, sizeof(mc), L->max_conns == RRR_SVC_UNLIMITED ? "any number of" : "%u",
+		 L->max_conns);
+	snprintf(pa, sizeof(pa), L->max_per_addr == RRR_SVC_UNLIMITED ? "any number" : "%u",
+		 L->max_per_addr);
+	if (L->idle_ms == RRR_SVC_UNLIMITED)
+		snprintf(idle, sizeof(idle), "never closed");
+	else
+		snprintf(idle, sizeof(idle), "closed after %u s", L->idle_ms / 1000u);
+	return snprintf(buf, len, "up to %s connections (RDMA + TCP) %s; %s per address; idle ones %s",
+			mc, L->why, pa, idle);
+}
+
+int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o,
+			 const char *why)
 {
 	memset(L, 0, sizeof(*L));
+	snprintf(L->why, sizeof(L->why), "%s", why ? why : "");
 	pthread_mutex_init(&L->lock, NULL);
 	L->max_conns = o->max_conns;
 	L->max_per_addr = o->max_conns_per_addr;
+	L->idle_ms = o->idle_timeout_ms;
 	L->admit = o->admit;
 	L->admit_ctx = o->admit_ctx;
 	L->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
