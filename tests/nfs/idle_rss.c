@@ -34,8 +34,8 @@
 
 #include <rrr/client.h>
 
-#include "tests/nfs/helpers/nfs_helpers.h"
-#include "tests/nfs/helpers/srcaddr.h"
+#include "tests/lib/nfs_helpers.h"
+#include "tests/lib/srcaddr.h"
 
 #define NCONN_DEF 500u
 
