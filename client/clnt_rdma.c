@@ -540,35 +540,6 @@ static bool rdma_can_send(struct rrr_clnt *c)
 	return free_slot(x) != NULL;
 }
 
-static void fill_read(struct rrr_rdma_hdr *h, const struct rslot *s, uint32_t position)
-{
-	uint32_t n;
-	const struct rrr_reg_seg *g = rrr__rdma_segs_of(s, IO_SRC, &n);
-
-	for (uint32_t i = 0; i < n; i++) {
-		h->read[i].position = position;
-		h->read[i].seg.handle = g[i].handle;
-		h->read[i].seg.length = g[i].length;
-		h->read[i].seg.offset = g[i].offset;
-	}
-	h->nread = n;
-}
-
-static void fill_chunk(struct rrr_rdma_chunk *ch, const struct rslot *s, int k)
-{
-	uint32_t n;
-	const struct rrr_reg_seg *g = rrr__rdma_segs_of(s, k, &n);
-
-	ch->nsegs = n;
-	ch->total = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		ch->segs[i].handle = g[i].handle;
-		ch->segs[i].length = g[i].length;
-		ch->segs[i].offset = g[i].offset;
-		ch->total += g[i].length;
-	}
-}
-
 static struct rrr_send_wr *chain_regs(struct rslot *s, struct rrr_send_wr *tail_wr)
 {
 	struct rrr_send_wr *head = tail_wr;
@@ -619,13 +590,9 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	struct rrr__plan plan;
 	struct rrr_send_wr *head;
 	struct rslot *s;
-	struct rrr_xdr xd;
 	uint32_t ppad = req->has_payload ? RRR_XDR_PAD(req->payload_len) : 0;
-	uint32_t pos = req->has_payload ? req->payload_pos : (uint32_t)req->len;
 	uint64_t sink = 0;
-	uint8_t *p;
-	size_t hlen;
-	unsigned n;
+	uint32_t slen = 0;
 	int rc;
 
 	if (!x->qp)
@@ -669,97 +636,19 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	h->credits = c->opts.max_requests;
 	h->proc = plan.call == RRR__CALL_NOMSG ? RRR_RDMA_NOMSG : RRR_RDMA_MSG;
 
-	/* sources */
-	if (plan.call == RRR__CALL_READ_CHUNK) {
-		n = rrr__rdma_sg_from_iov(s->sg, 0, req->payload_iov, req->payload_niov, req->payload_len);
-		rc = rrr__rdma_map_chunk(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
-		if (rc)
-			goto unmap;
-		fill_read(h, s, pos);
-	} else if (plan.call == RRR__CALL_NOMSG) {
-		n = 0;
-		if (pos) {
-			s->sg[n++] = (struct rrr_sg){req->buf, 0, pos};
-		}
-		if (req->has_payload) {
-			n = rrr__rdma_sg_from_iov(s->sg, n, req->payload_iov, req->payload_niov,
-					req->payload_len);
-			memset(s->zpad, 0, sizeof(s->zpad));
-			if (ppad > req->payload_len)
-				s->sg[n++] = (struct rrr_sg){s->zpad, 0, ppad - req->payload_len};
-			if (req->len > pos)
-				s->sg[n++] =
-				    (struct rrr_sg){req->buf, pos, (uint32_t)req->len - pos};
-		}
-		rc = rrr__rdma_map_chunk(c, s, IO_SRC, n, RRR_ACCESS_REMOTE_READ);
-		if (rc)
-			goto unmap;
-		fill_read(h, s, 0);
-	}
-	/* sinks */
-	if (plan.write_chunk) {
-		n = rrr__rdma_sg_from_iov(s->sg, 0, call->payload, call->npayload, sink);
-		rc = rrr__rdma_map_chunk(c, s, IO_SINK, n, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE);
-		if (rc)
-			goto unmap;
-		h->nwrite = 1;
-		fill_chunk(&h->write[0], s, IO_SINK);
-	}
-	if (plan.reply_chunk) {
-		if (s->rbuf_cap < plan.reply_len) {
-			uint8_t *nb = alloc_pages(plan.reply_len);
-
-			if (!nb) {
-				rc = -EAGAIN;
-				goto unmap;
-			}
-			free(s->rbuf);
-			s->rbuf = nb;
-			s->rbuf_cap = plan.reply_len;
-		}
-		s->sg[0] = (struct rrr_sg){s->rbuf, 0, plan.reply_len};
-		rc = rrr__rdma_map_io(c, s, IO_REP, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE);
-		if (rc)
-			goto unmap;
-		h->has_reply = true;
-		fill_chunk(&h->reply, s, IO_REP);
-	}
-
-	/* header + inline part into the send buffer */
-	rrr_xdr_init(&xd, s->sbuf, x->eff_send, RRR_XDR_ENCODE);
-	rc = rrr_rdma_hdr_encode(&xd, h);
-	if (rc) {
-		rc = -EMSGSIZE;
+	/* the chunks (client/clnt_rdma_marshal.c), then header + inline part */
+	rc = rrr__rdma_marshal_read_list(c, s, req, &plan, h);
+	if (!rc)
+		rc = rrr__rdma_marshal_write_list(c, s, sink, &plan, h);
+	if (!rc)
+		rc = rrr__rdma_marshal_reply_chunk(c, s, &plan, h);
+	if (!rc)
+		rc = rrr__rdma_marshal_send(x, s, req, &plan, h, &slen);
+	if (rc)
 		goto unmap;
-	}
-	hlen = rrr_xdr_pos(&xd);
-	p = s->sbuf + hlen;
-	if (plan.call == RRR__CALL_INLINE) {
-		if (hlen + req->len + ppad > x->eff_send) {
-			rc = -EMSGSIZE;
-			goto unmap;
-		}
-		memcpy(p, req->buf, pos);
-		p += pos;
-		if (req->has_payload) {
-			rrr__rdma_copy_iov(p, req->payload_iov, req->payload_niov, req->payload_len);
-			p += req->payload_len;
-			memset(p, 0, ppad - req->payload_len);
-			p += ppad - req->payload_len;
-			memcpy(p, req->buf + pos, req->len - pos);
-			p += req->len - pos;
-		}
-	} else if (plan.call == RRR__CALL_READ_CHUNK) {
-		if (hlen + req->len > x->eff_send) {
-			rc = -EMSGSIZE;
-			goto unmap;
-		}
-		memcpy(p, req->buf, req->len);
-		p += req->len;
-	}
 
 	s->send_sge.addr = (uint64_t)(uintptr_t)s->sbuf;
-	s->send_sge.length = (uint32_t)(p - s->sbuf);
+	s->send_sge.length = slen;
 	s->send_sge.lkey = rrr_mr_lkey(x->smr);
 	memset(&s->send_wr, 0, sizeof(s->send_wr));
 	s->send_wr.wr_id = wr_id(WR_SEND, (uint32_t)(s - x->slots), 0);

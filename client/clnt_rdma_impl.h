@@ -166,6 +166,22 @@ uint64_t rrr__rdma_iov_total(const struct iovec *iov, unsigned n);
 /* Copy @len bytes gathered from @iov to @dst. */
 void rrr__rdma_copy_iov(uint8_t *dst, const struct iovec *iov, unsigned n, uint32_t len);
 
+/* client/clnt_rdma_marshal.c: the call's transport header, chunk by chunk
+ * (0 or -errno; registrations made stay in @s for the caller to recover). */
+struct rrr__plan;
+int rrr__rdma_marshal_read_list(struct rrr_clnt *c, struct rslot *s,
+				const struct rrr__clnt_req *req, const struct rrr__plan *plan,
+				struct rrr_rdma_hdr *h);
+int rrr__rdma_marshal_write_list(struct rrr_clnt *c, struct rslot *s, uint64_t sink,
+				 const struct rrr__plan *plan, struct rrr_rdma_hdr *h);
+int rrr__rdma_marshal_reply_chunk(struct rrr_clnt *c, struct rslot *s,
+				  const struct rrr__plan *plan, struct rrr_rdma_hdr *h);
+/* Header and the inline part of the message into s->sbuf; *@len its bytes.
+ * -EMSGSIZE when they exceed the negotiated inline size. */
+int rrr__rdma_marshal_send(const struct rdma_xprt *x, struct rslot *s,
+			   const struct rrr__clnt_req *req, const struct rrr__plan *plan,
+			   const struct rrr_rdma_hdr *h, uint32_t *len);
+
 /* The state's name, for probes and messages. */
 const char *rrr__rslot_state_name(enum rrr__rslot_state st);
 /* Whether @from -> @to is an edge of the slot's life (the table above). */
