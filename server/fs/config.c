@@ -83,6 +83,7 @@ static const struct key {
 	[FS_K_SETUP_TIMEOUT] = {"setup-timeout", false, false, K_U32},
 	[FS_K_MAX_SETUP] = {"max-setup", false, false, K_U32},
 	[FS_K_DIRECT_WRITE] = {"direct-write", false, false, K_U32},
+	[FS_K_RPCBIND] = {"rpcbind", false, false, K_BOOL},
 	[FS_K_EXPORT] = {"export", true, false, K_STR},
 	[FS_K_NAME] = {"name", true, false, K_STR},
 	[FS_K_READ_ONLY] = {"read-only", true, true, K_BOOL},
@@ -128,8 +129,9 @@ void fs_conf_defaults(struct fs_conf *c)
 	memset(c, 0, sizeof(*c));
 	c->rdma_port = 20049;
 	c->mount_port = 20048;
-	c->tcp_port = -1;
+	c->tcp_port = 2049; /* used when free unless the key is given (main.c) */
 	c->rdma = true;
+	c->rpcbind = true;
 	snprintf(c->provider, sizeof(c->provider), "soft");
 	c->log_level = LOG_NOTICE;
 	c->wait_mode = RRR_WAIT_ADAPTIVE;
@@ -382,6 +384,8 @@ int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *v, char *err,
 			return fail(err, errlen, "%s '%.64s' is not yes or no", name, v);
 		if (k == FS_K_RDMA)
 			c->rdma = b;
+		else if (k == FS_K_RPCBIND)
+			c->rpcbind = b;
 		else if (k == FS_K_READ_ONLY)
 			c->read_only = b;
 		else
@@ -501,6 +505,7 @@ void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src)
 		case FS_K_MAX_PAYLOAD: dst->max_payload = src->max_payload; break;
 		case FS_K_DRC_ENTRIES: dst->drc_entries = src->drc_entries; break;
 		case FS_K_DIRECT_WRITE: dst->direct_write = src->direct_write; break;
+		case FS_K_RPCBIND: dst->rpcbind = src->rpcbind; break;
 		case FS_K_MAX_CONNS: dst->max_conns = src->max_conns; break;
 		case FS_K_MAX_CONNS_PER_ADDR: dst->max_conns_per_addr = src->max_conns_per_addr; break;
 		case FS_K_IDLE_TIMEOUT: dst->idle_timeout_ms = src->idle_timeout_ms; break;
@@ -552,6 +557,7 @@ static bool differs(const struct fs_conf *a, const struct fs_conf *b, enum fs_co
 	case FS_K_MAX_PAYLOAD: return a->max_payload != b->max_payload;
 	case FS_K_DRC_ENTRIES: return a->drc_entries != b->drc_entries;
 	case FS_K_DIRECT_WRITE: return a->direct_write != b->direct_write;
+	case FS_K_RPCBIND: return a->rpcbind != b->rpcbind;
 	case FS_K_MAX_CONNS: return a->max_conns != b->max_conns;
 	case FS_K_MAX_CONNS_PER_ADDR: return a->max_conns_per_addr != b->max_conns_per_addr;
 	case FS_K_IDLE_TIMEOUT: return a->idle_timeout_ms != b->idle_timeout_ms;

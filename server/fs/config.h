@@ -44,6 +44,8 @@ enum fs_conf_key {
 	FS_K_SETUP_TIMEOUT, FS_K_MAX_SETUP,
 	/* I/O (issue 10) */
 	FS_K_DIRECT_WRITE,
+	/* being found and locking */
+	FS_K_RPCBIND,
 	/* [export DIR] */
 	FS_K_EXPORT, FS_K_NAME, FS_K_READ_ONLY, FS_K_ALLOW, FS_K_ROOT_SQUASH, FS_K_ANON_UID,
 	FS_K_ANON_GID,
@@ -68,6 +70,7 @@ struct fs_conf {
 	char listen[256];
 	int rdma_port, mount_port, tcp_port; /* tcp_port -1: none */
 	bool rdma;
+	bool rpcbind;                /* register with the local rpcbind (default yes) */
 	char provider[16];
 	char provider_opts[512];
 	unsigned threads;
@@ -100,7 +103,8 @@ struct fs_conf {
 };
 
 /* config.c */
-/* Defaults: ports 20049 / 20048 / none, RDMA on, soft, log level notice. */
+/* Defaults: ports 20049 / 20048 / 2049 (when free), RDMA on, soft, log level
+ * notice, rpcbind on. */
 void fs_conf_defaults(struct fs_conf *c);
 /* Parse config file @path into @c (on top of what @c holds). 0, or -errno
  * with a sentence naming the file and line in @err. Never reads more than
