@@ -301,6 +301,8 @@ build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJS) -o $@ $(LIBS)
 # fuzz_config compiles rrr-server's parser in (it is not in the library)
 build-fuzz/fuzz_config: server/fs/config.c server/fs/config.h server/fs/log.c server/fs/fs.h
+# fuzz_nlm compiles rrr-server's NLM/NSM codecs in
+build-fuzz/fuzz_nlm: server/fs/nlm_xdr.c server/fs/nlm_xdr.h
 
 # ---------------------------------------------------------------- demo, bench, vm
 .PHONY: demo bench bench-peer test-vm bench-vm
