@@ -84,6 +84,7 @@ static const struct key {
 	[FS_K_MAX_SETUP] = {"max-setup", false, false, K_U32},
 	[FS_K_DIRECT_WRITE] = {"direct-write", false, false, K_U32},
 	[FS_K_RPCBIND] = {"rpcbind", false, false, K_BOOL},
+	[FS_K_GRACE] = {"grace", false, false, K_U32},
 	[FS_K_EXPORT] = {"export", true, false, K_STR},
 	[FS_K_NAME] = {"name", true, false, K_STR},
 	[FS_K_READ_ONLY] = {"read-only", true, true, K_BOOL},
@@ -110,6 +111,7 @@ static void bounds(enum fs_conf_key k, uint32_t *lo, uint32_t *hi)
 	case FS_K_ANON_GID: *hi = 0xfffffffeu; break;
 	case FS_K_DRC_ENTRIES: *hi = 65536; break; /* FS_DRC_MAX_ENTRIES */
 	case FS_K_DIRECT_WRITE: *hi = 64u << 20; break;
+	case FS_K_GRACE: *hi = 3600; break;
 	case FS_K_MAX_CONNS:
 	case FS_K_MAX_CONNS_PER_ADDR:
 	case FS_K_IDLE_TIMEOUT: *hi = RRR_SVC_UNLIMITED - 1; break;
@@ -132,6 +134,7 @@ void fs_conf_defaults(struct fs_conf *c)
 	c->tcp_port = 2049; /* used when free unless the key is given (main.c) */
 	c->rdma = true;
 	c->rpcbind = true;
+	c->grace = 90;
 	snprintf(c->provider, sizeof(c->provider), "soft");
 	c->log_level = LOG_NOTICE;
 	c->wait_mode = RRR_WAIT_ADAPTIVE;
@@ -404,6 +407,7 @@ int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *v, char *err,
 		case FS_K_MAX_SEGS: c->max_segs = u; break;
 		case FS_K_DRC_ENTRIES: c->drc_entries = u; break;
 		case FS_K_DIRECT_WRITE: c->direct_write = u; break;
+		case FS_K_GRACE: c->grace = u; break;
 		case FS_K_MAX_CONNS: c->max_conns = u; break;
 		case FS_K_MAX_CONNS_PER_ADDR: c->max_conns_per_addr = u; break;
 		case FS_K_IDLE_TIMEOUT: c->idle_timeout_ms = u; break;
@@ -506,6 +510,7 @@ void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src)
 		case FS_K_DRC_ENTRIES: dst->drc_entries = src->drc_entries; break;
 		case FS_K_DIRECT_WRITE: dst->direct_write = src->direct_write; break;
 		case FS_K_RPCBIND: dst->rpcbind = src->rpcbind; break;
+		case FS_K_GRACE: dst->grace = src->grace; break;
 		case FS_K_MAX_CONNS: dst->max_conns = src->max_conns; break;
 		case FS_K_MAX_CONNS_PER_ADDR: dst->max_conns_per_addr = src->max_conns_per_addr; break;
 		case FS_K_IDLE_TIMEOUT: dst->idle_timeout_ms = src->idle_timeout_ms; break;
@@ -558,6 +563,7 @@ static bool differs(const struct fs_conf *a, const struct fs_conf *b, enum fs_co
 	case FS_K_DRC_ENTRIES: return a->drc_entries != b->drc_entries;
 	case FS_K_DIRECT_WRITE: return a->direct_write != b->direct_write;
 	case FS_K_RPCBIND: return a->rpcbind != b->rpcbind;
+	case FS_K_GRACE: return a->grace != b->grace;
 	case FS_K_MAX_CONNS: return a->max_conns != b->max_conns;
 	case FS_K_MAX_CONNS_PER_ADDR: return a->max_conns_per_addr != b->max_conns_per_addr;
 	case FS_K_IDLE_TIMEOUT: return a->idle_timeout_ms != b->idle_timeout_ms;

@@ -55,6 +55,7 @@
 #include "server/fs/config.h"
 #include "server/fs/drc.h"
 #include "server/fs/fs.h"
+#include "server/fs/nlm.h"
 #include "server/fs/rpcb.h"
 
 static struct rrr_svc *g_svc;
@@ -105,6 +106,7 @@ static void usage(FILE *f)
 		"  --tcp-port N          NFS + MOUNT over TCP port (default 2049 when free;\n"
 		"                        none: only the mount port)\n"
 		"  --no-rpcbind          do not register with the local rpcbind\n"
+		"  --grace N             lock grace period after a restart, seconds (default 90)\n"
 		"  --no-rdma             serve TCP only\n"
 		"  --threads N           worker threads (default: one per CPU)\n"
 		"  --state-dir DIR       where the file handle key lives (default\n"
@@ -201,6 +203,7 @@ static void print_counters(FILE *f, const char *title)
 	}
 	fs_access_print(f, "  ");
 	fs_drc_print(f);
+	fs_nlm_print(f);
 	struct rrr_svc_limit_stats ls;
 	rrr_svc_limit_stats(g_svc, &ls);
 	rrr_svc_limit_stats_print(f, "  limits.", &ls);
@@ -389,8 +392,9 @@ static void reload_cb(void *arg)
 }
 
 /* The mappings clients look for (rpcb.c): NFS v3 on TCP (the NFS port, or
- * the mount port without one) and RDMA, MOUNT v3 on TCP, each for IPv4 and
- * IPv6; @host is the first listen address (NULL: all). */
+ * the mount port without one) and RDMA, MOUNT v3 and NLM v4 on TCP (the
+ * mount port), each for IPv4 and IPv6; @host is the first listen address
+ * (NULL: all). */
 static void register_rpcbind(const struct fs_conf *cf, const char *host, uint16_t rdma,
 			     uint16_t mount, uint16_t tcp)
 {
@@ -409,6 +413,9 @@ static void register_rpcbind(const struct fs_conf *cf, const char *host, uint16_
 			fs_rpcb_uaddr(fam, host, rdma, r[n++].uaddr);
 		}
 		r[n] = (struct fs_rpcb_reg){.prog = RRR_MNT_PROGRAM, .vers = RRR_MNT_VERSION};
+		snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[0][f]);
+		fs_rpcb_uaddr(fam, host, mount, r[n++].uaddr);
+		r[n] = (struct fs_rpcb_reg){.prog = NLM_PROG, .vers = NLM_VERS4};
 		snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[0][f]);
 		fs_rpcb_uaddr(fam, host, mount, r[n++].uaddr);
 	}
@@ -480,7 +487,7 @@ static int cli_set(enum fs_conf_key k, const char *v)
 int main(int argc, char **argv)
 {
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
-	       O_NORDMA, O_NORPCB, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP,
+	       O_NORDMA, O_NORPCB, O_GRACE, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP,
 	       O_CONFIG, O_CHECK, O_ALLOW, O_LOGLEVEL, O_STATS, O_STATSSOCK, O_DRC, O_DIRECTW, O_MAXC,
 	       O_MAXCA, O_IDLE, O_SETUP, O_MAXSETUP, O_NOSQUASH, O_ANONUID, O_ANONGID };
 	static const struct option lopts[] = {
@@ -494,6 +501,7 @@ int main(int argc, char **argv)
 		{"tcp-port", required_argument, NULL, O_TPORT},
 		{"no-rdma", no_argument, NULL, O_NORDMA},
 		{"no-rpcbind", no_argument, NULL, O_NORPCB},
+		{"grace", required_argument, NULL, O_GRACE},
 		{"threads", required_argument, NULL, O_THREADS},
 		{"state-dir", required_argument, NULL, O_STATE},
 		{"read-only", no_argument, NULL, O_RO},
@@ -538,6 +546,7 @@ int main(int argc, char **argv)
 		case O_TPORT: bad |= cli_set(FS_K_TCP_PORT, optarg); break;
 		case O_NORDMA: bad |= cli_set(FS_K_RDMA, "no"); break;
 		case O_NORPCB: bad |= cli_set(FS_K_RPCBIND, "no"); break;
+		case O_GRACE: bad |= cli_set(FS_K_GRACE, optarg); break;
 		case O_THREADS: bad |= cli_set(FS_K_THREADS, optarg); break;
 		case O_STATE: bad |= cli_set(FS_K_STATE_DIR, optarg); break;
 		case O_RO: bad |= cli_set(FS_K_READ_ONLY, "yes"); break;
@@ -689,7 +698,9 @@ int main(int argc, char **argv)
 					    RRR_NFS3_NPROCS, ex};
 	const struct rrr_svc_program mnt = {RRR_MNT_PROGRAM, RRR_MNT_VERSION, fs_mnt_guarded,
 					    RRR_MNT_NPROCS, ex};
-	if ((rc = rrr_svc_register(g_svc, &nfs)) < 0 || (rc = rrr_svc_register(g_svc, &mnt)) < 0) {
+	const struct rrr_svc_program nlm = {NLM_PROG, NLM_VERS4, fs_nlm_procs, NLM4_NPROCS, ex};
+	if ((rc = rrr_svc_register(g_svc, &nfs)) < 0 || (rc = rrr_svc_register(g_svc, &mnt)) < 0 ||
+	    (rc = rrr_svc_register(g_svc, &nlm)) < 0) {
 		fprintf(stderr, "rrr-server: cannot register programs: %s\n", rrr_last_error());
 		goto fail;
 	}
@@ -799,6 +810,10 @@ int main(int argc, char **argv)
 		       "permission checks are the server's, not the caller's");
 	fs_log_at(LOG_INFO, "open to %s; stats socket %s; config %s", who, cf->stats_socket,
 		  g_config ? g_config : "none (flags only)");
+	if ((rc = fs_nlm_start(cf->state_dir, cf->grace)) < 0) {
+		fprintf(stderr, "rrr-server: cannot start the lock manager: %s\n", strerror(-rc));
+		goto fail;
+	}
 	/* found through rpcbind before the port file says the server is up */
 	if (cf->rpcbind)
 		register_rpcbind(cf, addrs[0], no_rdma ? 0 : bound_rdma, bound_mount, bound_tcp);
@@ -816,6 +831,7 @@ int main(int argc, char **argv)
 
 	rc = rrr_svc_run(g_svc);
 	fs_rpcb_stop();
+	fs_nlm_stop();
 	if (rc < 0)
 		fprintf(stderr, "rrr-server: stopped on error: %s\n", rrr_last_error());
 	else
@@ -832,6 +848,7 @@ int main(int argc, char **argv)
 
 fail:
 	fs_rpcb_stop();
+	fs_nlm_stop();
 	fs_ctl_stop(ctl);
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;

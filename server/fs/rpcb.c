@@ -59,6 +59,7 @@
 
 #include "server/fs/config.h"
 #include "server/fs/fs.h"
+#include "server/fs/rpc_call.h"
 #include "server/fs/rpcb.h"
 
 #define RPCB_PROG 100000u
@@ -66,7 +67,6 @@
 #define RPCB_SET 1u
 #define RPCB_UNSET 2u
 #define RPCB_DUMP 4u
-#define RPCB_TIMEOUT_MS 2000
 #define RPCB_MSG 1024u
 #define RPCB_DUMP_MAX (256u << 10) /* the largest DUMP reply read */
 
@@ -105,80 +105,20 @@ static int rpcb_connect(void)
 	return -ECONNREFUSED;
 }
 
-static int io_all(int fd, void *buf, size_t len, bool out)
-{
-	uint8_t *p = buf;
-	while (len) {
-		struct pollfd pfd = {.fd = fd, .events = out ? POLLOUT : POLLIN};
-		int r = poll(&pfd, 1, RPCB_TIMEOUT_MS);
-		if (r == 0)
-			return -ETIMEDOUT;
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-		if (n == 0)
-			return -ECONNRESET;
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Send one call of @proc (with @r unless DUMP) and read its reply record
  * into @buf (@cap bytes): the results' decoder in @x. 0 or -errno. */
 static int rpcb_call(int fd, uint32_t proc, const struct fs_rpcb_reg *r, uint8_t *buf,
 		     uint32_t cap, struct rrr_xdr *x)
 {
-	static uint32_t xid;
-	if (!xid)
-		xid = (uint32_t)time(NULL) ^ ((uint32_t)getpid() << 16);
-	uint8_t out[RPCB_MSG];
-	rrr_xdr_init(x, out + 4, sizeof(out) - 4, RRR_XDR_ENCODE);
-	uint32_t my = ++xid;
-	if (rrr_rpc_encode_call(x, my, RPCB_PROG, RPCB_VERS, proc, NULL) < 0)
-		return -EMSGSIZE;
+	uint8_t args[RPCB_MSG];
+	rrr_xdr_init(x, args, sizeof(args), RRR_XDR_ENCODE);
 	if (proc != RPCB_DUMP &&
 	    (rrr_xdr_put_u32(x, r->prog) < 0 || rrr_xdr_put_u32(x, r->vers) < 0 ||
 	     rrr_xdr_put_string(x, r->netid) < 0 ||
 	     rrr_xdr_put_string(x, proc == RPCB_SET ? r->uaddr : "") < 0 ||
 	     rrr_xdr_put_string(x, "rrr-server") < 0))
 		return -EMSGSIZE;
-	uint32_t mark = htonl(0x80000000u | (uint32_t)rrr_xdr_pos(x));
-	memcpy(out, &mark, 4);
-	int rc = io_all(fd, out, 4 + rrr_xdr_pos(x), true);
-	if (rc < 0)
-		return rc;
-	/* the reply, in fragments (rpcbind sends a long DUMP in several) */
-	uint32_t len = 0;
-	for (bool last = false; !last;) {
-		if ((rc = io_all(fd, &mark, 4, false)) < 0)
-			return rc;
-		mark = ntohl(mark);
-		last = (mark & 0x80000000u) != 0;
-		uint32_t frag = mark & 0x7fffffffu;
-		if (frag > cap - len)
-			return -EMSGSIZE;
-		if ((rc = io_all(fd, buf + len, frag, false)) < 0)
-			return rc;
-		len += frag;
-	}
-	if (len % 4)
-		return -EPROTO;
-	rrr_xdr_init(x, buf, len, RRR_XDR_DECODE);
-	struct rrr_rpc_reply rep;
-	if (rrr_rpc_decode_reply(x, &rep) < 0 || rep.xid != my)
-		return -EPROTO;
-	if (rep.stat != RRR_RPC_MSG_ACCEPTED || rep.accept_stat != RRR_RPC_SUCCESS)
-		return -EACCES;
-	return 0;
+	return fs_rpc_call(fd, RPCB_PROG, RPCB_VERS, proc, args, rrr_xdr_pos(x), buf, cap, x);
 }
 
 /* SET or UNSET @r: 1 done, 0 refused, or -errno. */

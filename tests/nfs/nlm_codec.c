@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/nfs/nlm_codec.c - rrr-server's NLM v4 / NSM v1 codecs
- * (server/fs/nlm_xdr.c, compiled in): byte-exact vectors written from the
+ * (server/fs/nlm_xdr.c, compiled in by helpers/fs_codecs.c): byte-exact vectors written from the
  * XNFS / RFC 1813 layouts, round trips, and the limits a hostile peer hits
  * (long names and handles, bad booleans and enums, short messages).
  */
@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "server/fs/nlm_xdr.c"
+#include "server/fs/nlm_xdr.h"
 
 static uint8_t buf[8192];
 static struct nlm4_args a, b;
