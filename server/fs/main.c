@@ -401,24 +401,25 @@ static void register_rpcbind(const struct fs_conf *cf, const char *host, uint16_
 	static const char *const nid[2][2] = {{"tcp", "tcp6"}, {"rdma", "rdma6"}};
 	struct fs_rpcb_reg r[FS_RPCB_MAX_REGS];
 	unsigned n = 0;
-	for (int f = 0; f < 2; f++) {
-		int fam = f ? AF_INET6 : AF_INET;
-		r[n] = (struct fs_rpcb_reg){.prog = RRR_NFS3_PROGRAM, .vers = RRR_NFS3_VERSION};
-		snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[0][f]);
-		fs_rpcb_uaddr(fam, host, tcp ? tcp : mount, r[n++].uaddr);
-		if (rdma) {
-			r[n] = (struct fs_rpcb_reg){.prog = RRR_NFS3_PROGRAM,
-						    .vers = RRR_NFS3_VERSION};
-			snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[1][f]);
-			fs_rpcb_uaddr(fam, host, rdma, r[n++].uaddr);
+	const struct {
+		uint32_t prog, vers;
+		int rdma;
+		uint16_t port;
+	} want[] = {
+		{RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, 0, tcp ? tcp : mount},
+		{RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, 1, rdma},
+		{RRR_MNT_PROGRAM, RRR_MNT_VERSION, 0, mount},
+		{NLM_PROG, NLM_VERS4, 0, mount},
+	};
+	for (int f = 0; f < 2; f++)
+		for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
+			if (!want[w].port)
+				continue;
+			r[n] = (struct fs_rpcb_reg){.prog = want[w].prog, .vers = want[w].vers};
+			snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[want[w].rdma][f]);
+			if (fs_rpcb_uaddr(f ? AF_INET6 : AF_INET, host, want[w].port, r[n].uaddr))
+				n++;
 		}
-		r[n] = (struct fs_rpcb_reg){.prog = RRR_MNT_PROGRAM, .vers = RRR_MNT_VERSION};
-		snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[0][f]);
-		fs_rpcb_uaddr(fam, host, mount, r[n++].uaddr);
-		r[n] = (struct fs_rpcb_reg){.prog = NLM_PROG, .vers = NLM_VERS4};
-		snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[0][f]);
-		fs_rpcb_uaddr(fam, host, mount, r[n++].uaddr);
-	}
 	fs_rpcb_start(cf->state_dir, r, n);
 }
 

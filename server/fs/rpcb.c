@@ -9,7 +9,8 @@
  * Normal operation: at start, after the listeners are bound, main.c hands
  * the mappings (program, version, netid, universal address) to
  * fs_rpcb_start(), which talks to rpcbind over its unix socket
- * (/run/rpcbind.sock): rpcbind accepts SET and UNSET only from a local
+ * (the abstract @/run/rpcbind.sock of this network namespace where rpcbind
+ * has one, else /run/rpcbind.sock): rpcbind accepts SET and UNSET only from a local
  * caller, and learns who we are from the socket's peer credentials. Each
  * mapping is one SET; a SET that rpcbind refuses means another server holds
  * the mapping (the kernel's nfsd, lockd, or another rrr-server): it is
@@ -43,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,29 +78,44 @@ static struct fs_rpcb_reg g_done[FS_RPCB_MAX_REGS];
 static unsigned g_ndone;
 static char g_record[4096];
 
-void fs_rpcb_uaddr(int family, const char *host, uint16_t port, char *out)
+bool fs_rpcb_uaddr(int family, const char *host, uint16_t port, char *out)
 {
 	struct in_addr a4;
 	struct in6_addr a6;
 	char ip[INET6_ADDRSTRLEN];
-	if (host && inet_pton(AF_INET, host, &a4) == 1)
+	if (host && inet_pton(AF_INET, host, &a4) == 1) {
+		if (family != AF_INET)
+			return false;
 		inet_ntop(AF_INET, &a4, ip, sizeof(ip));
-	else if (host && inet_pton(AF_INET6, host, &a6) == 1)
+	} else if (host && inet_pton(AF_INET6, host, &a6) == 1) {
+		if (family != AF_INET6)
+			return false;
 		inet_ntop(AF_INET6, &a6, ip, sizeof(ip));
-	else
+	} else {
 		snprintf(ip, sizeof(ip), "%s", family == AF_INET6 ? "::" : "0.0.0.0");
+	}
 	snprintf(out, FS_RPCB_UADDR, "%s.%u.%u", ip, port >> 8, port & 0xffu);
+	return true;
 }
 
+/* rpcbind's abstract socket first (it belongs to this network namespace,
+ * as the kernel's lockd looks for it), then its socket files. */
 static int rpcb_connect(void)
 {
-	for (size_t i = 0; i < sizeof(sockets) / sizeof(sockets[0]); i++) {
+	for (size_t i = 0; i <= sizeof(sockets) / sizeof(sockets[0]); i++) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -errno;
 		struct sockaddr_un sun = {.sun_family = AF_UNIX};
-		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sockets[i]);
-		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
+		socklen_t len = sizeof(sun);
+		if (i == 0) { /* "@/run/rpcbind.sock" */
+			size_t n = strlen(sockets[0]);
+			memcpy(sun.sun_path + 1, sockets[0], n);
+			len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+		} else {
+			snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sockets[i - 1]);
+		}
+		if (connect(fd, (struct sockaddr *)&sun, len) == 0)
 			return fd;
 		close(fd);
 	}

@@ -7,6 +7,7 @@
 #ifndef RRR_SERVER_FS_RPCB_H
 #define RRR_SERVER_FS_RPCB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,9 +22,10 @@ struct fs_rpcb_reg {
 };
 
 /* The universal address of @port on @host (an IPv4 or IPv6 literal; NULL or
- * anything else: the wildcard of @family, AF_INET or AF_INET6) into @out
- * (FS_RPCB_UADDR bytes). */
-void fs_rpcb_uaddr(int family, const char *host, uint16_t port, char *out);
+ * a name: the wildcard of @family, AF_INET or AF_INET6) into @out
+ * (FS_RPCB_UADDR bytes). False (nothing written) when @host is a literal
+ * of the other family: that netid has no address then. */
+bool fs_rpcb_uaddr(int family, const char *host, uint16_t port, char *out);
 
 /* Register @n mappings with the local rpcbind (its unix socket). Entries
  * a previous run of this server left behind (it crashed) are removed first:
