@@ -167,7 +167,7 @@ DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal
 	    libcriterion-dev rdma-core clang libclang-rt-14-dev valgrind tshark \
 	    libnfs-utils gnuplot-nox groff-base systemtap-sdt-dev
 DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
-	       nfs-kernel-server nfs-common rpcbind fio e2fsprogs xfsprogs btrfs-progs
+	       nfs-kernel-server nfs-common rpcbind sqlite3 python3 fio e2fsprogs xfsprogs btrfs-progs
 # fio, and what fio's configure needs to describe Debian's fio build.
 DEB_PKGS_FIO := fio dpkg-dev libaio-dev libnuma-dev
 # The peer `make bench-peer` measures rrr against: NFS-Ganesha + libnfs nfs-cp.
