@@ -8,7 +8,8 @@
  * not, TEST names the holder, UNLOCK lets the other in; a local process on
  * the server (fcntl) and NFS owners see one set of locks; a client whose
  * NSM state changed (it rebooted) loses its old locks; past the per-client
- * limit of (owner, file) pairs a LOCK gets DENIED_NOLOCKS; after a restart
+ * limit of (owner, file) pairs a LOCK gets DENIED_NOLOCKS; a read-only
+ * export refuses exclusive locks (ROFS) and grants shared ones; after a restart
  * with a client on record, only reclaims are granted in the grace period,
  * and once it is over new locks are; a blocked LOCK is granted when the
  * holder unlocks, with a GRANTED callback to the client's lock manager (a
@@ -323,6 +324,19 @@ Test(nfs_nlm, reclaims_in_the_grace_period_after_a_restart, .fini = fini, .timeo
 	rrr_clnt_destroy(c);
 	cr_assert_eq(th_server_stop(&srv), 0);
 	cr_assert(th_file_contains(srv.log, "may reclaim their locks for 3 s"));
+}
+
+Test(nfs_nlm, a_read_only_export_refuses_exclusive_locks, .fini = fini, .timeout = 60)
+{
+	static const char *const ro[] = {"--read-only", NULL};
+	start(false, ro);
+	struct rrr_clnt *c = connect_to(false);
+	mk(&a, "cli1", 1, true, 0, 0);
+	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_ROFS);
+	mk(&a, "cli1", 1, false, 0, 0);
+	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_GRANTED_ST, "shared locks are reads");
+	rrr_clnt_destroy(c);
+	cr_assert_eq(th_server_stop(&srv), 0);
 }
 
 /* ------------------------------------------ the client's side: callbacks */
