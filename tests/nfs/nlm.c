@@ -490,6 +490,9 @@ static void fake_fini(void)
 		kill(g_rpcbind, SIGTERM);
 		waitpid(g_rpcbind, NULL, 0);
 		g_rpcbind = -1;
+		/* what it saves for a warm start (-w) would name our test programs */
+		unlink("/run/rpcbind/rpcbind.xdr");
+		unlink("/run/rpcbind/portmap.xdr");
 	}
 	if (g_rpcbind_lock >= 0)
 		close(g_rpcbind_lock);

@@ -77,6 +77,9 @@ static void stop_rpcbind(void)
 		kill(g_rpcbind, SIGTERM);
 		waitpid(g_rpcbind, NULL, 0);
 		g_rpcbind = -1;
+		/* what it saves for a warm start (-w) would name our test programs */
+		unlink("/run/rpcbind/rpcbind.xdr");
+		unlink("/run/rpcbind/portmap.xdr");
 	}
 }
 
