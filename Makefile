@@ -189,7 +189,7 @@ DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal
 	    libcriterion-dev rdma-core clang libclang-rt-14-dev valgrind tshark \
 	    libnfs-utils gnuplot-nox groff-base systemtap-sdt-dev
 DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
-	       nfs-kernel-server nfs-common rpcbind fio e2fsprogs xfsprogs btrfs-progs
+	       nfs-kernel-server nfs-common rpcbind sqlite3 python3 fio e2fsprogs xfsprogs btrfs-progs
 # fio, and what fio's configure needs to describe Debian's fio build.
 DEB_PKGS_FIO := fio dpkg-dev libaio-dev libnuma-dev
 # The peer `make bench-peer` measures rrr against: NFS-Ganesha + libnfs nfs-cp.
@@ -338,6 +338,8 @@ build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
 	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(filter build-fuzz/obj/server/fs/%,$^) $(FUZZ_LIB_OBJS) -o $@ $(LIBS)
 # fuzz_config links rrr-server's parser (it is not in the library)
 build-fuzz/fuzz_config: build-fuzz/obj/server/fs/config.o build-fuzz/obj/server/fs/log.o
+# fuzz_nlm links rrr-server's NLM/NSM codecs
+build-fuzz/fuzz_nlm: build-fuzz/obj/server/fs/nlm_xdr.o
 
 # ---------------------------------------------------------------- demo, bench, vm
 .PHONY: demo bench bench-peer test-vm bench-vm

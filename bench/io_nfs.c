@@ -198,7 +198,7 @@ static int spawn_server(struct io_nfs *n)
 		return set_err(-errno, "fork", NULL);
 	}
 	if (!n->server) {
-		const char *av[24];
+		const char *av[32];
 		int k = 0, fd = open(n->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
 		if (fd >= 0) {
@@ -220,6 +220,9 @@ static int spawn_server(struct io_nfs *n)
 		av[k++] = "--state-dir";
 		av[k++] = state;
 		av[k++] = "--no-root-squash"; /* the bench client is root's */
+		av[k++] = "--no-rpcbind";     /* a private server: not found through rpcbind */
+		av[k++] = "--tcp-port";       /* ... nor on NFS's port 2049 */
+		av[k++] = "none";
 		av[k++] = "--listen";
 		av[k++] = "127.0.0.1";
 		av[k++] = "--port";

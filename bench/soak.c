@@ -292,6 +292,9 @@ static int spawn_server(struct soak *s)
 		av[k++] = exp;
 		av[k++] = "--state-dir";
 		av[k++] = state;
+		av[k++] = "--no-rpcbind"; /* a private server: not found through rpcbind */
+		av[k++] = "--tcp-port";   /* ... nor on NFS's port 2049 */
+		av[k++] = "none";
 		av[k++] = "--listen";
 		av[k++] = "127.0.0.1";
 		av[k++] = "--port";

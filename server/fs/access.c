@@ -175,6 +175,11 @@ static bool check(struct rrr_svc_req *req, const struct fs_export *ex, bool *rea
 	return ok;
 }
 
+bool fs_access_allowed(struct rrr_svc_req *req, const struct fs_export *ex, bool *read_only)
+{
+	return check(req, ex, read_only);
+}
+
 /* Words of "attributes follow: FALSE" in each procedure's failure arm. */
 static const uint8_t fail_words[RRR_NFS3_NPROCS] = {
 	[RRR_NFS3_GETATTR] = 0, [RRR_NFS3_SETATTR] = 2, [RRR_NFS3_LOOKUP] = 1,

@@ -83,6 +83,8 @@ static const struct key {
 	[FS_K_SETUP_TIMEOUT] = {"setup-timeout", false, false, K_U32},
 	[FS_K_MAX_SETUP] = {"max-setup", false, false, K_U32},
 	[FS_K_DIRECT_WRITE] = {"direct-write", false, false, K_U32},
+	[FS_K_RPCBIND] = {"rpcbind", false, false, K_BOOL},
+	[FS_K_GRACE] = {"grace", false, false, K_U32},
 	[FS_K_EXPORT] = {"export", true, false, K_STR},
 	[FS_K_NAME] = {"name", true, false, K_STR},
 	[FS_K_READ_ONLY] = {"read-only", true, true, K_BOOL},
@@ -109,6 +111,7 @@ static void bounds(enum fs_conf_key k, uint32_t *lo, uint32_t *hi)
 	case FS_K_ANON_GID: *hi = 0xfffffffeu; break;
 	case FS_K_DRC_ENTRIES: *hi = 65536; break; /* FS_DRC_MAX_ENTRIES */
 	case FS_K_DIRECT_WRITE: *hi = 64u << 20; break;
+	case FS_K_GRACE: *hi = 3600; break;
 	case FS_K_MAX_CONNS:
 	case FS_K_MAX_CONNS_PER_ADDR:
 	case FS_K_IDLE_TIMEOUT: *hi = RRR_SVC_UNLIMITED - 1; break;
@@ -128,8 +131,10 @@ void fs_conf_defaults(struct fs_conf *c)
 	memset(c, 0, sizeof(*c));
 	c->rdma_port = 20049;
 	c->mount_port = 20048;
-	c->tcp_port = -1;
+	c->tcp_port = 2049; /* used when free unless the key is given (main.c) */
 	c->rdma = true;
+	c->rpcbind = true;
+	c->grace = 90;
 	snprintf(c->provider, sizeof(c->provider), "soft");
 	c->log_level = LOG_NOTICE;
 	c->wait_mode = RRR_WAIT_ADAPTIVE;
@@ -382,6 +387,8 @@ int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *v, char *err,
 			return fail(err, errlen, "%s '%.64s' is not yes or no", name, v);
 		if (k == FS_K_RDMA)
 			c->rdma = b;
+		else if (k == FS_K_RPCBIND)
+			c->rpcbind = b;
 		else if (k == FS_K_READ_ONLY)
 			c->read_only = b;
 		else
@@ -400,6 +407,7 @@ int fs_conf_set(struct fs_conf *c, enum fs_conf_key k, const char *v, char *err,
 		case FS_K_MAX_SEGS: c->max_segs = u; break;
 		case FS_K_DRC_ENTRIES: c->drc_entries = u; break;
 		case FS_K_DIRECT_WRITE: c->direct_write = u; break;
+		case FS_K_GRACE: c->grace = u; break;
 		case FS_K_MAX_CONNS: c->max_conns = u; break;
 		case FS_K_MAX_CONNS_PER_ADDR: c->max_conns_per_addr = u; break;
 		case FS_K_IDLE_TIMEOUT: c->idle_timeout_ms = u; break;
@@ -501,6 +509,8 @@ void fs_conf_merge(struct fs_conf *dst, const struct fs_conf *src)
 		case FS_K_MAX_PAYLOAD: dst->max_payload = src->max_payload; break;
 		case FS_K_DRC_ENTRIES: dst->drc_entries = src->drc_entries; break;
 		case FS_K_DIRECT_WRITE: dst->direct_write = src->direct_write; break;
+		case FS_K_RPCBIND: dst->rpcbind = src->rpcbind; break;
+		case FS_K_GRACE: dst->grace = src->grace; break;
 		case FS_K_MAX_CONNS: dst->max_conns = src->max_conns; break;
 		case FS_K_MAX_CONNS_PER_ADDR: dst->max_conns_per_addr = src->max_conns_per_addr; break;
 		case FS_K_IDLE_TIMEOUT: dst->idle_timeout_ms = src->idle_timeout_ms; break;
@@ -552,6 +562,8 @@ static bool differs(const struct fs_conf *a, const struct fs_conf *b, enum fs_co
 	case FS_K_MAX_PAYLOAD: return a->max_payload != b->max_payload;
 	case FS_K_DRC_ENTRIES: return a->drc_entries != b->drc_entries;
 	case FS_K_DIRECT_WRITE: return a->direct_write != b->direct_write;
+	case FS_K_RPCBIND: return a->rpcbind != b->rpcbind;
+	case FS_K_GRACE: return a->grace != b->grace;
 	case FS_K_MAX_CONNS: return a->max_conns != b->max_conns;
 	case FS_K_MAX_CONNS_PER_ADDR: return a->max_conns_per_addr != b->max_conns_per_addr;
 	case FS_K_IDLE_TIMEOUT: return a->idle_timeout_ms != b->idle_timeout_ms;

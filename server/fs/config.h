@@ -44,6 +44,8 @@ enum fs_conf_key {
 	FS_K_SETUP_TIMEOUT, FS_K_MAX_SETUP,
 	/* I/O */
 	FS_K_DIRECT_WRITE,
+	/* being found and locking */
+	FS_K_RPCBIND, FS_K_GRACE,
 	/* [export DIR] */
 	FS_K_EXPORT, FS_K_NAME, FS_K_READ_ONLY, FS_K_ALLOW, FS_K_ROOT_SQUASH, FS_K_ANON_UID,
 	FS_K_ANON_GID,
@@ -68,6 +70,8 @@ struct fs_conf {
 	char listen[256];
 	int rdma_port, mount_port, tcp_port; /* tcp_port -1: none */
 	bool rdma;
+	bool rpcbind;                /* register with the local rpcbind (default yes) */
+	uint32_t grace;              /* seconds of the lock grace period after a restart */
 	char provider[16];
 	char provider_opts[512];
 	unsigned threads;
@@ -100,7 +104,8 @@ struct fs_conf {
 };
 
 /* config.c */
-/* Defaults: ports 20049 / 20048 / none, RDMA on, soft, log level notice. */
+/* Defaults: ports 20049 / 20048 / 2049 (when free), RDMA on, soft, log level
+ * notice, rpcbind on, a 90 s lock grace period. */
 void fs_conf_defaults(struct fs_conf *c);
 /* Parse config file @path into @c (on top of what @c holds). 0, or -errno
  * with a sentence naming the file and line in @err. Never reads more than
@@ -153,6 +158,11 @@ int fs_access_set(const struct fs_conf *c);
  * NULL from it is dropped. Thread-safe against fs_access_set(); never
  * blocks for long (a read lock). @ctx is unused. */
 bool fs_access_admit(void *ctx, const struct sockaddr_storage *peer);
+/* Whether the peer of @req may use export @ex (its allow list), and
+ * whether @ex is read-only for it: the lock manager's check (nlm.c).
+ * Thread-safe; never blocks for long. */
+struct fs_export;
+bool fs_access_allowed(struct rrr_svc_req *req, const struct fs_export *ex, bool *read_only);
 /* Program tables that check the policy, then call the real handlers
  * (fs_nfs3_procs, fs_mnt_procs): a client outside the allow list gets
  * MNT3ERR_ACCES on MNT and NFS3ERR_ACCES on every NFS procedure but NULL,

@@ -9,8 +9,10 @@
  * NFS (100003 v3) and MOUNT (100005 v3) programs with the server library,
  * listen for RPC-over-RDMA on --port (20049) and for ONC RPC over TCP on
  * --mount-port (MOUNT and NFS, for the kernel client's mountproto=tcp and
- * for libnfs tools) and optionally --tcp-port, then run worker threads
- * until SIGTERM or SIGINT. With --port-file the bound ports are written to
+ * for libnfs tools) and on --tcp-port (NFS's own 2049 by default, used when
+ * it is free), register the programs with the local rpcbind (rpcb.c) so a
+ * client finds them with no port options, then run worker threads until
+ * SIGTERM or SIGINT, and unregister. With --port-file the bound ports are written to
  * a file once listening (port 0 picks free ports; tests and the demo use
  * this). The NFS and MOUNT tables go through access.c (allow lists,
  * read-only); a control thread (ctl.c) re-reads the config on SIGHUP and
@@ -53,6 +55,8 @@
 #include "server/fs/config.h"
 #include "server/fs/drc.h"
 #include "server/fs/fs.h"
+#include "server/fs/nlm.h"
+#include "server/fs/rpcb.h"
 
 static struct rrr_svc *g_svc;
 static struct fs_export *g_ex[FS_MAX_EXPORTS]; /* in config order, also in exports.c */
@@ -99,7 +103,10 @@ static void usage(FILE *f)
 		"  --listen LIST         addresses to listen on, up to 8 (default: all)\n"
 		"  --port N              NFS over RDMA port (default 20049; 0 = pick one)\n"
 		"  --mount-port N        MOUNT + NFS over TCP port (default 20048; 0 = pick one)\n"
-		"  --tcp-port N          another NFS + MOUNT over TCP port (default: none)\n"
+		"  --tcp-port N          NFS + MOUNT over TCP port (default 2049 when free;\n"
+		"                        none: only the mount port)\n"
+		"  --no-rpcbind          do not register with the local rpcbind\n"
+		"  --grace N             lock grace period after a restart, seconds (default 90)\n"
 		"  --no-rdma             serve TCP only\n"
 		"  --threads N           worker threads (default: one per CPU)\n"
 		"  --state-dir DIR       where the file handle key lives (default\n"
@@ -136,8 +143,8 @@ static void usage(FILE *f)
 		"\n"
 		"The export flags (--export, --name, --allow, --read-only, --no-root-squash,\n"
 		"--anon-uid, --anon-gid) set the config's first export.\n"
-		"Kernel client:  mount -t nfs -o vers=3,proto=rdma,port=20049,mountproto=tcp,\\\n"
-		"                      mountport=20048,nolock SERVER:/PATH /mnt\n"
+		"Kernel client:  mount -t nfs -o vers=3 SERVER:/PATH /mnt                (TCP)\n"
+		"                mount -t nfs -o vers=3,proto=rdma,port=20049 SERVER:/PATH /mnt\n"
 		"Stops cleanly on SIGTERM or SIGINT and prints its counters; SIGHUP re-reads\n"
 		"--config (allow, read-only, log-level change live).\n"
 		"Exit status: 0 clean stop, 1 runtime failure, 2 usage or config error.\n");
@@ -197,6 +204,7 @@ static void print_counters(FILE *f, const char *title)
 	}
 	fs_access_print(f, "  ");
 	fs_drc_print(f);
+	fs_nlm_print(f);
 	struct rrr_svc_limit_stats ls;
 	rrr_svc_limit_stats(g_svc, &ls);
 	rrr_svc_limit_stats_print(f, "  limits.", &ls);
@@ -384,6 +392,38 @@ static void reload_cb(void *arg)
 	fs_log_set_level(g_conf.log_level);
 }
 
+/* The mappings clients look for (rpcb.c): NFS v3 on TCP (the NFS port, or
+ * the mount port without one) and RDMA, MOUNT v3 and NLM v4 on TCP (the
+ * mount port), each for IPv4 and IPv6; @host is the first listen address
+ * (NULL: all). */
+static void register_rpcbind(const struct fs_conf *cf, const char *host, uint16_t rdma,
+			     uint16_t mount, uint16_t tcp)
+{
+	static const char *const nid[2][2] = {{"tcp", "tcp6"}, {"rdma", "rdma6"}};
+	struct fs_rpcb_reg r[FS_RPCB_MAX_REGS];
+	unsigned n = 0;
+	const struct {
+		uint32_t prog, vers;
+		int rdma;
+		uint16_t port;
+	} want[] = {
+		{RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, 0, tcp ? tcp : mount},
+		{RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, 1, rdma},
+		{RRR_MNT_PROGRAM, RRR_MNT_VERSION, 0, mount},
+		{NLM_PROG, NLM_VERS4, 0, mount},
+	};
+	for (int f = 0; f < 2; f++)
+		for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
+			if (!want[w].port)
+				continue;
+			r[n] = (struct fs_rpcb_reg){.prog = want[w].prog, .vers = want[w].vers};
+			snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[want[w].rdma][f]);
+			if (fs_rpcb_uaddr(f ? AF_INET6 : AF_INET, host, want[w].port, r[n].uaddr))
+				n++;
+		}
+	fs_rpcb_start(cf->state_dir, r, n);
+}
+
 /* Open export @i of the config as g_ex[i] and add it to the table. */
 static int open_export(const struct fs_conf *cf, unsigned i, const char *real)
 {
@@ -449,7 +489,7 @@ static int cli_set(enum fs_conf_key k, const char *v)
 int main(int argc, char **argv)
 {
 	enum { O_EXPORT = 256, O_NAME, O_PROVIDER, O_POPTS, O_LISTEN, O_PORT, O_MPORT, O_TPORT,
-	       O_NORDMA, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP,
+	       O_NORDMA, O_NORPCB, O_GRACE, O_THREADS, O_STATE, O_RO, O_PORTFILE, O_VERBOSE, O_WAIT, O_SPIN, O_HELP,
 	       O_CONFIG, O_CHECK, O_ALLOW, O_LOGLEVEL, O_STATS, O_STATSSOCK, O_DRC, O_DIRECTW, O_MAXC,
 	       O_MAXCA, O_IDLE, O_SETUP, O_MAXSETUP, O_NOSQUASH, O_ANONUID, O_ANONGID };
 	static const struct option lopts[] = {
@@ -462,6 +502,8 @@ int main(int argc, char **argv)
 		{"mount-port", required_argument, NULL, O_MPORT},
 		{"tcp-port", required_argument, NULL, O_TPORT},
 		{"no-rdma", no_argument, NULL, O_NORDMA},
+		{"no-rpcbind", no_argument, NULL, O_NORPCB},
+		{"grace", required_argument, NULL, O_GRACE},
 		{"threads", required_argument, NULL, O_THREADS},
 		{"state-dir", required_argument, NULL, O_STATE},
 		{"read-only", no_argument, NULL, O_RO},
@@ -505,6 +547,8 @@ int main(int argc, char **argv)
 		case O_MPORT: bad |= cli_set(FS_K_MOUNT_PORT, optarg); break;
 		case O_TPORT: bad |= cli_set(FS_K_TCP_PORT, optarg); break;
 		case O_NORDMA: bad |= cli_set(FS_K_RDMA, "no"); break;
+		case O_NORPCB: bad |= cli_set(FS_K_RPCBIND, "no"); break;
+		case O_GRACE: bad |= cli_set(FS_K_GRACE, optarg); break;
 		case O_THREADS: bad |= cli_set(FS_K_THREADS, optarg); break;
 		case O_STATE: bad |= cli_set(FS_K_STATE_DIR, optarg); break;
 		case O_RO: bad |= cli_set(FS_K_READ_ONLY, "yes"); break;
@@ -656,7 +700,9 @@ int main(int argc, char **argv)
 					    RRR_NFS3_NPROCS, ex};
 	const struct rrr_svc_program mnt = {RRR_MNT_PROGRAM, RRR_MNT_VERSION, fs_mnt_guarded,
 					    RRR_MNT_NPROCS, ex};
-	if ((rc = rrr_svc_register(g_svc, &nfs)) < 0 || (rc = rrr_svc_register(g_svc, &mnt)) < 0) {
+	const struct rrr_svc_program nlm = {NLM_PROG, NLM_VERS4, fs_nlm_procs, NLM4_NPROCS, ex};
+	if ((rc = rrr_svc_register(g_svc, &nfs)) < 0 || (rc = rrr_svc_register(g_svc, &mnt)) < 0 ||
+	    (rc = rrr_svc_register(g_svc, &nlm)) < 0) {
 		fprintf(stderr, "rrr-server: cannot register programs: %s\n", rrr_last_error());
 		goto fail;
 	}
@@ -696,10 +742,17 @@ int main(int argc, char **argv)
 				pbuf, hn, rrr_last_error());
 			goto fail;
 		}
-		if (cf->tcp_port >= 0) {
+		if (cf->tcp_port >= 0 && (i == 0 || bound_tcp)) {
 			snprintf(pbuf, sizeof(pbuf), "%d", i ? bound_tcp : cf->tcp_port);
 			rc = rrr_svc_listen_tcp(g_svc, h, pbuf, i ? NULL : &bound_tcp);
-			if (rc < 0) {
+			if (rc == -EADDRINUSE && i == 0 && !(cf->set & (1ull << FS_K_TCP_PORT))) {
+				/* the default 2049 is used only when free */
+				fs_log_at(LOG_NOTICE, "TCP port %s is taken (the kernel's nfsd?): NFS "
+					  "over TCP on the mount port %u only; --tcp-port picks "
+					  "another", pbuf, bound_mount);
+				rc = 0;
+				bound_tcp = 0;
+			} else if (rc < 0) {
 				fprintf(stderr, "rrr-server: cannot listen on TCP port %s on %s: %s\n",
 					pbuf, hn, rrr_last_error());
 				goto fail;
@@ -765,6 +818,13 @@ int main(int argc, char **argv)
 		       "permission checks are the server's, not the caller's");
 	fs_log_at(LOG_INFO, "open to %s; stats socket %s; config %s", who, cf->stats_socket,
 		  g_config ? g_config : "none (flags only)");
+	if ((rc = fs_nlm_start(cf->state_dir, cf->grace)) < 0) {
+		fprintf(stderr, "rrr-server: cannot start the lock manager: %s\n", strerror(-rc));
+		goto fail;
+	}
+	/* found through rpcbind before the port file says the server is up */
+	if (cf->rpcbind)
+		register_rpcbind(cf, addrs[0], no_rdma ? 0 : bound_rdma, bound_mount, bound_tcp);
 	if (port_file) {
 		char text[96];
 		int n = snprintf(text, sizeof(text), "rdma=%u mount=%u tcp=%u\n", bound_rdma,
@@ -778,6 +838,8 @@ int main(int argc, char **argv)
 	}
 
 	rc = rrr_svc_run(g_svc);
+	fs_rpcb_stop();
+	fs_nlm_stop();
 	if (rc < 0)
 		fprintf(stderr, "rrr-server: stopped on error: %s\n", rrr_last_error());
 	else
@@ -793,6 +855,8 @@ int main(int argc, char **argv)
 	return rc < 0 ? 1 : 0;
 
 fail:
+	fs_rpcb_stop();
+	fs_nlm_stop();
 	fs_ctl_stop(ctl);
 	rrr_svc_destroy(g_svc);
 	g_svc = NULL;

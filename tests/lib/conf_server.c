@@ -26,7 +26,7 @@ int th_conf_write(struct th_server *s, bool rdma, const char *export_lines, char
 		return -errno;
 	fprintf(f,
 		"# written by the test\n[server]\nrdma = %s\nrdma-port = 0\nmount-port = 0\n"
-		"threads = 2\nport-file = %s/ports\nstate-dir = %s\n\n[export %s]\n%s\n%s",
+		"threads = 2\nrpcbind = no\ntcp-port = none\nport-file = %s/ports\nstate-dir = %s\n\n[export %s]\n%s\n%s",
 		rdma ? "yes" : "no", s->dir, s->state_dir, s->export_dir, export_lines,
 		/* the tests run as root and write as root, as th_server does */
 		strstr(export_lines, "root-squash") ? "" : "root-squash = no\n");

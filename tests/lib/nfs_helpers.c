@@ -94,6 +94,11 @@ int th_server_start(struct th_server *s, bool rdma)
 		int n = rdma ? 15 : 14;
 		if (!s->root_squash)
 			argv[n++] = "--no-root-squash";
+		if (!s->rpcbind) { /* a test's server on free ports: not found through rpcbind */
+			argv[n++] = "--no-rpcbind";
+			argv[n++] = "--tcp-port";
+			argv[n++] = "none";
+		}
 		for (int i = 0; s->extra_args && s->extra_args[i] && n < 31; i++)
 			argv[n++] = s->extra_args[i];
 		argv[n] = NULL;

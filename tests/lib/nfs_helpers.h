@@ -29,6 +29,8 @@ struct th_server {
 			     * supplementary groups), an ordinary user; the test
 			     * chowns what the server must write (th_chown_tree) */
 	gid_t run_gid;
+	bool rpcbind;       /* false: --no-rpcbind --tcp-port none (the servers of
+			     * parallel tests neither register nor take 2049) */
 };
 
 /* $RRR_BUILD/<prog>, or NULL when RRR_BUILD is unset or the file is missing. */

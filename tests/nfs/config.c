@@ -206,3 +206,16 @@ Test(nfs_config, bad_flags_are_usage_errors)
 	cr_assert_eq(th_sh(prog, "--export / --log-level chatty --check-config", out), 2);
 	cr_assert_eq(th_sh(prog, "--export / --log-level warning --check-config", out), 0);
 }
+
+Test(nfs_config, rpcbind_and_grace_keys)
+{
+	char text[1024], out[400];
+	snprintf(text, sizeof(text), "[server]\nrpcbind = no\ngrace = 5\ntcp-port = 2049\n[export %s]\n",
+		 srv.export_dir);
+	cr_assert_eq(check(text, strlen(text), "", out), 0);
+	cr_assert_eq(check(text, strlen(text), "--no-rpcbind --grace 0", out), 0);
+	snprintf(text, sizeof(text), "grace = 3601\n[export %s]\n", srv.export_dir);
+	refused(text, "grace '3601' is not a number in 0..3600");
+	snprintf(text, sizeof(text), "rpcbind = maybe\n[export %s]\n", srv.export_dir);
+	refused(text, "rpcbind 'maybe' is not yes or no");
+}

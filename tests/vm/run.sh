@@ -21,8 +21,7 @@
 #      tests/vm/tests.d/*.sh (or tests/vm/bench.d/*.sh with --bench) in name order,
 #      each under its own timeout, and writes its exit status.
 #
-# Recovery: every step is bounded (RRR_VM_TIMEOUT for the whole VM, default 1500 s,
-# 1800 s with --bench;
+# Recovery: every step is bounded (RRR_VM_TIMEOUT for the whole VM, default 1800 s;
 # RRR_VM_TEST_TIMEOUT per script, default 300 s; a script that needs longer says so
 # in a header line `# vm-timeout: SECONDS` and gets the larger of the two). On any
 # failure the console log and the failing scripts' logs are printed and the exit
@@ -54,7 +53,7 @@ BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 CACHE=${RRR_VM_CACHE:-$ROOT/build/vm-cache}
 VMDIR="$BUILD/vm${SIW:+-siw}"
-if [ "$MODE" = bench ]; then VM_TIMEOUT=${RRR_VM_TIMEOUT:-1800}; else VM_TIMEOUT=${RRR_VM_TIMEOUT:-1500}; fi
+VM_TIMEOUT=${RRR_VM_TIMEOUT:-1800}
 TEST_TIMEOUT=${RRR_VM_TEST_TIMEOUT:-300}
 
 die() { echo "test-vm: $*" >&2; exit 1; }
@@ -122,7 +121,7 @@ VMLINUZ="$KROOT/boot/vmlinuz-$KVER"
 
 # ---------------------------------------------------------------- 2. initramfs
 MODS="virtio_pci virtio_net 9pnet_virtio 9p overlay ib_uverbs rdma_ucm rdma_cm ib_cm iw_cm
-      crc32_generic crc32_pclmul rdma_rxe sunrpc rpcrdma nfs nfsv3 nfsv4 nfsd
+      crc32_generic crc32_pclmul rdma_rxe sunrpc rpcrdma nfs nfsv3 nfsv4 nfsd veth
       loop crc32c_generic libcrc32c ext4 xfs btrfs"
 IRD="$VMDIR/initramfs"
 rm -rf "$IRD"

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/nfs/rpcbind.c - rrr-server is found through this host's rpcbind
+ * (server/fs/rpcb.c), checked with Debian's rpcbind and rpcinfo.
+ *
+ * A server registers NFS v3 on tcp, tcp6, rdma, rdma6 and MOUNT v3 on tcp
+ * and tcp6 with its bound ports; SIGTERM unregisters them; a server killed
+ * with SIGKILL leaves them, and the next start on the same state directory
+ * replaces them with its own. Without rpcbind the server says so in one
+ * line and serves. The default NFS port 2049 is taken when free, and a
+ * server whose 2049 is taken serves on the mount port and says so.
+ *
+ * rpcbind is the host's: the one running, or one this test starts (and
+ * stops) when none runs and the binary is installed; the case without
+ * rpcbind runs first when none runs. Only that test's servers register.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/lib/nfs_helpers.h"
+
+static pid_t g_rpcbind = -1; /* the rpcbind this test started, if any */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static bool rpcbind_up(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/run/rpcbind.sock");
+	bool up = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return up;
+}
+
+/* rpcbind running (started here when none is): true, or false to skip. */
+static bool need_rpcbind(void)
+{
+	if (rpcbind_up())
+		return true;
+	if (access("/usr/sbin/rpcbind", X_OK) != 0 || geteuid() != 0)
+		return false;
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl("/usr/sbin/rpcbind", "rpcbind", "-f", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return false;
+	g_rpcbind = pid;
+	for (double end = now_s() + 10; now_s() < end; usleep(20000))
+		if (rpcbind_up())
+			return true;
+	return false;
+}
+
+static void stop_rpcbind(void)
+{
+	if (g_rpcbind > 0) {
+		kill(g_rpcbind, SIGTERM);
+		waitpid(g_rpcbind, NULL, 0);
+		g_rpcbind = -1;
+		/* what it saves for a warm start (-w) would name our test programs */
+		unlink("/run/rpcbind/rpcbind.xdr");
+		unlink("/run/rpcbind/portmap.xdr");
+	}
+}
+
+struct mapping {
+	unsigned prog, vers;
+	char netid[16], addr[64];
+};
+
+/* rpcinfo's table (program, version, netid, address, ...): how many rows. */
+static int rpcinfo(struct mapping *m, int cap)
+{
+	char out[] = "/tmp/rrr-rpcinfo-XXXXXX";
+	int fd = mkstemp(out);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	char *argv[] = {"rpcinfo", NULL};
+	cr_assert_eq(th_run(argv, out, 10), 0, "rpcinfo failed");
+	FILE *f = fopen(out, "r");
+	cr_assert_not_null(f);
+	char line[256];
+	int n = 0;
+	while (fgets(line, sizeof(line), f) && n < cap)
+		if (sscanf(line, "%u %u %15s %63s", &m[n].prog, &m[n].vers, m[n].netid,
+			   m[n].addr) == 4)
+			n++;
+	fclose(f);
+	unlink(out);
+	return n;
+}
+
+/* The address @prog v@vers on @netid has ("" when none) into @addr. */
+static void lookup(unsigned prog, unsigned vers, const char *netid, char *addr)
+{
+	struct mapping m[128];
+	int n = rpcinfo(m, 128);
+	addr[0] = 0;
+	for (int i = 0; i < n; i++)
+		if (m[i].prog == prog && m[i].vers == vers && !strcmp(m[i].netid, netid))
+			snprintf(addr, 64, "%s", m[i].addr);
+}
+
+static void uaddr(const char *ip, unsigned port, char *out)
+{
+	snprintf(out, 64, "%s.%u.%u", ip, port >> 8, port & 255);
+}
+
+struct ports {
+	unsigned rdma, mount, tcp;
+};
+
+static void read_ports(const struct th_server *s, struct ports *p)
+{
+	char path[320];
+	snprintf(path, sizeof(path), "%s/ports", s->dir);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_eq(fscanf(f, "rdma=%u mount=%u tcp=%u", &p->rdma, &p->mount, &p->tcp), 3);
+	fclose(f);
+}
+
+static void expect_registered(const struct ports *p)
+{
+	char want[64], got[64];
+	uaddr("0.0.0.0", p->tcp, want);
+	lookup(100003, 3, "tcp", got);
+	cr_assert_str_eq(got, want, "NFS v3 tcp");
+	uaddr("::", p->tcp, want);
+	lookup(100003, 3, "tcp6", got);
+	cr_assert_str_eq(got, want, "NFS v3 tcp6");
+	uaddr("0.0.0.0", p->rdma, want);
+	lookup(100003, 3, "rdma", got);
+	cr_assert_str_eq(got, want, "NFS v3 rdma");
+	uaddr("0.0.0.0", p->mount, want);
+	lookup(100005, 3, "tcp", got);
+	cr_assert_str_eq(got, want, "MOUNT v3 tcp");
+	uaddr("::", p->mount, want);
+	lookup(100005, 3, "tcp6", got);
+	cr_assert_str_eq(got, want, "MOUNT v3 tcp6");
+}
+
+static const char *const free_tcp[] = {"--tcp-port", "0", NULL};
+
+Test(nfs_rpcbind, registers_unregisters_and_cleans_after_a_crash, .timeout = 120)
+{
+	char p[512], got[64];
+	if (!th_prog("rrr-server", p, sizeof(p)))
+		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	if (!rpcbind_up()) { /* first without rpcbind: one line, and it serves */
+		struct th_server n = {0};
+		cr_assert_eq(th_mkdirs(&n), 0);
+		n.rpcbind = true;
+		n.extra_args = free_tcp;
+		cr_assert_eq(th_server_start(&n, false), 0);
+		cr_assert_eq(th_count_lines(n.log, "rpcbind is not running"), 1);
+		cr_assert_eq(th_server_stop(&n), 0);
+		th_cleanup(&n);
+	}
+	if (!need_rpcbind())
+		cr_skip_test("no rpcbind on this host (apt-get install rpcbind), or not root to start it");
+	lookup(100003, 3, "tcp", got);
+	if (got[0]) {
+		stop_rpcbind();
+		cr_skip_test("another NFS server (%s) is registered with this host's rpcbind", got);
+	}
+	struct th_server s = {0};
+	cr_assert_eq(th_mkdirs(&s), 0);
+	s.rpcbind = true;
+	s.extra_args = free_tcp;
+	cr_assert_eq(th_server_start(&s, true), 0);
+	struct ports p1, p2;
+	read_ports(&s, &p1);
+	cr_assert_neq(p1.tcp, 0u);
+	expect_registered(&p1);
+
+	/* a crash leaves the mappings; the next start replaces them */
+	kill(s.pid, SIGKILL);
+	waitpid(s.pid, NULL, 0);
+	s.pid = -1;
+	expect_registered(&p1);
+	cr_assert_eq(th_server_start(&s, true), 0);
+	read_ports(&s, &p2);
+	cr_assert(p2.tcp != p1.tcp || p2.mount != p1.mount, "free ports differ between starts");
+	expect_registered(&p2);
+	cr_assert(th_file_contains(s.log, "removed the mappings of a previous run"));
+
+	/* a second server on the same rpcbind leaves the first one's mappings */
+	struct th_server o = {0};
+	cr_assert_eq(th_mkdirs(&o), 0);
+	o.rpcbind = true;
+	o.extra_args = free_tcp;
+	cr_assert_eq(th_server_start(&o, true), 0);
+	expect_registered(&p2);
+	cr_assert_eq(th_count_lines(o.log, "held by another server"), 1);
+	cr_assert_eq(th_server_stop(&o), 0);
+	expect_registered(&p2);
+	th_cleanup(&o);
+
+	/* SIGTERM unregisters */
+	cr_assert_eq(th_server_stop(&s), 0);
+	lookup(100003, 3, "tcp", got);
+	cr_assert_str_eq(got, "", "NFS v3 tcp left after exit");
+	lookup(100005, 3, "tcp", got);
+	cr_assert_str_eq(got, "", "MOUNT v3 tcp left after exit");
+	lookup(100003, 3, "rdma", got);
+	cr_assert_str_eq(got, "", "NFS v3 rdma left after exit");
+	th_cleanup(&s);
+	stop_rpcbind();
+}
+
+Test(nfs_rpcbind, nfs_port_2049_when_free, .timeout = 60)
+{
+	char p[512];
+	if (!th_prog("rrr-server", p, sizeof(p)))
+		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	/* hold 2049 (or find it held): the server must say so and serve on the mount port */
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+	cr_assert_geq(fd, 0);
+	int zero = 0;
+	setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(2049),
+				 .sin6_addr = IN6ADDR_ANY_INIT};
+	bool mine = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 1) == 0;
+	if (!mine && errno != EADDRINUSE) {
+		close(fd);
+		cr_skip_test("cannot bind TCP port 2049 here (%s)", strerror(errno));
+	}
+	struct th_server s = {0};
+	const char *const args[] = {"--no-rpcbind", NULL};
+	cr_assert_eq(th_mkdirs(&s), 0);
+	s.rpcbind = true; /* the default ports */
+	s.extra_args = args;
+	cr_assert_eq(th_server_start(&s, false), 0);
+	struct ports pt;
+	read_ports(&s, &pt);
+	cr_assert_eq(pt.tcp, 0u, "2049 is taken: no NFS port of its own");
+	cr_assert_eq(th_count_lines(s.log, "TCP port 2049 is taken"), 1);
+	cr_assert_eq(th_server_stop(&s), 0);
+	close(fd);
+	th_cleanup(&s);
+}
