@@ -222,11 +222,14 @@ test: deps deps-fio
 check: test-includes test-help test-contracts test-log test-unit test-install test-example test-man test-probes
 
 # The layer rule of docs/design.md: no #include crosses it (no file above
-# transport/ sees a provider's private header; xdr/ does not use transport/).
+# transport/ sees a provider's private header; xdr/ does not use transport/);
+# the same at link level; and the soft provider's files call each other one
+# way (docs/soft-provider.md, Files).
 .PHONY: test-includes
 test-includes: lib
 	@scripts/check-includes.sh
 	@scripts/check-layers-nm.sh $(BUILD)
+	@scripts/check-soft-layers.sh $(BUILD)
 
 # `make help` names every target of this Makefile.
 .PHONY: test-help
@@ -462,7 +465,7 @@ help:
 	@echo "  test           deps, build, then every check below (what CI runs first)"
 	@echo "  check          every check without deps or build"
 	@echo "  test-unit      every Criterion binary"
-	@echo "  test-includes  the layer rule: includes and link-level references"
+	@echo "  test-includes  the layer rule: includes and link-level references; soft calls one way"
 	@echo "  test-contracts a contract comment on every public function"
 	@echo "  test-log       the library prints only through its log hook"
 	@echo "  test-install   install into a temporary root, link through pkg-config"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/soft/mss.c - FPDU size follows the TCP MSS of the moment
- * (transport/soft/qp.c rrr__soft_qp_mulpdu_refresh): before a message that
+ * (transport/soft/qp_state.c rrr__soft_qp_mulpdu_refresh): before a message that
  * takes more than one FPDU the sender reads TCP_MAXSEG again (at most once
  * a millisecond), so an FPDU fits one segment of the connection as it is
  * now (RFC 5044 alignment), not as it was at connect time - Linux bounds a new

@@ -108,7 +108,9 @@ void rrr__soft_cm_post(struct soft_id *id, enum rrr_cm_event_type t, int status,
 	push_ev(id->cm, &ev);
 }
 
-void rrr__soft_cm_conn_lost(struct soft_id *id, int status)
+/* A QP's connection ended (qp->conn_lost, called under qp->lock; the QP
+ * engine's one report upward): DISCONNECTED, once. */
+static void conn_lost(struct soft_id *id, int status)
 {
 	struct soft_cm *cm = id->cm;
 	bool do_post;
@@ -156,9 +158,6 @@ static void id_unlink(struct soft_cm *cm, struct soft_id *id)
 		id->next->prev = id->prev;
 	id->next = id->prev = NULL;
 }
-
-
-
 
 static struct soft_id *id_new(struct soft_cm *cm, void *ctx)
 {
@@ -225,7 +224,6 @@ static int send_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-
 static void fail_active(struct soft_id *id, int status, const char *why)
 {
 	rrr__set_error(status, "soft: connection setup failed: %s", why);
@@ -257,7 +255,8 @@ static void handover(struct soft_id *id, bool active)
 	rrr__soft_cm_ep_set(id, EPOLLRDHUP);
 }
 
-void rrr__soft_cm_qp_gone(struct soft_id *id)
+/* The QP of @id goes away: stop watching its socket. */
+static void qp_gone(struct soft_id *id)
 {
 	struct soft_cm *cm = id->cm;
 
@@ -265,6 +264,26 @@ void rrr__soft_cm_qp_gone(struct soft_id *id)
 	if (id->state == ID_ESTABLISHED)
 		rrr__soft_cm_ep_set(id, 0);
 	pthread_mutex_unlock(&cm->lock);
+}
+
+/* The ops table's qp_create: a QP bound to @base, whose lost connection
+ * is reported as this id's DISCONNECTED (qp->conn_lost). */
+int rrr__soft_cm_qp_create(struct rrr_cm_id *base, const struct rrr_qp_init_attr *attr,
+			   struct rrr_qp **out)
+{
+	return rrr__soft_qp_new(base, rrr__soft_id_of(base), conn_lost, attr, out);
+}
+
+/* The ops table's qp_destroy: out of every epoll set (the CQs' and the
+ * progress thread's), out of the CM's, then freed. */
+int rrr__soft_cm_qp_destroy(struct rrr_qp *base)
+{
+	struct soft_qp *qp = soft_qp(base);
+
+	rrr__soft_qp_detach(qp);
+	if (qp->id)
+		qp_gone(qp->id);
+	return rrr__soft_qp_free(base);
 }
 
 /* Read toward id->need; 1 complete, 0 more later, <0 error/EOF. */
@@ -335,9 +354,37 @@ static int frame_refusal(int rc, bool reply, const char **why)
 	}
 }
 
+/* Close the oldest connection that has not sent its MPA Request yet
+ * (cm_limits.c picks it); false when there is none. */
+static bool evict_oldest(struct soft_cm *cm)
+{
+	struct soft_id *old = rrr__soft_cm_oldest_unrequested(cm);
 
+	if (!old)
+		return false;
+	rrr__soft_cm_id_free(cm, old);
+	cm->lst.setup_evicted++;
+	return true;
+}
 
+/* The set-up timer ticked: close what is past its deadline (cm_limits.c
+ * finds and counts them): unreported ones silently, accepted ones with
+ * UNREACHABLE (-ETIMEDOUT). */
+static void sweep(struct soft_cm *cm)
+{
+	uint64_t now = rrr__soft_cm_sweep_begin(cm);
+	struct soft_id *id, *nx = cm->ids;
 
+	while ((id = rrr__soft_cm_next_expired(cm, &nx, now))) {
+		if (id->state == ID_REQ_WAIT) {
+			rrr__soft_cm_id_free(cm, id); /* never reported: ours */
+			continue;
+		}
+		rrr__soft_cm_ep_set(id, 0);
+		rrr__soft_cm_timed_out(cm, id);
+		rrr__soft_cm_post(id, RRR_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+	}
+}
 
 static void on_listen(struct soft_cm *cm, struct soft_id *l)
 {
@@ -348,7 +395,8 @@ static void on_listen(struct soft_cm *cm, struct soft_id *l)
 		struct soft_id *id;
 
 		if (fd < 0) {
-			if ((errno == EMFILE || errno == ENFILE) && rrr__soft_cm_out_of_fds(cm, l))
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    (evict_oldest(cm) || rrr__soft_cm_shed(cm, l)))
 				continue;
 			return;
 		}
@@ -358,7 +406,7 @@ static void on_listen(struct soft_cm *cm, struct soft_id *l)
 			continue;
 		}
 		if (cm->nsetup >= cm->max_setup)
-			rrr__soft_cm_evict_oldest(cm);
+			evict_oldest(cm);
 		id = id_new(cm, NULL);
 		if (!id) {
 			close(fd);
@@ -635,7 +683,7 @@ int rrr__soft_cm_get_event(struct rrr_cm *base, struct rrr_cm_event *ev)
 	n = epoll_wait(cm->ep, evs, 16, 0);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr == &cm->tfd)
-			rrr__soft_cm_sweep(cm);
+			sweep(cm);
 		else if (evs[i].data.ptr)
 			on_ready(cm, evs[i].data.ptr, evs[i].events);
 	}
@@ -684,7 +732,7 @@ void rrr__soft_cm_id_destroy(struct rrr_cm_id *base)
 
 	if (base->qp) {
 		/* documented misuse: destroy the QP first; do it for the caller */
-		rrr__soft_qp_destroy(base->qp);
+		rrr__soft_cm_qp_destroy(base->qp);
 	}
 	pthread_mutex_lock(&cm->lock);
 	if (id->state == ID_LISTEN) {
@@ -975,8 +1023,7 @@ int rrr__soft_cm_disconnect(struct rrr_cm_id *base)
 		rrr__soft_qp_fatal(qp, 0, false);
 		pthread_mutex_unlock(&qp->lock);
 	}
-	rrr__soft_cm_conn_lost(id, 0);
+	conn_lost(id, 0);
 	return 0;
 }
-
 

@@ -5,6 +5,8 @@
  * points) and cm_limits.c (set-up deadlines, the cap on connections in
  * set-up, running out of descriptors, admission by address, and the
  * counting and logging of every refusal). Private to transport/soft/cm*.c.
+ * cm.c calls cm_limits.c, never the other way: cm_limits.c decides and
+ * counts, cm.c closes connections and queues events.
  *
  * Locking: cm->lock serialises set-up progress and id state (every
  * function below is called with it held unless it says otherwise); the
@@ -79,7 +81,7 @@ static inline struct soft_cm *soft_cm(struct rrr_cm *c)
 	return container_of(c, struct soft_cm, base);
 }
 
-/* cm.c */
+/* cm.c (its own; cm_limits.c, below it, never calls them) */
 /* Queue an event for @id (with @rr's private data and IRD/ORD). */
 void rrr__soft_cm_post(struct soft_id *id, enum rrr_cm_event_type t, int status,
 		       const struct soft_mpa_rr *rr);
@@ -92,12 +94,18 @@ void rrr__soft_cm_id_free(struct soft_cm *cm, struct soft_id *id);
 /* @id enters / leaves set-up: counted in nsetup, deadline setup_timeout_ms. */
 void rrr__soft_cm_setup_begin(struct soft_cm *cm, struct soft_id *id);
 void rrr__soft_cm_setup_end(struct soft_cm *cm, struct soft_id *id);
-/* Close the oldest connection that sent no MPA Request yet; false if none. */
-bool rrr__soft_cm_evict_oldest(struct soft_cm *cm);
-/* The timer ticked: close what is past its set-up deadline. */
-void rrr__soft_cm_sweep(struct soft_cm *cm);
-/* accept() failed with EMFILE/ENFILE on listener @l: make room. True to retry. */
-bool rrr__soft_cm_out_of_fds(struct soft_cm *cm, struct soft_id *l);
+/* The oldest connection that sent no MPA Request yet (cm.c evicts it); NULL if none. */
+struct soft_id *rrr__soft_cm_oldest_unrequested(struct soft_cm *cm);
+/* The timer ticked: consume it; the time to judge deadlines by. */
+uint64_t rrr__soft_cm_sweep_begin(struct soft_cm *cm);
+/* The next id from *@next past its deadline (counted); *@next moves past it. */
+struct soft_id *rrr__soft_cm_next_expired(struct soft_cm *cm, struct soft_id **next,
+					  uint64_t now);
+/* An accepted id past its deadline: out of set-up, closed, logged. */
+void rrr__soft_cm_timed_out(struct soft_cm *cm, struct soft_id *id);
+/* accept() failed with EMFILE/ENFILE on listener @l and nothing could be
+ * evicted: shed one connection with the reserved descriptor. True to retry. */
+bool rrr__soft_cm_shed(struct soft_cm *cm, struct soft_id *l);
 /* Count a refused or failed set-up of @id under @reason (enum
  * rrr_cm_refusal) and log @why with the peer's address (rate-limited). */
 void rrr__soft_cm_refused(struct soft_cm *cm, struct soft_id *id, int reason, const char *why);

@@ -8,8 +8,9 @@
  * its MPA Request arrived (CONNECT_REQUEST), and again after rrr_cm_accept()
  * until the initiator's RTR. Each has a deadline (setup_timeout_ms); while
  * any exists a periodic timerfd in the CM's epoll set makes the CM fd
- * readable and rrr__soft_cm_sweep() closes those past it: unreported ones
- * silently, accepted ones with UNREACHABLE (-ETIMEDOUT). At most max_setup
+ * readable and cm.c closes those past it (rrr__soft_cm_next_expired finds
+ * them): unreported ones silently, accepted ones with UNREACHABLE
+ * (-ETIMEDOUT). At most max_setup
  * are in set-up at once: accepting one more first closes the oldest that
  * sent no Request (evicted), so a flood of idle TCP connects costs each of
  * them its slot, not a well-behaved peer, whose Request arrives at once.
@@ -24,6 +25,11 @@
  * reason and second with the number held back (rrr__ratelimit_ok).
  *
  * Locking: called with cm->lock held (cm_impl.h).
+ *
+ * This file decides and counts; closing a connection and queueing its
+ * event are cm.c's, which calls in here and acts on what is returned (the
+ * connection to evict, each one past its deadline), so the two files
+ * call each other one way only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,9 +106,9 @@ void rrr__soft_cm_refused(struct soft_cm *cm, struct soft_id *id, int reason, co
 		      (unsigned long long)held, held ? " more such since the last line)" : "");
 }
 
-/* Close the oldest connection that has not sent its MPA Request yet;
- * false when there is none. */
-bool rrr__soft_cm_evict_oldest(struct soft_cm *cm)
+/* The oldest connection that has not sent its MPA Request yet (the one
+ * to evict); NULL when there is none. */
+struct soft_id *rrr__soft_cm_oldest_unrequested(struct soft_cm *cm)
 {
 	struct soft_id *old = NULL;
 
@@ -110,59 +116,63 @@ bool rrr__soft_cm_evict_oldest(struct soft_cm *cm)
 		if (id->in_setup && id->state == ID_REQ_WAIT &&
 		    (!old || id->setup_deadline < old->setup_deadline))
 			old = id;
-	if (!old)
-		return false;
-	rrr__soft_cm_id_free(cm, old);
-	cm->lst.setup_evicted++;
-	return true;
+	return old;
 }
 
-/* Close what is past its set-up deadline (timer tick). */
-void rrr__soft_cm_sweep(struct soft_cm *cm)
+/* The timer ticked: consume it; returns the time deadlines are judged by. */
+uint64_t rrr__soft_cm_sweep_begin(struct soft_cm *cm)
 {
 	uint64_t now = rrr__mono_ns(), v;
 
 	if (read(cm->tfd, &v, sizeof(v)) < 0) {
 		/* not expired yet: nothing to consume */
 	}
-	for (struct soft_id *id = cm->ids, *nx; id; id = nx) {
-		nx = id->next;
+	return now;
+}
+
+/* The next id from *@next on whose set-up deadline is past @now, counted
+ * as a timeout; *@next moves past it (the caller may free it). */
+struct soft_id *rrr__soft_cm_next_expired(struct soft_cm *cm, struct soft_id **next,
+					  uint64_t now)
+{
+	for (struct soft_id *id = *next; id; id = id->next) {
 		if (!id->in_setup || id->setup_deadline > now)
 			continue;
 		cm->lst.setup_timeouts++;
-		if (id->state == ID_REQ_WAIT) {
-			rrr__soft_cm_id_free(cm, id); /* never reported: ours */
-			continue;
-		}
-		rrr__soft_cm_ep_set(id, 0);
-		rrr__soft_cm_setup_end(cm, id);
-		id->state = ID_CLOSED;
-		if (id->fd >= 0)
-			shutdown(id->fd, SHUT_RDWR);
-		rrr__set_error(-ETIMEDOUT, "soft: peer did not finish MPA set-up in %u ms",
-			       cm->setup_timeout_ms);
-		{
-			uint64_t held;
-
-			if (rrr__ratelimit_ok(&cm->rl[RRR_CM_REFUSED_NREASONS], RRR__LOG_EVERY_MS,
-					      &held))
-				rrr__log_warn("rrr soft: an accepted RDMA connection sent no "
-					      "ready-to-receive message within %u ms: closed "
-					      "(setup_timeout_ms)%s%.0llu%s",
-					      cm->setup_timeout_ms, held ? " (" : "",
-					      (unsigned long long)held, held ? " more such)" : "");
-		}
-		rrr__soft_cm_post(id, RRR_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+		*next = id->next;
+		return id;
 	}
+	*next = NULL;
+	return NULL;
 }
 
-/* accept() failed with EMFILE/ENFILE: make room. Returns true to retry. */
-bool rrr__soft_cm_out_of_fds(struct soft_cm *cm, struct soft_id *l)
+/* An accepted connection past its deadline: out of set-up, closed,
+ * logged (rate-limited); the caller reports UNREACHABLE. */
+void rrr__soft_cm_timed_out(struct soft_cm *cm, struct soft_id *id)
+{
+	uint64_t held;
+
+	rrr__soft_cm_setup_end(cm, id);
+	id->state = ID_CLOSED;
+	if (id->fd >= 0)
+		shutdown(id->fd, SHUT_RDWR);
+	rrr__set_error(-ETIMEDOUT, "soft: peer did not finish MPA set-up in %u ms",
+		       cm->setup_timeout_ms);
+	if (rrr__ratelimit_ok(&cm->rl[RRR_CM_REFUSED_NREASONS], RRR__LOG_EVERY_MS, &held))
+		rrr__log_warn("rrr soft: an accepted RDMA connection sent no "
+			      "ready-to-receive message within %u ms: closed "
+			      "(setup_timeout_ms)%s%.0llu%s",
+			      cm->setup_timeout_ms, held ? " (" : "",
+			      (unsigned long long)held, held ? " more such)" : "");
+}
+
+/* accept() failed with EMFILE/ENFILE and no connection could be evicted:
+ * give up the reserved descriptor to accept one and close it at once.
+ * Returns true to retry. */
+bool rrr__soft_cm_shed(struct soft_cm *cm, struct soft_id *l)
 {
 	int fd;
 
-	if (rrr__soft_cm_evict_oldest(cm))
-		return true;
 	if (cm->reserve_fd < 0)
 		return false;
 	close(cm->reserve_fd);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport/soft/cq.c - completion queues and caller-driven progress.
+ * transport/soft/cq.c - completion queues: the ring, its notification, and
+ * the count of QP sockets in the CQ's epoll set.
  *
  * Normal operation: a CQ is a ring of struct rrr_wc under cq->lock (a leaf
  * lock: QPs push completions while holding their own lock). The CQ's file
@@ -8,14 +9,11 @@
  * completion arrives on an armed CQ) and, unless the device runs a
  * progress thread, the sockets of every QP that uses this CQ. So the fd
  * becomes readable both when completions may be pending and when a socket
- * needs service, and rrr_cq_poll() makes progress: when the ring is
- * empty it collects ready sockets from the epoll set without waiting and
- * drives each QP's receive and transmit engines, then drains the ring
- * (completions already in the ring are returned without a system call;
- * the sockets are served by the first poll that finds it empty, and the
- * fd stays readable meanwhile). Pollers of one CQ share
- * the progress work through cq->prog_lock (try-lock: a second poller just
- * drains the ring).
+ * needs service, and rrr_cq_poll() makes progress (progress.c: when the
+ * ring is empty it steps the QPs whose sockets are ready, then drains the
+ * ring). This file is at the bottom of the QP files: the engines and
+ * qp_state.c push completions and count sockets in here, and it calls
+ * nothing of theirs (docs/soft-provider.md, "Files").
  *
  * Recovery: a full ring drops the completion and marks the CQ overflowed;
  * rrr_cq_poll() then returns -EOVERFLOW once the ring is drained (size CQs
@@ -81,7 +79,7 @@ int rrr__soft_cq_destroy(struct rrr_cq *base)
 	return 0;
 }
 
-static void notify(struct soft_cq *cq)
+void rrr__soft_cq_notify(struct soft_cq *cq)
 {
 	uint64_t one = 1;
 
@@ -111,7 +109,7 @@ void rrr__soft_cq_push(struct soft_cq *cq, const struct rrr_wc *wc)
 	}
 	pthread_mutex_unlock(&cq->lock);
 	if (wake)
-		notify(cq);
+		rrr__soft_cq_notify(cq);
 }
 
 void rrr__soft_cq_qp_add(struct soft_cq *cq, struct soft_qp *qp)
@@ -132,88 +130,6 @@ void rrr__soft_cq_qp_del(struct soft_cq *cq, struct soft_qp *qp)
 	if (cq->solo == qp || cq->nqp != 1)
 		cq->solo = NULL; /* with one left, progress finds it through epoll */
 	pthread_mutex_unlock(&cq->lock);
-}
-
-/*
- * One caller-driven progress step, run by rrr__soft_cq_poll with the CQ's
- * prog_lock held (taken, with cq->quiet set and the solo QP read, in the
- * critical section that found the ring empty: one cq->lock round trip per
- * step). Completions it produces are pushed while cq->quiet is set: they
- * disarm the CQ like any completion but write no event, because the
- * poller that runs this step drains the ring right after it and returns
- * them (rrr__soft_cq_poll writes the event after all if it leaves some
- * behind). That saves an eventfd write, an extra epoll_wait and its read
- * for every completion found by polling.
- *
- * A CQ serving one QP (one connection, the usual case) skips the
- * epoll_wait: the step drives that QP's receive engine directly, whose
- * first read says EAGAIN when there is nothing, at the cost epoll_wait had,
- * and returns data at once when there is.
- */
-static void progress(struct soft_qp *solo, struct soft_cq *cq)
-{
-	struct epoll_event evs[32];
-	int n;
-
-	if (solo) {
-		rrr__soft_qp_progress(solo, EPOLLIN);
-		return;
-	}
-	n = epoll_wait(cq->ep, evs, 32, 0);
-	for (int i = 0; i < n; i++) {
-		if (evs[i].data.ptr)
-			rrr__soft_qp_progress(evs[i].data.ptr, evs[i].events);
-	}
-}
-
-int rrr__soft_cq_poll(struct rrr_cq *base, struct rrr_wc *wc, int n)
-{
-	struct soft_cq *cq = soft_cq(base);
-	struct soft_dev *dev = soft_dev(base->dev);
-	int k = 0;
-
-	/* the ring first: completions already there (REG_MR and LOCAL_INV
-	 * complete during post_send) cost no epoll_wait; the sockets are
-	 * driven only when the ring is empty, which it must become before a
-	 * caller can be waiting on anything else */
-	pthread_mutex_lock(&cq->lock);
-	bool skip = cq->skip_step;
-
-	cq->skip_step = false;
-	if (!cq->count && !dev->progress_thread && !skip &&
-	    pthread_mutex_trylock(&cq->prog_lock) == 0) {
-		/* prog_lock is only tried under cq->lock, never waited for,
-		 * so taking it here cannot deadlock against qp_detach (which
-		 * holds it and then takes cq->lock); quiet and solo are set
-		 * and read in the same critical section as the ring check */
-		struct soft_qp *solo = cq->solo;
-
-		cq->quiet = true;
-		pthread_mutex_unlock(&cq->lock);
-		progress(solo, cq);
-		pthread_mutex_lock(&cq->lock);
-		cq->quiet = false;
-		pthread_mutex_unlock(&cq->prog_lock);
-	}
-	while (k < n && cq->count) {
-		wc[k++] = cq->ring[cq->head];
-		cq->head = (cq->head + 1) % cq->depth;
-		cq->count--;
-	}
-	if (!k && cq->overflow) {
-		cq->overflow = false;
-		pthread_mutex_unlock(&cq->lock);
-		return rrr__set_error(-EOVERFLOW, "soft: completion queue overflowed");
-	}
-	/* a notification taken by our progress step for completions we are
-	 * not returning: deliver it after all */
-	bool late = cq->quieted && cq->count;
-
-	cq->quieted = false;
-	pthread_mutex_unlock(&cq->lock);
-	if (late)
-		notify(cq);
-	return k;
 }
 
 int rrr__soft_cq_fd(struct rrr_cq *base)

@@ -34,13 +34,18 @@
  * and reports the attributes callers plan with: the map model, Send with
  * Invalidate supported, RDMA READ sinks need REMOTE_WRITE (iWARP).
  *
- * The progress thread sleeps in epoll_wait() on the device's epoll set
- * (all QP sockets plus a wake-up eventfd) and drives ready QPs, taking
- * only each QP's lock. It counts finished passes (dev->epoch); a QP being
- * destroyed leaves the set and then waits for two more passes
- * (rrr__soft_dev_quiesce), so the thread never touches a freed QP, and no
- * lock is held across epoll_wait() (a mutex held there starved
- * destroyers). It wakes at least every 20 ms to notice a stop request.
+ * The progress thread (its body is progress.c's, rrr__soft_progress_main)
+ * sleeps in epoll_wait() on the device's epoll set (all QP sockets plus a
+ * wake-up eventfd) and drives ready QPs, taking only each QP's lock. It
+ * counts finished passes (dev->epoch); a QP being destroyed leaves the set
+ * and then waits for two more passes (rrr__soft_dev_quiesce), so the
+ * thread never touches a freed QP, and no lock is held across
+ * epoll_wait() (a mutex held there starved destroyers). It wakes at least
+ * every 20 ms to notice a stop request.
+ *
+ * This file is the top of the provider: the ops table names the entry
+ * points of the other files, and none of them calls this one (the QP
+ * entries are cm.c's, which binds a QP to its connection id).
  *
  * fork(): rrr_device_open() returns only after the progress thread has
  * registered with liburcu, so a fork right after it cannot copy a held
@@ -127,51 +132,6 @@ static int opt(void *arg, const char *key, const char *val)
 	return 0;
 }
 
-static void *progress_main(void *arg)
-{
-	struct soft_dev *d = arg;
-	struct epoll_event evs[32];
-
-	rrr__soft_rcu_thread();
-	atomic_store(&d->thr_ready, true);
-	while (!atomic_load(&d->thr_stop)) {
-		int n = epoll_wait(d->ep, evs, 32, 20);
-
-		for (int i = 0; i < n; i++) {
-			if (evs[i].data.ptr) {
-				rrr__soft_qp_progress(evs[i].data.ptr, evs[i].events);
-			} else {
-				uint64_t v;
-
-				if (read(d->wake_fd, &v, sizeof(v)) < 0) {
-					/* already drained */
-				}
-			}
-		}
-		/* one full pass done: events collected before a QP left the
-		 * set are all handled (rrr__soft_dev_quiesce waits for this) */
-		atomic_fetch_add(&d->epoch, 1);
-	}
-	return NULL;
-}
-
-void rrr__soft_dev_quiesce(struct soft_dev *d)
-{
-	uint64_t e, one = 1;
-
-	if (!d->thr_running || pthread_equal(pthread_self(), d->thr))
-		return;
-	e = atomic_load(&d->epoch);
-	/* two increments: the pass running now ends, then a pass that began
-	 * after the caller removed its socket */
-	while (atomic_load(&d->epoch) < e + 2) {
-		if (write(d->wake_fd, &one, sizeof(one)) < 0) {
-			/* counter saturated: the thread is awake anyway */
-		}
-		usleep(200);
-	}
-}
-
 static void dev_free(struct soft_dev *d)
 {
 	if (d->ep >= 0)
@@ -231,7 +191,7 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 			dev_free(d);
 			return rc;
 		}
-		rc = pthread_create(&d->thr, NULL, progress_main, d);
+		rc = pthread_create(&d->thr, NULL, rrr__soft_progress_main, d);
 		if (rc) {
 			dev_free(d);
 			return rrr__set_error(-rc, "soft: cannot start the progress thread");
@@ -315,8 +275,8 @@ const struct rrr__provider_ops rrr__soft_ops = {
 	.mr_dereg = rrr__soft_mr_dereg,
 	.mr_map_sg = rrr__soft_mr_map_sg,
 	.mr_recover = rrr__soft_mr_recover,
-	.qp_create = rrr__soft_qp_create,
-	.qp_destroy = rrr__soft_qp_destroy,
+	.qp_create = rrr__soft_cm_qp_create,
+	.qp_destroy = rrr__soft_cm_qp_destroy,
 	.post_send = rrr__soft_post_send,
 	.post_recv = rrr__soft_post_recv,
 	.cm_create = rrr__soft_cm_create,
@@ -337,3 +297,19 @@ const struct rrr__provider_ops rrr__soft_ops = {
 	.cm_limit_stats = rrr__soft_cm_limit_stats,
 	.cm_disconnect = rrr__soft_cm_disconnect,
 };
+
+/* A device's fault counters (fault.c injects; the device is known to be
+ * soft by its ops table, which is this file's). */
+int rrr__soft_fault_dev_stats(struct rrr_device *dev, struct rrr__soft_fault_stats *st)
+{
+	struct soft_dev *d;
+
+	if (!dev || !dev->ops || dev->ops != &rrr__soft_ops)
+		return -EINVAL;
+	d = soft_dev(dev);
+	st->points = 0; /* per device only the faults are counted */
+	st->drops = atomic_load(&d->fault_drops);
+	st->delays = atomic_load(&d->fault_delays);
+	st->stalls = atomic_load(&d->fault_stalls);
+	return 0;
+}

@@ -36,7 +36,9 @@
  *
  * Counters are process-wide (every soft device of the process), so a
  * program that cannot reach the device a library opened for it (rrr_clnt)
- * can still report what was injected: rrr__soft_fault_totals().
+ * can still report what was injected: rrr__soft_fault_totals(). One
+ * device's counters are read by rrr__soft_fault_dev_stats() (device.c,
+ * which knows a soft device by its ops table).
  *
  * Recovery: nothing to recover; a dropped QP is in error like any other.
  */
@@ -125,16 +127,3 @@ void rrr__soft_fault_totals(struct rrr__soft_fault_stats *st)
 	st->stalls = atomic_load(&g_stalls);
 }
 
-int rrr__soft_fault_dev_stats(struct rrr_device *dev, struct rrr__soft_fault_stats *st)
-{
-	struct soft_dev *d;
-
-	if (!dev || !dev->ops || dev->ops != &rrr__soft_ops)
-		return -EINVAL;
-	d = soft_dev(dev);
-	st->points = 0; /* per device only the faults are counted */
-	st->drops = atomic_load(&d->fault_drops);
-	st->delays = atomic_load(&d->fault_delays);
-	st->stalls = atomic_load(&d->fault_stalls);
-	return 0;
-}

@@ -44,7 +44,13 @@
  *
  * FPDU: | ULPDU length (16) | ULPDU ... | pad to 4 | CRC32c (4) |
  * The CRC field is always present; without negotiated CRC it is sent as
- * zero and not checked (as RFC 5044 and Linux siw do).
+ * zero and not checked (as RFC 5044 and Linux siw do). The trailer of
+ * every FPDU is made and checked here: rrr__soft_mpa_trailer() (the
+ * transmit engine, tx.c) and rrr__soft_mpa_trailer_ok() (the receive
+ * engine, rx.c, which sums the CRC over the header and payload as they
+ * are placed - one pass over the bytes - and hands the sum here with the
+ * trailer). The CRC32c itself is the library's rrr_crc32c()
+ * (transport/crc32c.c). Markers are never used (refused at set-up).
  *
  * Recovery: parsers validate every length against the bytes present and
  * never read past them; a bad frame returns -EPROTO/-EMSGSIZE and the CM
@@ -219,6 +225,20 @@ int rrr__soft_mpa_check_reply(const struct soft_mpa_rr *mine, const struct soft_
 	return 0;
 }
 
+/* The CRC field: CRC32c, least significant byte first. */
+static void crc_put(uint8_t *b, uint32_t c)
+{
+	b[0] = (uint8_t)c;
+	b[1] = (uint8_t)(c >> 8);
+	b[2] = (uint8_t)(c >> 16);
+	b[3] = (uint8_t)(c >> 24);
+}
+
+static uint32_t crc_get(const uint8_t *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
 /* Pad with zeros, then the CRC field (CRC32c of everything before it,
  * least significant byte first, as the data path sends it; zero without
  * @crc). Returns the FPDU's whole length. */
@@ -230,11 +250,25 @@ static size_t fpdu_close(uint8_t *buf, size_t n, bool crc)
 	memset(buf + n, 0, pad);
 	n += pad;
 	c = crc ? rrr_crc32c(0, buf, n) : 0;
-	buf[n] = (uint8_t)c;
-	buf[n + 1] = (uint8_t)(c >> 8);
-	buf[n + 2] = (uint8_t)(c >> 16);
-	buf[n + 3] = (uint8_t)(c >> 24);
+	crc_put(buf + n, c);
 	return n + 4;
+}
+
+void rrr__soft_mpa_trailer(uint8_t *trl, unsigned pad, const struct iovec *v, int n, bool crc)
+{
+	memset(trl, 0, 8);
+	if (crc) {
+		uint32_t c = 0;
+
+		for (int i = 0; i < n; i++)
+			c = rrr_crc32c(c, v[i].iov_base, v[i].iov_len);
+		crc_put(trl + pad, rrr_crc32c(c, trl, pad)); /* the pad bytes: zeros */
+	}
+}
+
+bool rrr__soft_mpa_trailer_ok(uint32_t crc, const uint8_t *trl, unsigned pad)
+{
+	return rrr_crc32c(crc, trl, pad) == crc_get(trl + pad);
 }
 
 static bool crc_ok(const uint8_t *buf, size_t len, bool crc)
@@ -244,8 +278,7 @@ static bool crc_ok(const uint8_t *buf, size_t len, bool crc)
 	if (!crc)
 		return true; /* without CRC the field is not checked */
 	c = rrr_crc32c(0, buf, len - 4);
-	got = (uint32_t)buf[len - 4] | (uint32_t)buf[len - 3] << 8 | (uint32_t)buf[len - 2] << 16 |
-	      (uint32_t)buf[len - 1] << 24;
+	got = crc_get(buf + len - 4);
 	return c == got;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport/soft/qp.c - queue pairs: work queues, ordering, error and flush.
+ * transport/soft/qp.c - queue pairs: work queues, posting, ordering.
  *
  * Normal operation: a QP owns a send queue (ring of copied WRs), a receive
  * queue and an inbound-READ queue (IRD entries). post_send() checks each
@@ -23,13 +23,19 @@
  * poller or the progress thread). Completions go to the CQ under cq->lock
  * (a leaf lock).
  *
- * Recovery: rrr__soft_qp_fatal() moves the QP to ERROR exactly once: it
- * finishes the FPDU being transmitted (the stream must stay framed),
- * sends a Terminate if asked (bounded wait, 200 ms), shuts the socket
- * down, removes it from every epoll set, flushes every outstanding WR
- * with RRR_WC_WR_FLUSH_ERR (the WR a peer's Terminate answers gets the
- * matching remote error) and reports DISCONNECTED to the CM. WRs posted
- * to an ERROR QP complete at once with flush errors.
+ * Recovery: rrr__soft_qp_fatal() (tx.c, which drains the transmit engine
+ * on the way) moves the QP to ERROR exactly once: it finishes the FPDU
+ * being transmitted, sends a Terminate if asked, shuts the socket down,
+ * flushes every outstanding WR and reports DISCONNECTED to the CM through
+ * qp->conn_lost. WRs posted to an ERROR QP complete at once with flush
+ * errors.
+ *
+ * Calls run one way: cm.c and device.c call into this file; it calls
+ * down into the engines (rx.c, tx.c), the shared QP state (qp_state.c),
+ * progress.c (waiting out the progress thread in rrr__soft_qp_detach) and
+ * the CQ, and nothing here calls back up. Binding a QP to its connection
+ * id (and unbinding it) is cm.c's: rrr__soft_cm_qp_create/destroy wrap
+ * rrr__soft_qp_new/free.
  */
 #include <errno.h>
 #include <poll.h>
@@ -44,14 +50,14 @@
 #include "common/probes.h"
 #include "soft.h"
 
-
 static uint32_t clampu(uint32_t v, uint32_t lo, uint32_t hi)
 {
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-int rrr__soft_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *attr,
-			struct rrr_qp **out)
+int rrr__soft_qp_new(struct rrr_cm_id *id, struct soft_id *sid,
+		     void (*conn_lost)(struct soft_id *sid, int status),
+		     const struct rrr_qp_init_attr *attr, struct rrr_qp **out)
 {
 	struct soft_dev *dev = soft_dev(id->cm->dev);
 	struct soft_qp *qp;
@@ -99,7 +105,8 @@ int rrr__soft_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *att
 	qp->tx_msn_send = qp->tx_msn_read = qp->tx_msn_term = 1;
 	qp->rx.msn_send = qp->rx.msn_read = qp->rx.msn_term = 1;
 	qp->rx.need = SOFT_HDR_TAGGED;
-	qp->id = rrr__soft_id_of(id);
+	qp->id = sid;
+	qp->conn_lost = conn_lost;
 	rrr__soft_fault_qp_init(qp);
 	atomic_fetch_add(&qp->scq->refs, 1);
 	atomic_fetch_add(&qp->rcq->refs, 1);
@@ -108,71 +115,6 @@ int rrr__soft_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *att
 	id->qp = &qp->base;
 	*out = &qp->base;
 	return 0;
-}
-
-static void ep_mod(struct soft_qp *qp, int op)
-{
-	struct epoll_event ev = { .events = EPOLLIN | (qp->want_out ? EPOLLOUT : 0),
-				  .data.ptr = qp };
-
-	if (qp->dev->progress_thread) {
-		epoll_ctl(qp->dev->ep, op, qp->fd, &ev);
-		return;
-	}
-	epoll_ctl(qp->scq->ep, op, qp->fd, &ev);
-	if (qp->rcq != qp->scq)
-		epoll_ctl(qp->rcq->ep, op, qp->fd, &ev);
-	if (op == EPOLL_CTL_ADD) {
-		rrr__soft_cq_qp_add(qp->scq, qp);
-		if (qp->rcq != qp->scq)
-			rrr__soft_cq_qp_add(qp->rcq, qp);
-	} else if (op == EPOLL_CTL_DEL) {
-		rrr__soft_cq_qp_del(qp->scq, qp);
-		if (qp->rcq != qp->scq)
-			rrr__soft_cq_qp_del(qp->rcq, qp);
-	}
-}
-
-void rrr__soft_qp_want_out(struct soft_qp *qp, bool on)
-{
-	if (qp->want_out == on || !qp->in_ep)
-		return;
-	qp->want_out = on;
-	ep_mod(qp, EPOLL_CTL_MOD);
-}
-
-/*
- * One FPDU fits one TCP segment (RFC 5044 alignment; Wireshark decodes
- * FPDUs so): ULPDU <= MSS - length - pad - CRC, and <= the device's mulpdu
- * option. The MSS is read again before a message that takes more than one
- * FPDU (tx.c, through rrr__soft_qp_mulpdu_refresh: at most once per
- * SOFT_MSS_REFRESH_NS, so a stream of 4 KiB messages over a 1500-byte MTU
- * does not pay a getsockopt each), not only at connection time, as Linux
- * siw re-reads it before every WR: Linux bounds a new connection's MSS by half
- * the peer's first window (loopback: ~32 KiB at connect, ~64 KiB once the
- * window has grown), so a bound taken once at connect would cut every bulk
- * transfer into twice the FPDUs - twice the receive calls - for the life
- * of the connection.
- */
-void rrr__soft_qp_mulpdu_update(struct soft_qp *qp)
-{
-	int mss = 0;
-	socklen_t ml = sizeof(mss);
-
-	qp->mulpdu = qp->dev->mulpdu;
-	if (getsockopt(qp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &ml) == 0 && mss > 0 &&
-	    (uint32_t)mss - 9 < qp->mulpdu && mss >= (int)SOFT_MULPDU_MIN + 9)
-		qp->mulpdu = (uint32_t)mss - 9;
-}
-
-void rrr__soft_qp_mulpdu_refresh(struct soft_qp *qp)
-{
-	uint64_t now = rrr__mono_ns();
-
-	if (now - qp->mss_ns < SOFT_MSS_REFRESH_NS)
-		return;
-	qp->mss_ns = now;
-	rrr__soft_qp_mulpdu_update(qp);
 }
 
 int rrr__soft_qp_attach(struct soft_qp *qp, int fd, const struct soft_attach *a)
@@ -200,23 +142,13 @@ int rrr__soft_qp_attach(struct soft_qp *qp, int fd, const struct soft_attach *a)
 		qp->tx_msn_read = 2;
 	if (qp->state == SOFT_QP_IDLE)
 		qp->state = SOFT_QP_RTS;
-	qp->want_out = false;
-	qp->in_ep = true;
-	ep_mod(qp, EPOLL_CTL_ADD);
+	rrr__soft_qp_ep_add(qp);
 	if (qp->state == SOFT_QP_RTS) {
 		rrr__soft_tx(qp);
 		rrr__soft_rx(qp);
 	}
 	pthread_mutex_unlock(&qp->lock);
 	return 0;
-}
-
-static void ep_del_locked(struct soft_qp *qp)
-{
-	if (!qp->in_ep)
-		return;
-	ep_mod(qp, EPOLL_CTL_DEL);
-	qp->in_ep = false;
 }
 
 void rrr__soft_qp_detach(struct soft_qp *qp)
@@ -228,7 +160,7 @@ void rrr__soft_qp_detach(struct soft_qp *qp)
 
 	if (qp->dev->progress_thread) {
 		pthread_mutex_lock(&qp->lock);
-		ep_del_locked(qp);
+		rrr__soft_qp_ep_del(qp);
 		pthread_mutex_unlock(&qp->lock);
 		rrr__soft_dev_quiesce(qp->dev);
 		return;
@@ -243,153 +175,18 @@ void rrr__soft_qp_detach(struct soft_qp *qp)
 	if (b != a)
 		pthread_mutex_lock(&b->prog_lock);
 	pthread_mutex_lock(&qp->lock);
-	ep_del_locked(qp);
+	rrr__soft_qp_ep_del(qp);
 	pthread_mutex_unlock(&qp->lock);
 	if (b != a)
 		pthread_mutex_unlock(&b->prog_lock);
 	pthread_mutex_unlock(&a->prog_lock);
 }
 
-void rrr__soft_sq_complete(struct soft_qp *qp)
-{
-	while (qp->sq_count) {
-		struct soft_swqe *w = &qp->sq[qp->sq_head];
-		static const enum rrr_wc_opcode map[] = {
-			[RRR_WR_SEND] = RRR_WC_SEND,
-			[RRR_WR_SEND_WITH_INV] = RRR_WC_SEND,
-			[RRR_WR_RDMA_WRITE] = RRR_WC_RDMA_WRITE,
-			[RRR_WR_RDMA_READ] = RRR_WC_RDMA_READ,
-			[RRR_WR_REG_MR] = RRR_WC_REG_MR,
-			[RRR_WR_LOCAL_INV] = RRR_WC_LOCAL_INV,
-		};
-
-		if (w->st != SOFT_WQE_DONE)
-			break;
-		if ((w->flags & RRR_SEND_SIGNALED) || w->status != RRR_WC_SUCCESS) {
-			struct rrr_wc wc = {
-				.wr_id = w->wr_id,
-				.status = w->status,
-				.opcode = map[w->opcode],
-				.qp = &qp->base,
-				.vendor_err = w->vendor_err,
-			};
-			if (w->opcode == RRR_WR_RDMA_READ)
-				wc.byte_len = (uint32_t)w->total;
-			rrr__soft_cq_push(qp->scq, &wc);
-		}
-		qp->sq_head = (qp->sq_head + 1) % qp->sq_size;
-		qp->sq_count--;
-		if (qp->sq_tx)
-			qp->sq_tx--;
-	}
-}
-
-static void flush_all(struct soft_qp *qp, enum rrr_wc_status first, uint32_t vendor)
-{
-	bool given = false;
-
-	for (uint32_t i = 0; i < qp->sq_count; i++) {
-		struct soft_swqe *w = &qp->sq[(qp->sq_head + i) % qp->sq_size];
-
-		if (w->st == SOFT_WQE_DONE)
-			continue;
-		w->st = SOFT_WQE_DONE;
-		if (!given && first != RRR_WC_WR_FLUSH_ERR && i < qp->sq_tx) {
-			w->status = first;
-			w->vendor_err = vendor;
-			given = true;
-		} else {
-			w->status = RRR_WC_WR_FLUSH_ERR;
-		}
-	}
-	qp->sq_tx = qp->sq_count;
-	qp->reads_out = 0;
-	rrr__soft_sq_complete(qp);
-	while (qp->rq_count) {
-		struct rrr_wc wc = {
-			.wr_id = qp->rq[qp->rq_head].wr_id,
-			.status = RRR_WC_WR_FLUSH_ERR,
-			.opcode = RRR_WC_RECV,
-			.qp = &qp->base,
-		};
-		rrr__soft_cq_push(qp->rcq, &wc);
-		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
-		qp->rq_count--;
-	}
-	qp->irq_count = 0;
-}
-
-/* Finish the FPDU on the wire and the Terminate, waiting at most ~200 ms. */
-static void drain_tx(struct soft_qp *qp)
-{
-	for (int i = 0; i < 4 && qp->fd >= 0; i++) {
-		struct pollfd p = { .fd = qp->fd, .events = POLLOUT };
-
-		rrr__soft_tx(qp);
-		if (!qp->tx.active && !qp->tx.term_pending)
-			return;
-		if (poll(&p, 1, 50) < 0)
-			return;
-	}
-}
-
-void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term,
-			       enum rrr_wc_status first, uint32_t vendor)
-{
-	if (qp->state == SOFT_QP_ERROR)
-		return;
-	qp->state = SOFT_QP_ERROR;
-	qp->rx.st = SOFT_RX_DEAD;
-	if (send_term)
-		RRR_PROBE3(terminate, qp, term, 1);
-	if (qp->fd >= 0) {
-		if (send_term) {
-			qp->tx.term_pending = true;
-			qp->tx.term = term;
-			qp->term_sent = SOFT_GET_FAIL | term;
-		}
-		drain_tx(qp);
-		shutdown(qp->fd, (qp->tx.active || qp->tx.term_pending) ? SHUT_RDWR : SHUT_WR);
-		ep_del_locked(qp);
-	}
-	qp->tx.active = false;
-	qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
-	qp->tx.bytes = 0;
-	qp->tx.lead_busy = false;
-	qp->tx.lead_cut = false;
-	qp->tx.src_guard = false;
-	qp->tx.irq_more = false;
-	qp->tx.term_pending = false;
-	flush_all(qp, first, vendor);
-	if (qp->id && qp->fd >= 0)
-		rrr__soft_cm_conn_lost(qp->id, send_term ? -EPROTO : 0);
-}
-
-void rrr__soft_qp_fatal(struct soft_qp *qp, uint32_t term, bool send_term)
-{
-	rrr__soft_qp_fatal_status(qp, term, send_term, RRR_WC_WR_FLUSH_ERR, 0);
-}
-
-void rrr__soft_qp_progress(struct soft_qp *qp, uint32_t events)
-{
-	pthread_mutex_lock(&qp->lock);
-	if (qp->state == SOFT_QP_RTS) {
-		if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-			rrr__soft_rx(qp);
-		if (qp->state == SOFT_QP_RTS)
-			rrr__soft_tx(qp);
-	}
-	pthread_mutex_unlock(&qp->lock);
-}
-
-int rrr__soft_qp_destroy(struct rrr_qp *base)
+int rrr__soft_qp_free(struct rrr_qp *base)
 {
 	struct soft_qp *qp = soft_qp(base);
 	struct soft_dev *dev = qp->dev;
 
-	rrr__soft_qp_detach(qp);
-	if (qp->id)
-		rrr__soft_cm_qp_gone(qp->id);
 	pthread_mutex_lock(&qp->lock);
 	if (qp->state != SOFT_QP_ERROR) {
 		qp->id = NULL; /* the id is being torn down by its owner; no event */
@@ -408,41 +205,6 @@ int rrr__soft_qp_destroy(struct rrr_qp *base)
 	free(qp->irq);
 	free(qp);
 	return 0;
-}
-
-/* Local key check (no Terminate: a local error). With !keys only the
- * lengths are summed: the keys are checked when the WR executes. */
-static int check_sges(struct soft_qp *qp, const struct rrr_sge *sg, uint32_t n, unsigned rights,
-		      bool keys, uint64_t *total)
-{
-	uint64_t t = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		struct soft_mr *mr;
-
-		if (sg[i].length == 0)
-			continue;
-		if (keys && rrr__soft_mr_get(qp->dev, sg[i].lkey, qp->base.pd, rights, sg[i].addr,
-					     sg[i].length, true, &mr))
-			return rrr__set_error(-EINVAL,
-					      "soft: SGE %u (lkey 0x%x, %u bytes at 0x%llx) is not "
-					      "inside a valid local registration with the needed rights",
-					      i, sg[i].lkey, sg[i].length,
-					      (unsigned long long)sg[i].addr);
-		if (keys)
-			rrr__soft_mr_put(mr);
-		t += sg[i].length;
-	}
-	if (t > 0x7fffffffu)
-		return rrr__set_error(-EMSGSIZE, "soft: message longer than 2 GiB");
-	*total = t;
-	return 0;
-}
-
-static unsigned sge_rights(enum rrr_wr_opcode op)
-{
-	/* iWARP: a READ sink is written by the peer's Read Response */
-	return op == RRR_WR_RDMA_READ ? RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE : 0;
 }
 
 /* Is a REG_MR or LOCAL_INV of one of these SGEs' STags queued and not yet
@@ -473,31 +235,18 @@ static bool sq_changes_keys(const struct soft_qp *qp, const struct rrr_sge *sg, 
 static int post_check(struct soft_qp *qp, const struct rrr_send_wr *wr, uint64_t *total,
 		      uint64_t *gen, bool *checked)
 {
-	unsigned rights = sge_rights(wr->opcode);
+	unsigned rights = soft_sge_rights(wr->opcode);
 	int rc;
 
 	/* read before the check: an invalidation racing it moves the
 	 * generation after this load, so the WR is checked again when it
 	 * starts (rrr__soft_sq_keys_ok) */
 	*gen = atomic_load(&qp->dev->key_gen);
-	rc = check_sges(qp, wr->sg_list, wr->num_sge, rights, true, total);
+	rc = rrr__soft_sge_check(qp, wr->sg_list, wr->num_sge, rights, true, total);
 	*checked = rc == 0;
 	if (rc == -EINVAL && sq_changes_keys(qp, wr->sg_list, wr->num_sge))
-		rc = check_sges(qp, wr->sg_list, wr->num_sge, rights, false, total);
+		rc = rrr__soft_sge_check(qp, wr->sg_list, wr->num_sge, rights, false, total);
 	return rc;
-}
-
-/* Keys that passed at post time and no registration has left VALID since
- * (dev->key_gen unchanged) pass again without a lookup: a registration only
- * becomes unusable by leaving VALID, and one that leaves it between this
- * load and the payload's own lookup (sge_iov) fails there the same way. */
-int rrr__soft_sq_keys_ok(struct soft_qp *qp, const struct soft_swqe *w)
-{
-	uint64_t total;
-
-	if (w->keys_checked && atomic_load(&qp->dev->key_gen) == w->key_gen)
-		return 0;
-	return check_sges(qp, w->sge, w->num_sge, sge_rights(w->opcode), true, &total);
 }
 
 int rrr__soft_post_send(struct rrr_qp *base, struct rrr_send_wr *wr, struct rrr_send_wr **bad)
@@ -621,8 +370,8 @@ int rrr__soft_post_recv(struct rrr_qp *base, struct rrr_recv_wr *wr, struct rrr_
 					    wr->num_sge, qp->max_recv_sge);
 			break;
 		}
-		rc = check_sges(qp, wr->sg_list, wr->num_sge, RRR_ACCESS_LOCAL_WRITE, true,
-				&total);
+		rc = rrr__soft_sge_check(qp, wr->sg_list, wr->num_sge, RRR_ACCESS_LOCAL_WRITE, true,
+					 &total);
 		if (rc)
 			break;
 		if (qp->state == SOFT_QP_ERROR) {

@@ -19,15 +19,21 @@
  * over more pieces than one readv takes (SOFT_PAY_IOV) is read in several
  * calls, the trailer only behind its last piece. Small messages go through
  * a per-QP stage instead (see HDR_READ below). The CRC is computed over the
- * placed bytes and checked when the trailer is complete; only then is the
- * segment's effect reported (completion, invalidation, read response).
+ * placed bytes and checked when the trailer is complete
+ * (rrr__soft_mpa_trailer_ok, mpa.c); only then is the segment's effect
+ * reported (completion, invalidation, read response).
  *
  * Safety: before every readv into a registration (or copy from the stage)
  * the engine takes the in-flight guard of stag.c (re-checking state and
  * key) and drops it after the call, so an invalidation waits at most one
  * readv and nothing is placed after it completed.
  *
- * Recovery: every violation calls rrr__soft_qp_fatal() with the Terminate
+ * Calls run one way: qp.c and progress.c call rrr__soft_rx(); it calls
+ * down into the transmit engine (tx.c: a Read Response to send, and the
+ * QP's error state, rrr__soft_qp_fatal), qp_state.c (send-queue
+ * completions), the CQ, the STag table and the codecs, never back up.
+ *
+ * Recovery: every violation calls rrr__soft_qp_fatal() (tx.c) with the Terminate
  * layer/type/code of RFC 5040/5041 (or MPA's for CRC errors); the QP stops
  * reading at once. End of stream or a socket error moves the QP to error
  * without a Terminate. A peer's Terminate moves the QP to error; the WR it
@@ -432,17 +438,10 @@ static bool fpdu_done(const struct soft_qp *qp)
  * -1 the QP is dead. */
 static int fpdu_end(struct soft_qp *qp)
 {
-	if (qp->crc) { /* without CRC the field is present but not checked */
-		unsigned pad = qp->rx.trl_len - 4;
-		uint32_t c = rrr_crc32c(qp->rx.crc, qp->rx.trl, pad);
-		uint32_t got = (uint32_t)qp->rx.trl[pad] | (uint32_t)qp->rx.trl[pad + 1] << 8 |
-			       (uint32_t)qp->rx.trl[pad + 2] << 16 |
-			       (uint32_t)qp->rx.trl[pad + 3] << 24;
-
-		if (c != got) {
-			term(qp, T_LLP(SOFT_ECODE_LLP_CRC));
-			return -1;
-		}
+	/* without CRC the field is present but not checked (mpa.c) */
+	if (qp->crc && !rrr__soft_mpa_trailer_ok(qp->rx.crc, qp->rx.trl, qp->rx.trl_len - 4)) {
+		term(qp, T_LLP(SOFT_ECODE_LLP_CRC));
+		return -1;
 	}
 	qp->rx.small = (uint32_t)qp->rx.h.ulpdu_len + 2u + qp->rx.trl_len <= SOFT_RX_SMALL;
 	bool held = qp->tx_hold;

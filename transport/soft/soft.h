@@ -3,26 +3,36 @@
  * transport/soft/soft.h - private structures of the soft (iWARP over TCP)
  * provider, shared by the files of transport/soft/ only.
  *
- * Layering (one file each; the MPA CRC32c is the library's rrr_crc32c(),
- * transport/crc32c.c):
- *   mpa.c       MPA Request/Reply frames (RFC 5044 + RFC 6581), FPDU trailer
+ * Files (one concern each; the MPA CRC32c is the library's rrr_crc32c(),
+ * transport/crc32c.c), top to bottom: a file calls only files below it
+ * (scripts/check-soft-layers.sh, run by make test, checks the objects):
+ *   device.c    device open/options, PDs, the ops table
+ *   cm.c        connection management over TCP (MPA setup, events), binds
+ *               QPs to connection ids (rrr__soft_cm_qp_create/destroy)
+ *   cm_limits.c set-up deadlines, caps, admission, refusal counting
+ *   mr.c        memory registration ops (reg, alloc, map_sg, dereg, recover)
+ *   qp.c        QP object, post_send/post_recv, attach/detach
+ *   progress.c  who drives a QP: one step, rrr_cq_poll, the progress thread
+ *   rx.c        receive engine (header checks, direct placement with readv)
+ *   tx.c        transmit engine (FPDU building, writev, read responses),
+ *               the QP's error state (rrr__soft_qp_fatal: drain, flush)
+ *   qp_state.c  epoll membership, MULPDU, SQ completion, local key checks
+ *   cq.c        completion queue ring and notification
+ *   mpa.c       MPA Request/Reply frames (RFC 5044 + RFC 6581), RTR
+ *               messages, every FPDU's trailer (pad, CRC make and check)
  *   ddp_rdmap.c DDP (RFC 5041) and RDMAP (RFC 5040) headers, Terminate codes
  *   stag.c      STag table, the access check + in-flight guard, invalidation
- *   mr.c        memory registration ops (reg, alloc, map_sg, dereg, recover)
- *   tx.c        transmit engine (FPDU building, writev, read responses)
- *   rx.c        receive engine (header checks, direct placement with readv)
- *   qp.c        QP object, post_send/post_recv, ordering, error + flush
- *   cq.c        completion queues, caller-driven progress (epoll)
- *   cm.c        connection management over TCP (MPA setup, events)
- *   device.c    device open/options, PDs, progress thread, ops table
  *   fault.c     fault injection (fault_* options): drop, delay, stall
+ * A lower file reports up through return values, or, for the one event
+ * that must go up from under qp->lock (the QP's connection ended), the
+ * hook qp->conn_lost that cm.c sets.
  *
  * Lock order (outer to inner):
  *   cq->prog_lock  ->  cm->lock  ->  qp->lock  ->  cq->lock, cm->evlock, dev->lock (leaves)
  * qp->lock is never held while taking cm->lock or a prog_lock; the one
  * prog_lock taken under cq->lock (rrr__soft_cq_poll) is a try-lock, which
  * cannot wait, so it adds no edge against this order. The progress
- * thread holds no lock across epoll_wait (see device.c, rrr__soft_dev_quiesce).
+ * thread holds no lock across epoll_wait (see progress.c, rrr__soft_dev_quiesce).
  */
 #ifndef RRR_TRANSPORT_SOFT_SOFT_H
 #define RRR_TRANSPORT_SOFT_SOFT_H
@@ -142,6 +152,15 @@ static inline unsigned soft_mpa_pad(uint32_t ulpdu_len)
 {
 	return (4u - ((2u + ulpdu_len) & 3u)) & 3u;
 }
+/* The trailer of a transmitted FPDU into @trl (8 bytes): @pad zero bytes,
+ * then the CRC field: with @crc the CRC32c of the @n iovecs @v (the MPA
+ * length, header and payload) and the pad, least significant byte first;
+ * zero without @crc. */
+void rrr__soft_mpa_trailer(uint8_t *trl, unsigned pad, const struct iovec *v, int n, bool crc);
+/* A received FPDU's CRC check: @crc is the CRC32c of its MPA length,
+ * header and payload (summed as they are placed), @trl its trailer (@pad
+ * bytes of pad, then the CRC field). True if the field matches. */
+bool rrr__soft_mpa_trailer_ok(uint32_t crc, const uint8_t *trl, unsigned pad);
 /* The RTR message of @type (one bit of enum soft_rtr) into @buf (>=
  * SOFT_MPA_RTR_MAX): zero-length Write (STag 0, TO 0), zero-length Send
  * (QN 0, MSN 1) or zero-length Read Request (QN 1, MSN 1, sink STag 0).
@@ -330,10 +349,12 @@ static inline struct soft_dev *soft_dev(struct rrr_device *d)
 	return container_of(d, struct soft_dev, base);
 }
 
-/* Progress thread mode: return once the thread can no longer hold an
- * epoll event for a socket the caller removed from the set. MAY BLOCK
- * (~a pass of the thread). No-op without the thread. */
+/* progress.c: progress thread mode: return once the thread can no longer
+ * hold an epoll event for a socket the caller removed from the set. MAY
+ * BLOCK (~a pass of the thread). No-op without the thread. */
 void rrr__soft_dev_quiesce(struct soft_dev *d);
+/* progress.c: the progress thread's body (@arg: the struct soft_dev). */
+void *rrr__soft_progress_main(void *arg);
 /* Make the calling thread an RCU reader (idempotent, cheap). */
 void rrr__soft_rcu_thread(void);
 
@@ -430,6 +451,8 @@ static inline struct soft_cq *soft_cq(struct rrr_cq *c)
 }
 
 void rrr__soft_cq_push(struct soft_cq *cq, const struct rrr_wc *wc);
+/* Write the CQ's eventfd (a notification). */
+void rrr__soft_cq_notify(struct soft_cq *cq);
 /* A QP's socket joined / left the CQ's epoll set (caller-driven progress). */
 void rrr__soft_cq_qp_add(struct soft_cq *cq, struct soft_qp *qp);
 void rrr__soft_cq_qp_del(struct soft_cq *cq, struct soft_qp *qp);
@@ -583,6 +606,9 @@ struct soft_qp {
 
 	uint32_t term_sent, term_rcvd;  /* packed codes, 0x80000000 flag when set */
 	struct soft_id *id;
+	/* the QP's one report upward, set with id by cm.c (rrr__soft_cm_qp_create):
+	 * its connection ended; called under qp->lock, when id is set */
+	void (*conn_lost)(struct soft_id *id, int status);
 	uint64_t bytes_placed;
 	uint64_t fault_rng;             /* fault.c: this QP's draws (0: off) */
 };
@@ -592,27 +618,43 @@ static inline struct soft_qp *soft_qp(struct rrr_qp *q)
 	return container_of(q, struct soft_qp, base);
 }
 
-/* Drive the QP's socket: receive and transmit what is possible without
- * blocking. Takes qp->lock. @events: EPOLLIN/EPOLLOUT/... */
+/* progress.c: drive the QP's socket: receive and transmit what is possible
+ * without blocking. Takes qp->lock. @events: EPOLLIN/EPOLLOUT/... */
 void rrr__soft_qp_progress(struct soft_qp *qp, uint32_t events);
 /* Under qp->lock: transmit as much as possible. */
 void rrr__soft_tx(struct soft_qp *qp);
 /* Under qp->lock: receive as much as possible (bounded budget); sets
  * qp->rx_idle to whether it stopped for want of socket bytes. */
 void rrr__soft_rx(struct soft_qp *qp);
-/* Under qp->lock: QP to error, send Terminate @term if @send_term, flush. */
+/* tx.c, under qp->lock: QP to error, send Terminate @term if @send_term,
+ * flush, report the lost connection (qp->conn_lost). */
 void rrr__soft_qp_fatal(struct soft_qp *qp, uint32_t term, bool send_term);
 /* The same; the first started SQ WR completes with @first (peer Terminate). */
 void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term,
 			       enum rrr_wc_status first, uint32_t vendor);
-/* Under qp->lock: generate completions at the SQ head in order. */
+/* qp_state.c, under qp->lock: generate completions at the SQ head in order. */
 void rrr__soft_sq_complete(struct soft_qp *qp);
+/* qp_state.c: the local key check of @n SGEs (no Terminate: a local error).
+ * With !@keys only the lengths are summed into *@total (the keys are then
+ * checked when the WR executes). 0, -EINVAL or -EMSGSIZE. */
+int rrr__soft_sge_check(struct soft_qp *qp, const struct rrr_sge *sg, uint32_t n,
+			unsigned rights, bool keys, uint64_t *total);
+/* The rights a send WR's local SGEs need. */
+static inline unsigned soft_sge_rights(enum rrr_wr_opcode op)
+{
+	/* iWARP: a READ sink is written by the peer's Read Response */
+	return op == RRR_WR_RDMA_READ ? RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE : 0;
+}
 /* Execution-time check of a SEND/WRITE/READ WR's local keys, bounds and
  * rights (an RNIC checks them when the WR runs, after earlier REG_MR /
  * LOCAL_INV in the same queue): 0 or -EINVAL. Caller holds qp->lock. */
 int rrr__soft_sq_keys_ok(struct soft_qp *qp, const struct soft_swqe *w);
-/* Under qp->lock: arm/disarm EPOLLOUT on the QP socket. */
+/* qp_state.c, under qp->lock: arm/disarm EPOLLOUT on the QP socket. */
 void rrr__soft_qp_want_out(struct soft_qp *qp, bool on);
+/* qp_state.c, under qp->lock: put the socket into the CQs' epoll sets
+ * (or the progress thread's) for EPOLLIN, or take it out of them. */
+void rrr__soft_qp_ep_add(struct soft_qp *qp);
+void rrr__soft_qp_ep_del(struct soft_qp *qp);
 /* Set qp->mulpdu from the device option and the socket's current MSS
  * (one getsockopt). Caller holds qp->lock; qp->fd is attached. */
 void rrr__soft_qp_mulpdu_update(struct soft_qp *qp);
@@ -632,6 +674,14 @@ struct soft_attach {
 int rrr__soft_qp_attach(struct soft_qp *qp, int fd, const struct soft_attach *a);
 /* Detach the socket from every epoll (before close). Takes prog locks. */
 void rrr__soft_qp_detach(struct soft_qp *qp);
+/* A new QP for connection id @id (@sid, its soft id; NULL: none) that
+ * reports its lost connection through @conn_lost (cm.c binds them:
+ * rrr__soft_cm_qp_create). */
+int rrr__soft_qp_new(struct rrr_cm_id *id, struct soft_id *sid,
+		     void (*conn_lost)(struct soft_id *sid, int status),
+		     const struct rrr_qp_init_attr *attr, struct rrr_qp **out);
+/* Free a detached QP (rrr__soft_cm_qp_destroy detaches it first). */
+int rrr__soft_qp_free(struct rrr_qp *qp);
 /* Internal test hooks: last Terminate sent/received (packed), state. */
 int rrr__soft_qp_info(struct rrr_qp *qp, uint32_t *term_sent, uint32_t *term_rcvd,
 		      int *state);
@@ -663,10 +713,6 @@ int rrr__soft_fault_dev_stats(struct rrr_device *dev, struct rrr__soft_fault_sta
 /* ------------------------------------------------------------ cm.c */
 struct soft_id;
 struct soft_id *rrr__soft_id_of(struct rrr_cm_id *id);
-/* The QP of @id goes away: stop watching its socket (takes cm->lock). */
-void rrr__soft_cm_qp_gone(struct soft_id *id);
-/* Called by the QP (under qp->lock) when its connection ended. */
-void rrr__soft_cm_conn_lost(struct soft_id *id, int status);
 
 /* ------------------------------------------------------------ op entry points */
 int rrr__soft_pd_alloc(struct rrr_device *dev, struct rrr_pd **out);
@@ -683,9 +729,9 @@ int rrr__soft_mr_alloc(struct rrr_pd *pd, uint32_t max_pages, struct rrr_mr **ou
 int rrr__soft_mr_dereg(struct rrr_mr *mr);
 int rrr__soft_mr_map_sg(struct rrr_mr *mr, const struct rrr_sg *sg, int nents, unsigned access);
 int rrr__soft_mr_recover(struct rrr_mr *mr);
-int rrr__soft_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *attr,
-			struct rrr_qp **out);
-int rrr__soft_qp_destroy(struct rrr_qp *qp);
+int rrr__soft_cm_qp_create(struct rrr_cm_id *id, const struct rrr_qp_init_attr *attr,
+			   struct rrr_qp **out);
+int rrr__soft_cm_qp_destroy(struct rrr_qp *qp);
 int rrr__soft_post_send(struct rrr_qp *qp, struct rrr_send_wr *wr, struct rrr_send_wr **bad);
 int rrr__soft_post_recv(struct rrr_qp *qp, struct rrr_recv_wr *wr, struct rrr_recv_wr **bad);
 int rrr__soft_cm_create(struct rrr_device *dev, struct rrr_cm **out);

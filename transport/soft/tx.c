@@ -43,18 +43,31 @@
  * A SEND/WRITE whose source registration the caller invalidates while it
  * is on the wire completes with a local protection error and the QP
  * errors out. A socket error moves the QP to error without a Terminate.
+ *
+ * The error state lives here because leaving RTS needs the transmit
+ * engine: rrr__soft_qp_fatal() moves the QP to ERROR exactly once (the
+ * receive engine, a post and the CM call it too): it finishes the FPDU
+ * being transmitted (the stream must stay framed), sends a Terminate if
+ * asked (bounded wait, 200 ms), shuts the socket down, removes it from
+ * every epoll set, flushes every outstanding WR with RRR_WC_WR_FLUSH_ERR
+ * (the WR a peer's Terminate answers gets the matching remote error) and
+ * reports the lost connection through the QP's one upward hook,
+ * qp->conn_lost (set by cm.c; DISCONNECTED to the application). So this
+ * file calls only down (qp_state.c, cq.c, the STag table), never qp.c,
+ * rx.c or cm.c.
  */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "common/probes.h"
 #include "soft.h"
 
 
-static const uint8_t zeros[4];
 
 
 /*
@@ -125,19 +138,9 @@ static void fpdu_seal(struct soft_qp *qp, size_t hdrlen, int np, uint32_t paylen
 	qp->tx_fpdus++;
 	v[0].iov_base = hdr;
 	v[0].iov_len = hdrlen;
-	memset(trl, 0, 8);
-	if (qp->crc) {
-		uint32_t c = rrr_crc32c(0, hdr, hdrlen);
-
-		for (int i = 1; i <= np; i++)
-			c = rrr_crc32c(c, v[i].iov_base, v[i].iov_len);
-		c = rrr_crc32c(c, zeros, pad);
-		trl[pad] = (uint8_t)c;
-		trl[pad + 1] = (uint8_t)(c >> 8);
-		trl[pad + 2] = (uint8_t)(c >> 16);
-		trl[pad + 3] = (uint8_t)(c >> 24);
-	}
-	/* the CRC field is always there; zero when CRC is off */
+	/* pad and CRC field (mpa.c); the field is always there, zero when
+	 * CRC is off */
+	rrr__soft_mpa_trailer(trl, pad, v, 1 + np, qp->crc);
 	v[1 + np].iov_base = trl;
 	v[1 + np].iov_len = pad + 4;
 	qp->tx.niov += np + 2;
@@ -662,4 +665,90 @@ void rrr__soft_tx(struct soft_qp *qp)
 		batch_progress(qp);
 	}
 	rrr__soft_qp_want_out(qp, false);
+}
+
+/* Finish the FPDU on the wire and the Terminate, waiting at most ~200 ms. */
+static void drain_tx(struct soft_qp *qp)
+{
+	for (int i = 0; i < 4 && qp->fd >= 0; i++) {
+		struct pollfd p = { .fd = qp->fd, .events = POLLOUT };
+
+		rrr__soft_tx(qp);
+		if (!qp->tx.active && !qp->tx.term_pending)
+			return;
+		if (poll(&p, 1, 50) < 0)
+			return;
+	}
+}
+
+static void flush_all(struct soft_qp *qp, enum rrr_wc_status first, uint32_t vendor)
+{
+	bool given = false;
+
+	for (uint32_t i = 0; i < qp->sq_count; i++) {
+		struct soft_swqe *w = &qp->sq[(qp->sq_head + i) % qp->sq_size];
+
+		if (w->st == SOFT_WQE_DONE)
+			continue;
+		w->st = SOFT_WQE_DONE;
+		if (!given && first != RRR_WC_WR_FLUSH_ERR && i < qp->sq_tx) {
+			w->status = first;
+			w->vendor_err = vendor;
+			given = true;
+		} else {
+			w->status = RRR_WC_WR_FLUSH_ERR;
+		}
+	}
+	qp->sq_tx = qp->sq_count;
+	qp->reads_out = 0;
+	rrr__soft_sq_complete(qp);
+	while (qp->rq_count) {
+		struct rrr_wc wc = {
+			.wr_id = qp->rq[qp->rq_head].wr_id,
+			.status = RRR_WC_WR_FLUSH_ERR,
+			.opcode = RRR_WC_RECV,
+			.qp = &qp->base,
+		};
+		rrr__soft_cq_push(qp->rcq, &wc);
+		qp->rq_head = (qp->rq_head + 1) % qp->rq_size;
+		qp->rq_count--;
+	}
+	qp->irq_count = 0;
+}
+
+void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term,
+			       enum rrr_wc_status first, uint32_t vendor)
+{
+	if (qp->state == SOFT_QP_ERROR)
+		return;
+	qp->state = SOFT_QP_ERROR;
+	qp->rx.st = SOFT_RX_DEAD;
+	if (send_term)
+		RRR_PROBE3(terminate, qp, term, 1);
+	if (qp->fd >= 0) {
+		if (send_term) {
+			qp->tx.term_pending = true;
+			qp->tx.term = term;
+			qp->term_sent = SOFT_GET_FAIL | term;
+		}
+		drain_tx(qp);
+		shutdown(qp->fd, (qp->tx.active || qp->tx.term_pending) ? SHUT_RDWR : SHUT_WR);
+		rrr__soft_qp_ep_del(qp);
+	}
+	qp->tx.active = false;
+	qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
+	qp->tx.bytes = 0;
+	qp->tx.lead_busy = false;
+	qp->tx.lead_cut = false;
+	qp->tx.src_guard = false;
+	qp->tx.irq_more = false;
+	qp->tx.term_pending = false;
+	flush_all(qp, first, vendor);
+	if (qp->id && qp->fd >= 0)
+		qp->conn_lost(qp->id, send_term ? -EPROTO : 0);
+}
+
+void rrr__soft_qp_fatal(struct soft_qp *qp, uint32_t term, bool send_term)
+{
+	rrr__soft_qp_fatal_status(qp, term, send_term, RRR_WC_WR_FLUSH_ERR, 0);
 }
