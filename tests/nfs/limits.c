@@ -208,8 +208,10 @@ Test(nfs_limits, stalled_connects_do_not_lock_out_clients)
 		    (unsigned long long)ev,
 		    (unsigned long long)counter(srv.log, "limits.setup_timeouts"));
 	/* the kernel completes handshakes faster than the server takes them
-	 * in, so some were still queued when it stopped */
-	cr_assert_gt(ev, 300, "stalled connections were pushed out (log %s)", srv.log);
+	 * in, so some were still queued when it stopped; how many it took in
+	 * (and so pushed out) depends on the machine's speed (a sanitizer
+	 * build takes in a few hundred): at least one beyond max_setup was */
+	cr_assert_gt(ev, 0, "stalled connections were pushed out (log %s)", srv.log);
 	cr_assert(th_file_contains(srv.log, "closed RDMA connections in set-up"),
 		  "the operator is told (log %s)", srv.log);
 }

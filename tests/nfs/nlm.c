@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,11 +388,12 @@ struct fake {
 	int lfd;
 	uint16_t port;
 	pthread_t th;
-	volatile bool stop;
-	volatile int granted;	     /* GRANTED calls answered */
-	volatile int32_t granted_svid;
-	volatile int notified;	     /* SM_NOTIFY calls */
-	volatile int32_t notify_state;
+	/* shared with the fake's thread: atomics, read and written whole */
+	atomic_bool stop;
+	atomic_int granted; /* GRANTED calls answered */
+	_Atomic int32_t granted_svid;
+	atomic_int notified; /* SM_NOTIFY calls */
+	_Atomic int32_t notify_state;
 };
 
 static void serve_one(struct fake *f, int fd)
