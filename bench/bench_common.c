@@ -542,6 +542,20 @@ int rrr__bench_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+int rrr__bench_opt_usage(int opt, void (*usage)(FILE *f))
+{
+	usage(opt == 'h' ? stdout : stderr);
+	return opt == 'h' ? 0 : 2;
+}
+
+int rrr__bench_opt_done(const char *cmd, int argc, char **argv)
+{
+	if (optind == argc)
+		return 0;
+	fprintf(stderr, "rrr-bench %s: unexpected argument '%s'\n", cmd, argv[optind]);
+	return 2;
+}
+
 int rrr__bench_split(char *buf, char **tok, int max)
 {
 	int n = 0;

@@ -109,6 +109,12 @@ int rrr__bench_parse_uints(const char *s, unsigned *out, int max);
 /* Split a comma list into at most @max tokens pointing into @buf (a copy
  * of @s made by the caller, modified in place). Returns the count. */
 int rrr__bench_split(char *buf, char **tok, int max);
+/* A sub-command's default: case of getopt: for 'h' prints @usage to stdout and
+ * returns 0, for anything else prints it to stderr and returns 2 (the exit code). */
+int rrr__bench_opt_usage(int opt, void (*usage)(FILE *f));
+/* After getopt: 0 when every argument was an option, else names the first
+ * stray one ("rrr-bench @cmd: unexpected argument") on stderr and returns 2. */
+int rrr__bench_opt_done(const char *cmd, int argc, char **argv);
 /* Human size: "4k", "1m", "1536". */
 const char *rrr__bench_fmt_size(uint64_t v, char *buf, size_t len);
 

@@ -306,8 +306,7 @@ int rrr__bench_scale_main(int argc, char **argv)
 			break;
 		}
 		case 'j': json = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return rrr__bench_opt_usage(opt, usage);
 		}
 	}
 	if (optind < argc) {

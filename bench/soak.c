@@ -823,18 +823,12 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 				return 2;
 			}
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return rrr__bench_opt_usage(opt, usage);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "rrr-bench soak: unexpected argument '%s'\n", argv[optind]);
+	if (rrr__bench_opt_done("soak", argc, argv))
 		return 2;
-	}
 	if (cfg->io_size < 4096) {
 		fprintf(stderr, "rrr-bench soak: --io-size is 4k .. 1m\n");
 		return 2;
