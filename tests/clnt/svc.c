@@ -26,6 +26,7 @@
 
 #include "../test_env.h"
 #include "../test_wait.h"
+#include "helpers/calls.h"
 
 #define CS_PROG 0x20000097u
 
@@ -41,14 +42,6 @@ enum { CS_NULL, CS_ECHO, CS_FILL, CS_BIG, CS_SUM, CS_SLEEP, CS_SLOWFILL };
 /* --- server process ------------------------------------------------------- */
 
 static struct rrr_svc *child_svc;
-
-static int h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
-{
-	(void)r;
-	(void)a;
-	(void)s;
-	return 0;
-}
 
 static int h_echo(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
@@ -163,22 +156,23 @@ static int h_slowfill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *
 }
 
 static const struct rrr_svc_proc procs[] = {
-    [CS_NULL] = {"null", h_null}, [CS_ECHO] = {"echo", h_echo}, [CS_FILL] = {"fill", h_filld},
+    [CS_NULL] = {"null", tc_h_null}, [CS_ECHO] = {"echo", h_echo}, [CS_FILL] = {"fill", h_filld},
     [CS_BIG] = {"big", h_big},	  [CS_SUM] = {"sum", h_sum},	[CS_SLEEP] = {"sleep", h_sleep},
     [CS_SLOWFILL] = {"slowfill", h_slowfill},
 };
 
-static void on_term(int sig)
-{
-	(void)sig;
-	if (child_svc)
-		rrr_svc_stop(child_svc);
-}
-
 /* @want: ports to listen on (a restarted server takes its predecessor's),
  * or NULL for ephemeral ones. */
-static void child_main(int wfd, uint32_t credits, const uint16_t *want)
+struct child_args {
+	uint32_t credits;
+	const uint16_t *want;
+};
+
+static void child_main(int wfd, const void *arg)
 {
+	const struct child_args *ca = arg;
+	uint32_t credits = ca->credits;
+	const uint16_t *want = ca->want;
 	struct rrr_svc_program prog = {CS_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
 	struct rrr_svc_opts o;
 	uint16_t ports[2] = {0, 0};
@@ -200,13 +194,7 @@ static void child_main(int wfd, uint32_t credits, const uint16_t *want)
 		fprintf(stderr, "child server: %s\n", rrr_last_error());
 		_exit(2);
 	}
-	signal(SIGTERM, on_term);
-	if (write(wfd, ports, sizeof(ports)) != sizeof(ports))
-		_exit(3);
-	close(wfd);
-	rrr_svc_run(child_svc);
-	rrr_svc_destroy(child_svc);
-	_exit(0);
+	tc_child_serve(child_svc, wfd, ports, sizeof(ports));
 }
 
 /* --- client side ---------------------------------------------------------- */
@@ -217,26 +205,13 @@ static struct rrr_clnt *clnt;
 
 static void start_server_on(uint32_t credits, const uint16_t *want)
 {
-	int p[2];
-
 	if (!entered) {
 		entered = mmap(NULL, sizeof(*entered), PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		cr_assert_neq(entered, MAP_FAILED);
 		atomic_init(entered, 0);
 	}
-	cr_assert_eq(pipe(p), 0);
-	child = fork();
-	cr_assert_geq(child, 0);
-	if (child == 0) {
-		close(p[0]);
-		alarm(60); /* never outlive a broken test */
-		child_main(p[1], credits, want);
-	}
-	close(p[1]);
-	cr_assert_eq(read(p[0], ports, sizeof(ports)), (ssize_t)sizeof(ports),
-		     "server process did not start");
-	close(p[0]);
+	child = tc_fork_server(child_main, &(struct child_args){credits, want}, ports, sizeof(ports));
 }
 
 static void start_server(uint32_t credits)
@@ -270,23 +245,9 @@ static void connect_clnt(const char *transport)
 
 static void stop_all(void)
 {
-	int st;
-
 	rrr_clnt_destroy(clnt);
 	clnt = NULL;
-	if (child > 0) {
-		kill(child, SIGTERM);
-		for (int i = 0; i < 300; i++) {
-			if (waitpid(child, &st, WNOHANG) == child) {
-				child = 0;
-				return;
-			}
-			usleep(10000);
-		}
-		kill(child, SIGKILL);
-		waitpid(child, &st, 0);
-		child = 0;
-	}
+	tc_stop_child(&child);
 }
 
 static void init_rdma(void)
@@ -317,15 +278,7 @@ static void init_rdma_credits4(void)
 
 static void call_init(struct rrr_call *c, uint32_t proc)
 {
-	memset(c, 0, sizeof(*c));
-	c->prog = CS_PROG;
-	c->vers = 1;
-	c->proc = proc;
-}
-
-static int enc_u32(struct rrr_xdr *x, const void *a)
-{
-	return rrr_xdr_put_u32(x, *(const uint32_t *)a);
+	tc_call_init(c, CS_PROG, proc);
 }
 
 static int enc_u32x2(struct rrr_xdr *x, const void *a)
@@ -413,83 +366,21 @@ static uint64_t posts_now(void)
 	return st.send_posts;
 }
 
-struct pay {
-	const struct iovec *iov;
-	unsigned niov;
-	uint32_t len, tag;
-};
-
-static int enc_pay(struct rrr_xdr *x, const void *a)
-{
-	const struct pay *p = a;
-
-	return rrr_xdr_encode_payload(x, p->iov, p->niov, p->len);
-}
-
-static int enc_pay_tag(struct rrr_xdr *x, const void *a)
-{
-	const struct pay *p = a;
-	int rc = rrr_xdr_encode_payload(x, p->iov, p->niov, p->len);
-
-	return rc ? rc : rrr_xdr_put_u32(x, p->tag);
-}
-
-struct got {
-	uint32_t len;
-	unsigned niov;
-	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
-	uint8_t *copy;
-	uint32_t w[3];
-};
-
-static int dec_pay(struct rrr_xdr *x, void *r)
-{
-	struct got *g = r;
-	int rc = rrr_xdr_decode_payload(x, 16u << 20, &g->len, g->iov, &g->niov);
-
-	if (!rc && g->copy) {
-		uint32_t off = 0;
-
-		for (unsigned i = 0; i < g->niov; i++) {
-			memcpy(g->copy + off, g->iov[i].iov_base, g->iov[i].iov_len);
-			off += (uint32_t)g->iov[i].iov_len;
-		}
-	}
-	return rc;
-}
-
-static int dec_opaque(struct rrr_xdr *x, void *r)
-{
-	struct got *g = r;
-
-	return rrr_xdr_get_opaque(x, g->copy, 16u << 20, &g->len);
-}
-
-static int dec_3(struct rrr_xdr *x, void *r)
-{
-	struct got *g = r;
-
-	for (int i = 0; i < 3; i++)
-		if (rrr_xdr_get_u32(x, &g->w[i]))
-			return -EBADMSG;
-	return 0;
-}
-
 /* The five shapes, each verified. */
 static void do_inline(void)
 {
 	uint8_t src[777], dst[777];
 	struct iovec s = {src, sizeof(src)};
-	struct pay p = {&s, 1, sizeof(src), 0};
-	struct got g = {.copy = dst};
+	struct tc_pay p = {&s, 1, sizeof(src), 0};
+	struct tc_got g = {.copy = dst};
 	struct rrr_call c;
 
 	for (unsigned i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 31);
 	call_init(&c, CS_ECHO);
-	c.encode = enc_pay;
+	c.encode = tc_enc_pay;
 	c.args = &p;
-	c.decode = dec_pay;
+	c.decode = tc_dec_pay;
 	c.res = &g;
 	c.ddp = RRR_DDP_TO_SERVER;
 	c.payload = &s;
@@ -503,8 +394,8 @@ static void do_read_chunk(uint32_t n)
 {
 	uint8_t *src = malloc(n);
 	struct iovec s[3] = {{src, n / 4}, {src + n / 4, n / 2}, {src + n / 4 + n / 2, 0}};
-	struct pay p = {s, 3, n, 0xabcdef};
-	struct got g = {0};
+	struct tc_pay p = {s, 3, n, 0xabcdef};
+	struct tc_got g = {0};
 	struct rrr_call c;
 	uint32_t sum = 0;
 
@@ -514,9 +405,9 @@ static void do_read_chunk(uint32_t n)
 		sum += src[i];
 	}
 	call_init(&c, CS_SUM);
-	c.encode = enc_pay_tag;
+	c.encode = tc_enc_pay_tag;
 	c.args = &p;
-	c.decode = dec_3;
+	c.decode = tc_dec_3u32;
 	c.res = &g;
 	c.ddp = RRR_DDP_TO_SERVER;
 	c.payload = s;
@@ -532,14 +423,14 @@ static void do_write_chunk(uint32_t n)
 {
 	uint8_t *dst = malloc(n + 16);
 	struct iovec d = {dst, n + 16};
-	struct got g = {0};
+	struct tc_got g = {0};
 	struct rrr_call c;
 
 	memset(dst, 0xee, n + 16);
 	call_init(&c, CS_FILL);
-	c.encode = enc_u32;
+	c.encode = tc_enc_u32;
 	c.args = &n;
-	c.decode = dec_pay;
+	c.decode = tc_dec_pay;
 	c.res = &g;
 	c.ddp = RRR_DDP_FROM_SERVER;
 	c.payload = &d;
@@ -555,13 +446,13 @@ static void do_write_chunk(uint32_t n)
 static void do_reply_chunk(uint32_t n)
 {
 	uint8_t *dst = malloc(n + 4);
-	struct got g = {.copy = dst};
+	struct tc_got g = {.copy = dst};
 	struct rrr_call c;
 
 	call_init(&c, CS_BIG);
-	c.encode = enc_u32;
+	c.encode = tc_enc_u32;
 	c.args = &n;
-	c.decode = dec_opaque;
+	c.decode = tc_dec_opaque;
 	c.res = &g;
 	c.reply_hint = n + 64;
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
@@ -575,16 +466,16 @@ static void do_nomsg(uint32_t n)
 {
 	uint8_t *src = malloc(n), *dst = malloc(n);
 	struct iovec s = {src, n};
-	struct pay p = {&s, 1, n, 0};
-	struct got g = {.copy = dst};
+	struct tc_pay p = {&s, 1, n, 0};
+	struct tc_got g = {.copy = dst};
 	struct rrr_call c;
 
 	for (uint32_t i = 0; i < n; i++)
 		src[i] = (uint8_t)(i >> 3);
 	call_init(&c, CS_ECHO);
-	c.encode = enc_pay; /* ddp NONE: large args travel as a whole */
+	c.encode = tc_enc_pay; /* ddp NONE: large args travel as a whole */
 	c.args = &p;
-	c.decode = dec_pay;
+	c.decode = tc_dec_pay;
 	c.res = &g;
 	c.reply_hint = n + 64;
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
@@ -639,8 +530,8 @@ struct cc {
 	uint32_t n, sum;
 	uint8_t buf[20000];
 	struct iovec iov;
-	struct pay p;
-	struct got g;
+	struct tc_pay p;
+	struct tc_got g;
 	atomic_int *ok, *done;
 };
 
@@ -671,9 +562,9 @@ static void *cc_thread(void *arg)
 		k->c.npayload = 1;
 		k->c.res = &k->g;
 		if (i & 1) {
-			k->c.encode = enc_u32;
+			k->c.encode = tc_enc_u32;
 			k->c.args = &k->n;
-			k->c.decode = dec_pay;
+			k->c.decode = tc_dec_pay;
 			k->c.ddp = RRR_DDP_FROM_SERVER;
 		} else {
 			k->sum = 0;
@@ -681,10 +572,10 @@ static void *cc_thread(void *arg)
 				k->buf[j] = (uint8_t)(j * 3 + i);
 				k->sum += k->buf[j];
 			}
-			k->p = (struct pay){&k->iov, 1, k->n, 1};
-			k->c.encode = enc_pay_tag;
+			k->p = (struct tc_pay){&k->iov, 1, k->n, 1};
+			k->c.encode = tc_enc_pay_tag;
 			k->c.args = &k->p;
-			k->c.decode = dec_3;
+			k->c.decode = tc_dec_3u32;
 			k->c.ddp = RRR_DDP_TO_SERVER;
 		}
 		if (rrr_clnt_call_async(clnt, &k->c, cc_done, k))
@@ -726,7 +617,6 @@ Test(svc, rdma_64_concurrent_small_grant, .init = init_rdma_credits4)
  * the wire and the server sleeps in its handler, kill the server. */
 static void sleep_call_then_kill_server(struct rrr_call *c, struct iovec *d, int timeout_ms)
 {
-	int s;
 
 	do_write_chunk(1000);
 	call_init(c, CS_SLEEP);
@@ -739,9 +629,7 @@ static void sleep_call_then_kill_server(struct rrr_call *c, struct iovec *d, int
 	cr_assert_eq(rrr_clnt_call_async(clnt, c, note_done, NULL), 0);
 	wait_sent(posts);
 	cr_assert(TEST_WAIT_UNTIL(entered_now() > in, 10000), "the server runs the handler");
-	kill(child, SIGKILL);
-	waitpid(child, &s, 0);
-	child = 0;
+	tc_kill_child(&child);
 }
 
 Test(svc, rdma_server_dies_mid_call_fail_fast, .init = init_rdma_fail_fast)
@@ -787,16 +675,15 @@ Test(svc, rdma_call_survives_server_restart, .init = init_rdma)
 	uint8_t dst[4000];
 	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
-	struct got g = {0};
+	struct tc_got g = {0};
 	struct rrr_call c;
-	int ws;
 
 	do_write_chunk(1000);
 	memset(dst, 0xee, sizeof(dst));
 	call_init(&c, CS_SLOWFILL);
 	c.encode = enc_u32x2;
 	c.args = args;
-	c.decode = dec_pay;
+	c.decode = tc_dec_pay;
 	c.res = &g;
 	c.ddp = RRR_DDP_FROM_SERVER;
 	c.payload = &d;
@@ -813,9 +700,7 @@ Test(svc, rdma_call_survives_server_restart, .init = init_rdma)
 	cr_assert_eq(rrr_clnt_call_async(clnt, &c, note_done, NULL), 0);
 	wait_sent(posts);
 	cr_assert(TEST_WAIT_UNTIL(entered_now() > in, 10000), "the server runs the handler");
-	kill(child, SIGKILL);
-	waitpid(child, &ws, 0);
-	child = 0;
+	tc_kill_child(&child);
 	start_server_on(0, ports);
 	cr_assert_eq(wait_done(&c, limit_ms - 1000), 0, "the re-sent call was answered: %d",
 		     last_status);
@@ -842,7 +727,7 @@ static void late_reply_case(int want_b)
 	uint32_t aa[2] = {4000, 600 * SLOW}, ba[2] = {2000, 100 * SLOW};
 	uint8_t da[8192], db[4096];
 	struct iovec ia = {da, sizeof(da)}, ib = {db, sizeof(db)};
-	struct got ga = {0}, gb = {0};
+	struct tc_got ga = {0}, gb = {0};
 	struct rrr_xprt_stats st;
 	struct rrr_call a, b;
 
@@ -852,7 +737,7 @@ static void late_reply_case(int want_b)
 	call_init(&a, CS_SLOWFILL);
 	a.encode = enc_u32x2;
 	a.args = aa;
-	a.decode = dec_pay;
+	a.decode = tc_dec_pay;
 	a.res = &ga;
 	a.ddp = RRR_DDP_FROM_SERVER;
 	a.payload = &ia;

@@ -17,29 +17,18 @@
 
 #include <rrr/client.h>
 
+#include "helpers/calls.h"
 #include "helpers/tcp_srv.h"
 #include "../test_wait.h"
 
 static struct tsrv *srv;
 static struct rrr_clnt *clnt;
-static char portstr[16];
 
 static bool fail_fast;
 
 static void setup(void)
 {
-	struct rrr_clnt_opts o;
-	uint16_t port;
-
-	cr_assert_eq(tsrv_start(&srv, &port), 0);
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	rrr_clnt_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = portstr;
-	o.timeout_ms = 5000;
-	o.fail_fast = fail_fast;
-	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "%s", rrr_last_error());
+	tsrv_start_clnt(&srv, &clnt, 5000, fail_fast);
 }
 
 static void setup_fail_fast(void)
@@ -51,10 +40,7 @@ static void setup_fail_fast(void)
 
 static void teardown(void)
 {
-	rrr_clnt_destroy(clnt);
-	clnt = NULL;
-	tsrv_stop(srv);
-	srv = NULL;
+	tsrv_stop_clnt(&srv, &clnt);
 }
 
 struct echo_args {
@@ -83,17 +69,9 @@ static int dec_echo(struct rrr_xdr *x, void *r)
 	return rrr_xdr_decode_payload(x, 8u << 20, &e->len, e->iov, &e->niov);
 }
 
-static int enc_u32(struct rrr_xdr *x, const void *a)
-{
-	return rrr_xdr_put_u32(x, *(const uint32_t *)a);
-}
-
 static void init_call(struct rrr_call *c, uint32_t proc)
 {
-	memset(c, 0, sizeof(*c));
-	c->prog = TSRV_PROG;
-	c->vers = 1;
-	c->proc = proc;
+	tc_call_init(c, TSRV_PROG, proc);
 }
 
 TestSuite(tcp, .init = setup, .fini = teardown, .timeout = 60);
@@ -167,7 +145,7 @@ Test(tcp, fill_into_sink)
 	struct rrr_call c;
 
 	init_call(&c, TSRV_FILL);
-	c.encode = enc_u32;
+	c.encode = tc_enc_u32;
 	c.args = &n;
 	c.decode = dec_echo;
 	c.res = &er;

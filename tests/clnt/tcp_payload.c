@@ -27,6 +27,7 @@
 #include <rrr/client.h>
 #include <rrr/oncrpc.h>
 
+#include "helpers/calls.h"
 #include "helpers/tcp_srv.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -39,29 +40,15 @@
 
 static struct tsrv *srv;
 static struct rrr_clnt *clnt;
-static char portstr[16];
 
 static void setup(void)
 {
-	struct rrr_clnt_opts o;
-	uint16_t port;
-
-	cr_assert_eq(tsrv_start(&srv, &port), 0);
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	rrr_clnt_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = portstr;
-	o.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "%s", rrr_last_error());
+	tsrv_start_clnt(&srv, &clnt, 10000, false);
 }
 
 static void teardown(void)
 {
-	rrr_clnt_destroy(clnt);
-	clnt = NULL;
-	tsrv_stop(srv);
-	srv = NULL;
+	tsrv_stop_clnt(&srv, &clnt);
 }
 
 TestSuite(tcp_payload, .init = setup, .fini = teardown, .timeout = 60);
@@ -123,10 +110,7 @@ static uint8_t pat(uint32_t seed, size_t i)
 
 static void init_call(struct rrr_call *c, uint32_t proc)
 {
-	memset(c, 0, sizeof(*c));
-	c->prog = TSRV_PROG;
-	c->vers = 1;
-	c->proc = proc;
+	tc_call_init(c, TSRV_PROG, proc);
 }
 
 /* ECHO of @len bytes given in @nparts iovecs (some empty) */
