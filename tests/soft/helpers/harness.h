@@ -49,6 +49,21 @@ int th_wc(struct th_ep *e, struct rrr_wc *wc, int timeout_ms);
 int th_cm_wait(struct th_ep *e, enum rrr_cm_event_type type, int timeout_ms);
 void th_close(struct th_ep *e);
 
+/* A signaled REG_MR of @mr with @access as work request @id, and its
+ * successful completion: 0, or -1. */
+int th_post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id);
+
+/* A raw TCP socket to 127.0.0.1:@port (receive buffer @rcvbuf bytes, 0:
+ * the default) through the MPA exchange as an initiator (rev 2, enhanced,
+ * peer-to-peer with an RTR WRITE, CRC, IRD/ORD 4), RTR sent: the socket for
+ * a hand-made peer's frames, or -1. */
+int th_raw_mpa_connect(uint16_t port, int rcvbuf);
+
+/* The responder's side of a one-sided test: polls @e's CQ (so the provider
+ * works) until the peer's "done" byte arrives on the OOB socket, at most
+ * 400 polls of 25 ms. */
+void th_serve_until_done(struct th_ep *e);
+
 int th_oob_send(int fd, const void *buf, size_t len);
 int th_oob_recv(int fd, void *buf, size_t len, int timeout_ms);
 
