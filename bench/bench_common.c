@@ -27,7 +27,9 @@
  */
 #include "bench_common.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -554,6 +556,79 @@ int rrr__bench_opt_done(const char *cmd, int argc, char **argv)
 		return 0;
 	fprintf(stderr, "rrr-bench %s: unexpected argument '%s'\n", cmd, argv[optind]);
 	return 2;
+}
+
+long rrr__bench_rss_kib(int pid)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			v = strtol(line + 6, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+void rrr__bench_rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char p[PATH_MAX];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
+			continue;
+		if (de->d_type == DT_DIR)
+			rrr__bench_rm_tree(p);
+		else
+			unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+int rrr__bench_find_server(const char *path, char *out, size_t len)
+{
+	char self[PATH_MAX];
+	const char *b = getenv("RRR_BUILD");
+	ssize_t n;
+
+	if (path) {
+		snprintf(out, len, "%s", path);
+		return access(out, X_OK) ? -errno : 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		char *slash;
+
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			if (snprintf(out, len, "%s/rrr-server", self) < (int)len &&
+			    !access(out, X_OK))
+				return 0;
+		}
+	}
+	if (b) {
+		snprintf(out, len, "%s/rrr-server", b);
+		if (!access(out, X_OK))
+			return 0;
+	}
+	return -ENOENT;
 }
 
 int rrr__bench_split(char *buf, char **tok, int max)

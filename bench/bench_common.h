@@ -115,6 +115,14 @@ int rrr__bench_opt_usage(int opt, void (*usage)(FILE *f));
 /* After getopt: 0 when every argument was an option, else names the first
  * stray one ("rrr-bench @cmd: unexpected argument") on stderr and returns 2. */
 int rrr__bench_opt_done(const char *cmd, int argc, char **argv);
+/* VmRSS of process @pid (0: this process) in KiB, or -1. */
+long rrr__bench_rss_kib(int pid);
+/* Removes @dir and everything below it (best effort, symlinks not followed). */
+void rrr__bench_rm_tree(const char *dir);
+/* rrr-server's path into @out (@len bytes): @path when set (it must be
+ * executable), else next to this program, else in $RRR_BUILD. 0 or -errno
+ * (-ENOENT: found nowhere). */
+int rrr__bench_find_server(const char *path, char *out, size_t len);
 /* Human size: "4k", "1m", "1536". */
 const char *rrr__bench_fmt_size(uint64_t v, char *buf, size_t len);
 

@@ -102,60 +102,6 @@ static unsigned nconn_of(const struct io_nfs *n)
 
 /* --- the server ------------------------------------------------------------ */
 
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char p[PATH_MAX];
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
-			continue;
-		if (de->d_type == DT_DIR)
-			rm_tree(p);
-		else
-			unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
-/* rrr-server next to this program, or in $RRR_BUILD. */
-static int find_server(const struct io_nfs_cfg *cfg, char *out, size_t len)
-{
-	char self[PATH_MAX];
-	const char *b = getenv("RRR_BUILD");
-	ssize_t n;
-
-	if (cfg->server_path) {
-		snprintf(out, len, "%s", cfg->server_path);
-		return access(out, X_OK) ? -errno : 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		char *slash;
-
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			if (snprintf(out, len, "%s/rrr-server", self) < (int)len &&
-			    !access(out, X_OK))
-				return 0;
-		}
-	}
-	if (b) {
-		snprintf(out, len, "%s/rrr-server", b);
-		if (!access(out, X_OK))
-			return 0;
-	}
-	return -ENOENT;
-}
-
 static void stop_server(struct io_nfs *n)
 {
 	int st;
@@ -184,7 +130,7 @@ static int spawn_server(struct io_nfs *n)
 	uint64_t deadline;
 	int rc, st;
 
-	if ((rc = find_server(&n->cfg, path, sizeof(path))))
+	if ((rc = rrr__bench_find_server(n->cfg.server_path, path, sizeof(path))))
 		return set_err(rc, "rrr-server not found (build it, or pass --server PATH)", NULL);
 	snprintf(pfile, sizeof(pfile), "%s/ports", n->dir);
 	snprintf(state, sizeof(state), "%s/state", n->dir);
@@ -411,7 +357,7 @@ void rrr__bench_io_nfs_teardown(struct io_nfs *n)
 	}
 	stop_server(n);
 	if (n->dir[0])
-		rm_tree(n->dir);
+		rrr__bench_rm_tree(n->dir);
 	free(n->bufs);
 	free(n);
 }

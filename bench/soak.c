@@ -167,23 +167,6 @@ static uint64_t diff_bytes(const uint8_t *a, const uint8_t *b, uint64_t len)
 	return n;
 }
 
-static long proc_rss_kib(pid_t pid)
-{
-	char p[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
-	f = fopen(p, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 static long proc_fds(pid_t pid)
 {
 	char p[64];
@@ -201,61 +184,7 @@ static long proc_fds(pid_t pid)
 	return n - 1; /* the directory stream's own fd, when it is ours */
 }
 
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char p[PATH_MAX];
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
-			continue;
-		if (de->d_type == DT_DIR)
-			rm_tree(p);
-		else
-			unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 /* --- the server ------------------------------------------------------------------ */
-
-static int find_server(struct soak *s)
-{
-	const char *b = getenv("RRR_BUILD");
-	char self[PATH_MAX];
-	ssize_t n;
-
-	if (s->cfg.server_path) {
-		snprintf(s->srv_path, sizeof(s->srv_path), "%s", s->cfg.server_path);
-		return access(s->srv_path, X_OK) ? -errno : 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		char *slash;
-
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			if (snprintf(s->srv_path, sizeof(s->srv_path), "%s/rrr-server", self) <
-				(int)sizeof(s->srv_path) &&
-			    !access(s->srv_path, X_OK))
-				return 0;
-		}
-	}
-	if (b &&
-	    snprintf(s->srv_path, sizeof(s->srv_path), "%s/rrr-server", b) <
-		(int)sizeof(s->srv_path) &&
-	    !access(s->srv_path, X_OK))
-		return 0;
-	return -ENOENT;
-}
 
 /* Start rrr-server on s->dir/{export,state}; ports "0" the first time, the
  * same ones after. Waits (15 s at most) for its port file. */
@@ -878,9 +807,9 @@ static void print_repro(const struct soak_cfg *c)
 
 static void sample(struct soak *s, long *rss, long *fds, long *srss, long *sfds)
 {
-	*rss = proc_rss_kib(getpid());
+	*rss = rrr__bench_rss_kib(0);
 	*fds = proc_fds(getpid());
-	*srss = s->pid > 0 ? proc_rss_kib(s->pid) : -1;
+	*srss = s->pid > 0 ? rrr__bench_rss_kib(s->pid) : -1;
 	*sfds = s->pid > 0 ? proc_fds(s->pid) + 1 : -1; /* not our dir stream */
 }
 
@@ -942,7 +871,7 @@ int rrr__bench_soak_main(int argc, char **argv)
 		snprintf(s->mport, sizeof(s->mport), "%s",
 			 s->cfg.mount_port ? s->cfg.mount_port : "20048");
 	} else {
-		if (find_server(s)) {
+		if (rrr__bench_find_server(s->cfg.server_path, s->srv_path, sizeof(s->srv_path))) {
 			fprintf(stderr, "rrr-bench soak: rrr-server not found (build it, or pass "
 					"--server PATH)\n");
 			goto out;
@@ -1141,7 +1070,7 @@ out:
 	if (s->pid > 0)
 		stop_server(s);
 	if (s->dir[0] && !s->cfg.keep)
-		rm_tree(s->dir);
+		rrr__bench_rm_tree(s->dir);
 	else if (s->dir[0])
 		printf("kept: %s\n", s->dir);
 	if (s->c)

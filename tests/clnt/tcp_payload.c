@@ -27,16 +27,10 @@
 #include <rrr/client.h>
 #include <rrr/oncrpc.h>
 
+#include "../test_wait.h"
 #include "helpers/calls.h"
 #include "helpers/tcp_srv.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
 
 static struct tsrv *srv;
 static struct rrr_clnt *clnt;
@@ -306,7 +300,7 @@ static long minflt(void)
 
 Test(tcp_payload, steady_1mib_calls_take_no_page_faults)
 {
-#ifdef UNDER_SANITIZER
+#ifdef TEST_ALLOC_SANITIZER
 	cr_skip_test("a sanitizer's allocator hands out fresh memory on every malloc: page "
 		     "faults say nothing there");
 #endif

@@ -63,28 +63,7 @@ int th_server_start_conf(struct th_server *s, const char *conf)
 		_exit(127);
 	}
 	s->pid = pid;
-	double end = now() + 10;
-	while (now() < end) {
-		FILE *f = fopen(ports, "r");
-		if (f) {
-			unsigned r = 0, m = 0, t = 0;
-			int n = fscanf(f, "rdma=%u mount=%u tcp=%u", &r, &m, &t);
-			fclose(f);
-			if (n == 3) {
-				s->rdma_port = r;
-				s->mount_port = m;
-				return 0;
-			}
-		}
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			s->pid = -1;
-			return -ECHILD;
-		}
-		usleep(20000);
-	}
-	th_server_stop(s);
-	return -ETIMEDOUT;
+	return th_server_wait_ports(s, ports);
 }
 
 bool th_log_wait(struct th_server *s, const char *needle, int timeout_s)

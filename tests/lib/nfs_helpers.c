@@ -101,6 +101,12 @@ int th_server_start(struct th_server *s, bool rdma)
 		_exit(127);
 	}
 	s->pid = pid;
+	return th_server_wait_ports(s, ports);
+}
+
+int th_server_wait_ports(struct th_server *s, const char *ports)
+{
+	pid_t pid = s->pid;
 	double end = now() + 10;
 	while (now() < end) {
 		FILE *f = fopen(ports, "r");
@@ -283,4 +289,14 @@ struct rrr_nfs3 *th_nfs_mount(struct th_mount *m)
 	cr_assert_eq(rc, 0, "mount %s over %s: %d, %s", m->o.export_path, m->o.transport, rc,
 		     rrr_last_error() ? rrr_last_error() : "");
 	return n;
+}
+
+struct rrr_nfs3 *th_nfs_mount_as(const struct th_server *s, bool rdma, uint32_t uid, uint32_t gid)
+{
+	struct th_mount mt;
+
+	th_mount_opts(s, rdma, &mt);
+	mt.o.uid = uid;
+	mt.o.gid = gid;
+	return th_nfs_mount(&mt);
 }

@@ -37,6 +37,13 @@ int th_raw_connect(const char *transport, unsigned port, int timeout_ms, bool fa
 	return rrr_clnt_create(&co, out);
 }
 
+void th_raw_close(struct rrr_clnt **c)
+{
+	if (*c)
+		rrr_clnt_destroy(*c);
+	*c = NULL;
+}
+
 struct box {
 	th_xdr_fn fn;
 	void *obj;
@@ -58,16 +65,9 @@ int th_raw_call(struct rrr_clnt *c, uint32_t prog, uint32_t proc, const struct r
 		th_xdr_fn enc, void *args, th_xdr_fn dec, void *res)
 {
 	struct box a = {enc, args}, r = {dec, res};
-	struct rrr_call k;
-	memset(&k, 0, sizeof(k));
-	k.prog = prog;
-	k.vers = 3;
-	k.proc = proc;
-	k.encode = box_enc;
-	k.args = &a;
-	k.decode = box_dec;
-	k.res = &r;
-	k.cred = cred;
+	struct rrr_call k = {.prog = prog, .vers = 3, .proc = proc, .cred = cred,
+			     .encode = box_enc, .args = &a, .decode = box_dec, .res = &r};
+
 	return rrr_clnt_call(c, &k);
 }
 

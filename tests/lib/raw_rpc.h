@@ -32,6 +32,9 @@ void th_auth_sys(struct rrr_rpc_cred *cred, uint32_t uid, uint32_t gid);
 int th_raw_connect(const char *transport, unsigned port, int timeout_ms, bool fail_fast,
 		   struct rrr_clnt **out);
 
+/* Destroys *@c when set; *@c = NULL. */
+void th_raw_close(struct rrr_clnt **c);
+
 /* One version-3 call of @prog/@proc on @c as @cred (NULL: AUTH_NONE): @enc
  * encodes @args, @dec decodes the result into @res (a NULL codec: no body).
  * Returns rrr_clnt_call()'s result. MAY BLOCK. */

@@ -34,12 +34,7 @@ static struct rrr_clnt *raw;
 
 static struct rrr_nfs3 *mount_as(uint32_t uid, uint32_t gid)
 {
-	struct th_mount mt;
-	th_mount_opts(&srv, false, &mt);
-	mt.o.uid = uid;
-	mt.o.gid = gid;
-	struct rrr_nfs3 *m = th_nfs_mount(&mt);
-	return m;
+	return th_nfs_mount_as(&srv, false, uid, gid);
 }
 
 static void connect_all(void)
@@ -50,9 +45,7 @@ static void connect_all(void)
 
 static void disconnect_all(void)
 {
-	if (raw)
-		rrr_clnt_destroy(raw);
-	raw = NULL;
+	th_raw_close(&raw);
 	if (nfs)
 		rrr_nfs3_umount(nfs);
 	nfs = NULL;

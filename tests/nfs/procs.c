@@ -45,9 +45,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (raw)
-		rrr_clnt_destroy(raw);
-	raw = NULL;
+	th_raw_close(&raw);
 	if (nfs)
 		rrr_nfs3_umount(nfs);
 	nfs = NULL;

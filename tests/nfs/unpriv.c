@@ -53,12 +53,7 @@ static void start(bool squash)
 
 static struct rrr_nfs3 *mount_as(uint32_t uid)
 {
-	struct th_mount mt;
-	th_mount_opts(&srv, false, &mt);
-	mt.o.uid = uid;
-	mt.o.gid = uid;
-	struct rrr_nfs3 *m = th_nfs_mount(&mt);
-	return m;
+	return th_nfs_mount_as(&srv, false, uid, uid);
 }
 
 /* ACCESS (all bits) on @fh as AUTH_SYS @uid: the bits granted. */

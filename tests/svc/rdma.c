@@ -103,14 +103,8 @@ static int dec_u32x3(struct rrr_xdr *x, void *res)
 static void call_prep(struct rrr_call *c, uint32_t proc, int (*enc)(struct rrr_xdr *, const void *),
 		      const void *args, int (*dec)(struct rrr_xdr *, void *), void *res)
 {
-	memset(c, 0, sizeof(*c));
-	c->prog = TPROG;
-	c->vers = 1;
-	c->proc = proc;
-	c->encode = enc;
-	c->args = args;
-	c->decode = dec;
-	c->res = res;
+	*c = (struct rrr_call){.prog = TPROG, .vers = 1, .proc = proc,
+			       .encode = enc, .args = args, .decode = dec, .res = res};
 }
 
 static int call_simple(uint32_t proc, struct u32x2 *a, struct u32x3 *r,

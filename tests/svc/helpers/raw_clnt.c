@@ -35,15 +35,9 @@ void traw_open(struct traw *r, const struct traw_opts *o)
 	cr_assert_eq(rrr_addr_parse(tenv_addr(), ps, &ss, &sl), 0);
 	cr_assert_eq(rrr_cm_resolve(r->id, (struct sockaddr *)&ss, sl, 5000), 0);
 	cr_assert_eq(traw_wait_ev(r, RRR_CM_EVENT_RESOLVED), 0);
-	memset(&qa, 0, sizeof(qa));
-	qa.pd = r->pd;
-	qa.send_cq = r->cq;
-	qa.recv_cq = r->cq;
-	qa.max_send_wr = o->send_wr;
-	qa.max_recv_wr = o->recv_wr;
-	qa.max_send_sge = 1;
-	qa.max_recv_sge = 1;
-	qa.max_rd_atomic = o->rd;
+	qa = (struct rrr_qp_init_attr){.pd = r->pd, .send_cq = r->cq, .recv_cq = r->cq,
+				       .max_send_wr = o->send_wr, .max_recv_wr = o->recv_wr,
+				       .max_send_sge = 1, .max_recv_sge = 1, .max_rd_atomic = o->rd};
 	cr_assert_eq(rrr_qp_create(r->id, &qa, &r->qp), 0);
 	cr_assert_eq(posix_memalign(&p, 4096, (size_t)o->nbufs * o->bufsz), 0);
 	r->mem = p;
