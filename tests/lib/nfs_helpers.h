@@ -44,6 +44,13 @@ int th_server_stop(struct th_server *s);
  * @ports ("rdma=R mount=M tcp=T") into s->rdma_port/mount_port: 0, -ECHILD
  * when the server exited first (s->pid = -1), -ETIMEDOUT (server stopped). */
 int th_server_wait_ports(struct th_server *s, const char *ports);
+/* The start of a server process for @s: $RRR_BUILD/rrr-server into @prog,
+ * its ports file s->dir/ports into @ports (removed), then a fork whose child
+ * writes to s->log and holds no descriptor above 2. The pid (0 in the
+ * child, which goes on to exec @prog), or -errno. */
+pid_t th_server_fork(struct th_server *s, char prog[512], char ports[320]);
+/* The monotonic clock in seconds. */
+double th_now(void);
 /* chown -R s->dir to @uid:@gid (a server that runs as them). 0 or -errno. */
 int th_chown_tree(struct th_server *s, uid_t uid, gid_t gid);
 /* Remove the temporary tree. */
