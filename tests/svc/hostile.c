@@ -51,10 +51,7 @@ static void setup(void)
 {
 	struct rrr_svc_opts o;
 
-	rrr_svc_opts_init(&o);
-	o.nthreads = 1;
-	o.provider = tenv_provider();
-	o.provider_opts = tenv_provider_opts();
+	tsvc_opts(&o, 1);
 	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
 	raw_connect(srv.rdma_port);
 }

@@ -24,14 +24,12 @@
 
 static struct tsvc srv;
 static struct rrr_clnt *clnt;
-static char portstr[16];
 
-/* A client of @s over RDMA on the provider of tests/test_env.h, 10 s per
- * call (asserted). */
-static struct rrr_clnt *clnt_of(const struct tsvc *s)
+/* A client of @s over RDMA on the provider of tests/test_env.h, @timeout_ms
+ * per call, into *@c: rrr_clnt_create()'s result. */
+static int clnt_open(const struct tsvc *s, uint32_t timeout_ms, struct rrr_clnt **c)
 {
 	struct rrr_clnt_opts co;
-	struct rrr_clnt *c = NULL;
 	char ps[16];
 
 	snprintf(ps, sizeof(ps), "%u", s->rdma_port);
@@ -41,8 +39,16 @@ static struct rrr_clnt *clnt_of(const struct tsvc *s)
 	co.provider_opts = tenv_provider_opts();
 	co.host = tenv_addr();
 	co.port = ps;
-	co.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&co, &c), 0, "client: %s", rrr_last_error());
+	co.timeout_ms = timeout_ms;
+	return rrr_clnt_create(&co, c);
+}
+
+/* clnt_open() with 10 s per call, asserted. */
+static struct rrr_clnt *clnt_of(const struct tsvc *s)
+{
+	struct rrr_clnt *c = NULL;
+
+	cr_assert_eq(clnt_open(s, 10000, &c), 0, "client: %s", rrr_last_error());
 	return c;
 }
 
@@ -50,12 +56,8 @@ static void setup(void)
 {
 	struct rrr_svc_opts o;
 
-	rrr_svc_opts_init(&o);
-	o.nthreads = 2;
-	o.provider = tenv_provider();
-	o.provider_opts = tenv_provider_opts();
+	tsvc_opts(&o, 2);
 	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
-	snprintf(portstr, sizeof(portstr), "%u", srv.rdma_port);
 	clnt = clnt_of(&srv);
 }
 
@@ -467,12 +469,9 @@ Test(svc_rdma, no_remote_inv_option)
 	struct tsvc s2;
 	struct rrr_xprt_stats st, cst;
 
-	rrr_svc_opts_init(&o);
-	o.nthreads = 1;
+	tsvc_opts(&o, 1);
 	o.no_remote_inv = true;
 	o.inline_send = 1024; /* and a small inline size: replies need chunks sooner */
-	o.provider = tenv_provider();
-	o.provider_opts = tenv_provider_opts();
 	cr_assert_eq(tsvc_start(&s2, &o, 1), 0);
 	c2 = clnt_of(&s2);
 	cr_assert_eq(fill_call(c2, 99999, sink, sizeof(sink)), 0, "%s", rrr_last_error());
@@ -510,18 +509,10 @@ static void noop_done(struct rrr_call *call, int status, void *arg)
 static void *disc_thread(void *arg)
 {
 	uint8_t *buf = arg;
-	struct rrr_clnt_opts co;
 	struct rrr_clnt *c;
 	int i;
 
-	rrr_clnt_opts_init(&co);
-	co.transport = "rdma";
-	co.provider = tenv_provider();
-	co.provider_opts = tenv_provider_opts();
-	co.host = tenv_addr();
-	co.port = portstr;
-	co.timeout_ms = 5000;
-	if (rrr_clnt_create(&co, &c))
+	if (clnt_open(&srv, 5000, &c))
 		return (void *)1;
 	/* in-flight async calls with big payloads, then vanish; the shared
 	 * iov/args are set once, before the first call is queued (the
