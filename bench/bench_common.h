@@ -33,6 +33,9 @@ uint64_t rrr__bench_process_cpu_ns(void);
 /* user+system CPU time of another process in ns, from /proc/PID/stat (clock
  * tick resolution, 10 ms: use over runs of seconds). -errno if unreadable. */
 int64_t rrr__bench_pid_cpu_ns(int pid);
+/* /proc/@pid/stat read into @buf (@len bytes): a pointer to its fields after
+ * the command name (the state first), or NULL with errno set. */
+const char *rrr__bench_pid_stat(int pid, char *buf, size_t len);
 /* Median cost in ns of one rrr__bench_now_ns() call (to report, not to
  * subtract). */
 double rrr__bench_clock_overhead_ns(void);
@@ -117,6 +120,11 @@ int rrr__bench_opt_usage(int opt, void (*usage)(FILE *f));
 int rrr__bench_opt_done(const char *cmd, int argc, char **argv);
 /* VmRSS of process @pid (0: this process) in KiB, or -1. */
 long rrr__bench_rss_kib(int pid);
+/* Waits up to @timeout_s for rrr-server @pid to write its port file @path
+ * ("rdma=R mount=M tcp=T"): 0 with *@rdma (0 without RDMA) and *@mount,
+ * -ECHILD when the server exited first (reaped), -ETIMEDOUT. */
+int rrr__bench_server_ports(int pid, const char *path, int timeout_s, unsigned *rdma,
+			    unsigned *mount);
 /* Removes @dir and everything below it (best effort, symlinks not followed). */
 void rrr__bench_rm_tree(const char *dir);
 /* rrr-server's path into @out (@len bytes): @path when set (it must be

@@ -192,8 +192,8 @@ static int spawn_server(struct soak *s)
 {
 	char pfile[PATH_MAX + 16], state[PATH_MAX + 16], exp[PATH_MAX + 16], log[PATH_MAX + 16];
 	char popts[640];
-	uint64_t deadline;
-	int st;
+	unsigned rd, mt;
+	int rc, st;
 
 	snprintf(pfile, sizeof(pfile), "%s/ports", s->dir);
 	snprintf(state, sizeof(state), "%s/state", s->dir);
@@ -238,29 +238,18 @@ static int spawn_server(struct soak *s)
 		execv(s->srv_path, (char *const *)av);
 		_exit(127);
 	}
-	deadline = rrr__bench_now_ns() + 15ull * 1000000000ull;
-	while (rrr__bench_now_ns() < deadline) {
-		unsigned rd = 0, mt = 0, tc = 0;
-		FILE *f = fopen(pfile, "r");
-
-		if (f) {
-			int got = fscanf(f, "rdma=%u mount=%u tcp=%u", &rd, &mt, &tc);
-
-			fclose(f);
-			if (got >= 2 && rd && mt) {
-				/* written once: clients read them without a lock */
-				if (!s->port[0]) {
-					snprintf(s->port, sizeof(s->port), "%u", rd);
-					snprintf(s->mport, sizeof(s->mport), "%u", mt);
-				}
-				return 0;
-			}
+	rc = rrr__bench_server_ports(s->pid, pfile, 15, &rd, &mt);
+	if (rc == 0 && rd) {
+		/* written once: clients read them without a lock */
+		if (!s->port[0]) {
+			snprintf(s->port, sizeof(s->port), "%u", rd);
+			snprintf(s->mport, sizeof(s->mport), "%u", mt);
 		}
-		if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
-			s->pid = 0;
-			return -ECONNREFUSED;
-		}
-		usleep(20000);
+		return 0;
+	}
+	if (rc == -ECHILD) {
+		s->pid = 0;
+		return -ECONNREFUSED;
 	}
 	kill(s->pid, SIGKILL);
 	waitpid(s->pid, &st, 0);
