@@ -266,13 +266,8 @@ static int fill_pieces(unsigned n, uint8_t **mem, struct iovec *iov, uint32_t *g
 	for (unsigned i = 0; i < n; i++)
 		iov[i] = (struct iovec){*mem + (size_t)i * 8192u, 4000};
 	call_init(&c, EM_FILL);
-	c.encode = tc_enc_u32;
-	c.args = &want;
-	c.decode = dec_payload;
-	c.res = got;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = iov;
-	c.npayload = n;
+	tc_codec(&c, tc_enc_u32, &want, dec_payload, got);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, iov, n);
 	return rrr_clnt_call(clnt, &c);
 }
 
@@ -305,13 +300,8 @@ Test(embed, max_segs_kept_before_sending, .init = init_page_list)
 	for (unsigned i = 0; i < 20; i++)
 		iov[i] = (struct iovec){mem + (size_t)i * 8192u, 4000};
 	call_init(&c, EM_FILL);
-	c.encode = tc_enc_u32;
-	c.args = &want;
-	c.decode = dec_payload;
-	c.res = &got;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = iov;
-	c.npayload = 20;
+	tc_codec(&c, tc_enc_u32, &want, dec_payload, &got);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, iov, 20);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EMSGSIZE, "20 registrations > max_segs 16");
 	cr_assert(strstr(c.error, "max_segs"), "the call says why: '%s'", c.error);
 	cr_assert_not_null(rrr_last_error());
@@ -367,9 +357,7 @@ Test(embed, errors_carry_sentences, .init = init_default)
 		many[i] = (struct iovec){&byte, 1};
 	call_init(&c, EM_SUM);
 	c.encode = enc_call_payload;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = many;
-	c.npayload = 65;
+	tc_payload(&c, RRR_DDP_TO_SERVER, many, 65);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EINVAL);
 	cr_assert(strstr(c.error, "65"), "the call says why: '%s'", c.error);
 	cr_assert(rrr_last_error() && strstr(rrr_last_error(), "65"));
@@ -407,22 +395,15 @@ Test(embed, payload_declared_once, .init = init_default)
 	c.encode = enc_call_payload;
 	c.decode = dec_2;
 	c.res = w;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = &ia;
-	c.npayload = 1;
+	tc_payload(&c, RRR_DDP_TO_SERVER, &ia, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
 	cr_assert_eq(w[0], sizeof(a));
 	cr_assert_eq(w[1], sum, "the bytes of call.payload were sent");
 
 	/* an encoder that names other memory than call.payload */
 	call_init(&c, EM_SUM);
-	c.encode = enc_other;
-	c.args = &ib;
-	c.decode = dec_2;
-	c.res = w;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = &ia;
-	c.npayload = 1;
+	tc_codec(&c, enc_other, &ib, dec_2, w);
+	tc_payload(&c, RRR_DDP_TO_SERVER, &ia, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EINVAL, "a second, different declaration");
 	cr_assert(strstr(c.error, "call.payload"), "says why: '%s'", c.error);
 
@@ -497,13 +478,8 @@ Test(embed, depth_and_hole_splits_counted)
 	cr_assert_not_null(mem);
 	iov[0] = (struct iovec){mem, 65536};
 	call_init(&c, EM_FILL);
-	c.encode = tc_enc_u32;
-	c.args = &want;
-	c.decode = dec_payload;
-	c.res = &got;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = iov;
-	c.npayload = 1;
+	tc_codec(&c, tc_enc_u32, &want, dec_payload, &got);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, iov, 1);
 	rrr_clnt_stats(clnt, &st0);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
 	cr_assert_eq(got, 65536u);
@@ -758,13 +734,8 @@ static void zc_case(void)
 
 		memset(dst, 0xee, d.iov_len);
 		call_init(&c, EM_ZC);
-		c.encode = enc_u32x3;
-		c.args = args;
-		c.decode = dec_payload;
-		c.res = &got;
-		c.ddp = RRR_DDP_FROM_SERVER;
-		c.payload = &d;
-		c.npayload = 1;
+		tc_codec(&c, enc_u32x3, args, dec_payload, &got);
+		tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 		cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%u: %s", sizes[t], c.error);
 		cr_assert_eq(got, sizes[t]);
 		for (uint32_t i = 0; i < sizes[t]; i++)
@@ -781,13 +752,8 @@ static void zc_case(void)
 	/* the handler fails after handing its memory: SYSTEM_ERR, released */
 	uint32_t args[3] = {0, 65536, 1};
 	call_init(&c, EM_ZC);
-	c.encode = enc_u32x3;
-	c.args = args;
-	c.decode = dec_payload;
-	c.res = &got;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &d;
-	c.npayload = 1;
+	tc_codec(&c, enc_u32x3, args, dec_payload, &got);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
 	cr_assert_eq(c.rpc_stat, RRR_RPC_SYSTEM_ERR);
 	zc_stat(&handed, &released);

@@ -93,13 +93,8 @@ static int fill_into(uint8_t *dst, uint32_t n, uint32_t cap)
 	int rc;
 
 	init_call(&c, RS_FILL);
-	c.encode = tc_enc_u32;
-	c.args = &n;
-	c.decode = tc_dec_pay;
-	c.res = &g;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = d;
-	c.npayload = 2;
+	tc_codec(&c, tc_enc_u32, &n, tc_dec_pay, &g);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, d, 2);
 	rc = rrr_clnt_call(clnt, &c);
 	if (rc == 0) {
 		cr_assert_eq(g.len, n);
@@ -147,13 +142,8 @@ Test(rdma, inline_echo)
 	for (unsigned i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 3);
 	init_call(&c, RS_ECHO);
-	c.encode = tc_enc_pay;
-	c.args = &p;
-	c.decode = tc_dec_pay;
-	c.res = &g;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = &s;
-	c.npayload = 1;
+	tc_codec(&c, tc_enc_pay, &p, tc_dec_pay, &g);
+	tc_payload(&c, RRR_DDP_TO_SERVER, &s, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(g.len, sizeof(src));
 	cr_assert_eq(memcmp(src, dst, sizeof(src)), 0);
@@ -179,13 +169,8 @@ Test(rdma, read_chunk_odd_length)
 		sum += src[i];
 	}
 	init_call(&c, RS_SUM);
-	c.encode = tc_enc_pay_tag;
-	c.args = &p;
-	c.decode = tc_dec_3u32;
-	c.res = &g;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = s;
-	c.npayload = 2;
+	tc_codec(&c, tc_enc_pay_tag, &p, tc_dec_3u32, &g);
+	tc_payload(&c, RRR_DDP_TO_SERVER, s, 2);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(g.w[0], n);
 	cr_assert_eq(g.w[1], sum);
@@ -228,10 +213,7 @@ Test(rdma, reply_chunk)
 	struct rrr_call c;
 
 	init_call(&c, RS_BIG);
-	c.encode = tc_enc_u32;
-	c.args = &n;
-	c.decode = tc_dec_opaque;
-	c.res = &g;
+	tc_codec(&c, tc_enc_u32, &n, tc_dec_opaque, &g);
 	c.reply_hint = n + 64;
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(g.len, n);
@@ -314,10 +296,7 @@ static void *c_thread(void *arg)
 		if (i & 1) {
 			init_call(&k->c, RS_FILL);
 			k->iov = (struct iovec){k->buf, sizeof(k->buf)};
-			k->c.encode = tc_enc_u32;
-			k->c.args = &k->n;
-			k->c.decode = tc_dec_pay;
-			k->c.res = &k->g;
+			tc_codec(&k->c, tc_enc_u32, &k->n, tc_dec_pay, &k->g);
 			k->c.ddp = RRR_DDP_FROM_SERVER;
 		} else {
 			k->sum = 0;
@@ -328,10 +307,7 @@ static void *c_thread(void *arg)
 			k->iov = (struct iovec){k->buf, k->n};
 			k->p = (struct tc_pay){&k->iov, 1, k->n, 77};
 			init_call(&k->c, RS_SUM);
-			k->c.encode = tc_enc_pay_tag;
-			k->c.args = &k->p;
-			k->c.decode = tc_dec_3u32;
-			k->c.res = &k->g;
+			tc_codec(&k->c, tc_enc_pay_tag, &k->p, tc_dec_3u32, &k->g);
 			k->c.ddp = RRR_DDP_TO_SERVER;
 		}
 		k->c.payload = &k->iov;
@@ -481,9 +457,7 @@ Test(rdma, timeout_invalidates)
 	struct rrr_call c;
 
 	init_call(&c, RS_SILENT);
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &d;
-	c.npayload = 1;
+	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	c.timeout_ms = 1000; /* covers registering and sending on a loaded machine */
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
 	rrr_clnt_stats(clnt, &st);
@@ -521,9 +495,7 @@ Test(rdma, cancel_invalidates)
 	struct rrr_call c;
 
 	init_call(&c, RS_SILENT);
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &d;
-	c.npayload = 1;
+	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	rsrv_stats(srv, &ss);
 	unsigned calls = ss.calls;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &c, once_done, &o), 0);
@@ -582,9 +554,7 @@ Test(rdma, foreign_invalidation_disconnects, .init = init_fail_fast)
 	init_call(&c, RS_NULL);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	init_call(&hold, RS_HOLD);
-	hold.ddp = RRR_DDP_FROM_SERVER;
-	hold.payload = &d;
-	hold.npayload = 1;
+	tc_payload(&hold, RRR_DDP_FROM_SERVER, &d, 1);
 	rrr_clnt_stats(clnt, &st);
 	uint64_t sent = st.send_bytes;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
@@ -622,9 +592,7 @@ Test(rdma_ghost, late_reply_foreign_invalidation_disconnects, .init = init_batch
 	init_call(&c, RS_NULL);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0); /* raises the grant from 1 */
 	init_call(&hold, RS_HOLD);
-	hold.ddp = RRR_DDP_FROM_SERVER;
-	hold.payload = &d;
-	hold.npayload = 1;
+	tc_payload(&hold, RRR_DDP_FROM_SERVER, &d, 1);
 	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
 	/* FOREIGN right behind HOLD (one submit queue keeps them in order; a
 	 * pause would only eat into its timeout): answered in the server's
@@ -682,13 +650,8 @@ static void long_lived_shapes(void)
 	}
 	for (int round = 0; round < 2; round++) {
 		init_call(&c, RS_SUM);
-		c.encode = tc_enc_pay_tag;
-		c.args = &p;
-		c.decode = tc_dec_3u32;
-		c.res = &g;
-		c.ddp = RRR_DDP_TO_SERVER;
-		c.payload = &s;
-		c.npayload = 1;
+		tc_codec(&c, tc_enc_pay_tag, &p, tc_dec_3u32, &g);
+		tc_payload(&c, RRR_DDP_TO_SERVER, &s, 1);
 		cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 		cr_assert_eq(g.w[0], n);
 		cr_assert_eq(g.w[1], sum);
@@ -755,13 +718,8 @@ static void echoes(void)
 
 		memset(src, i, sizeof(src));
 		init_call(&c, RS_ECHO);
-		c.encode = tc_enc_pay;
-		c.args = &p;
-		c.decode = tc_dec_pay;
-		c.res = &g;
-		c.ddp = RRR_DDP_TO_SERVER;
-		c.payload = &s;
-		c.npayload = 1;
+		tc_codec(&c, tc_enc_pay, &p, tc_dec_pay, &g);
+		tc_payload(&c, RRR_DDP_TO_SERVER, &s, 1);
 		cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "call %d", i);
 		cr_assert_eq(g.len, sizeof(src));
 		cr_assert_eq(memcmp(src, dst, sizeof(src)), 0, "call %d", i);
@@ -807,13 +765,8 @@ Test(rdma_segs, multi_segment_chunks, .init = init_shallow, .fini = fini, .timeo
 		sum += src[i];
 	}
 	init_call(&c, RS_SUM);
-	c.encode = tc_enc_pay_tag;
-	c.args = &p;
-	c.decode = tc_dec_3u32;
-	c.res = &g;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = s;
-	c.npayload = 2;
+	tc_codec(&c, tc_enc_pay_tag, &p, tc_dec_3u32, &g);
+	tc_payload(&c, RRR_DDP_TO_SERVER, s, 2);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(g.w[1], sum);
 	cr_assert_eq(fill_into(dst, n, n + 5), 0);

@@ -109,10 +109,7 @@ static void echo_roundtrip(uint32_t len)
 	diov[1] = (struct iovec){dst + len / 2, len - len / 2 + 8};
 	ea = (struct echo_args){siov, 3, len};
 	init_call(&c, TSRV_ECHO);
-	c.encode = enc_echo;
-	c.args = &ea;
-	c.decode = dec_echo;
-	c.res = &er;
+	tc_codec(&c, enc_echo, &ea, dec_echo, &er);
 	c.ddp = RRR_DDP_FROM_SERVER; /* the reply's payload lands in diov */
 	c.payload = diov;
 	c.npayload = 2;
@@ -145,13 +142,8 @@ Test(tcp, fill_into_sink)
 	struct rrr_call c;
 
 	init_call(&c, TSRV_FILL);
-	c.encode = tc_enc_u32;
-	c.args = &n;
-	c.decode = dec_echo;
-	c.res = &er;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &d;
-	c.npayload = 1;
+	tc_codec(&c, tc_enc_u32, &n, dec_echo, &er);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(c.payload_len, n);
 	for (uint32_t i = 0; i < n; i++)
@@ -205,13 +197,8 @@ static void *conc_thread(void *arg)
 		k->d = (struct iovec){k->dst, sizeof(k->dst)};
 		k->ea = (struct echo_args){&k->s, 1, sizeof(k->src)};
 		init_call(&k->c, TSRV_ECHO);
-		k->c.encode = enc_echo;
-		k->c.args = &k->ea;
-		k->c.decode = dec_echo;
-		k->c.res = &k->er;
-		k->c.ddp = RRR_DDP_FROM_SERVER;
-		k->c.payload = &k->d;
-		k->c.npayload = 1;
+		tc_codec(&k->c, enc_echo, &k->ea, dec_echo, &k->er);
+		tc_payload(&k->c, RRR_DDP_FROM_SERVER, &k->d, 1);
 		if (rrr_clnt_call_async(clnt, &k->c, conc_done, k) != 0)
 			return (void *)1;
 	}

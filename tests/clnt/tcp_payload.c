@@ -128,10 +128,7 @@ static void echo_parts(uint32_t len, unsigned nparts, bool stack_iov)
 	}
 	sa = (struct src_args){iov, nparts, len, 0xabcdef01u};
 	init_call(&c, TSRV_ECHO);
-	c.encode = stack_iov ? enc_src_stack : enc_src;
-	c.args = &sa;
-	c.decode = dec_copy;
-	c.res = &cr;
+	tc_codec(&c, stack_iov ? enc_src_stack : enc_src, &sa, dec_copy, &cr);
 	c.ddp = RRR_DDP_TO_SERVER;
 	/* more pieces than a call declares: the encoder's payload is the one
 	 * declaration (payload NULL) */
@@ -243,9 +240,7 @@ Test(tcp_payload_abort, half_written_record_finished_from_copy, .timeout = 60)
 	init_call(&call, TSRV_ECHO);
 	call.encode = enc_src;
 	call.args = &sa;
-	call.ddp = RRR_DDP_TO_SERVER;
-	call.payload = &iov;
-	call.npayload = 1;
+	tc_payload(&call, RRR_DDP_TO_SERVER, &iov, 1);
 	/* long enough that connecting and the first writes happen before it
 	 * on a loaded machine (the peer never reads: the record stays half
 	 * written however long the call waits) */
@@ -317,13 +312,8 @@ Test(tcp_payload, steady_1mib_calls_take_no_page_faults)
 	memset(src, 0x3c, len);
 	memset(dst, 0, len + 8);
 	init_call(&c, TSRV_ECHO);
-	c.encode = enc_src;
-	c.args = &sa;
-	c.decode = dec_copy;
-	c.res = &cr;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = &iov;
-	c.npayload = 1;
+	tc_codec(&c, enc_src, &sa, dec_copy, &cr);
+	tc_payload(&c, RRR_DDP_TO_SERVER, &iov, 1);
 	for (int i = 0; i < warm + n; i++) {
 		if (i == warm)
 			f0 = minflt();

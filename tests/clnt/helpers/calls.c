@@ -20,6 +20,22 @@ void tc_call_init(struct rrr_call *c, uint32_t prog, uint32_t proc)
 	c->proc = proc;
 }
 
+void tc_codec(struct rrr_call *c, rrr_xdr_encode_fn enc, const void *args, rrr_xdr_decode_fn dec,
+	      void *res)
+{
+	c->encode = enc;
+	c->args = args;
+	c->decode = dec;
+	c->res = res;
+}
+
+void tc_payload(struct rrr_call *c, enum rrr_ddp_dir ddp, const struct iovec *iov, unsigned n)
+{
+	c->ddp = ddp;
+	c->payload = iov;
+	c->npayload = n;
+}
+
 int tc_enc_u32(struct rrr_xdr *x, const void *a)
 {
 	return rrr_xdr_put_u32(x, *(const uint32_t *)a);

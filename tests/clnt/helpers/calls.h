@@ -19,6 +19,12 @@
 /* @c zeroed, then program @prog version 1, procedure @proc. */
 void tc_call_init(struct rrr_call *c, uint32_t prog, uint32_t proc);
 
+/* @c's codecs: @enc encodes @args, @dec decodes the result into @res. */
+void tc_codec(struct rrr_call *c, rrr_xdr_encode_fn enc, const void *args, rrr_xdr_decode_fn dec,
+	      void *res);
+/* @c's payload: @iov[@n], its direction @ddp. */
+void tc_payload(struct rrr_call *c, enum rrr_ddp_dir ddp, const struct iovec *iov, unsigned n);
+
 /* Encoder of one uint32_t (@a points to it). */
 int tc_enc_u32(struct rrr_xdr *x, const void *a);
 
