@@ -183,6 +183,26 @@ int th_post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id
 	return 0;
 }
 
+int th_tcp_connect(uint16_t port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+bool th_readable(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, ms) > 0;
+}
+
 int th_raw_mpa_connect(uint16_t port, int rcvbuf)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port),

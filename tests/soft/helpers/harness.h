@@ -10,6 +10,7 @@
 #ifndef TESTS_SOFT_HARNESS_H
 #define TESTS_SOFT_HARNESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -52,6 +53,11 @@ void th_close(struct th_ep *e);
 /* A signaled REG_MR of @mr with @access as work request @id, and its
  * successful completion: 0, or -1. */
 int th_post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id);
+
+/* A plain TCP socket connected to 127.0.0.1:@port, or -1. */
+int th_tcp_connect(uint16_t port);
+/* True when @fd has bytes (or EOF) to read within @ms milliseconds. */
+bool th_readable(int fd, int ms);
 
 /* A raw TCP socket to 127.0.0.1:@port (receive buffer @rcvbuf bytes, 0:
  * the default) through the MPA exchange as an initiator (rev 2, enhanced,
