@@ -322,24 +322,14 @@ static void run_concurrent(void)
 {
 	static struct ccall calls[NT * PER];
 	atomic_int ok = 0, done = 0;
-	pthread_t th[NT];
 
 	memset(calls, 0, sizeof(calls));
 	for (int i = 0; i < NT * PER; i++) {
 		calls[i].ok = &ok;
 		calls[i].done = &done;
 	}
-	for (int t = 0; t < NT; t++)
-		pthread_create(&th[t], NULL, c_thread, &calls[t * PER]);
-	for (int t = 0; t < NT; t++) {
-		void *rv;
-
-		pthread_join(th[t], &rv);
-		cr_assert_null(rv);
-	}
-	for (int i = 0; i < 3000 && atomic_load(&done) < NT * PER; i++)
-		usleep(10000);
-	cr_assert_eq(atomic_load(&done), NT * PER);
+	tc_run_threads(NT, c_thread, calls, PER * sizeof(calls[0]));
+	cr_assert(TEST_WAIT_UNTIL(atomic_load(&done) == NT * PER, 30000), "every call completed");
 	cr_assert_eq(atomic_load(&ok), NT * PER);
 }
 

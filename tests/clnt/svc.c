@@ -573,23 +573,13 @@ Test(svc, rdma_64_concurrent_small_grant, .init = init_rdma_credits4)
 	static struct cc calls[NT * PER];
 	atomic_int ok = 0, done = 0;
 	struct rrr_xprt_stats st;
-	pthread_t th[NT];
 
 	for (int i = 0; i < NT * PER; i++) {
 		calls[i].ok = &ok;
 		calls[i].done = &done;
 	}
-	for (int t = 0; t < NT; t++)
-		pthread_create(&th[t], NULL, cc_thread, &calls[t * PER]);
-	for (int t = 0; t < NT; t++) {
-		void *rv;
-
-		pthread_join(th[t], &rv);
-		cr_assert_null(rv);
-	}
-	for (int i = 0; i < 3000 && atomic_load(&done) < NT * PER; i++)
-		usleep(10000);
-	cr_assert_eq(atomic_load(&done), NT * PER);
+	tc_run_threads(NT, cc_thread, calls, PER * sizeof(calls[0]));
+	cr_assert(TEST_WAIT_UNTIL(atomic_load(&done) == NT * PER, 30000), "every call completed");
 	cr_assert_eq(atomic_load(&ok), NT * PER);
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.credits, 4, "follows the server's grant");

@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -87,6 +88,20 @@ int tc_dec_3u32(struct rrr_xdr *x, void *r)
 		if (rrr_xdr_get_u32(x, &g->w[i]))
 			return -EBADMSG;
 	return 0;
+}
+
+void tc_run_threads(unsigned n, void *(*fn)(void *), void *arg, size_t stride)
+{
+	pthread_t th[n];
+
+	for (unsigned t = 0; t < n; t++)
+		cr_assert_eq(pthread_create(&th[t], NULL, fn, (char *)arg + t * stride), 0);
+	for (unsigned t = 0; t < n; t++) {
+		void *rv;
+
+		pthread_join(th[t], &rv);
+		cr_assert_null(rv, "thread %u failed", t);
+	}
 }
 
 int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)

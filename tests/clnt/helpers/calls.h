@@ -52,6 +52,10 @@ int tc_dec_pay(struct rrr_xdr *x, void *r);
 int tc_dec_opaque(struct rrr_xdr *x, void *r);
 int tc_dec_3u32(struct rrr_xdr *x, void *r);
 
+/* Runs @fn on @n threads (thread t gets @arg + t * @stride bytes), joins
+ * them all and asserts that each returned NULL. */
+void tc_run_threads(unsigned n, void *(*fn)(void *), void *arg, size_t stride);
+
 /* A handler that accepts anything and answers an empty result. */
 int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s);
 
