@@ -57,14 +57,12 @@ static int h_sum(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
 	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
 	unsigned niov = 0;
-	uint32_t len, sum = 0;
+	uint32_t len, sum;
 
 	(void)r;
 	if (rrr_xdr_decode_payload(a, 1u << 20, &len, iov, &niov))
 		return RRR_SVC_GARBAGE_ARGS;
-	for (unsigned i = 0; i < niov; i++)
-		for (size_t j = 0; j < iov[i].iov_len; j++)
-			sum += ((uint8_t *)iov[i].iov_base)[j];
+	sum = tc_iov_sum(iov, niov);
 	return rrr_xdr_put_u32(s, len) || rrr_xdr_put_u32(s, sum) ? RRR_SVC_SYSTEM_ERR : 0;
 }
 

@@ -104,6 +104,16 @@ void tc_run_threads(unsigned n, void *(*fn)(void *), void *arg, size_t stride)
 	}
 }
 
+uint32_t tc_iov_sum(const struct iovec *iov, unsigned n)
+{
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		for (size_t j = 0; j < iov[i].iov_len; j++)
+			sum += ((const uint8_t *)iov[i].iov_base)[j];
+	return sum;
+}
+
 int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
 	(void)r;

@@ -56,6 +56,9 @@ int tc_dec_3u32(struct rrr_xdr *x, void *r);
  * them all and asserts that each returned NULL. */
 void tc_run_threads(unsigned n, void *(*fn)(void *), void *arg, size_t stride);
 
+/* The sum of the bytes of @iov[@n] (what the SUM procedures answer). */
+uint32_t tc_iov_sum(const struct iovec *iov, unsigned n);
+
 /* A handler that accepts anything and answers an empty result. */
 int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s);
 
