@@ -250,20 +250,27 @@ void th_serve_until_done(struct th_ep *e)
 	}
 }
 
+/* One transfer's result @n added to *@off: 0, or -errno (-ECONNRESET for
+ * EOF when @eof_fails). An interrupted call moves nothing. */
+static int advance(ssize_t n, size_t *off, bool eof_fails)
+{
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (n == 0 && eof_fails)
+		return -ECONNRESET;
+	*off += (size_t)n;
+	return 0;
+}
+
 int th_oob_send(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+	for (size_t off = 0; off < len;) {
+		int rc = advance(send(fd, p + off, len - off, MSG_NOSIGNAL), &off, false);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -273,23 +280,16 @@ int th_oob_recv(int fd, void *buf, size_t len, int timeout_ms)
 	char *p = buf;
 	long end = now_ms() + timeout_ms;
 
-	while (len) {
+	for (size_t off = 0; off < len;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		long left = end - now_ms();
-		ssize_t n;
+		int rc;
 
 		if (left < 0 || poll(&pfd, 1, (int)left) == 0)
 			return -ETIMEDOUT;
-		n = recv(fd, p, len, 0);
-		if (n == 0)
-			return -ECONNRESET;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
+		rc = advance(recv(fd, p + off, len - off, 0), &off, true);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
