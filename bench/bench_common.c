@@ -27,7 +27,9 @@
  */
 #include "bench_common.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -37,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,27 +69,40 @@ uint64_t rrr__bench_process_cpu_ns(void)
 	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
-int64_t rrr__bench_pid_cpu_ns(int pid)
+const char *rrr__bench_pid_stat(int pid, char *buf, size_t len)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, st = 0;
-	long hz = sysconf(_SC_CLK_TCK);
+	char path[64];
+	const char *p;
 	size_t n;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	f = fopen(path, "r");
 	if (!f)
-		return -errno;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = '\0';
 	/* The command name may contain spaces and parentheses: fields restart
-	 * after the last ')'. utime and stime are fields 14 and 15. */
+	 * after the last ')'. */
 	p = strrchr(buf, ')');
-	if (!p || hz <= 0)
-		return -EINVAL;
-	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+	if (!p)
+		errno = EINVAL;
+	return p ? p + 1 : NULL;
+}
+
+int64_t rrr__bench_pid_cpu_ns(int pid)
+{
+	char buf[1024];
+	const char *p = rrr__bench_pid_stat(pid, buf, sizeof(buf));
+	unsigned long long ut = 0, st = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (!p)
+		return -errno;
+	/* utime and stime are fields 14 and 15 */
+	if (hz <= 0 ||
+	    sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -EINVAL;
 	return (int64_t)((ut + st) * (1000000000ull / (unsigned long long)hz));
 }
@@ -540,6 +556,120 @@ int rrr__bench_parse_size(const char *s, uint64_t *out)
 		return -ERANGE;
 	*out = v * mul;
 	return 0;
+}
+
+int rrr__bench_opt_usage(int opt, void (*usage)(FILE *f))
+{
+	usage(opt == 'h' ? stdout : stderr);
+	return opt == 'h' ? 0 : 2;
+}
+
+int rrr__bench_opt_done(const char *cmd, int argc, char **argv)
+{
+	if (optind == argc)
+		return 0;
+	fprintf(stderr, "rrr-bench %s: unexpected argument '%s'\n", cmd, argv[optind]);
+	return 2;
+}
+
+long rrr__bench_rss_kib(int pid)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			v = strtol(line + 6, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+int rrr__bench_server_ports(int pid, const char *path, int timeout_s, unsigned *rdma,
+			    unsigned *mount)
+{
+	uint64_t deadline = rrr__bench_now_ns() + (uint64_t)timeout_s * 1000000000ull;
+	int st;
+
+	while (rrr__bench_now_ns() < deadline) {
+		unsigned rd = 0, mt = 0, tc = 0;
+		FILE *f = fopen(path, "r");
+
+		if (f) {
+			int got = fscanf(f, "rdma=%u mount=%u tcp=%u", &rd, &mt, &tc);
+
+			fclose(f);
+			if (got >= 2 && mt) {
+				*rdma = rd;
+				*mount = mt;
+				return 0;
+			}
+		}
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return -ECHILD;
+		usleep(20000);
+	}
+	return -ETIMEDOUT;
+}
+
+void rrr__bench_rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char p[PATH_MAX];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
+			continue;
+		if (de->d_type == DT_DIR)
+			rrr__bench_rm_tree(p);
+		else
+			unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+int rrr__bench_find_server(const char *path, char *out, size_t len)
+{
+	char self[PATH_MAX];
+	const char *b = getenv("RRR_BUILD");
+	ssize_t n;
+
+	if (path) {
+		snprintf(out, len, "%s", path);
+		return access(out, X_OK) ? -errno : 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		char *slash;
+
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			if (snprintf(out, len, "%s/rrr-server", self) < (int)len &&
+			    !access(out, X_OK))
+				return 0;
+		}
+	}
+	if (b) {
+		snprintf(out, len, "%s/rrr-server", b);
+		if (!access(out, X_OK))
+			return 0;
+	}
+	return -ENOENT;
 }
 
 int rrr__bench_split(char *buf, char **tok, int max)

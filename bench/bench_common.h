@@ -33,6 +33,9 @@ uint64_t rrr__bench_process_cpu_ns(void);
 /* user+system CPU time of another process in ns, from /proc/PID/stat (clock
  * tick resolution, 10 ms: use over runs of seconds). -errno if unreadable. */
 int64_t rrr__bench_pid_cpu_ns(int pid);
+/* /proc/@pid/stat read into @buf (@len bytes): a pointer to its fields after
+ * the command name (the state first), or NULL with errno set. */
+const char *rrr__bench_pid_stat(int pid, char *buf, size_t len);
 /* Median cost in ns of one rrr__bench_now_ns() call (to report, not to
  * subtract). */
 double rrr__bench_clock_overhead_ns(void);
@@ -109,6 +112,25 @@ int rrr__bench_parse_uints(const char *s, unsigned *out, int max);
 /* Split a comma list into at most @max tokens pointing into @buf (a copy
  * of @s made by the caller, modified in place). Returns the count. */
 int rrr__bench_split(char *buf, char **tok, int max);
+/* A sub-command's default: case of getopt: for 'h' prints @usage to stdout and
+ * returns 0, for anything else prints it to stderr and returns 2 (the exit code). */
+int rrr__bench_opt_usage(int opt, void (*usage)(FILE *f));
+/* After getopt: 0 when every argument was an option, else names the first
+ * stray one ("rrr-bench @cmd: unexpected argument") on stderr and returns 2. */
+int rrr__bench_opt_done(const char *cmd, int argc, char **argv);
+/* VmRSS of process @pid (0: this process) in KiB, or -1. */
+long rrr__bench_rss_kib(int pid);
+/* Waits up to @timeout_s for rrr-server @pid to write its port file @path
+ * ("rdma=R mount=M tcp=T"): 0 with *@rdma (0 without RDMA) and *@mount,
+ * -ECHILD when the server exited first (reaped), -ETIMEDOUT. */
+int rrr__bench_server_ports(int pid, const char *path, int timeout_s, unsigned *rdma,
+			    unsigned *mount);
+/* Removes @dir and everything below it (best effort, symlinks not followed). */
+void rrr__bench_rm_tree(const char *dir);
+/* rrr-server's path into @out (@len bytes): @path when set (it must be
+ * executable), else next to this program, else in $RRR_BUILD. 0 or -errno
+ * (-ENOENT: found nowhere). */
+int rrr__bench_find_server(const char *path, char *out, size_t len);
 /* Human size: "4k", "1m", "1536". */
 const char *rrr__bench_fmt_size(uint64_t v, char *buf, size_t len);
 

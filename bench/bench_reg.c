@@ -541,18 +541,12 @@ int rrr__bench_reg_main(int argc, char **argv)
 		case 'a':
 			g_addr = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return rrr__bench_opt_usage(opt, usage);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "rrr-bench reg: unexpected argument '%s'\n", argv[optind]);
+	if (rrr__bench_opt_done("reg", argc, argv))
 		return 2;
-	}
 	if (cfg.batch > cfg.iters)
 		cfg.batch = cfg.iters;
 	if (!nstrat) {

@@ -146,18 +146,12 @@ int rrr__bench_crc_main(int argc, char **argv)
 		case 'j':
 			json = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return rrr__bench_opt_usage(opt, usage);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "rrr-bench crc: unexpected argument '%s'\n", argv[optind]);
+	if (rrr__bench_opt_done("crc", argc, argv))
 		return 2;
-	}
 	for (int i = 0; i < nsizes; i++) {
 		if (!sizes[i] || sizes[i] > MAX_SIZE) {
 			fprintf(stderr, "rrr-bench crc: sizes are 1 .. 256m\n");

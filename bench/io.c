@@ -464,18 +464,12 @@ int rrr__bench_io_main(int argc, char **argv)
 		case 'j':
 			json = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return rrr__bench_opt_usage(opt, usage);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "rrr-bench io: unexpected argument '%s'\n", argv[optind]);
+	if (rrr__bench_opt_done("io", argc, argv))
 		return 2;
-	}
 	for (size_t m = 0; m < NMODES; m++)
 		if (on[m] && modes[m].mode != IO_MODE_TCP)
 			need_nfs = true;

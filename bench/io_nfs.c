@@ -102,60 +102,6 @@ static unsigned nconn_of(const struct io_nfs *n)
 
 /* --- the server ------------------------------------------------------------ */
 
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char p[PATH_MAX];
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
-			continue;
-		if (de->d_type == DT_DIR)
-			rm_tree(p);
-		else
-			unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
-/* rrr-server next to this program, or in $RRR_BUILD. */
-static int find_server(const struct io_nfs_cfg *cfg, char *out, size_t len)
-{
-	char self[PATH_MAX];
-	const char *b = getenv("RRR_BUILD");
-	ssize_t n;
-
-	if (cfg->server_path) {
-		snprintf(out, len, "%s", cfg->server_path);
-		return access(out, X_OK) ? -errno : 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		char *slash;
-
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			if (snprintf(out, len, "%s/rrr-server", self) < (int)len &&
-			    !access(out, X_OK))
-				return 0;
-		}
-	}
-	if (b) {
-		snprintf(out, len, "%s/rrr-server", b);
-		if (!access(out, X_OK))
-			return 0;
-	}
-	return -ENOENT;
-}
-
 static void stop_server(struct io_nfs *n)
 {
 	int st;
@@ -181,10 +127,10 @@ static void stop_server(struct io_nfs *n)
 static int spawn_server(struct io_nfs *n)
 {
 	char path[PATH_MAX], pfile[PATH_MAX + 16], state[PATH_MAX + 16], exp[PATH_MAX + 16];
-	uint64_t deadline;
-	int rc, st;
+	unsigned rd, mt;
+	int rc;
 
-	if ((rc = find_server(&n->cfg, path, sizeof(path))))
+	if ((rc = rrr__bench_find_server(n->cfg.server_path, path, sizeof(path))))
 		return set_err(rc, "rrr-server not found (build it, or pass --server PATH)", NULL);
 	snprintf(pfile, sizeof(pfile), "%s/ports", n->dir);
 	snprintf(state, sizeof(state), "%s/state", n->dir);
@@ -249,28 +195,15 @@ static int spawn_server(struct io_nfs *n)
 		execv(path, (char *const *)av);
 		_exit(127);
 	}
-	deadline = rrr__bench_now_ns() + 15ull * 1000000000ull;
-	while (rrr__bench_now_ns() < deadline) {
-		unsigned rd = 0, mt = 0, tc = 0;
-		FILE *f = fopen(pfile, "r");
-
-		if (f) {
-			int got = fscanf(f, "rdma=%u mount=%u tcp=%u", &rd, &mt, &tc);
-
-			fclose(f);
-			if (got >= 2 && mt) {
-				snprintf(n->port, sizeof(n->port), "%u", rd);
-				snprintf(n->tcp_port, sizeof(n->tcp_port), "%u", mt);
-				snprintf(n->mount_port, sizeof(n->mount_port), "%u", mt);
-				return 0;
-			}
-		}
-		if (waitpid(n->server, &st, WNOHANG) == n->server) {
-			n->server = 0;
-			break;
-		}
-		usleep(20000);
+	rc = rrr__bench_server_ports(n->server, pfile, 15, &rd, &mt);
+	if (rc == 0) {
+		snprintf(n->port, sizeof(n->port), "%u", rd);
+		snprintf(n->tcp_port, sizeof(n->tcp_port), "%u", mt);
+		snprintf(n->mount_port, sizeof(n->mount_port), "%u", mt);
+		return 0;
 	}
+	if (rc == -ECHILD)
+		n->server = 0;
 	stop_server(n);
 	{
 		char logtxt[400] = "";
@@ -414,7 +347,7 @@ void rrr__bench_io_nfs_teardown(struct io_nfs *n)
 	}
 	stop_server(n);
 	if (n->dir[0])
-		rm_tree(n->dir);
+		rrr__bench_rm_tree(n->dir);
 	free(n->bufs);
 	free(n);
 }
@@ -591,21 +524,13 @@ int rrr__bench_io_nfs_server_pid(const struct io_nfs *n)
  * 10 and 12). -errno if unreadable. */
 static int pid_faults(int pid, uint64_t *minflt, uint64_t *majflt)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024];
+	const char *p = rrr__bench_pid_stat(pid, buf, sizeof(buf));
 	unsigned long long mi = 0, ma = 0;
-	size_t len;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
+	if (!p)
 		return -errno;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	/* fields restart after the last ')' of the command name */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", &mi, &ma) != 2)
+	if (sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %llu %*u %llu", &mi, &ma) != 2)
 		return -EINVAL;
 	*minflt = mi;
 	*majflt = ma;

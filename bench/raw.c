@@ -545,8 +545,7 @@ int rrr__bench_raw_main(int argc, char **argv)
 			}
 			break;
 		case 'U': spin_us = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return rrr__bench_opt_usage(o, usage);
 		}
 	}
 	if (nsizes <= 0 || npsizes <= 0 || reps <= 0 || !window || !iters || window > 128) {

@@ -71,27 +71,6 @@ static const struct {
 };
 #define NSMODES (sizeof(scale_modes) / sizeof(scale_modes[0]))
 
-/* VmRSS of @pid (0: this process) in KiB, or -1. */
-static long rss_kib(int pid)
-{
-	char path[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/status");
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			v = strtol(line + 6, NULL, 10);
-	fclose(f);
-	return v;
-}
-
 static void one(const struct io_nfs_cfg *base, enum io_mode mode, bool write, uint64_t size,
 		double seconds, double warmup, struct row *r)
 {
@@ -110,13 +89,13 @@ static void one(const struct io_nfs_cfg *base, enum io_mode mode, bool write, ui
 	if (rc)
 		goto out;
 	pid = rrr__bench_io_nfs_server_pid(nfs);
-	s0 = pid ? rss_kib(pid) : -1;
-	c0 = rss_kib(0);
+	s0 = pid ? rrr__bench_rss_kib(pid) : -1;
+	c0 = rrr__bench_rss_kib(0);
 	rc = rrr__bench_io_nfs_connect(nfs, mode, r->n);
 	if (rc)
 		goto out;
-	s1 = pid ? rss_kib(pid) : -1;
-	c1 = rss_kib(0);
+	s1 = pid ? rrr__bench_rss_kib(pid) : -1;
+	c1 = rrr__bench_rss_kib(0);
 	if (s0 >= 0 && s1 >= 0)
 		r->srv_kib = (double)(s1 - s0) / r->n;
 	if (c0 >= 0 && c1 >= 0)
@@ -306,8 +285,7 @@ int rrr__bench_scale_main(int argc, char **argv)
 			break;
 		}
 		case 'j': json = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return rrr__bench_opt_usage(opt, usage);
 		}
 	}
 	if (optind < argc) {

@@ -167,23 +167,6 @@ static uint64_t diff_bytes(const uint8_t *a, const uint8_t *b, uint64_t len)
 	return n;
 }
 
-static long proc_rss_kib(pid_t pid)
-{
-	char p[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
-	f = fopen(p, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
 static long proc_fds(pid_t pid)
 {
 	char p[64];
@@ -201,61 +184,7 @@ static long proc_fds(pid_t pid)
 	return n - 1; /* the directory stream's own fd, when it is ours */
 }
 
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char p[PATH_MAX];
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= (int)sizeof(p))
-			continue;
-		if (de->d_type == DT_DIR)
-			rm_tree(p);
-		else
-			unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 /* --- the server ------------------------------------------------------------------ */
-
-static int find_server(struct soak *s)
-{
-	const char *b = getenv("RRR_BUILD");
-	char self[PATH_MAX];
-	ssize_t n;
-
-	if (s->cfg.server_path) {
-		snprintf(s->srv_path, sizeof(s->srv_path), "%s", s->cfg.server_path);
-		return access(s->srv_path, X_OK) ? -errno : 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		char *slash;
-
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			if (snprintf(s->srv_path, sizeof(s->srv_path), "%s/rrr-server", self) <
-				(int)sizeof(s->srv_path) &&
-			    !access(s->srv_path, X_OK))
-				return 0;
-		}
-	}
-	if (b &&
-	    snprintf(s->srv_path, sizeof(s->srv_path), "%s/rrr-server", b) <
-		(int)sizeof(s->srv_path) &&
-	    !access(s->srv_path, X_OK))
-		return 0;
-	return -ENOENT;
-}
 
 /* Start rrr-server on s->dir/{export,state}; ports "0" the first time, the
  * same ones after. Waits (15 s at most) for its port file. */
@@ -263,8 +192,8 @@ static int spawn_server(struct soak *s)
 {
 	char pfile[PATH_MAX + 16], state[PATH_MAX + 16], exp[PATH_MAX + 16], log[PATH_MAX + 16];
 	char popts[640];
-	uint64_t deadline;
-	int st;
+	unsigned rd, mt;
+	int rc, st;
 
 	snprintf(pfile, sizeof(pfile), "%s/ports", s->dir);
 	snprintf(state, sizeof(state), "%s/state", s->dir);
@@ -312,29 +241,18 @@ static int spawn_server(struct soak *s)
 		execv(s->srv_path, (char *const *)av);
 		_exit(127);
 	}
-	deadline = rrr__bench_now_ns() + 15ull * 1000000000ull;
-	while (rrr__bench_now_ns() < deadline) {
-		unsigned rd = 0, mt = 0, tc = 0;
-		FILE *f = fopen(pfile, "r");
-
-		if (f) {
-			int got = fscanf(f, "rdma=%u mount=%u tcp=%u", &rd, &mt, &tc);
-
-			fclose(f);
-			if (got >= 2 && rd && mt) {
-				/* written once: clients read them without a lock */
-				if (!s->port[0]) {
-					snprintf(s->port, sizeof(s->port), "%u", rd);
-					snprintf(s->mport, sizeof(s->mport), "%u", mt);
-				}
-				return 0;
-			}
+	rc = rrr__bench_server_ports(s->pid, pfile, 15, &rd, &mt);
+	if (rc == 0 && rd) {
+		/* written once: clients read them without a lock */
+		if (!s->port[0]) {
+			snprintf(s->port, sizeof(s->port), "%u", rd);
+			snprintf(s->mport, sizeof(s->mport), "%u", mt);
 		}
-		if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
-			s->pid = 0;
-			return -ECONNREFUSED;
-		}
-		usleep(20000);
+		return 0;
+	}
+	if (rc == -ECHILD) {
+		s->pid = 0;
+		return -ECONNREFUSED;
 	}
 	kill(s->pid, SIGKILL);
 	waitpid(s->pid, &st, 0);
@@ -826,18 +744,12 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 				return 2;
 			}
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return rrr__bench_opt_usage(opt, usage);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "rrr-bench soak: unexpected argument '%s'\n", argv[optind]);
+	if (rrr__bench_opt_done("soak", argc, argv))
 		return 2;
-	}
 	if (cfg->io_size < 4096) {
 		fprintf(stderr, "rrr-bench soak: --io-size is 4k .. 1m\n");
 		return 2;
@@ -887,9 +799,9 @@ static void print_repro(const struct soak_cfg *c)
 
 static void sample(struct soak *s, long *rss, long *fds, long *srss, long *sfds)
 {
-	*rss = proc_rss_kib(getpid());
+	*rss = rrr__bench_rss_kib(0);
 	*fds = proc_fds(getpid());
-	*srss = s->pid > 0 ? proc_rss_kib(s->pid) : -1;
+	*srss = s->pid > 0 ? rrr__bench_rss_kib(s->pid) : -1;
 	*sfds = s->pid > 0 ? proc_fds(s->pid) + 1 : -1; /* not our dir stream */
 }
 
@@ -951,7 +863,7 @@ int rrr__bench_soak_main(int argc, char **argv)
 		snprintf(s->mport, sizeof(s->mport), "%s",
 			 s->cfg.mount_port ? s->cfg.mount_port : "20048");
 	} else {
-		if (find_server(s)) {
+		if (rrr__bench_find_server(s->cfg.server_path, s->srv_path, sizeof(s->srv_path))) {
 			fprintf(stderr, "rrr-bench soak: rrr-server not found (build it, or pass "
 					"--server PATH)\n");
 			goto out;
@@ -1150,7 +1062,7 @@ out:
 	if (s->pid > 0)
 		stop_server(s);
 	if (s->dir[0] && !s->cfg.keep)
-		rm_tree(s->dir);
+		rrr__bench_rm_tree(s->dir);
 	else if (s->dir[0])
 		printf("kept: %s\n", s->dir);
 	if (s->c)

@@ -25,6 +25,16 @@
 #include <stdint.h>
 #include <time.h>
 
+/* TEST_ALLOC_SANITIZER: built under a sanitizer with its own allocator
+ * (ASan, TSan), where page faults and RSS say nothing about the code. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TEST_ALLOC_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TEST_ALLOC_SANITIZER 1
+#endif
+#endif
+
 static inline uint64_t test_wait_now_ms(void)
 {
 	struct timespec ts;

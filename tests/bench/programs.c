@@ -58,10 +58,7 @@ Test(bench_programs, reg_on_soft, .timeout = 120)
 {
 	bench_need();
 	char path[] = "/tmp/rrr-bench-reg-XXXXXX";
-	int fd = mkstemp(path);
-
-	cr_assert(fd >= 0);
-	close(fd);
+	bench_mktemp(path);
 	char *argv[] = {NULL,	   "reg", "--sizes", "4k,1m", "--iters", "200",
 			"--batch", "50",  "--json",  path,    NULL};
 	cr_assert_eq(bench_run(argv, 100), 0);
@@ -81,10 +78,7 @@ Test(bench_programs, io_all_modes_on_soft, .timeout = 180)
 {
 	bench_need();
 	char path[] = "/tmp/rrr-bench-io-XXXXXX";
-	int fd = mkstemp(path);
-
-	cr_assert(fd >= 0);
-	close(fd);
+	bench_mktemp(path);
 	char *argv[] = {NULL,	    "io", "--sizes",  "4k", "--qd",   "1,4", "--seconds", "0.15",
 			"--rounds", "1",  "--warmup", "0",  "--json", path,  NULL};
 	cr_assert_eq(bench_run(argv, 160), 0);
@@ -129,14 +123,12 @@ Test(bench_programs, crc, .timeout = 60)
 {
 	bench_need();
 	char path[] = "/tmp/rrr-bench-crc-XXXXXX";
-	int fd = mkstemp(path);
 	char *help[] = {NULL, "crc", "--help", NULL};
 	char *badsize[] = {NULL, "crc", "--sizes", "0", NULL};
 	char *badreps[] = {NULL, "crc", "--reps", "0", NULL};
 	char *extra[] = {NULL, "crc", "now", NULL};
 
-	cr_assert(fd >= 0);
-	close(fd);
+	bench_mktemp(path);
 	cr_assert_eq(bench_run(help, 10), 0);
 	cr_assert_eq(bench_run(badsize, 10), 2);
 	cr_assert_eq(bench_run(badreps, 10), 2);

@@ -34,24 +34,20 @@ Test(bench_soak, usage)
 {
 	bench_need();
 	char log[] = "/tmp/rrr-bench-soak-log-XXXXXX";
-	int fd = mkstemp(log);
 	char *zero[] = {NULL, "soak", "--clients", "0", NULL};
 	char *late[] = {NULL, "soak", "--seconds", "10", "--restart-at", "10", NULL};
 	char *host[] = {NULL, "soak", "--host", "127.0.0.1", "--restart-at", "1", NULL};
 	char *ppm[] = {NULL, "soak", "--drop-ppm", "1000001", NULL};
 	char *help[] = {NULL, "soak", "--help", NULL};
 
-	cr_assert(fd >= 0);
-	close(fd);
+	bench_mktemp(log);
 	cr_assert_eq(bench_run_log(zero, log, 10), 2);
-	char *out = bench_slurp(log);
-	cr_assert(strstr(out, "--clients takes 1 .. 256"), "%s", out);
-	free(out);
+	bench_log_has(log, "--clients takes 1 .. 256");
 	cr_assert_eq(bench_run_log(late, log, 10), 2);
 	cr_assert_eq(bench_run_log(host, log, 10), 2);
 	cr_assert_eq(bench_run_log(ppm, log, 10), 2);
 	cr_assert_eq(bench_run_log(help, log, 10), 0);
-	out = bench_slurp(log);
+	char *out = bench_slurp(log);
 	cr_assert(strstr(out, "--resend"), "%s", out);
 	cr_assert(strstr(out, "--clients 64 --qd 32 --seconds 600"), "%s", out);
 	free(out);
@@ -61,18 +57,12 @@ Test(bench_soak, usage)
 Test(bench_soak, sixty_seconds_drops_and_a_restart, .timeout = 300)
 {
 	bench_need();
-	char log[] = "/tmp/rrr-bench-soak-log-XXXXXX";
-	int fd = mkstemp(log);
-
-	cr_assert(fd >= 0);
-	close(fd);
 	char *argv[] = {
 	    NULL,	    "soak", "--clients",  "4",	 "--qd",   "8",	 "--seconds", "60",
 	    "--restart-at", "30",   "--drop-ppm", "200", "--seed", "11", NULL};
-	int rc = bench_run_log(argv, log, 280);
-	char *out = bench_slurp(log);
+	int rc;
+	char *out = bench_run_out(argv, 280, &rc);
 
-	unlink(log);
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_assert_eq(figure(out, "corrupted bytes: "), 0, "%s", out);
 	cr_assert_eq(figure(out, "lost bytes: "), 0, "%s", out);
@@ -97,18 +87,12 @@ Test(bench_soak, sixty_seconds_drops_and_a_restart, .timeout = 300)
 Test(bench_soak, fail_fast_clients_fail_calls_that_are_retried, .timeout = 150)
 {
 	bench_need();
-	char log[] = "/tmp/rrr-bench-soak-log-XXXXXX";
-	int fd = mkstemp(log);
-
-	cr_assert(fd >= 0);
-	close(fd);
 	char *argv[] = {
 	    NULL, "soak",	  "--fail-fast", "--clients",  "2",    "--qd",	 "8", "--seconds",
 	    "6",  "--restart-at", "3",		 "--drop-ppm", "2000", "--seed", "5", NULL};
-	int rc = bench_run_log(argv, log, 140);
-	char *out = bench_slurp(log);
+	int rc;
+	char *out = bench_run_out(argv, 140, &rc);
 
-	unlink(log);
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_assert(strstr(out, "re-send off, --fail-fast"), "%s", out);
 	cr_assert_gt(figure(out, "injected in the clients: "), 0, "no drop injected:\n%s", out);
@@ -128,18 +112,12 @@ Test(bench_soak, fail_fast_clients_fail_calls_that_are_retried, .timeout = 150)
  * (through NFS, end to end) and fail the run. */
 static char *damaged_run(const char *how)
 {
-	char log[] = "/tmp/rrr-bench-soak-log-XXXXXX";
-	int fd = mkstemp(log);
-
-	cr_assert(fd >= 0);
-	close(fd);
 	char *argv[] = {
 	    NULL,	    "soak", "--clients",  "1", "--qd",	   "2",		"--seconds", "2",
 	    "--restart-at", "-1",   "--drop-ppm", "0", "--damage", (char *)how, NULL};
-	int rc = bench_run_log(argv, log, 60);
-	char *out = bench_slurp(log);
+	int rc;
+	char *out = bench_run_out(argv, 60, &rc);
 
-	unlink(log);
 	cr_assert_eq(rc, 1, "damage %s must fail the run:\n%s", how, out);
 	cr_assert(strstr(out, "\nFAIL: "), "%s", out);
 	return out;

@@ -25,20 +25,14 @@
 #include <rrr/client.h>
 #include <rrr/server.h>
 
+#include "helpers/calls.h"
+
 #define EM_PROG 0x20000098u
 enum { EM_NULL, EM_FILL, EM_SUM, EM_SLEEP, EM_RC, EM_BOOT, EM_ZC, EM_ZCSTAT };
 
 /* --- server process ------------------------------------------------------- */
 
 static struct rrr_svc *child_svc;
-
-static int h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
-{
-	(void)r;
-	(void)a;
-	(void)s;
-	return 0;
-}
 
 /* args: n; result: n bytes (i * 7 + 3) as a DDP payload */
 static int h_fill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
@@ -63,14 +57,12 @@ static int h_sum(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
 	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
 	unsigned niov = 0;
-	uint32_t len, sum = 0;
+	uint32_t len, sum;
 
 	(void)r;
 	if (rrr_xdr_decode_payload(a, 1u << 20, &len, iov, &niov))
 		return RRR_SVC_GARBAGE_ARGS;
-	for (unsigned i = 0; i < niov; i++)
-		for (size_t j = 0; j < iov[i].iov_len; j++)
-			sum += ((uint8_t *)iov[i].iov_base)[j];
+	sum = tc_iov_sum(iov, niov);
 	return rrr_xdr_put_u32(s, len) || rrr_xdr_put_u32(s, sum) ? RRR_SVC_SYSTEM_ERR : 0;
 }
 
@@ -152,7 +144,7 @@ static int h_zcstat(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 }
 
 static const struct rrr_svc_proc procs[] = {
-    [EM_NULL] = {"null", h_null},
+    [EM_NULL] = {"null", tc_h_null},
     [EM_FILL] = {"fill", h_fill},
     [EM_SUM] = {"sum", h_sum},
     [EM_SLEEP] = {"sleep", h_sleep},
@@ -162,15 +154,9 @@ static const struct rrr_svc_proc procs[] = {
     [EM_ZCSTAT] = {"zcstat", h_zcstat},
 };
 
-static void on_term(int sig)
+static void child_main(int wfd, const void *arg)
 {
-	(void)sig;
-	if (child_svc)
-		rrr_svc_stop(child_svc);
-}
-
-static void child_main(int wfd, uint16_t want)
-{
+	uint16_t want = *(const uint16_t *)arg;
 	struct rrr_svc_program prog = {EM_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
 	struct rrr_svc_opts o;
 	uint16_t port = 0;
@@ -185,13 +171,7 @@ static void child_main(int wfd, uint16_t want)
 		fprintf(stderr, "child server: %s\n", rrr_last_error());
 		_exit(2);
 	}
-	signal(SIGTERM, on_term);
-	if (write(wfd, &port, sizeof(port)) != sizeof(port))
-		_exit(3);
-	close(wfd);
-	rrr_svc_run(child_svc);
-	rrr_svc_destroy(child_svc);
-	_exit(0);
+	tc_child_serve(child_svc, wfd, &port, sizeof(port));
 }
 
 /* --- client side ---------------------------------------------------------- */
@@ -202,29 +182,12 @@ static struct rrr_clnt *clnt;
 
 static void start_server_on(uint16_t want)
 {
-	int p[2];
-
-	cr_assert_eq(pipe(p), 0);
-	child = fork();
-	cr_assert_geq(child, 0);
-	if (child == 0) {
-		close(p[0]);
-		alarm(60); /* never outlive a broken test */
-		child_main(p[1], want);
-	}
-	close(p[1]);
-	cr_assert_eq(read(p[0], &port, sizeof(port)), (ssize_t)sizeof(port),
-		     "server process did not start");
-	close(p[0]);
+	child = tc_fork_server(child_main, &want, &port, sizeof(port));
 }
 
 static void kill_server(void)
 {
-	int st;
-
-	kill(child, SIGKILL);
-	waitpid(child, &st, 0);
-	child = 0;
+	tc_kill_child(&child);
 }
 
 static void opts_for(struct rrr_clnt_opts *o, char *ps, size_t pslen)
@@ -239,36 +202,14 @@ static void opts_for(struct rrr_clnt_opts *o, char *ps, size_t pslen)
 
 static void stop_all(void)
 {
-	int st;
-
 	rrr_clnt_destroy(clnt);
 	clnt = NULL;
-	if (child > 0) {
-		kill(child, SIGTERM);
-		for (int i = 0; i < 300; i++) {
-			if (waitpid(child, &st, WNOHANG) == child) {
-				child = 0;
-				return;
-			}
-			usleep(10000);
-		}
-		kill(child, SIGKILL);
-		waitpid(child, &st, 0);
-		child = 0;
-	}
+	tc_stop_child(&child);
 }
 
 static void call_init(struct rrr_call *c, uint32_t proc)
 {
-	memset(c, 0, sizeof(*c));
-	c->prog = EM_PROG;
-	c->vers = 1;
-	c->proc = proc;
-}
-
-static int enc_u32(struct rrr_xdr *x, const void *a)
-{
-	return rrr_xdr_put_u32(x, *(const uint32_t *)a);
+	tc_call_init(c, EM_PROG, proc);
 }
 
 static int dec_payload(struct rrr_xdr *x, void *r)
@@ -323,13 +264,8 @@ static int fill_pieces(unsigned n, uint8_t **mem, struct iovec *iov, uint32_t *g
 	for (unsigned i = 0; i < n; i++)
 		iov[i] = (struct iovec){*mem + (size_t)i * 8192u, 4000};
 	call_init(&c, EM_FILL);
-	c.encode = enc_u32;
-	c.args = &want;
-	c.decode = dec_payload;
-	c.res = got;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = iov;
-	c.npayload = n;
+	tc_codec(&c, tc_enc_u32, &want, dec_payload, got);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, iov, n);
 	return rrr_clnt_call(clnt, &c);
 }
 
@@ -362,13 +298,8 @@ Test(embed, max_segs_kept_before_sending, .init = init_page_list)
 	for (unsigned i = 0; i < 20; i++)
 		iov[i] = (struct iovec){mem + (size_t)i * 8192u, 4000};
 	call_init(&c, EM_FILL);
-	c.encode = enc_u32;
-	c.args = &want;
-	c.decode = dec_payload;
-	c.res = &got;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = iov;
-	c.npayload = 20;
+	tc_codec(&c, tc_enc_u32, &want, dec_payload, &got);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, iov, 20);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EMSGSIZE, "20 registrations > max_segs 16");
 	cr_assert(strstr(c.error, "max_segs"), "the call says why: '%s'", c.error);
 	cr_assert_not_null(rrr_last_error());
@@ -424,9 +355,7 @@ Test(embed, errors_carry_sentences, .init = init_default)
 		many[i] = (struct iovec){&byte, 1};
 	call_init(&c, EM_SUM);
 	c.encode = enc_call_payload;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = many;
-	c.npayload = 65;
+	tc_payload(&c, RRR_DDP_TO_SERVER, many, 65);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EINVAL);
 	cr_assert(strstr(c.error, "65"), "the call says why: '%s'", c.error);
 	cr_assert(rrr_last_error() && strstr(rrr_last_error(), "65"));
@@ -464,27 +393,20 @@ Test(embed, payload_declared_once, .init = init_default)
 	c.encode = enc_call_payload;
 	c.decode = dec_2;
 	c.res = w;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = &ia;
-	c.npayload = 1;
+	tc_payload(&c, RRR_DDP_TO_SERVER, &ia, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
 	cr_assert_eq(w[0], sizeof(a));
 	cr_assert_eq(w[1], sum, "the bytes of call.payload were sent");
 
 	/* an encoder that names other memory than call.payload */
 	call_init(&c, EM_SUM);
-	c.encode = enc_other;
-	c.args = &ib;
-	c.decode = dec_2;
-	c.res = w;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = &ia;
-	c.npayload = 1;
+	tc_codec(&c, enc_other, &ib, dec_2, w);
+	tc_payload(&c, RRR_DDP_TO_SERVER, &ia, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EINVAL, "a second, different declaration");
 	cr_assert(strstr(c.error, "call.payload"), "says why: '%s'", c.error);
 
 	/* an encoder that encodes no payload at all */
-	c.encode = enc_u32;
+	c.encode = tc_enc_u32;
 	c.args = &sum;
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EINVAL, "declared, never encoded");
 	cr_assert(strstr(c.error, "call.payload"), "says why: '%s'", c.error);
@@ -554,13 +476,8 @@ Test(embed, depth_and_hole_splits_counted)
 	cr_assert_not_null(mem);
 	iov[0] = (struct iovec){mem, 65536};
 	call_init(&c, EM_FILL);
-	c.encode = enc_u32;
-	c.args = &want;
-	c.decode = dec_payload;
-	c.res = &got;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = iov;
-	c.npayload = 1;
+	tc_codec(&c, tc_enc_u32, &want, dec_payload, &got);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, iov, 1);
 	rrr_clnt_stats(clnt, &st0);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
 	cr_assert_eq(got, 65536u);
@@ -598,7 +515,7 @@ Test(embed, handler_returns_errno, .init = init_default)
 		uint32_t v = (uint32_t)cases[i].rc;
 
 		call_init(&c, EM_RC);
-		c.encode = enc_u32;
+		c.encode = tc_enc_u32;
 		c.args = &v;
 		cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO, "case %u", i);
 		cr_assert_eq(c.rpc_stat, cases[i].stat, "case %u: rc %d", i, cases[i].rc);
@@ -815,13 +732,8 @@ static void zc_case(void)
 
 		memset(dst, 0xee, d.iov_len);
 		call_init(&c, EM_ZC);
-		c.encode = enc_u32x3;
-		c.args = args;
-		c.decode = dec_payload;
-		c.res = &got;
-		c.ddp = RRR_DDP_FROM_SERVER;
-		c.payload = &d;
-		c.npayload = 1;
+		tc_codec(&c, enc_u32x3, args, dec_payload, &got);
+		tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 		cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%u: %s", sizes[t], c.error);
 		cr_assert_eq(got, sizes[t]);
 		for (uint32_t i = 0; i < sizes[t]; i++)
@@ -838,13 +750,8 @@ static void zc_case(void)
 	/* the handler fails after handing its memory: SYSTEM_ERR, released */
 	uint32_t args[3] = {0, 65536, 1};
 	call_init(&c, EM_ZC);
-	c.encode = enc_u32x3;
-	c.args = args;
-	c.decode = dec_payload;
-	c.res = &got;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &d;
-	c.npayload = 1;
+	tc_codec(&c, enc_u32x3, args, dec_payload, &got);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
 	cr_assert_eq(c.rpc_stat, RRR_RPC_SYSTEM_ERR);
 	zc_stat(&handed, &released);

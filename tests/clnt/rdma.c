@@ -24,6 +24,7 @@
 
 #include "../test_env.h"
 #include "../test_wait.h"
+#include "helpers/calls.h"
 #include "helpers/rdma_srv.h"
 
 static struct rsrv *srv;
@@ -81,89 +82,19 @@ static void init_fail_fast(void)
 
 static void init_call(struct rrr_call *c, uint32_t proc)
 {
-	memset(c, 0, sizeof(*c));
-	c->prog = RSRV_PROG;
-	c->vers = 1;
-	c->proc = proc;
-}
-
-static int enc_u32(struct rrr_xdr *x, const void *a)
-{
-	return rrr_xdr_put_u32(x, *(const uint32_t *)a);
-}
-
-struct pay {
-	const struct iovec *iov;
-	unsigned niov;
-	uint32_t len;
-	uint32_t tag;
-};
-
-static int enc_pay(struct rrr_xdr *x, const void *a)
-{
-	const struct pay *p = a;
-
-	return rrr_xdr_encode_payload(x, p->iov, p->niov, p->len);
-}
-
-static int enc_pay_tag(struct rrr_xdr *x, const void *a)
-{
-	const struct pay *p = a;
-	int rc = rrr_xdr_encode_payload(x, p->iov, p->niov, p->len);
-
-	return rc ? rc : rrr_xdr_put_u32(x, p->tag);
-}
-
-struct got {
-	uint32_t len;
-	unsigned niov;
-	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
-	uint8_t *copy; /* when set: inline data copied here */
-	uint32_t w[3];
-};
-
-static int dec_pay(struct rrr_xdr *x, void *r)
-{
-	struct got *g = r;
-	int rc = rrr_xdr_decode_payload(x, 16u << 20, &g->len, g->iov, &g->niov);
-
-	if (!rc && g->copy && g->niov == 1)
-		memcpy(g->copy, g->iov[0].iov_base, g->len);
-	return rc;
-}
-
-static int dec_opaque_copy(struct rrr_xdr *x, void *r)
-{
-	struct got *g = r;
-
-	return rrr_xdr_get_opaque(x, g->copy, 16u << 20, &g->len);
-}
-
-static int dec_3u32(struct rrr_xdr *x, void *r)
-{
-	struct got *g = r;
-	int rc = rrr_xdr_get_u32(x, &g->w[0]);
-
-	if (!rc)
-		rc = rrr_xdr_get_u32(x, &g->w[1]);
-	return rc ? rc : rrr_xdr_get_u32(x, &g->w[2]);
+	tc_call_init(c, RSRV_PROG, proc);
 }
 
 static int fill_into(uint8_t *dst, uint32_t n, uint32_t cap)
 {
 	struct iovec d[2] = {{dst, cap / 3}, {dst + cap / 3, cap - cap / 3}};
-	struct got g = {0};
+	struct tc_got g = {0};
 	struct rrr_call c;
 	int rc;
 
 	init_call(&c, RS_FILL);
-	c.encode = enc_u32;
-	c.args = &n;
-	c.decode = dec_pay;
-	c.res = &g;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = d;
-	c.npayload = 2;
+	tc_codec(&c, tc_enc_u32, &n, tc_dec_pay, &g);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, d, 2);
 	rc = rrr_clnt_call(clnt, &c);
 	if (rc == 0) {
 		cr_assert_eq(g.len, n);
@@ -203,21 +134,16 @@ Test(rdma, inline_echo)
 {
 	uint8_t src[1001], dst[1001];
 	struct iovec s = {src, sizeof(src)};
-	struct pay p = {&s, 1, sizeof(src), 0};
-	struct got g = {.copy = dst};
+	struct tc_pay p = {&s, 1, sizeof(src), 0};
+	struct tc_got g = {.copy = dst};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
 
 	for (unsigned i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 3);
 	init_call(&c, RS_ECHO);
-	c.encode = enc_pay;
-	c.args = &p;
-	c.decode = dec_pay;
-	c.res = &g;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = &s;
-	c.npayload = 1;
+	tc_codec(&c, tc_enc_pay, &p, tc_dec_pay, &g);
+	tc_payload(&c, RRR_DDP_TO_SERVER, &s, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(g.len, sizeof(src));
 	cr_assert_eq(memcmp(src, dst, sizeof(src)), 0);
@@ -232,8 +158,8 @@ Test(rdma, read_chunk_odd_length)
 	uint32_t n = 100001, sum = 0;
 	uint8_t *src = malloc(n);
 	struct iovec s[2] = {{src, 50000}, {src + 50000, n - 50000}};
-	struct pay p = {s, 2, n, 0xfeed};
-	struct got g = {0};
+	struct tc_pay p = {s, 2, n, 0xfeed};
+	struct tc_got g = {0};
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
 	struct rrr_call c;
@@ -243,13 +169,8 @@ Test(rdma, read_chunk_odd_length)
 		sum += src[i];
 	}
 	init_call(&c, RS_SUM);
-	c.encode = enc_pay_tag;
-	c.args = &p;
-	c.decode = dec_3u32;
-	c.res = &g;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = s;
-	c.npayload = 2;
+	tc_codec(&c, tc_enc_pay_tag, &p, tc_dec_3u32, &g);
+	tc_payload(&c, RRR_DDP_TO_SERVER, s, 2);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(g.w[0], n);
 	cr_assert_eq(g.w[1], sum);
@@ -287,15 +208,12 @@ Test(rdma, reply_chunk)
 {
 	uint32_t n = 50001;
 	uint8_t *dst = malloc(n + 3);
-	struct got g = {.copy = dst};
+	struct tc_got g = {.copy = dst};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
 
 	init_call(&c, RS_BIG);
-	c.encode = enc_u32;
-	c.args = &n;
-	c.decode = dec_opaque_copy;
-	c.res = &g;
+	tc_codec(&c, tc_enc_u32, &n, tc_dec_opaque, &g);
 	c.reply_hint = n + 64;
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(g.len, n);
@@ -311,8 +229,8 @@ Test(rdma, nomsg_call_and_reply)
 	uint32_t n = 20003;
 	uint8_t *src = malloc(n), *dst = malloc(n + 3);
 	struct iovec s = {src, n};
-	struct pay p = {&s, 1, n, 0};
-	struct got g = {.copy = dst};
+	struct tc_pay p = {&s, 1, n, 0};
+	struct tc_got g = {.copy = dst};
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
 	struct rrr_call c;
@@ -320,9 +238,9 @@ Test(rdma, nomsg_call_and_reply)
 	for (uint32_t i = 0; i < n; i++)
 		src[i] = (uint8_t)(i ^ (i >> 8));
 	init_call(&c, RS_ECHO);
-	c.encode = enc_pay; /* not DDP for this call: the args are just large */
+	c.encode = tc_enc_pay; /* not DDP for this call: the args are just large */
 	c.args = &p;
-	c.decode = dec_pay;
+	c.decode = tc_dec_pay;
 	c.res = &g;
 	c.reply_hint = n + 64;
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
@@ -345,8 +263,8 @@ struct ccall {
 	uint32_t n;
 	uint8_t buf[9000];
 	struct iovec iov;
-	struct pay p;
-	struct got g;
+	struct tc_pay p;
+	struct tc_got g;
 	uint32_t sum;
 	atomic_int *ok, *done;
 };
@@ -378,10 +296,7 @@ static void *c_thread(void *arg)
 		if (i & 1) {
 			init_call(&k->c, RS_FILL);
 			k->iov = (struct iovec){k->buf, sizeof(k->buf)};
-			k->c.encode = enc_u32;
-			k->c.args = &k->n;
-			k->c.decode = dec_pay;
-			k->c.res = &k->g;
+			tc_codec(&k->c, tc_enc_u32, &k->n, tc_dec_pay, &k->g);
 			k->c.ddp = RRR_DDP_FROM_SERVER;
 		} else {
 			k->sum = 0;
@@ -390,12 +305,9 @@ static void *c_thread(void *arg)
 				k->sum += k->buf[j];
 			}
 			k->iov = (struct iovec){k->buf, k->n};
-			k->p = (struct pay){&k->iov, 1, k->n, 77};
+			k->p = (struct tc_pay){&k->iov, 1, k->n, 77};
 			init_call(&k->c, RS_SUM);
-			k->c.encode = enc_pay_tag;
-			k->c.args = &k->p;
-			k->c.decode = dec_3u32;
-			k->c.res = &k->g;
+			tc_codec(&k->c, tc_enc_pay_tag, &k->p, tc_dec_3u32, &k->g);
 			k->c.ddp = RRR_DDP_TO_SERVER;
 		}
 		k->c.payload = &k->iov;
@@ -410,24 +322,14 @@ static void run_concurrent(void)
 {
 	static struct ccall calls[NT * PER];
 	atomic_int ok = 0, done = 0;
-	pthread_t th[NT];
 
 	memset(calls, 0, sizeof(calls));
 	for (int i = 0; i < NT * PER; i++) {
 		calls[i].ok = &ok;
 		calls[i].done = &done;
 	}
-	for (int t = 0; t < NT; t++)
-		pthread_create(&th[t], NULL, c_thread, &calls[t * PER]);
-	for (int t = 0; t < NT; t++) {
-		void *rv;
-
-		pthread_join(th[t], &rv);
-		cr_assert_null(rv);
-	}
-	for (int i = 0; i < 3000 && atomic_load(&done) < NT * PER; i++)
-		usleep(10000);
-	cr_assert_eq(atomic_load(&done), NT * PER);
+	tc_run_threads(NT, c_thread, calls, PER * sizeof(calls[0]));
+	cr_assert(TEST_WAIT_UNTIL(atomic_load(&done) == NT * PER, 30000), "every call completed");
 	cr_assert_eq(atomic_load(&ok), NT * PER);
 }
 
@@ -545,9 +447,7 @@ Test(rdma, timeout_invalidates)
 	struct rrr_call c;
 
 	init_call(&c, RS_SILENT);
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &d;
-	c.npayload = 1;
+	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	c.timeout_ms = 1000; /* covers registering and sending on a loaded machine */
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
 	rrr_clnt_stats(clnt, &st);
@@ -585,9 +485,7 @@ Test(rdma, cancel_invalidates)
 	struct rrr_call c;
 
 	init_call(&c, RS_SILENT);
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &d;
-	c.npayload = 1;
+	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	rsrv_stats(srv, &ss);
 	unsigned calls = ss.calls;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &c, once_done, &o), 0);
@@ -646,9 +544,7 @@ Test(rdma, foreign_invalidation_disconnects, .init = init_fail_fast)
 	init_call(&c, RS_NULL);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	init_call(&hold, RS_HOLD);
-	hold.ddp = RRR_DDP_FROM_SERVER;
-	hold.payload = &d;
-	hold.npayload = 1;
+	tc_payload(&hold, RRR_DDP_FROM_SERVER, &d, 1);
 	rrr_clnt_stats(clnt, &st);
 	uint64_t sent = st.send_bytes;
 	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
@@ -686,9 +582,7 @@ Test(rdma_ghost, late_reply_foreign_invalidation_disconnects, .init = init_batch
 	init_call(&c, RS_NULL);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0); /* raises the grant from 1 */
 	init_call(&hold, RS_HOLD);
-	hold.ddp = RRR_DDP_FROM_SERVER;
-	hold.payload = &d;
-	hold.npayload = 1;
+	tc_payload(&hold, RRR_DDP_FROM_SERVER, &d, 1);
 	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
 	/* FOREIGN right behind HOLD (one submit queue keeps them in order; a
 	 * pause would only eat into its timeout): answered in the server's
@@ -734,8 +628,8 @@ static void long_lived_shapes(void)
 	uint32_t n = 100001, sum = 0, m = 200003;
 	uint8_t *src = malloc(n), *dst = malloc(m + 8);
 	struct iovec s = {src, n};
-	struct pay p = {&s, 1, n, 5};
-	struct got g = {0};
+	struct tc_pay p = {&s, 1, n, 5};
+	struct tc_got g = {0};
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
 	struct rrr_call c;
@@ -746,13 +640,8 @@ static void long_lived_shapes(void)
 	}
 	for (int round = 0; round < 2; round++) {
 		init_call(&c, RS_SUM);
-		c.encode = enc_pay_tag;
-		c.args = &p;
-		c.decode = dec_3u32;
-		c.res = &g;
-		c.ddp = RRR_DDP_TO_SERVER;
-		c.payload = &s;
-		c.npayload = 1;
+		tc_codec(&c, tc_enc_pay_tag, &p, tc_dec_3u32, &g);
+		tc_payload(&c, RRR_DDP_TO_SERVER, &s, 1);
 		cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 		cr_assert_eq(g.w[0], n);
 		cr_assert_eq(g.w[1], sum);
@@ -811,21 +700,16 @@ static void echoes(void)
 {
 	uint8_t src[300], dst[300];
 	struct iovec s = {src, sizeof(src)};
-	struct pay p = {&s, 1, sizeof(src), 0};
+	struct tc_pay p = {&s, 1, sizeof(src), 0};
 	struct rrr_call c;
 
 	for (int i = 0; i < 200; i++) {
-		struct got g = {.copy = dst};
+		struct tc_got g = {.copy = dst};
 
 		memset(src, i, sizeof(src));
 		init_call(&c, RS_ECHO);
-		c.encode = enc_pay;
-		c.args = &p;
-		c.decode = dec_pay;
-		c.res = &g;
-		c.ddp = RRR_DDP_TO_SERVER;
-		c.payload = &s;
-		c.npayload = 1;
+		tc_codec(&c, tc_enc_pay, &p, tc_dec_pay, &g);
+		tc_payload(&c, RRR_DDP_TO_SERVER, &s, 1);
 		cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "call %d", i);
 		cr_assert_eq(g.len, sizeof(src));
 		cr_assert_eq(memcmp(src, dst, sizeof(src)), 0, "call %d", i);
@@ -860,8 +744,8 @@ Test(rdma_segs, multi_segment_chunks, .init = init_shallow, .fini = fini, .timeo
 	uint32_t n = 100001, sum = 0;
 	uint8_t *src = malloc(n), *dst = malloc(n + 5);
 	struct iovec s[2] = {{src, 777}, {src + 777, n - 777}};
-	struct pay p = {s, 2, n, 9};
-	struct got g = {0};
+	struct tc_pay p = {s, 2, n, 9};
+	struct tc_got g = {0};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
 
@@ -871,13 +755,8 @@ Test(rdma_segs, multi_segment_chunks, .init = init_shallow, .fini = fini, .timeo
 		sum += src[i];
 	}
 	init_call(&c, RS_SUM);
-	c.encode = enc_pay_tag;
-	c.args = &p;
-	c.decode = dec_3u32;
-	c.res = &g;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = s;
-	c.npayload = 2;
+	tc_codec(&c, tc_enc_pay_tag, &p, tc_dec_3u32, &g);
+	tc_payload(&c, RRR_DDP_TO_SERVER, s, 2);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(g.w[1], sum);
 	cr_assert_eq(fill_into(dst, n, n + 5), 0);

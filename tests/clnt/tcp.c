@@ -17,29 +17,18 @@
 
 #include <rrr/client.h>
 
+#include "helpers/calls.h"
 #include "helpers/tcp_srv.h"
 #include "../test_wait.h"
 
 static struct tsrv *srv;
 static struct rrr_clnt *clnt;
-static char portstr[16];
 
 static bool fail_fast;
 
 static void setup(void)
 {
-	struct rrr_clnt_opts o;
-	uint16_t port;
-
-	cr_assert_eq(tsrv_start(&srv, &port), 0);
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	rrr_clnt_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = portstr;
-	o.timeout_ms = 5000;
-	o.fail_fast = fail_fast;
-	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "%s", rrr_last_error());
+	tsrv_start_clnt(&srv, &clnt, 5000, fail_fast);
 }
 
 static void setup_fail_fast(void)
@@ -51,10 +40,7 @@ static void setup_fail_fast(void)
 
 static void teardown(void)
 {
-	rrr_clnt_destroy(clnt);
-	clnt = NULL;
-	tsrv_stop(srv);
-	srv = NULL;
+	tsrv_stop_clnt(&srv, &clnt);
 }
 
 struct echo_args {
@@ -83,17 +69,9 @@ static int dec_echo(struct rrr_xdr *x, void *r)
 	return rrr_xdr_decode_payload(x, 8u << 20, &e->len, e->iov, &e->niov);
 }
 
-static int enc_u32(struct rrr_xdr *x, const void *a)
-{
-	return rrr_xdr_put_u32(x, *(const uint32_t *)a);
-}
-
 static void init_call(struct rrr_call *c, uint32_t proc)
 {
-	memset(c, 0, sizeof(*c));
-	c->prog = TSRV_PROG;
-	c->vers = 1;
-	c->proc = proc;
+	tc_call_init(c, TSRV_PROG, proc);
 }
 
 TestSuite(tcp, .init = setup, .fini = teardown, .timeout = 60);
@@ -131,10 +109,7 @@ static void echo_roundtrip(uint32_t len)
 	diov[1] = (struct iovec){dst + len / 2, len - len / 2 + 8};
 	ea = (struct echo_args){siov, 3, len};
 	init_call(&c, TSRV_ECHO);
-	c.encode = enc_echo;
-	c.args = &ea;
-	c.decode = dec_echo;
-	c.res = &er;
+	tc_codec(&c, enc_echo, &ea, dec_echo, &er);
 	c.ddp = RRR_DDP_FROM_SERVER; /* the reply's payload lands in diov */
 	c.payload = diov;
 	c.npayload = 2;
@@ -167,13 +142,8 @@ Test(tcp, fill_into_sink)
 	struct rrr_call c;
 
 	init_call(&c, TSRV_FILL);
-	c.encode = enc_u32;
-	c.args = &n;
-	c.decode = dec_echo;
-	c.res = &er;
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &d;
-	c.npayload = 1;
+	tc_codec(&c, tc_enc_u32, &n, dec_echo, &er);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(c.payload_len, n);
 	for (uint32_t i = 0; i < n; i++)
@@ -227,13 +197,8 @@ static void *conc_thread(void *arg)
 		k->d = (struct iovec){k->dst, sizeof(k->dst)};
 		k->ea = (struct echo_args){&k->s, 1, sizeof(k->src)};
 		init_call(&k->c, TSRV_ECHO);
-		k->c.encode = enc_echo;
-		k->c.args = &k->ea;
-		k->c.decode = dec_echo;
-		k->c.res = &k->er;
-		k->c.ddp = RRR_DDP_FROM_SERVER;
-		k->c.payload = &k->d;
-		k->c.npayload = 1;
+		tc_codec(&k->c, enc_echo, &k->ea, dec_echo, &k->er);
+		tc_payload(&k->c, RRR_DDP_FROM_SERVER, &k->d, 1);
 		if (rrr_clnt_call_async(clnt, &k->c, conc_done, k) != 0)
 			return (void *)1;
 	}

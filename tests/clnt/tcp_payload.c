@@ -27,41 +27,22 @@
 #include <rrr/client.h>
 #include <rrr/oncrpc.h>
 
+#include "../test_wait.h"
+#include "helpers/calls.h"
 #include "helpers/tcp_srv.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
 
 static struct tsrv *srv;
 static struct rrr_clnt *clnt;
-static char portstr[16];
 
 static void setup(void)
 {
-	struct rrr_clnt_opts o;
-	uint16_t port;
-
-	cr_assert_eq(tsrv_start(&srv, &port), 0);
-	snprintf(portstr, sizeof(portstr), "%u", port);
-	rrr_clnt_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = portstr;
-	o.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "%s", rrr_last_error());
+	tsrv_start_clnt(&srv, &clnt, 10000, false);
 }
 
 static void teardown(void)
 {
-	rrr_clnt_destroy(clnt);
-	clnt = NULL;
-	tsrv_stop(srv);
-	srv = NULL;
+	tsrv_stop_clnt(&srv, &clnt);
 }
 
 TestSuite(tcp_payload, .init = setup, .fini = teardown, .timeout = 60);
@@ -123,10 +104,7 @@ static uint8_t pat(uint32_t seed, size_t i)
 
 static void init_call(struct rrr_call *c, uint32_t proc)
 {
-	memset(c, 0, sizeof(*c));
-	c->prog = TSRV_PROG;
-	c->vers = 1;
-	c->proc = proc;
+	tc_call_init(c, TSRV_PROG, proc);
 }
 
 /* ECHO of @len bytes given in @nparts iovecs (some empty) */
@@ -150,10 +128,7 @@ static void echo_parts(uint32_t len, unsigned nparts, bool stack_iov)
 	}
 	sa = (struct src_args){iov, nparts, len, 0xabcdef01u};
 	init_call(&c, TSRV_ECHO);
-	c.encode = stack_iov ? enc_src_stack : enc_src;
-	c.args = &sa;
-	c.decode = dec_copy;
-	c.res = &cr;
+	tc_codec(&c, stack_iov ? enc_src_stack : enc_src, &sa, dec_copy, &cr);
 	c.ddp = RRR_DDP_TO_SERVER;
 	/* more pieces than a call declares: the encoder's payload is the one
 	 * declaration (payload NULL) */
@@ -265,9 +240,7 @@ Test(tcp_payload_abort, half_written_record_finished_from_copy, .timeout = 60)
 	init_call(&call, TSRV_ECHO);
 	call.encode = enc_src;
 	call.args = &sa;
-	call.ddp = RRR_DDP_TO_SERVER;
-	call.payload = &iov;
-	call.npayload = 1;
+	tc_payload(&call, RRR_DDP_TO_SERVER, &iov, 1);
 	/* long enough that connecting and the first writes happen before it
 	 * on a loaded machine (the peer never reads: the record stays half
 	 * written however long the call waits) */
@@ -322,7 +295,7 @@ static long minflt(void)
 
 Test(tcp_payload, steady_1mib_calls_take_no_page_faults)
 {
-#ifdef UNDER_SANITIZER
+#ifdef TEST_ALLOC_SANITIZER
 	cr_skip_test("a sanitizer's allocator hands out fresh memory on every malloc: page "
 		     "faults say nothing there");
 #endif
@@ -339,13 +312,8 @@ Test(tcp_payload, steady_1mib_calls_take_no_page_faults)
 	memset(src, 0x3c, len);
 	memset(dst, 0, len + 8);
 	init_call(&c, TSRV_ECHO);
-	c.encode = enc_src;
-	c.args = &sa;
-	c.decode = dec_copy;
-	c.res = &cr;
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = &iov;
-	c.npayload = 1;
+	tc_codec(&c, enc_src, &sa, dec_copy, &cr);
+	tc_payload(&c, RRR_DDP_TO_SERVER, &iov, 1);
 	for (int i = 0; i < warm + n; i++) {
 		if (i == warm)
 			f0 = minflt();

@@ -33,64 +33,25 @@ int th_conf_write(struct th_server *s, bool rdma, const char *export_lines, char
 	return fclose(f) == 0 ? 0 : -EIO;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int th_server_start_conf(struct th_server *s, const char *conf)
 {
 	char prog[512], ports[320];
-	if (!th_prog("rrr-server", prog, sizeof(prog)))
-		return -ENOENT;
-	snprintf(ports, sizeof(ports), "%s/ports", s->dir);
-	unlink(ports);
-	pid_t pid = fork();
+	pid_t pid = th_server_fork(s, prog, ports);
 	if (pid < 0)
-		return -errno;
+		return pid;
 	if (pid == 0) {
-		int fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		closefrom(3);
 		setenv("RRR_LOG_FORMAT", "plain", 0); /* a test may ask for journal */
 		execl(prog, prog, "--config", conf, (char *)NULL);
 		_exit(127);
 	}
 	s->pid = pid;
-	double end = now() + 10;
-	while (now() < end) {
-		FILE *f = fopen(ports, "r");
-		if (f) {
-			unsigned r = 0, m = 0, t = 0;
-			int n = fscanf(f, "rdma=%u mount=%u tcp=%u", &r, &m, &t);
-			fclose(f);
-			if (n == 3) {
-				s->rdma_port = r;
-				s->mount_port = m;
-				return 0;
-			}
-		}
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			s->pid = -1;
-			return -ECHILD;
-		}
-		usleep(20000);
-	}
-	th_server_stop(s);
-	return -ETIMEDOUT;
+	return th_server_wait_ports(s, ports);
 }
 
 bool th_log_wait(struct th_server *s, const char *needle, int timeout_s)
 {
-	double end = now() + timeout_s;
-	while (now() < end) {
+	double end = th_now() + timeout_s;
+	while (th_now() < end) {
 		if (th_file_contains(s->log, needle))
 			return true;
 		usleep(20000);

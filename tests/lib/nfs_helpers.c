@@ -52,31 +52,39 @@ int th_mkdirs(struct th_server *s)
 	return 0;
 }
 
-static double now(void)
+double th_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+pid_t th_server_fork(struct th_server *s, char prog[512], char ports[320])
+{
+	if (!th_prog("rrr-server", prog, 512))
+		return -ENOENT;
+	snprintf(ports, 320, "%s/ports", s->dir);
+	unlink(ports);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid < 0 ? -errno : pid;
+	int fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+	closefrom(3); /* never hand Criterion's pipes to the server */
+	return 0;
+}
+
 int th_server_start(struct th_server *s, bool rdma)
 {
 	char prog[512], ports[320];
-	if (!th_prog("rrr-server", prog, sizeof(prog)))
-		return -ENOENT;
-	snprintf(ports, sizeof(ports), "%s/ports", s->dir);
-	unlink(ports);
-	pid_t pid = fork();
+	pid_t pid = th_server_fork(s, prog, ports);
 	if (pid < 0)
-		return -errno;
+		return pid;
 	if (pid == 0) {
-		int fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
-		closefrom(3); /* never hand Criterion's pipes to the server */
 		if (s->run_uid && (setgroups(0, NULL) < 0 || setgid(s->run_gid) < 0 ||
 				   setuid(s->run_uid) < 0))
 			_exit(126);
@@ -106,8 +114,14 @@ int th_server_start(struct th_server *s, bool rdma)
 		_exit(127);
 	}
 	s->pid = pid;
-	double end = now() + 10;
-	while (now() < end) {
+	return th_server_wait_ports(s, ports);
+}
+
+int th_server_wait_ports(struct th_server *s, const char *ports)
+{
+	pid_t pid = s->pid;
+	double end = th_now() + 10;
+	while (th_now() < end) {
 		FILE *f = fopen(ports, "r");
 		if (f) {
 			unsigned r = 0, m = 0, t = 0;
@@ -132,9 +146,9 @@ int th_server_start(struct th_server *s, bool rdma)
 
 static int wait_timeout(pid_t pid, int timeout_s)
 {
-	double end = now() + timeout_s;
+	double end = th_now() + timeout_s;
 	int st;
-	while (now() < end) {
+	while (th_now() < end) {
 		pid_t r = waitpid(pid, &st, WNOHANG);
 		if (r == pid)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -288,4 +302,14 @@ struct rrr_nfs3 *th_nfs_mount(struct th_mount *m)
 	cr_assert_eq(rc, 0, "mount %s over %s: %d, %s", m->o.export_path, m->o.transport, rc,
 		     rrr_last_error() ? rrr_last_error() : "");
 	return n;
+}
+
+struct rrr_nfs3 *th_nfs_mount_as(const struct th_server *s, bool rdma, uint32_t uid, uint32_t gid)
+{
+	struct th_mount mt;
+
+	th_mount_opts(s, rdma, &mt);
+	mt.o.uid = uid;
+	mt.o.gid = gid;
+	return th_nfs_mount(&mt);
 }

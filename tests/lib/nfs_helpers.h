@@ -42,6 +42,17 @@ int th_mkdirs(struct th_server *s);
 int th_server_start(struct th_server *s, bool rdma);
 /* SIGTERM, wait up to 10 s (SIGKILL after); returns the exit status or -1. */
 int th_server_stop(struct th_server *s);
+/* After the fork of server @s (s->pid): waits up to 10 s for the ports file
+ * @ports ("rdma=R mount=M tcp=T") into s->rdma_port/mount_port: 0, -ECHILD
+ * when the server exited first (s->pid = -1), -ETIMEDOUT (server stopped). */
+int th_server_wait_ports(struct th_server *s, const char *ports);
+/* The start of a server process for @s: $RRR_BUILD/rrr-server into @prog,
+ * its ports file s->dir/ports into @ports (removed), then a fork whose child
+ * writes to s->log and holds no descriptor above 2. The pid (0 in the
+ * child, which goes on to exec @prog), or -errno. */
+pid_t th_server_fork(struct th_server *s, char prog[512], char ports[320]);
+/* The monotonic clock in seconds. */
+double th_now(void);
 /* chown -R s->dir to @uid:@gid (a server that runs as them). 0 or -errno. */
 int th_chown_tree(struct th_server *s, uid_t uid, gid_t gid);
 /* Remove the temporary tree. */
@@ -77,5 +88,7 @@ void th_mount_opts(const struct th_server *s, bool rdma, struct th_mount *m);
 /* rrr_nfs3_mount(&m->o, ...): the mount, or a failed assertion that quotes
  * the library's sentence. */
 struct rrr_nfs3 *th_nfs_mount(struct th_mount *m);
+/* th_nfs_mount() of @s's export over @rdma or TCP as AUTH_SYS @uid/@gid. */
+struct rrr_nfs3 *th_nfs_mount_as(const struct th_server *s, bool rdma, uint32_t uid, uint32_t gid);
 
 #endif

@@ -36,6 +36,7 @@
 #include <rrr/provider.h>
 
 #include "tests/lib/conf_server.h"
+#include "tests/lib/raw_rpc.h"
 #include "tests/lib/srcaddr.h"
 
 #define ALLOWED "127.0.0.2"
@@ -75,18 +76,11 @@ TestSuite(nfs_access, .fini = fini, .timeout = 90);
 /* A raw client from @src over @rdma (NFS port) or TCP (mount port). */
 static struct rrr_clnt *raw_from(const char *src, bool rdma)
 {
-	char port[16];
-	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
-	struct rrr_clnt_opts co;
-	rrr_clnt_opts_init(&co);
-	co.transport = rdma ? "rdma" : "tcp";
-	co.provider = "soft";
-	co.host = "127.0.0.1";
-	co.port = port;
-	co.timeout_ms = 10000;
-	th_src_addr(src);
 	struct rrr_clnt *c = NULL;
-	cr_assert_eq(rrr_clnt_create(&co, &c), 0, "connect from %s: %s", src, rrr_last_error());
+	th_src_addr(src);
+	cr_assert_eq(th_raw_connect(rdma ? "rdma" : "tcp", rdma ? srv.rdma_port : srv.mount_port,
+				    10000, false, &c),
+		     0, "connect from %s: %s", src, rrr_last_error());
 	return c;
 }
 
@@ -94,22 +88,12 @@ static struct rrr_clnt *raw_from(const char *src, bool rdma)
  * closes it before answering a NULL. */
 static bool refused_from(const char *src, bool rdma)
 {
-	char port[16];
-	snprintf(port, sizeof(port), "%u", rdma ? srv.rdma_port : srv.mount_port);
-	struct rrr_clnt_opts co;
-	rrr_clnt_opts_init(&co);
-	co.transport = rdma ? "rdma" : "tcp";
-	co.provider = "soft";
-	co.host = "127.0.0.1";
-	co.port = port;
-	co.timeout_ms = 5000;
-	co.fail_fast = true;
-	th_src_addr(src);
 	struct rrr_clnt *c = NULL;
-	if (rrr_clnt_create(&co, &c) != 0)
+	th_src_addr(src);
+	if (th_raw_connect(rdma ? "rdma" : "tcp", rdma ? srv.rdma_port : srv.mount_port, 5000,
+			   true, &c) != 0)
 		return true;
-	struct rrr_call call = {.prog = RRR_NFS3_PROGRAM, .vers = 3, .proc = RRR_NFS3_NULL};
-	int rc = rrr_clnt_call(c, &call);
+	int rc = th_raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_NULL, NULL, NULL, NULL, NULL, NULL);
 	rrr_clnt_destroy(c);
 	return rc != 0;
 }
@@ -137,56 +121,14 @@ static struct rrr_nfs3 *mount_from(const char *src, bool rdma, int *rc)
 	return mount_host("127.0.0.1", src, rdma, rc);
 }
 
-typedef int (*xfn)(struct rrr_xdr *, void *);
-struct raw_args {
-	xfn fn;
-	void *obj;
-};
-static int raw_enc(struct rrr_xdr *x, const void *a)
+/* One raw call on @c as root (the server squashes AUTH_NONE to nobody; the
+ * test servers run with root-squash = no). */
+static int raw_call(struct rrr_clnt *c, uint32_t prog, uint32_t proc, th_xdr_fn enc, void *args,
+		    th_xdr_fn dec, void *res)
 {
-	const struct raw_args *r = a;
-	return r->fn ? r->fn(x, r->obj) : 0;
-}
-static int raw_dec(struct rrr_xdr *x, void *a)
-{
-	struct raw_args *r = a;
-	return r->fn ? r->fn(x, r->obj) : 0;
-}
-#define XF(f) ((xfn)(void (*)(void))(f))
-
-static int raw_call(struct rrr_clnt *c, uint32_t prog, uint32_t proc, xfn enc, void *args,
-		    xfn dec, void *res)
-{
-	struct raw_args a = {enc, args}, r = {dec, res};
-	struct rrr_call k;
-	memset(&k, 0, sizeof(k));
-	k.prog = prog;
-	k.vers = 3;
-	k.proc = proc;
-	k.encode = raw_enc;
-	k.args = &a;
-	k.decode = raw_dec;
-	k.res = &r;
-	/* as root (the server squashes AUTH_NONE to nobody; the test servers
-	 * run with root-squash = no) */
-	static const struct rrr_rpc_cred root = {.flavor = RRR_AUTH_SYS};
-	k.cred = &root;
-	return rrr_clnt_call(c, &k);
+	return th_raw_call(c, prog, proc, &th_root_cred, enc, args, dec, res);
 }
 
-/* MNT of the export from @c: the mountstat3, fh into @fh when OK. */
-static uint32_t raw_mnt(struct rrr_clnt *c, struct rrr_nfs3_fh *fh)
-{
-	static struct rrr_mnt_dirpath d;
-	static struct rrr_mnt_res r;
-	memset(&r, 0, sizeof(r));
-	snprintf(d.path, sizeof(d.path), "%s", srv.export_dir);
-	cr_assert_eq(raw_call(c, RRR_MNT_PROGRAM, RRR_MNT_MNT, XF(rrr_mnt_xdr_dirpath), &d,
-			      XF(rrr_mnt_xdr_mnt_res), &r), 0, "MNT reply decodes");
-	if (fh && r.status == RRR_MNT3_OK)
-		*fh = r.fh;
-	return r.status;
-}
 
 static uint32_t raw_getattr(struct rrr_clnt *c, const struct rrr_nfs3_fh *fh)
 {
@@ -194,8 +136,8 @@ static uint32_t raw_getattr(struct rrr_clnt *c, const struct rrr_nfs3_fh *fh)
 	static struct rrr_nfs3_getattr_res r;
 	a.fh = *fh;
 	memset(&r, 0, sizeof(r));
-	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_GETATTR, XF(rrr_nfs3_xdr_fh_args), &a,
-			      XF(rrr_nfs3_xdr_getattr_res), &r), 0, "GETATTR reply decodes");
+	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_GETATTR, TH_XF(rrr_nfs3_xdr_fh_args), &a,
+			      TH_XF(rrr_nfs3_xdr_getattr_res), &r), 0, "GETATTR reply decodes");
 	return r.status;
 }
 
@@ -207,8 +149,8 @@ static uint32_t raw_lookup(struct rrr_clnt *c, const struct rrr_nfs3_fh *dir, co
 	a.dir = *dir;
 	snprintf(a.name, sizeof(a.name), "%s", name);
 	memset(&r, 0, sizeof(r));
-	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_LOOKUP, XF(rrr_nfs3_xdr_diropargs), &a,
-			      XF(rrr_nfs3_xdr_lookup_res), &r), 0, "LOOKUP reply decodes");
+	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_LOOKUP, TH_XF(rrr_nfs3_xdr_diropargs), &a,
+			      TH_XF(rrr_nfs3_xdr_lookup_res), &r), 0, "LOOKUP reply decodes");
 	cr_assert(r.status == RRR_NFS3_OK || !r.dir_attr.present);
 	return r.status;
 }
@@ -222,8 +164,8 @@ static uint32_t raw_create(struct rrr_clnt *c, const struct rrr_nfs3_fh *dir, co
 	snprintf(a.where.name, sizeof(a.where.name), "%s", name);
 	a.mode = RRR_NFS3_UNCHECKED;
 	memset(&r, 0, sizeof(r));
-	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_CREATE, XF(rrr_nfs3_xdr_create_args),
-			      &a, XF(rrr_nfs3_xdr_create_res), &r), 0, "CREATE reply decodes");
+	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_CREATE, TH_XF(rrr_nfs3_xdr_create_args),
+			      &a, TH_XF(rrr_nfs3_xdr_create_res), &r), 0, "CREATE reply decodes");
 	return r.status;
 }
 
@@ -278,7 +220,7 @@ static void allowed_and_denied(bool rdma)
 
 	/* the allowed client's raw calls pass the same checks */
 	struct rrr_clnt *c2 = raw_from(ALLOWED, rdma);
-	cr_assert_eq(raw_mnt(c2, NULL), RRR_MNT3_OK);
+	cr_assert_eq(th_raw_mnt(c2, srv.export_dir, NULL), RRR_MNT3_OK);
 	cr_assert_eq(raw_getattr(c2, &root), RRR_NFS3_OK);
 	cr_assert_eq(raw_lookup(c2, &root, "f"), RRR_NFS3_OK);
 
@@ -286,7 +228,7 @@ static void allowed_and_denied(bool rdma)
 	static struct rrr_mnt_export exps[2];
 	static struct rrr_mnt_export_res er = {.entries = exps, .cap = 2};
 	cr_assert_eq(raw_call(c2, RRR_MNT_PROGRAM, RRR_MNT_EXPORT, NULL, NULL,
-			      XF(rrr_mnt_xdr_export_res), &er), 0);
+			      TH_XF(rrr_mnt_xdr_export_res), &er), 0);
 	cr_assert_eq(er.n, 1);
 	cr_assert_str_eq(exps[0].groups, ALLOWED);
 	cr_assert_str_eq(exps[0].dir, srv.export_dir);
@@ -458,7 +400,7 @@ Test(nfs_access, sighup_reload)
 	cr_assert(th_log_wait(&srv, "reloaded", 10), "the reload is logged");
 	cr_assert(th_file_contains(srv.log, "1 allowed network, read-only"));
 	struct rrr_clnt *d = raw_from(DENIED, false);
-	cr_assert_eq(raw_mnt(d, NULL), RRR_MNT3_OK, DENIED " may connect and mount now");
+	cr_assert_eq(th_raw_mnt(d, srv.export_dir, NULL), RRR_MNT3_OK, DENIED " may connect and mount now");
 	cr_assert_eq(raw_create(d, &root, "ro"), RRR_NFS3ERR_ROFS, "the export is read-only now");
 	/* the connection of the client left out stays, and is refused per call */
 	cr_assert_eq(th_nfs_st(rrr_nfs3_getattr(a, &root, NULL)), RRR_NFS3ERR_ACCES);
@@ -736,17 +678,6 @@ static struct rrr_nfs3 *mount_export(const char *path, const char *src, bool rdm
 	return mount_at("127.0.0.1", path, src, rdma, rc);
 }
 
-static uint32_t raw_mnt_path(struct rrr_clnt *c, const char *path)
-{
-	static struct rrr_mnt_dirpath d;
-	static struct rrr_mnt_res r;
-	memset(&r, 0, sizeof(r));
-	snprintf(d.path, sizeof(d.path), "%s", path);
-	cr_assert_eq(raw_call(c, RRR_MNT_PROGRAM, RRR_MNT_MNT, XF(rrr_mnt_xdr_dirpath), &d,
-			      XF(rrr_mnt_xdr_mnt_res), &r), 0, "MNT reply decodes");
-	return r.status;
-}
-
 static void two_exports(bool rdma)
 {
 	start_two(rdma, "allow = " ALLOWED "\nread-only = yes\nroot-squash = no\n");
@@ -794,10 +725,10 @@ static void two_exports(bool rdma)
 	cr_assert_eq(raw_getattr(d, &fb), RRR_NFS3ERR_ACCES);
 	cr_assert_eq(raw_lookup(d, &broot, "data"), RRR_NFS3ERR_ACCES);
 	cr_assert_eq(raw_getattr(d, &aroot), RRR_NFS3_OK);
-	cr_assert_eq(raw_mnt_path(d, "/b"), RRR_MNT3ERR_ACCES, "MNT of B over %s",
+	cr_assert_eq(th_raw_mnt(d, "/b", NULL), RRR_MNT3ERR_ACCES, "MNT of B over %s",
 		     rdma ? "RDMA" : "TCP");
-	cr_assert_eq(raw_mnt_path(d, srv.export_dir), RRR_MNT3_OK);
-	cr_assert_eq(raw_mnt_path(d, "/"), RRR_MNT3ERR_NOENT, "\"/\" is ambiguous with two exports");
+	cr_assert_eq(th_raw_mnt(d, srv.export_dir, NULL), RRR_MNT3_OK);
+	cr_assert_eq(th_raw_mnt(d, "/", NULL), RRR_MNT3ERR_NOENT, "\"/\" is ambiguous with two exports");
 
 	/* a handle cannot change export: B's handle with A's export id */
 	struct rrr_nfs3_fh forged = fb;
@@ -817,7 +748,7 @@ static void two_exports(bool rdma)
 	static struct rrr_mnt_export exps[4];
 	static struct rrr_mnt_export_res er = {.entries = exps, .cap = 4};
 	cr_assert_eq(raw_call(d, RRR_MNT_PROGRAM, RRR_MNT_EXPORT, NULL, NULL,
-			      XF(rrr_mnt_xdr_export_res), &er), 0);
+			      TH_XF(rrr_mnt_xdr_export_res), &er), 0);
 	cr_assert_eq(er.n, 2);
 	cr_assert_str_eq(exps[0].dir, srv.export_dir);
 	cr_assert_str_eq(exps[0].groups, "*");
@@ -858,7 +789,7 @@ Test(nfs_access, two_exports_sighup)
 	cr_assert_eq(rc, 0);
 	struct rrr_nfs3_fh aroot = *rrr_nfs3_root(a);
 	struct rrr_clnt *d = raw_from(DENIED, false);
-	cr_assert_eq(raw_mnt_path(d, "/b"), RRR_MNT3ERR_ACCES);
+	cr_assert_eq(th_raw_mnt(d, "/b", NULL), RRR_MNT3ERR_ACCES);
 
 	char lines[1024], conf[400];
 	snprintf(lines, sizeof(lines),
@@ -872,7 +803,7 @@ Test(nfs_access, two_exports_sighup)
 	cr_assert(th_file_contains(srv.log, "reloaded"), "the reload is logged");
 	cr_assert(!th_file_contains(srv.log, "takes effect at the next start"),
 		  "only live keys changed");
-	cr_assert_eq(raw_mnt_path(d, "/b"), RRR_MNT3_OK, "the same connection may mount B now");
+	cr_assert_eq(th_raw_mnt(d, "/b", NULL), RRR_MNT3_OK, "the same connection may mount B now");
 	cr_assert_eq(rrr_nfs3_getattr(a, &aroot, NULL), 0, "A's client is still connected");
 
 	/* a third export in the file needs a restart: reported, not applied */
@@ -884,7 +815,7 @@ Test(nfs_access, two_exports_sighup)
 	cr_assert_eq(th_conf_write(&srv, false, lines, conf), 0);
 	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
 	cr_assert(th_log_wait(&srv, "exports changed", 10), "the new export is reported");
-	cr_assert_eq(raw_mnt_path(d, c_dir), RRR_MNT3ERR_NOENT, "and not served before a restart");
+	cr_assert_eq(th_raw_mnt(d, c_dir, NULL), RRR_MNT3ERR_NOENT, "and not served before a restart");
 
 	struct rrr_xprt_stats st;
 	memset(&st, 0, sizeof(st));

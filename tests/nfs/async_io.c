@@ -130,6 +130,20 @@ static void q_done(struct rrr_nfs3_io *io, int status, void *arg)
 	pthread_mutex_unlock(&q->lock);
 }
 
+/* Submits the one io @io (through @n, or else through client @own) and
+ * waits for its completion, which q_done() records in @q. */
+static void q_one(struct q *q, struct rrr_nfs3 *n, struct rrr_clnt *own, struct rrr_nfs3_io *io)
+{
+	pthread_mutex_lock(&q->lock);
+	q->inflight = 1;
+	cr_assert_eq(n ? rrr_nfs3_io_submit(n, io, q_done, q)
+		       : rrr_nfs3_io_submit_clnt(own, NULL, io, q_done, q),
+		     0);
+	while (q->inflight)
+		pthread_cond_wait(&q->cond, &q->lock);
+	pthread_mutex_unlock(&q->lock);
+}
+
 static void q_run(struct q *q)
 {
 	pthread_mutex_lock(&q->lock);
@@ -170,12 +184,7 @@ static void write_read_back(bool rdma)
 	memset(&c, 0, sizeof(c));
 	c.op = RRR_NFS3_IO_COMMIT;
 	c.fh = q.fh;
-	pthread_mutex_lock(&q.lock);
-	q.inflight = 1;
-	cr_assert_eq(rrr_nfs3_io_submit(n, &c, q_done, &q), 0);
-	while (q.inflight)
-		pthread_cond_wait(&q.cond, &q.lock);
-	pthread_mutex_unlock(&q.lock);
+	q_one(&q, n, NULL, &c);
 	cr_assert_eq(q.err, 0);
 	cr_assert_eq(memcmp(c.verf, q.verf, 8), 0, "COMMIT's verifier is the WRITEs'");
 
@@ -210,12 +219,7 @@ static void write_read_back(bool rdma)
 	r.offset = (uint64_t)(NIO - 1) * LEN;
 	r.iov = &last;
 	r.niov = 1;
-	pthread_mutex_lock(&q.lock);
-	q.inflight = 1;
-	cr_assert_eq(rrr_nfs3_io_submit_clnt(own, NULL, &r, q_done, &q), 0);
-	while (q.inflight)
-		pthread_cond_wait(&q.cond, &q.lock);
-	pthread_mutex_unlock(&q.lock);
+	q_one(&q, NULL, own, &r);
 	cr_assert_eq(q.err, 0);
 	cr_assert_eq(r.done, LEN);
 	cr_assert(r.eof, "the last block ends the file");
@@ -229,12 +233,7 @@ static void write_read_back(bool rdma)
 	bad.fh.data[bad.fh.len - 1] ^= 0x5a;
 	bad.iov = &last;
 	bad.niov = 1;
-	pthread_mutex_lock(&q.lock);
-	q.inflight = 1;
-	cr_assert_eq(rrr_nfs3_io_submit_clnt(own, NULL, &bad, q_done, &q), 0);
-	while (q.inflight)
-		pthread_cond_wait(&q.cond, &q.lock);
-	pthread_mutex_unlock(&q.lock);
+	q_one(&q, NULL, own, &bad);
 	cr_assert_lt(q.err, 0, "a forged handle fails");
 	cr_assert_neq(bad.nfs_status, RRR_NFS3_OK, "the io carries the nfsstat3");
 	cr_assert_eq(q.err, rrr_nfs3_stat_to_errno(bad.nfs_status));

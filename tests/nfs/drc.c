@@ -35,6 +35,7 @@
 
 #include "client/clnt_impl.h"
 #include "tests/lib/nfs_helpers.h"
+#include "tests/lib/raw_rpc.h"
 
 static struct th_server srv;
 static struct rrr_nfs3 *nfs;
@@ -526,22 +527,14 @@ Test(nfs_drc, rdma_write_same_xid_other_chunk_data_runs, .init = setup_rdma)
 {
 	static uint8_t a[RDATA], b[RDATA], got[2 * RDATA];
 	struct rrr_nfs3_fh fh;
-	struct rrr_clnt_opts o;
 	struct rrr_clnt *c;
 	struct rrr_xprt_stats st;
-	char port[16];
 	cr_assert_eq(rrr_nfs3_create(nfs, &root, "r", 0644, false, &fh), 0);
 	for (unsigned i = 0; i < RDATA; i++)
 		a[i] = b[i] = (uint8_t)(i * 13 + 5);
 	b[RDATA - 100] ^= 0xff;
-	snprintf(port, sizeof(port), "%u", srv.rdma_port);
-	rrr_clnt_opts_init(&o);
-	o.transport = "rdma";
-	o.provider = "soft";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&o, &c), 0, "%s", rrr_last_error());
+	cr_assert_eq(th_raw_connect("rdma", srv.rdma_port, 10000, false, &c), 0, "%s",
+		     rrr_last_error());
 	cr_assert_eq(rdma_write(c, 0x5eed7001u, &fh, a, RDATA), RRR_NFS3_OK);
 	cr_assert_eq(export_read("r", got, sizeof(got)), RDATA);
 	cr_assert_eq(memcmp(got, a, RDATA), 0);
@@ -579,24 +572,13 @@ static int dec_status(struct rrr_xdr *x, void *r)
 static uint32_t clnt_remove(struct rrr_clnt *c, uint32_t xid, const char *name)
 {
 	struct rrr_nfs3_diropargs d;
-	struct rrr_rpc_cred cred;
-	struct rrr_call k;
+	struct rrr_rpc_cred cred = {.flavor = RRR_AUTH_SYS,
+				    .sys = {.machinename = "drc-test", .uid = getuid(), .gid = getgid()}};
 	uint32_t st = 0xffffffffu;
+	struct rrr_call k = {.prog = RRR_NFS3_PROGRAM, .vers = RRR_NFS3_VERSION, .proc = RRR_NFS3_REMOVE,
+			     .cred = &cred, .encode = enc_dirop, .args = &d, .decode = dec_status,
+			     .res = &st};
 	dirop(&d, name);
-	memset(&cred, 0, sizeof(cred));
-	cred.flavor = RRR_AUTH_SYS;
-	snprintf(cred.sys.machinename, sizeof(cred.sys.machinename), "drc-test");
-	cred.sys.uid = getuid();
-	cred.sys.gid = getgid();
-	memset(&k, 0, sizeof(k));
-	k.prog = RRR_NFS3_PROGRAM;
-	k.vers = RRR_NFS3_VERSION;
-	k.proc = RRR_NFS3_REMOVE;
-	k.cred = &cred;
-	k.encode = enc_dirop;
-	k.args = &d;
-	k.decode = dec_status;
-	k.res = &st;
 	c->next_xid = xid;
 	cr_assert_eq(rrr_clnt_call(c, &k), 0, "%s", rrr_last_error());
 	return st;
@@ -613,18 +595,10 @@ static uint32_t clnt_remove(struct rrr_clnt *c, uint32_t xid, const char *name)
  */
 static bool resend_once(const char *transport, unsigned port, uint32_t xid, const char *name)
 {
-	struct rrr_clnt_opts o;
 	struct rrr_clnt *c;
 	struct rrr_xprt_stats st;
-	char p[16];
 	make_file(name);
-	snprintf(p, sizeof(p), "%u", port);
-	rrr_clnt_opts_init(&o);
-	o.transport = transport;
-	o.host = "127.0.0.1";
-	o.port = p;
-	o.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&o, &c), 0, "%s", rrr_last_error());
+	cr_assert_eq(th_raw_connect(transport, port, 10000, false, &c), 0, "%s", rrr_last_error());
 	cr_assert_eq(clnt_remove(c, xid, name), RRR_NFS3_OK);
 	cr_assert_not(exists(name));
 	for (int i = 0; i < 1000; i++) { /* bounded: 10 s */

@@ -26,6 +26,7 @@
 #include <rrr/provider.h>
 
 #include "tests/lib/nfs_helpers.h"
+#include "tests/lib/raw_rpc.h"
 
 static struct th_server srv;
 static struct rrr_nfs3 *nfs; /* as root (squashed or not, per suite) */
@@ -33,33 +34,18 @@ static struct rrr_clnt *raw;
 
 static struct rrr_nfs3 *mount_as(uint32_t uid, uint32_t gid)
 {
-	struct th_mount mt;
-	th_mount_opts(&srv, false, &mt);
-	mt.o.uid = uid;
-	mt.o.gid = gid;
-	struct rrr_nfs3 *m = th_nfs_mount(&mt);
-	return m;
+	return th_nfs_mount_as(&srv, false, uid, gid);
 }
 
 static void connect_all(void)
 {
 	nfs = mount_as(0, 0);
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_clnt_opts co;
-	rrr_clnt_opts_init(&co);
-	co.transport = "tcp";
-	co.host = "127.0.0.1";
-	co.port = port;
-	co.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&co, &raw), 0);
+	cr_assert_eq(th_raw_connect("tcp", srv.mount_port, 10000, false, &raw), 0);
 }
 
 static void disconnect_all(void)
 {
-	if (raw)
-		rrr_clnt_destroy(raw);
-	raw = NULL;
+	th_raw_close(&raw);
 	if (nfs)
 		rrr_nfs3_umount(nfs);
 	nfs = NULL;
@@ -113,47 +99,15 @@ TestSuite(nfs_exports_path, .init = setup_path, .fini = teardown, .timeout = 60)
 TestSuite(nfs_creds, .init = setup_squash, .fini = teardown, .timeout = 60);
 
 /* ------------------------------------------------------------ raw calls */
-typedef int (*xfn)(struct rrr_xdr *, void *);
-struct raw_args {
-	xfn fn;
-	void *obj;
-};
-
-static int raw_enc(struct rrr_xdr *x, const void *a)
-{
-	const struct raw_args *r = a;
-	return r->fn(x, r->obj);
-}
-
-static int raw_dec(struct rrr_xdr *x, void *a)
-{
-	struct raw_args *r = a;
-	return r->fn(x, r->obj);
-}
-
-#define XF(f) ((xfn)(void (*)(void))(f))
-
 static int call_as(uint32_t uid, uint32_t gid, const uint32_t *gids, uint32_t ngids,
-		   uint32_t proc, xfn enc, void *args, xfn dec, void *res)
+		   uint32_t proc, th_xdr_fn enc, void *args, th_xdr_fn dec, void *res)
 {
-	struct rrr_rpc_cred cred = {.flavor = RRR_AUTH_SYS};
-	cred.sys.uid = uid;
-	cred.sys.gid = gid;
+	struct rrr_rpc_cred cred;
+	th_auth_sys(&cred, uid, gid);
 	cred.sys.ngids = ngids;
 	for (uint32_t i = 0; i < ngids; i++)
 		cred.sys.gids[i] = gids[i];
-	struct raw_args a = {enc, args}, r = {dec, res};
-	struct rrr_call k;
-	memset(&k, 0, sizeof(k));
-	k.prog = RRR_NFS3_PROGRAM;
-	k.vers = 3;
-	k.proc = proc;
-	k.encode = raw_enc;
-	k.args = &a;
-	k.decode = raw_dec;
-	k.res = &r;
-	k.cred = &cred;
-	return rrr_clnt_call(raw, &k);
+	return th_raw_call(raw, RRR_NFS3_PROGRAM, proc, &cred, enc, args, dec, res);
 }
 
 static uint32_t create_as(uint32_t uid, uint32_t gid, const uint32_t *gids, uint32_t ngids,
@@ -167,8 +121,8 @@ static uint32_t create_as(uint32_t uid, uint32_t gid, const uint32_t *gids, uint
 	if (verf)
 		memcpy(a.verf, verf, 8);
 	memset(r, 0, sizeof(*r));
-	cr_assert_eq(call_as(uid, gid, gids, ngids, RRR_NFS3_CREATE, XF(rrr_nfs3_xdr_create_args),
-			     &a, XF(rrr_nfs3_xdr_create_res), r), 0);
+	cr_assert_eq(call_as(uid, gid, gids, ngids, RRR_NFS3_CREATE, TH_XF(rrr_nfs3_xdr_create_args),
+			     &a, TH_XF(rrr_nfs3_xdr_create_res), r), 0);
 	return r->status;
 }
 
@@ -180,20 +134,9 @@ static uint32_t mknod_as(uint32_t uid, uint32_t type, const char *name, uint32_t
 					.spec_major = maj, .spec_minor = min};
 	snprintf(a.where.name, sizeof(a.where.name), "%s", name);
 	memset(r, 0, sizeof(*r));
-	cr_assert_eq(call_as(uid, uid, NULL, 0, RRR_NFS3_MKNOD, XF(rrr_nfs3_xdr_mknod_args), &a,
-			     XF(rrr_nfs3_xdr_create_res), r), 0);
+	cr_assert_eq(call_as(uid, uid, NULL, 0, RRR_NFS3_MKNOD, TH_XF(rrr_nfs3_xdr_mknod_args), &a,
+			     TH_XF(rrr_nfs3_xdr_create_res), r), 0);
 	return r->status;
-}
-
-static uint32_t access_as(uint32_t uid, const struct rrr_nfs3_fh *fh)
-{
-	struct rrr_nfs3_access_args a = {.fh = *fh, .access = 0x3f};
-	static struct rrr_nfs3_access_res r;
-	memset(&r, 0, sizeof(r));
-	cr_assert_eq(call_as(uid, uid, NULL, 0, RRR_NFS3_ACCESS, XF(rrr_nfs3_xdr_access_args), &a,
-			     XF(rrr_nfs3_xdr_access_res), &r), 0);
-	cr_assert_eq(r.status, 0);
-	return r.access;
 }
 
 static void local_path(char *out, size_t len, const char *rel)
@@ -524,9 +467,9 @@ Test(nfs_creds, permissions_are_the_kernels_and_the_fd_cache_is_per_user)
 		     RRR_NFS3ERR_ACCES);
 	cr_assert_eq(th_nfs_st(rrr_nfs3_read(nfs, &f, 0, &rio, 1, &count, &eof)), RRR_NFS3ERR_ACCES,
 		     "squashed root is nobody");
-	uint32_t acc = access_as(2000, &f);
+	uint32_t acc = th_raw_access(raw, 2000, &f);
 	cr_assert_eq(acc & (RRR_NFS3_ACCESS_READ | RRR_NFS3_ACCESS_MODIFY), 0u, "ACCESS agrees");
-	acc = access_as(1000, &f);
+	acc = th_raw_access(raw, 1000, &f);
 	cr_assert_eq(acc & (RRR_NFS3_ACCESS_READ | RRR_NFS3_ACCESS_MODIFY),
 		     RRR_NFS3_ACCESS_READ | RRR_NFS3_ACCESS_MODIFY);
 	cr_assert_eq(acc & RRR_NFS3_ACCESS_EXECUTE, 0u);

@@ -32,15 +32,9 @@
 #include <rrr/client.h>
 #include <rrr/nfs3_client.h>
 
+#include "tests/test_wait.h"
 #include "tests/lib/nfs_helpers.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
 
 #define IO_SIZE	   (1u << 20)
 #define WARM	   30
@@ -180,7 +174,7 @@ static void run(bool rdma, unsigned nconnect, bool first)
 	uint8_t *wbuf, *rbuf;
 	long c0 = 0, s0 = 0, c1, s1;
 
-#ifdef UNDER_SANITIZER
+#ifdef TEST_ALLOC_SANITIZER
 	cr_skip_test("a sanitizer's allocator hands out fresh memory on every malloc: page "
 		     "faults say nothing there");
 #endif

@@ -34,6 +34,7 @@
 
 #include <rrr/client.h>
 
+#include "bench/bench_common.h"
 #include "tests/lib/nfs_helpers.h"
 #include "tests/lib/srcaddr.h"
 
@@ -68,24 +69,6 @@ static void teardown(void)
 }
 
 TestSuite(nfs_idle_rss, .fini = teardown, .timeout = 180);
-
-/* VmRSS of @pid in KiB, or -1. */
-static long rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmRSS:", 6))
-			v = strtol(line + 6, NULL, 10);
-	fclose(f);
-	return v;
-}
 
 static double now_s(void)
 {
@@ -162,13 +145,13 @@ Test(nfs_idle_rss, idle_connections_cost_little)
 	cr_assert_eq(null_call(cl[NCONN - 1]), 0);
 	cr_assert_eq(connect_one(NCONN - 1, "tcp", srv.mount_port), 0, "%s", rrr_last_error());
 	cr_assert_eq(null_call(cl[2 * NCONN - 1]), 0);
-	r0 = rss_kib(srv.pid);
+	r0 = rrr__bench_rss_kib(srv.pid);
 	cr_assert_gt(r0, 0);
 
 	for (unsigned i = 0; i < NCONN - 1; i++)
 		cr_assert_eq(connect_one(i, "rdma", srv.rdma_port), 0, "RDMA connection %u: %s", i,
 			     rrr_last_error());
-	r1 = rss_kib(srv.pid);
+	r1 = rrr__bench_rss_kib(srv.pid);
 	for (unsigned i = 0; i < NCONN - 1; i++)
 		cr_assert_eq(connect_one(i, "tcp", srv.mount_port), 0, "TCP connection %u: %s", i,
 			     rrr_last_error());
@@ -192,7 +175,7 @@ Test(nfs_idle_rss, idle_connections_cost_little)
 			dt * 1e3);
 		cr_expect_lt(dt, 1.0 * SLOW, "a new client took %.3f s", dt);
 	}
-	r2 = rss_kib(srv.pid);
+	r2 = rrr__bench_rss_kib(srv.pid);
 	per_rdma = (double)(r1 - r0) / (NCONN - 1);
 	per_tcp = (double)(r2 - r1) / NCONN;
 	cr_log_info("server RSS: %ld KiB, +%ld KiB for %u idle soft-RDMA connections "

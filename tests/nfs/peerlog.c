@@ -25,6 +25,7 @@
 #include <rrr/nfs3_client.h>
 
 #include "tests/lib/conf_server.h"
+#include "tests/lib/raw_rpc.h"
 #include "tests/lib/srcaddr.h"
 
 static struct th_server srv;
@@ -46,69 +47,22 @@ static void need_server(void)
 
 static struct rrr_clnt *raw_tcp(const char *src)
 {
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_clnt_opts co;
-	rrr_clnt_opts_init(&co);
-	co.transport = "tcp";
-	co.host = "127.0.0.1";
-	co.port = port;
-	co.timeout_ms = 10000;
-	th_src_addr(src);
 	struct rrr_clnt *c = NULL;
-	cr_assert_eq(rrr_clnt_create(&co, &c), 0, "connect: %s", rrr_last_error());
+	th_src_addr(src);
+	cr_assert_eq(th_raw_connect("tcp", srv.mount_port, 10000, false, &c), 0, "connect: %s",
+		     rrr_last_error());
 	return c;
 }
 
-typedef int (*xfn)(struct rrr_xdr *, void *);
-struct rawc {
-	xfn fn;
-	void *obj;
-};
-static int raw_enc(struct rrr_xdr *x, const void *a)
-{
-	const struct rawc *r = a;
-	return r->fn ? r->fn(x, r->obj) : 0;
-}
-static int raw_dec(struct rrr_xdr *x, void *a)
-{
-	struct rawc *r = a;
-	return r->fn ? r->fn(x, r->obj) : 0;
-}
-#define XF(f) ((xfn)(void (*)(void))(f))
-
 /* One call of @prog/@proc as AUTH_SYS @uid: args by @enc, result by @dec. */
-static int raw_call(struct rrr_clnt *c, uint32_t prog, uint32_t proc, uint32_t uid, xfn enc,
-		    void *args, xfn dec, void *res)
+static int raw_call(struct rrr_clnt *c, uint32_t prog, uint32_t proc, uint32_t uid, th_xdr_fn enc,
+		    void *args, th_xdr_fn dec, void *res)
 {
-	struct rawc a = {enc, args}, r = {dec, res};
-	struct rrr_call k;
-	memset(&k, 0, sizeof(k));
-	k.prog = prog;
-	k.vers = 3;
-	k.proc = proc;
-	k.encode = raw_enc;
-	k.args = &a;
-	k.decode = raw_dec;
-	k.res = &r;
-	struct rrr_rpc_cred cred = {.flavor = RRR_AUTH_SYS};
-	cred.sys.uid = uid;
-	k.cred = &cred;
-	return rrr_clnt_call(c, &k);
+	struct rrr_rpc_cred cred;
+	th_auth_sys(&cred, uid, 0);
+	return th_raw_call(c, prog, proc, &cred, enc, args, dec, res);
 }
 
-static uint32_t mnt(struct rrr_clnt *c, const char *path, struct rrr_nfs3_fh *fh)
-{
-	static struct rrr_mnt_dirpath d;
-	static struct rrr_mnt_res r;
-	memset(&r, 0, sizeof(r));
-	snprintf(d.path, sizeof(d.path), "%s", path);
-	cr_assert_eq(raw_call(c, RRR_MNT_PROGRAM, RRR_MNT_MNT, 0, XF(rrr_mnt_xdr_dirpath), &d,
-			      XF(rrr_mnt_xdr_mnt_res), &r), 0, "MNT reply decodes");
-	if (fh && r.status == RRR_MNT3_OK)
-		*fh = r.fh;
-	return r.status;
-}
 
 /* The whole log (at most 1 MiB) into a static buffer. Never put all of it
  * in an assertion's message: Criterion's channel takes a few KiB. */
@@ -204,7 +158,7 @@ Test(nfs_peerlog, a_mount_path_is_one_escaped_line)
 	char evil[600], want[300];
 	snprintf(evil, sizeof(evil), "%s%0300d", head, 0);
 	snprintf(want, sizeof(want), "'%s%0*d...'", want_head, (int)(128 - strlen(want_head)), 0);
-	cr_assert_eq(mnt(c, evil, NULL), RRR_MNT3ERR_NOENT);
+	cr_assert_eq(th_raw_mnt(c, evil, NULL), RRR_MNT3ERR_NOENT);
 	rrr_clnt_destroy(c);
 	cr_assert(th_log_wait(&srv, "MNT of", 10), "the refusal is logged");
 	cr_assert_eq(th_server_stop(&srv), 0, "SIGTERM: clean exit");
@@ -250,8 +204,8 @@ Test(nfs_peerlog, refused_mnt_floods_write_a_few_lines_with_counts)
 	longp[0] = '/';
 	double t0 = mono_s();
 	for (int i = 0; i < 3000; i++) {
-		cr_assert_eq(mnt(c, b, NULL), RRR_MNT3ERR_ACCES);
-		cr_assert_eq(mnt(c, longp, NULL), RRR_MNT3ERR_NOENT);
+		cr_assert_eq(th_raw_mnt(c, b, NULL), RRR_MNT3ERR_ACCES);
+		cr_assert_eq(th_raw_mnt(c, longp, NULL), RRR_MNT3ERR_NOENT);
 	}
 	rrr_clnt_destroy(c);
 	struct tally a = tally_wait("allow list", NULL, 3000);
@@ -280,7 +234,7 @@ Test(nfs_peerlog, an_unmappable_uid_writes_a_few_lines)
 	cr_assert(th_file_contains(srv.log, "requests run as their callers"));
 	struct rrr_clnt *c = raw_tcp(NULL);
 	struct rrr_nfs3_fh root;
-	cr_assert_eq(mnt(c, srv.export_dir, &root), RRR_MNT3_OK);
+	cr_assert_eq(th_raw_mnt(c, srv.export_dir, &root), RRR_MNT3_OK);
 	static struct rrr_nfs3_fh_args a;
 	static struct rrr_nfs3_getattr_res r;
 	a.fh = root;
@@ -288,11 +242,11 @@ Test(nfs_peerlog, an_unmappable_uid_writes_a_few_lines)
 	double t0 = mono_s();
 	for (int i = 0; i < 5000; i++)
 		if (raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_GETATTR, 0xffffffffu,
-			     XF(rrr_nfs3_xdr_fh_args), &a, XF(rrr_nfs3_xdr_getattr_res), &r) != 0)
+			     TH_XF(rrr_nfs3_xdr_fh_args), &a, TH_XF(rrr_nfs3_xdr_getattr_res), &r) != 0)
 			failed++;
 	cr_assert_eq(failed, 5000u, "every call as uid 0xffffffff fails");
-	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_GETATTR, 0, XF(rrr_nfs3_xdr_fh_args),
-			      &a, XF(rrr_nfs3_xdr_getattr_res), &r), 0, "uid 0 still works");
+	cr_assert_eq(raw_call(c, RRR_NFS3_PROGRAM, RRR_NFS3_GETATTR, 0, TH_XF(rrr_nfs3_xdr_fh_args),
+			      &a, TH_XF(rrr_nfs3_xdr_getattr_res), &r), 0, "uid 0 still works");
 	rrr_clnt_destroy(c);
 	struct tally t = tally_wait("cannot act as", NULL, 5000);
 	cr_assert_eq(t.events, 5000u, "%u lines for %llu calls:\n%.2000s", t.lines, t.events,

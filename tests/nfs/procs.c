@@ -19,6 +19,7 @@
 #include <rrr/provider.h>
 
 #include "tests/lib/nfs_helpers.h"
+#include "tests/lib/raw_rpc.h"
 
 static struct th_server srv;
 static struct rrr_nfs3 *nfs;
@@ -29,13 +30,7 @@ static void connect_all(void)
 	struct th_mount mt;
 	th_mount_opts(&srv, false, &mt);
 	nfs = th_nfs_mount(&mt);
-	struct rrr_clnt_opts co;
-	rrr_clnt_opts_init(&co);
-	co.transport = "tcp";
-	co.host = "127.0.0.1";
-	co.port = mt.port;
-	co.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&co, &raw), 0);
+	cr_assert_eq(th_raw_connect("tcp", srv.mount_port, 10000, false, &raw), 0);
 }
 
 static void setup(void)
@@ -50,9 +45,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (raw)
-		rrr_clnt_destroy(raw);
-	raw = NULL;
+	th_raw_close(&raw);
 	if (nfs)
 		rrr_nfs3_umount(nfs);
 	nfs = NULL;
@@ -61,43 +54,11 @@ static void teardown(void)
 
 TestSuite(nfs_procs, .init = setup, .fini = teardown, .timeout = 60);
 
-/* One raw NFS call with the codecs of rrr/nfs3_xdr.h. */
-typedef int (*xfn)(struct rrr_xdr *, void *);
-struct raw_args {
-	xfn fn;
-	void *obj;
-};
-
-static int raw_enc(struct rrr_xdr *x, const void *a)
+/* One raw NFS call as root (the server squashes AUTH_NONE to nobody). */
+static int raw_call(uint32_t prog, uint32_t proc, th_xdr_fn enc, void *args, th_xdr_fn dec,
+		    void *res)
 {
-	const struct raw_args *r = a;
-	return r->fn ? r->fn(x, r->obj) : 0;
-}
-
-static int raw_dec(struct rrr_xdr *x, void *a)
-{
-	struct raw_args *r = a;
-	return r->fn ? r->fn(x, r->obj) : 0;
-}
-
-#define XF(f) ((xfn)(void (*)(void))(f))
-
-static int raw_call(uint32_t prog, uint32_t proc, xfn enc, void *args, xfn dec, void *res)
-{
-	struct raw_args a = {enc, args}, r = {dec, res};
-	struct rrr_call k;
-	memset(&k, 0, sizeof(k));
-	k.prog = prog;
-	k.vers = 3;
-	k.proc = proc;
-	k.encode = raw_enc;
-	k.args = &a;
-	k.decode = raw_dec;
-	k.res = &r;
-	/* as root (the server squashes AUTH_NONE to nobody) */
-	static const struct rrr_rpc_cred root = {.flavor = RRR_AUTH_SYS};
-	k.cred = &root;
-	return rrr_clnt_call(raw, &k);
+	return th_raw_call(raw, prog, proc, &th_root_cred, enc, args, dec, res);
 }
 
 Test(nfs_procs, setattr_truncate_and_mode)
@@ -137,16 +98,16 @@ Test(nfs_procs, symlink_readlink_link_access)
 	struct rrr_nfs3_link_args la = {.file = f, .link = {.dir = *rrr_nfs3_root(nfs)}};
 	strcpy(la.link.name, "hard");
 	static struct rrr_nfs3_link_res lr;
-	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_LINK, XF(rrr_nfs3_xdr_link_args), &la,
-			      XF(rrr_nfs3_xdr_link_res), &lr), 0);
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_LINK, TH_XF(rrr_nfs3_xdr_link_args), &la,
+			      TH_XF(rrr_nfs3_xdr_link_res), &lr), 0);
 	cr_assert_eq(lr.status, 0, "LINK: %u", lr.status);
 	cr_assert(lr.attr.present);
 	cr_assert_eq(lr.attr.attr.nlink, 2);
 
 	struct rrr_nfs3_access_args aa = {.fh = f, .access = 0x3f};
 	static struct rrr_nfs3_access_res ar;
-	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_ACCESS, XF(rrr_nfs3_xdr_access_args), &aa,
-			      XF(rrr_nfs3_xdr_access_res), &ar), 0);
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_ACCESS, TH_XF(rrr_nfs3_xdr_access_args), &aa,
+			      TH_XF(rrr_nfs3_xdr_access_res), &ar), 0);
 	cr_assert_eq(ar.status, 0);
 	cr_assert(ar.access & RRR_NFS3_ACCESS_READ);
 	cr_assert_eq(ar.access & RRR_NFS3_ACCESS_LOOKUP, 0, "LOOKUP is for directories");
@@ -158,16 +119,16 @@ Test(nfs_procs, mknod_fifo_rmdir_notempty_remove_noent)
 					 .attr = {.set_mode = true, .mode = 0640}};
 	strcpy(ma.where.name, "fifo");
 	static struct rrr_nfs3_create_res cr;
-	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_MKNOD, XF(rrr_nfs3_xdr_mknod_args), &ma,
-			      XF(rrr_nfs3_xdr_create_res), &cr), 0);
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_MKNOD, TH_XF(rrr_nfs3_xdr_mknod_args), &ma,
+			      TH_XF(rrr_nfs3_xdr_create_res), &cr), 0);
 	cr_assert_eq(cr.status, 0, "MKNOD FIFO: %u", cr.status);
 	cr_assert(cr.fh_present && cr.attr.present);
 	cr_assert_eq(cr.attr.attr.type, RRR_NF3FIFO);
 	cr_assert_eq(cr.attr.attr.mode, 0640);
 	ma.type = RRR_NF3REG; /* not MKNOD's to make */
 	strcpy(ma.where.name, "reg");
-	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_MKNOD, XF(rrr_nfs3_xdr_mknod_args), &ma,
-			      XF(rrr_nfs3_xdr_create_res), &cr), 0);
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_MKNOD, TH_XF(rrr_nfs3_xdr_mknod_args), &ma,
+			      TH_XF(rrr_nfs3_xdr_create_res), &cr), 0);
 	cr_assert_eq(cr.status, RRR_NFS3ERR_BADTYPE);
 
 	struct rrr_nfs3_fh d;
@@ -207,7 +168,7 @@ Test(nfs_procs, readdir_pages_with_cookies)
 		r.entries = ents;
 		r.cap = 512;
 		cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_READDIR,
-				      XF(rrr_nfs3_xdr_readdir_args), &a, XF(rrr_nfs3_xdr_readdir_res),
+				      TH_XF(rrr_nfs3_xdr_readdir_args), &a, TH_XF(rrr_nfs3_xdr_readdir_res),
 				      &r), 0);
 		cr_assert_eq(r.status, 0);
 		pages++;
@@ -232,8 +193,8 @@ Test(nfs_procs, readdir_pages_with_cookies)
 	static struct rrr_nfs3_readdir_res small;
 	small.entries = ents;
 	small.cap = 512;
-	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_READDIR, XF(rrr_nfs3_xdr_readdir_args), &a,
-			      XF(rrr_nfs3_xdr_readdir_res), &small), 0);
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_READDIR, TH_XF(rrr_nfs3_xdr_readdir_args), &a,
+			      TH_XF(rrr_nfs3_xdr_readdir_res), &small), 0);
 	cr_assert_eq(small.status, RRR_NFS3ERR_TOOSMALL);
 }
 
@@ -246,8 +207,8 @@ Test(nfs_procs, fsstat_pathconf_commit_mount_lists)
 
 	struct rrr_nfs3_fh_args pa = {.fh = *rrr_nfs3_root(nfs)};
 	static struct rrr_nfs3_pathconf_res pr;
-	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_PATHCONF, XF(rrr_nfs3_xdr_fh_args), &pa,
-			      XF(rrr_nfs3_xdr_pathconf_res), &pr), 0);
+	cr_assert_eq(raw_call(RRR_NFS3_PROGRAM, RRR_NFS3_PATHCONF, TH_XF(rrr_nfs3_xdr_fh_args), &pa,
+			      TH_XF(rrr_nfs3_xdr_pathconf_res), &pr), 0);
 	cr_assert_eq(pr.status, 0);
 	cr_assert_eq(pr.name_max, 255);
 	cr_assert(pr.case_preserving);
@@ -263,12 +224,12 @@ Test(nfs_procs, fsstat_pathconf_commit_mount_lists)
 	static struct rrr_mnt_export exps[4];
 	static struct rrr_mnt_export_res er = {.entries = exps, .cap = 4};
 	cr_assert_eq(raw_call(RRR_MNT_PROGRAM, RRR_MNT_EXPORT, NULL, NULL,
-			      XF(rrr_mnt_xdr_export_res), &er), 0);
+			      TH_XF(rrr_mnt_xdr_export_res), &er), 0);
 	cr_assert_eq(er.n, 1);
 	cr_assert_str_eq(exps[0].groups, "*");
 	static struct rrr_mnt_entry ml[8];
 	static struct rrr_mnt_dump_res dr = {.entries = ml, .cap = 8};
-	cr_assert_eq(raw_call(RRR_MNT_PROGRAM, RRR_MNT_DUMP, NULL, NULL, XF(rrr_mnt_xdr_dump_res),
+	cr_assert_eq(raw_call(RRR_MNT_PROGRAM, RRR_MNT_DUMP, NULL, NULL, TH_XF(rrr_mnt_xdr_dump_res),
 			      &dr), 0);
 	cr_assert_geq(dr.n, 1, "our mount is listed");
 	cr_assert_str_eq(ml[0].host, "127.0.0.1");

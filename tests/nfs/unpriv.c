@@ -22,6 +22,7 @@
 #include <rrr/nfs3_client.h>
 
 #include "tests/lib/nfs_helpers.h"
+#include "tests/lib/raw_rpc.h"
 
 #define SERVER_UID 4242u
 
@@ -52,57 +53,17 @@ static void start(bool squash)
 
 static struct rrr_nfs3 *mount_as(uint32_t uid)
 {
-	struct th_mount mt;
-	th_mount_opts(&srv, false, &mt);
-	mt.o.uid = uid;
-	mt.o.gid = uid;
-	struct rrr_nfs3 *m = th_nfs_mount(&mt);
-	return m;
-}
-
-static int enc_access(struct rrr_xdr *x, const void *a)
-{
-	return rrr_nfs3_xdr_access_args(x, (struct rrr_nfs3_access_args *)a);
-}
-
-static int dec_access(struct rrr_xdr *x, void *r)
-{
-	return rrr_nfs3_xdr_access_res(x, r);
+	return th_nfs_mount_as(&srv, false, uid, uid);
 }
 
 /* ACCESS (all bits) on @fh as AUTH_SYS @uid: the bits granted. */
 static uint32_t access_as(uint32_t uid, const struct rrr_nfs3_fh *fh)
 {
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_clnt_opts co;
-	rrr_clnt_opts_init(&co);
-	co.transport = "tcp";
-	co.host = "127.0.0.1";
-	co.port = port;
-	co.timeout_ms = 10000;
 	struct rrr_clnt *c = NULL;
-	cr_assert_eq(rrr_clnt_create(&co, &c), 0);
-	struct rrr_rpc_cred cred = {.flavor = RRR_AUTH_SYS};
-	cred.sys.uid = uid;
-	cred.sys.gid = uid;
-	struct rrr_nfs3_access_args a = {.fh = *fh, .access = 0x3f};
-	static struct rrr_nfs3_access_res r;
-	memset(&r, 0, sizeof(r));
-	struct rrr_call k;
-	memset(&k, 0, sizeof(k));
-	k.prog = RRR_NFS3_PROGRAM;
-	k.vers = 3;
-	k.proc = RRR_NFS3_ACCESS;
-	k.encode = enc_access;
-	k.args = &a;
-	k.decode = dec_access;
-	k.res = &r;
-	k.cred = &cred;
-	cr_assert_eq(rrr_clnt_call(c, &k), 0);
-	cr_assert_eq(r.status, 0);
+	cr_assert_eq(th_raw_connect("tcp", srv.mount_port, 10000, false, &c), 0);
+	uint32_t bits = th_raw_access(c, uid, fh);
 	rrr_clnt_destroy(c);
-	return r.access;
+	return bits;
 }
 
 static mode_t mode_of(const char *rel)

@@ -31,21 +31,6 @@
 #define PIECE 16 /* bytes each, and as many bytes of gap after each */
 #define BIG (NP * PIECE)
 
-static int reg_wr(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id)
-{
-	struct rrr_send_wr wr = { .wr_id = id, .opcode = RRR_WR_REG_MR,
-				  .flags = RRR_SEND_SIGNALED };
-	struct rrr_wc wc;
-
-	wr.u.reg.mr = mr;
-	wr.u.reg.access = access;
-	if (rrr_qp_post_send(e->qp, &wr, NULL))
-		return -1;
-	if (th_wc(e, &wc, TH_TIMEOUT_MS) != 1 || wc.status != RRR_WC_SUCCESS || wc.wr_id != id)
-		return -1;
-	return 0;
-}
-
 /* A fast-reg MR over NP pieces of PIECE bytes at stride 2 * PIECE in @a
  * (2 * BIG bytes, GUARD-filled), made valid with @access. */
 static int reg_pieces(struct th_ep *e, uint8_t *a, unsigned access, struct rrr_mr **out)
@@ -58,7 +43,7 @@ static int reg_pieces(struct th_ep *e, uint8_t *a, unsigned access, struct rrr_m
 	TH_CHECK(rrr_mr_alloc(e->pd, NP, out) == 0);
 	TH_CHECK(rrr_mr_map_sg(*out, sg, NP, access) == NP);
 	TH_CHECK(rrr_mr_length(*out) == BIG);
-	TH_CHECK(reg_wr(e, *out, access, 900) == 0);
+	TH_CHECK(th_post_reg(e, *out, access, 900) == 0);
 	return 0;
 }
 
@@ -290,7 +275,7 @@ static int gap_server(struct th_ep *e, void *arg)
 		sg[i] = (struct rrr_sg){ a + g_ch[i].off, 0, g_ch[i].len };
 	TH_CHECK(rrr_mr_alloc(e->pd, 3, &g) == 0);
 	TH_CHECK(rrr_mr_map_sg(g, sg, 3, acc) == 3);
-	TH_CHECK(reg_wr(e, g, acc, 901) == 0);
+	TH_CHECK(th_post_reg(e, g, acc, 901) == 0);
 	TH_CHECK(reg_pieces(e, b, acc, &h) == 0);
 	/* RECVs: 300 bytes across 3 uneven pieces; 2,048 across 128 pieces */
 	TH_CHECK(post_recv_one(e, 1, rrr_mr_iova(g) + 10, SMALL_LEN, rrr_mr_lkey(g)) == 0);

@@ -48,21 +48,6 @@ struct hcase {
 	uint32_t term; /* expected packed layer/type/code */
 };
 
-static int post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id)
-{
-	struct rrr_send_wr wr = { .wr_id = id, .opcode = RRR_WR_REG_MR,
-				  .flags = RRR_SEND_SIGNALED };
-	struct rrr_wc wc;
-
-	wr.u.reg.mr = mr;
-	wr.u.reg.access = access;
-	if (rrr_qp_post_send(e->qp, &wr, NULL))
-		return -1;
-	if (th_wc(e, &wc, TH_TIMEOUT_MS) != 1 || wc.status != RRR_WC_SUCCESS || wc.wr_id != id)
-		return -1;
-	return 0;
-}
-
 static int post_linv(struct th_ep *e, uint32_t rkey, uint64_t id)
 {
 	struct rrr_send_wr wr = { .wr_id = id, .opcode = RRR_WR_LOCAL_INV,
@@ -108,7 +93,7 @@ static int victim(struct th_ep *e, void *arg)
 
 		TH_CHECK(rrr_mr_alloc(e->pd, 8, &fr) == 0);
 		TH_CHECK(rrr_mr_map_sg(fr, &sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE) == 1);
-		TH_CHECK(post_reg(e, fr, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, 90) == 0);
+		TH_CHECK(th_post_reg(e, fr, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, 90) == 0);
 		k.rkey = rrr_mr_rkey(fr);
 		if (hc->mode == M_FORGED)
 			k.rkey = 0x00beef00u | (k.rkey & 0xff); /* an index never handed out */
@@ -118,7 +103,7 @@ static int victim(struct th_ep *e, void *arg)
 			/* rotate: the attacker keeps the old key */
 			TH_CHECK(post_linv(e, rrr_mr_rkey(fr), 91) == 0);
 			TH_CHECK(rrr_mr_map_sg(fr, &sg, 1, RRR_ACCESS_REMOTE_WRITE) == 1);
-			TH_CHECK(post_reg(e, fr, RRR_ACCESS_REMOTE_WRITE, 92) == 0);
+			TH_CHECK(th_post_reg(e, fr, RRR_ACCESS_REMOTE_WRITE, 92) == 0);
 			TH_CHECK(rrr_mr_rkey(fr) != k.rkey);
 		}
 		break;
@@ -320,28 +305,11 @@ enum raw_mode { R_BAD_CRC, R_BAD_QN, R_BAD_DDP_VERSION, R_SHORT_ULPDU };
 
 static int raw_attacker(uint16_t port, enum raw_mode m, uint32_t *term_out)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX], f[64];
-	struct soft_mpa_rr rr;
-	size_t n, total;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	uint8_t f[64];
+	size_t n;
+	int fd = th_raw_mpa_connect(port, 0);
 
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
-		return -1;
-	memset(&rr, 0, sizeof(rr));
-	rr.rev = 2;
-	rr.enhanced = rr.p2p = true;
-	rr.rtr = SOFT_RTR_WRITE;
-	rr.crc = true;
-	rr.ird = rr.ord = 4;
-	n = rrr__soft_mpa_encode(&rr, buf);
-	if (th_oob_send(fd, buf, n) || th_oob_recv(fd, buf, SOFT_MPA_HDR, TH_TIMEOUT_MS) ||
-	    rrr__soft_mpa_parse_hdr(buf, true, &total) ||
-	    th_oob_recv(fd, buf + SOFT_MPA_HDR, total - SOFT_MPA_HDR, TH_TIMEOUT_MS))
-		return -1;
-	n = rrr__soft_mpa_rtr(f, SOFT_RTR_WRITE, true);
-	if (th_oob_send(fd, f, n))
+	if (fd < 0)
 		return -1;
 	/* a 32-byte Send on QN 0, MSN 1, then spoiled as asked */
 	n = rrr__soft_hdr_untagged(f, SOFT_OP_SEND, true, 0, 0, 1, 0, 32);

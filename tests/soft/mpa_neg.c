@@ -157,12 +157,9 @@ Test(soft_mpa_neg, initiator_table)
 
 static int raw_connect(uint16_t port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = th_tcp_connect(port);
 
 	cr_assert(fd >= 0);
-	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	return fd;
 }
 
@@ -214,21 +211,14 @@ static struct reply read_reply(int fd)
 	return r;
 }
 
-static bool readable(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	return poll(&p, 1, ms) > 0;
-}
-
 /* Drive the CM (nothing may be reported) until @fd is readable. */
 static void drive_until_readable(struct th_ep *e, int fd)
 {
 	struct rrr_cm_event ev;
 
-	for (int i = 0; i < 500 && !readable(fd, 10); i++)
+	for (int i = 0; i < 500 && !th_readable(fd, 10); i++)
 		cr_assert_eq(rrr_cm_get_event(e->cm, &ev), -EAGAIN, "reported event %d", ev.type);
-	cr_assert(readable(fd, 0), "the soft side sent nothing");
+	cr_assert(th_readable(fd, 0), "the soft side sent nothing");
 }
 
 static size_t fpdu_close(uint8_t *f, size_t n, bool crc)
@@ -297,7 +287,7 @@ static void traffic(struct th_ep *s, int fd, bool crc, uint32_t msn_send, uint32
 		rrr__soft_read_req_encode(f + n, &q);
 		n = fpdu_close(f, n + SOFT_READ_REQ_LEN, crc);
 		cr_assert_eq(th_oob_send(fd, f, n), 0);
-		for (int i = 0; i < 500 && !readable(fd, 0); i++)
+		for (int i = 0; i < 500 && !th_readable(fd, 0); i++)
 			cr_assert_eq(th_wc(s, &wc, 10), 0); /* drives the QP; no completion */
 		cr_assert_eq(th_oob_recv(fd, f, SOFT_HDR_TAGGED + 8 + 4, TH_TIMEOUT_MS), 0);
 		cr_assert_eq(rrr__soft_hdr_decode(f, &h), 0);
@@ -366,7 +356,7 @@ static void accepted(const char *opts, uint8_t flags, uint8_t rev, uint16_t ird_
 	if (want_rtr == SOFT_RTR_NONE) {
 		/* the initiator speaks first: nothing before its first FPDU */
 		cr_assert_eq(th_cm_wait(&s, RRR_CM_EVENT_ESTABLISHED, TH_TIMEOUT_MS), 0);
-		cr_assert(!readable(fd, 100), "the responder sent before the initiator's first FPDU");
+		cr_assert(!th_readable(fd, 100), "the responder sent before the initiator's first FPDU");
 		traffic(&s, fd, want_crc, 1, 1);
 	} else {
 		uint8_t rtr[SOFT_MPA_RTR_MAX];

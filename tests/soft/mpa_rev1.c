@@ -27,14 +27,11 @@
 /* Connect and send a revision 1 Request with @flags and private data. */
 static int rev1_connect(uint16_t port, uint8_t flags, const char *pd)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	uint8_t f[SOFT_MPA_HDR + 64];
 	size_t n = strlen(pd);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = th_tcp_connect(port);
 
 	cr_assert(fd >= 0);
-	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	memcpy(f, SOFT_MPA_KEY_REQ, 16);
 	f[16] = flags;
 	f[17] = 1;
@@ -70,13 +67,6 @@ static size_t crc_end(uint8_t *f, size_t n)
 	f[n] = (uint8_t)c, f[n + 1] = (uint8_t)(c >> 8), f[n + 2] = (uint8_t)(c >> 16);
 	f[n + 3] = (uint8_t)(c >> 24);
 	return n + 4;
-}
-
-static bool readable(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	return poll(&p, 1, ms) > 0;
 }
 
 Test(soft_mpa_rev1, accepted_in_rev1_responder_speaks_second, .timeout = 60)
@@ -117,7 +107,7 @@ Test(soft_mpa_rev1, accepted_in_rev1_responder_speaks_second, .timeout = 60)
 
 		cr_assert_eq(rrr_qp_post_send(s.qp, &w, NULL), 0);
 		cr_assert_eq(th_wc(&s, &wc, 200), 0, "a completion before the first FPDU");
-		cr_assert(!readable(fd, 200), "the responder sent before the initiator's first FPDU");
+		cr_assert(!th_readable(fd, 200), "the responder sent before the initiator's first FPDU");
 
 		/* our first FPDU: a 32-byte Send */
 		n = rrr__soft_hdr_untagged(f, SOFT_OP_SEND, true, 0, SOFT_QN_SEND, 1, 0, 32);
@@ -189,7 +179,7 @@ Test(soft_mpa_rev1, markers_refused_in_rev1, .timeout = 60)
 	cr_assert_eq(th_listen(&s, &port), 0);
 	fd = rev1_connect(port, SOFT_MPA_FLAG_M, "");
 	/* the CM refuses it on its own: drive it until the reply is out */
-	for (int i = 0; i < 100 && !readable(fd, 10); i++)
+	for (int i = 0; i < 100 && !th_readable(fd, 10); i++)
 		cr_assert_eq(rrr_cm_get_event(s.cm, &ev), -EAGAIN, "reported event %d", ev.type);
 	expect_rev1_reply(fd, SOFT_MPA_FLAG_R, "");
 	close(fd);

@@ -287,7 +287,6 @@ static int rd_server(struct th_ep *e, void *arg)
 	uint8_t *buf = malloc(WLEN);
 	struct rrr_mr *mr;
 	struct th_key k;
-	char done;
 
 	(void)arg;
 	TH_CHECK(buf);
@@ -296,13 +295,7 @@ static int rd_server(struct th_ep *e, void *arg)
 	k = (struct th_key){ (uintptr_t)buf, WLEN, rrr_mr_rkey(mr), 0 };
 	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
 	/* the responder works while we poll */
-	for (int i = 0; i < 400; i++) {
-		struct rrr_wc wc;
-
-		if (th_oob_recv(e->oob, &done, 1, 0) == 0)
-			break;
-		th_wc(e, &wc, 25);
-	}
+	th_serve_until_done(e);
 	TH_CHECK(rrr_mr_dereg(mr) == 0);
 	free(buf);
 	return 0;

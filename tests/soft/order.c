@@ -174,13 +174,7 @@ static int read_source(struct th_ep *e, void *arg)
 	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
 	if (o->wait_go)
 		TH_CHECK(th_oob_recv(e->oob, &done, 1, TH_TIMEOUT_MS) == 0);
-	for (int i = 0; i < 400; i++) {
-		struct rrr_wc wc;
-
-		if (th_oob_recv(e->oob, &done, 1, 0) == 0)
-			break;
-		th_wc(e, &wc, 25);
-	}
+	th_serve_until_done(e);
 	TH_CHECK(rrr_mr_dereg(mr) == 0);
 	free(src);
 	return 0;

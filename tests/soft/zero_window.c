@@ -28,55 +28,23 @@
 #define PG     4096u
 #define NPAGES 4096u /* 16 MiB */
 
-static int post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id)
-{
-	struct rrr_send_wr wr = {.wr_id = id, .opcode = RRR_WR_REG_MR, .flags = RRR_SEND_SIGNALED};
-	struct rrr_wc wc;
-
-	wr.u.reg.mr = mr;
-	wr.u.reg.access = access;
-	if (rrr_qp_post_send(e->qp, &wr, NULL))
-		return -1;
-	if (th_wc(e, &wc, TH_TIMEOUT_MS) != 1 || wc.status != RRR_WC_SUCCESS || wc.wr_id != id)
-		return -1;
-	return 0;
-}
-
 /* The peer: MPA Request / Reply / RTR, one Read Request, then it only
  * waits on the control socket, never reading the connection. */
 static int stalled_peer(int oob)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX], f[128];
-	struct soft_mpa_rr rr;
 	struct soft_read_req q;
 	struct th_key k;
+	uint8_t f[128];
 	uint16_t port;
-	size_t n, total;
-	int fd, small = 4096;
+	size_t n;
+	int fd;
 	char c;
 
 	if (th_oob_recv(oob, &port, sizeof(port), TH_TIMEOUT_MS))
 		return 2;
-	sin.sin_port = htons(port);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+	fd = th_raw_mpa_connect(port, 4096);
+	if (fd < 0)
 		return 3;
-	memset(&rr, 0, sizeof(rr));
-	rr.rev = 2;
-	rr.enhanced = rr.p2p = true;
-	rr.rtr = SOFT_RTR_WRITE;
-	rr.crc = true;
-	rr.ird = rr.ord = 4;
-	n = rrr__soft_mpa_encode(&rr, buf);
-	if (th_oob_send(fd, buf, n) || th_oob_recv(fd, buf, SOFT_MPA_HDR, TH_TIMEOUT_MS) ||
-	    rrr__soft_mpa_parse_hdr(buf, true, &total) ||
-	    th_oob_recv(fd, buf + SOFT_MPA_HDR, total - SOFT_MPA_HDR, TH_TIMEOUT_MS))
-		return 4;
-	n = rrr__soft_mpa_rtr(f, SOFT_RTR_WRITE, true);
-	if (th_oob_send(fd, f, n))
-		return 5;
 	if (th_oob_recv(oob, &k, sizeof(k), TH_TIMEOUT_MS))
 		return 6;
 	q = (struct soft_read_req){.sink_stag = 0x4242,
@@ -135,7 +103,7 @@ Test(soft_zero_window, local_inv_not_blocked_by_a_stalled_read_response, .timeou
 	cr_assert_eq(th_accept(&s, NULL, 0), 0);
 	cr_assert_eq(rrr_mr_alloc(s.pd, NPAGES, &fr), 0);
 	cr_assert_eq(rrr_mr_map_sg(fr, &sg, 1, RRR_ACCESS_REMOTE_READ), 1);
-	cr_assert_eq(post_reg(&s, fr, RRR_ACCESS_REMOTE_READ, 1), 0);
+	cr_assert_eq(th_post_reg(&s, fr, RRR_ACCESS_REMOTE_READ, 1), 0);
 	k = (struct th_key){(uintptr_t)buf, (uint64_t)NPAGES * PG, rrr_mr_rkey(fr), 0};
 	cr_assert_eq(th_oob_send(sv[0], &k, sizeof(k)), 0);
 	cr_assert_eq(th_oob_recv(sv[0], &c, 1, TH_TIMEOUT_MS), 0, "peer sent its Read Request");

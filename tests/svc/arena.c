@@ -219,21 +219,31 @@ static uint8_t zpat(size_t i)
 	return (uint8_t)(i * 29u + 5u + (i >> 9));
 }
 
+/* The argument n (at most @max) into *@n, and n pattern bytes from the
+ * arena into *@p: 0, or the handler's answer. */
+static int z_args(struct rrr_svc_req *req, struct rrr_xdr *args, uint32_t max, uint32_t *n,
+		  uint8_t **p)
+{
+	if (rrr_xdr_get_u32(args, n) || *n > max)
+		return RRR_SVC_GARBAGE_ARGS;
+	*p = rrr_svc_req_alloc(req, *n);
+	if (!*p)
+		return RRR_SVC_SYSTEM_ERR;
+	for (uint32_t i = 0; i < *n; i++)
+		(*p)[i] = zpat(i);
+	return 0;
+}
+
 /* u32 n -> payload of n pattern bytes (from the arena), then u32 0xfeedf00d */
 static int z_tail(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct iovec iov;
 	uint32_t n;
 	uint8_t *p;
-	int rc;
+	int rc = z_args(req, args, 1u << 20, &n, &p);
 
-	if (rrr_xdr_get_u32(args, &n) || n > (1u << 20))
-		return RRR_SVC_GARBAGE_ARGS;
-	p = rrr_svc_req_alloc(req, n);
-	if (!p)
-		return RRR_SVC_SYSTEM_ERR;
-	for (uint32_t i = 0; i < n; i++)
-		p[i] = zpat(i);
+	if (rc)
+		return rc;
 	iov.iov_base = p;
 	iov.iov_len = n;
 	rc = rrr_xdr_encode_payload(res, &iov, 1, n); /* the iovec is on this stack */
@@ -248,15 +258,10 @@ static int z_two(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *
 	struct iovec iov[3];
 	uint32_t n;
 	uint8_t *p;
-	int rc;
+	int rc = z_args(req, args, 1u << 19, &n, &p);
 
-	if (rrr_xdr_get_u32(args, &n) || n > (1u << 19))
-		return RRR_SVC_GARBAGE_ARGS;
-	p = rrr_svc_req_alloc(req, n);
-	if (!p)
-		return RRR_SVC_SYSTEM_ERR;
-	for (uint32_t i = 0; i < n; i++)
-		p[i] = zpat(i);
+	if (rc)
+		return rc;
 	iov[0] = (struct iovec){p, n / 3};
 	iov[1] = (struct iovec){p + n / 3, 0};
 	iov[2] = (struct iovec){p + n / 3, n - n / 3};

@@ -20,128 +20,45 @@
 #include <rrr/server.h>
 
 #include "../test_env.h"
+#include "helpers/raw_clnt.h"
 #include "helpers/svc_test.h"
 
 #define NRECV 8
 #define BUFSZ 4096
 
-struct raw {
-	struct rrr_device *dev;
-	struct rrr_pd *pd;
-	struct rrr_cq *cq;
-	struct rrr_cm *cm;
-	struct rrr_cm_id *id;
-	struct rrr_qp *qp;
-	struct rrr_mr *mr;
-	uint8_t *mem; /* NRECV receive buffers, then one send buffer */
-};
-
 static struct tsvc srv;
-static struct raw raw;
-
-static int wait_ev(enum rrr_cm_event_type want)
-{
-	struct rrr_cm_event ev;
-	int rc = rrr_cm_wait_event(raw.cm, &ev, 5000);
-
-	if (rc)
-		return rc;
-	return ev.type == want ? 0 : -EPROTO;
-}
+static struct traw raw; /* NRECV receive buffers, then one send buffer */
 
 static void post_recv(unsigned i)
 {
-	struct rrr_sge sge = {(uint64_t)(uintptr_t)(raw.mem + i * BUFSZ), BUFSZ,
-			      rrr_mr_lkey(raw.mr)};
-	struct rrr_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
-
-	cr_assert_eq(rrr_qp_post_recv(raw.qp, &wr, &bad), 0);
+	traw_post_recv(&raw, i);
 }
 
 static void raw_connect(uint16_t port)
 {
-	struct rrr_qp_init_attr qa;
-	struct rrr_conn_param cp;
-	struct rrr_rdma_cm_pd pd = {.remote_inv = true, .send_size = BUFSZ, .recv_size = BUFSZ};
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	uint8_t pdb[RRR_RDMA_PD_LEN];
-	char ps[16];
-	void *p;
-	unsigned i;
+	const struct traw_opts o = {.provider = tenv_provider(), .provider_opts = tenv_provider_opts(),
+				    .port = port, .cq_depth = 64, .send_wr = 16, .recv_wr = NRECV,
+				    .rd = 4, .nbufs = NRECV + 1, .bufsz = BUFSZ};
+	const struct rrr_rdma_cm_pd pd = {.remote_inv = true, .send_size = BUFSZ, .recv_size = BUFSZ};
 
-	cr_assert_eq(rrr_device_open(tenv_provider(), tenv_provider_opts(), &raw.dev), 0, "%s",
-		     rrr_last_error() ? rrr_last_error() : "");
-	cr_assert_eq(rrr_pd_alloc(raw.dev, &raw.pd), 0);
-	cr_assert_eq(rrr_cq_create(raw.dev, 64, &raw.cq), 0);
-	cr_assert_eq(rrr_cm_create(raw.dev, &raw.cm), 0);
-	cr_assert_eq(rrr_cm_id_create(raw.cm, NULL, &raw.id), 0);
-	snprintf(ps, sizeof(ps), "%u", port);
-	cr_assert_eq(rrr_addr_parse(tenv_addr(), ps, &ss, &sl), 0);
-	cr_assert_eq(rrr_cm_resolve(raw.id, (struct sockaddr *)&ss, sl, 5000), 0);
-	cr_assert_eq(wait_ev(RRR_CM_EVENT_RESOLVED), 0);
-	memset(&qa, 0, sizeof(qa));
-	qa.pd = raw.pd;
-	qa.send_cq = raw.cq;
-	qa.recv_cq = raw.cq;
-	qa.max_send_wr = 16;
-	qa.max_recv_wr = NRECV;
-	qa.max_send_sge = 1;
-	qa.max_recv_sge = 1;
-	qa.max_rd_atomic = 4;
-	cr_assert_eq(rrr_qp_create(raw.id, &qa, &raw.qp), 0);
-	cr_assert_eq(posix_memalign(&p, 4096, (NRECV + 1) * BUFSZ), 0);
-	raw.mem = p;
-	cr_assert_eq(
-	    rrr_mr_reg(raw.pd, raw.mem, (NRECV + 1) * BUFSZ, RRR_ACCESS_LOCAL_WRITE, &raw.mr), 0);
-	for (i = 0; i < NRECV; i++)
+	traw_open(&raw, &o);
+	for (unsigned i = 0; i < NRECV; i++)
 		post_recv(i);
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = pdb;
-	cp.private_data_len = (uint32_t)rrr_rdma_cm_pd_encode(pdb, &pd);
-	cp.ord = 4;
-	cp.ird = 4;
-	cr_assert_eq(rrr_cm_connect(raw.id, &cp), 0);
-	cr_assert_eq(wait_ev(RRR_CM_EVENT_ESTABLISHED), 0);
-}
-
-static void raw_close(void)
-{
-	if (raw.qp) {
-		rrr_cm_disconnect(raw.id);
-		rrr_qp_destroy(raw.qp);
-	}
-	if (raw.id)
-		rrr_cm_id_destroy(raw.id);
-	if (raw.mr)
-		rrr_mr_dereg(raw.mr);
-	if (raw.cq)
-		rrr_cq_destroy(raw.cq);
-	if (raw.cm)
-		rrr_cm_destroy(raw.cm);
-	if (raw.pd)
-		rrr_pd_free(raw.pd);
-	if (raw.dev)
-		rrr_device_close(raw.dev);
-	free(raw.mem);
-	memset(&raw, 0, sizeof(raw));
+	traw_connect(&raw, &pd);
 }
 
 static void setup(void)
 {
 	struct rrr_svc_opts o;
 
-	rrr_svc_opts_init(&o);
-	o.nthreads = 1;
-	o.provider = tenv_provider();
-	o.provider_opts = tenv_provider_opts();
+	tsvc_opts(&o, 1);
 	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
 	raw_connect(srv.rdma_port);
 }
 
 static void teardown(void)
 {
-	raw_close();
+	traw_close(&raw);
 	cr_assert_eq(tsvc_stop(&srv), 0);
 }
 

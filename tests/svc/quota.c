@@ -34,6 +34,7 @@
 
 #include "../test_env.h"
 #include "../test_wait.h"
+#include "helpers/raw_clnt.h"
 #include "helpers/svc_test.h"
 #include "server/svc_rdma_impl.h"
 #include "transport/soft/soft.h"
@@ -45,32 +46,13 @@
 #define CHUNK	4096u
 
 static struct tsvc srv;
-static struct {
-	struct rrr_device *dev;
-	struct rrr_pd *pd;
-	struct rrr_cq *cq;
-	struct rrr_cm *cm;
-	struct rrr_cm_id *id;
-	struct rrr_qp *qp;
-	struct rrr_mr *mr, *src_mr;
-	uint8_t *mem; /* NRECV receive buffers, then NCALLS send buffers */
-	uint8_t *src; /* NCALLS chunks the server reads */
-} c;
+static struct traw c; /* NRECV receive buffers, then NCALLS send buffers */
+static uint8_t *src;  /* NCALLS chunks the server reads */
+static struct rrr_mr *src_mr;
 
 static void post_recv(unsigned i)
 {
-	struct rrr_sge sge = {(uint64_t)(uintptr_t)(c.mem + i * BUFSZ), BUFSZ, rrr_mr_lkey(c.mr)};
-	struct rrr_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
-
-	cr_assert_eq(rrr_qp_post_recv(c.qp, &wr, &bad), 0);
-}
-
-static int wait_ev(enum rrr_cm_event_type want)
-{
-	struct rrr_cm_event ev;
-	int rc = rrr_cm_wait_event(c.cm, &ev, 5000);
-
-	return rc ? rc : ev.type == want ? 0 : -EPROTO;
+	traw_post_recv(&c, i);
 }
 
 static uint32_t setup_max_payload; /* 0: the default */
@@ -78,13 +60,7 @@ static uint32_t setup_max_payload; /* 0: the default */
 static void setup(void)
 {
 	struct rrr_svc_opts o;
-	struct rrr_qp_init_attr qa;
-	struct rrr_conn_param cp;
 	struct rrr_rdma_cm_pd pd = {.remote_inv = false, .send_size = BUFSZ, .recv_size = BUFSZ};
-	struct sockaddr_storage ss;
-	socklen_t sl;
-	uint8_t pdb[RRR_RDMA_PD_LEN];
-	char ps[16];
 	void *p;
 
 	if (!tenv_is_soft())
@@ -98,70 +74,30 @@ static void setup(void)
 	o.provider_opts = tenv_provider_opts();
 	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
 
-	cr_assert_eq(rrr_device_open("soft", "progress_thread=0", &c.dev), 0);
-	cr_assert_eq(rrr_pd_alloc(c.dev, &c.pd), 0);
-	cr_assert_eq(rrr_cq_create(c.dev, 256, &c.cq), 0);
-	cr_assert_eq(rrr_cm_create(c.dev, &c.cm), 0);
-	cr_assert_eq(rrr_cm_id_create(c.cm, NULL, &c.id), 0);
-	snprintf(ps, sizeof(ps), "%u", srv.rdma_port);
-	cr_assert_eq(rrr_addr_parse(tenv_addr(), ps, &ss, &sl), 0);
-	cr_assert_eq(rrr_cm_resolve(c.id, (struct sockaddr *)&ss, sl, 5000), 0);
-	cr_assert_eq(wait_ev(RRR_CM_EVENT_RESOLVED), 0);
-	memset(&qa, 0, sizeof(qa));
-	qa.pd = c.pd;
-	qa.send_cq = c.cq;
-	qa.recv_cq = c.cq;
-	qa.max_send_wr = 64;
-	qa.max_recv_wr = NRECV;
-	qa.max_send_sge = 1;
-	qa.max_recv_sge = 1;
-	qa.max_rd_atomic = 16;
-	cr_assert_eq(rrr_qp_create(c.id, &qa, &c.qp), 0);
-	cr_assert_eq(posix_memalign(&p, 4096, (NRECV + NCALLS) * BUFSZ), 0);
-	c.mem = p;
+	const struct traw_opts to = {.provider = "soft", .provider_opts = "progress_thread=0",
+				     .port = srv.rdma_port, .cq_depth = 256, .send_wr = 64,
+				     .recv_wr = NRECV, .rd = 16, .nbufs = NRECV + NCALLS, .bufsz = BUFSZ};
+	traw_open(&c, &to);
 	cr_assert_eq(posix_memalign(&p, 4096, NCALLS * CHUNK), 0);
-	c.src = p;
+	src = p;
 	for (unsigned i = 0; i < NCALLS * CHUNK; i++)
-		c.src[i] = (uint8_t)(i * 7);
-	cr_assert_eq(
-	    rrr_mr_reg(c.pd, c.mem, (NRECV + NCALLS) * BUFSZ, RRR_ACCESS_LOCAL_WRITE, &c.mr), 0);
-	cr_assert_eq(rrr_mr_reg(c.pd, c.src, NCALLS * CHUNK,
-				RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ, &c.src_mr),
+		src[i] = (uint8_t)(i * 7);
+	cr_assert_eq(rrr_mr_reg(c.pd, src, NCALLS * CHUNK,
+				RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_READ, &src_mr),
 		     0);
 	for (unsigned i = 0; i < NRECV; i++)
 		post_recv(i);
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = pdb;
-	cp.private_data_len = (uint32_t)rrr_rdma_cm_pd_encode(pdb, &pd);
-	cp.ord = 16;
-	cp.ird = 16;
-	cr_assert_eq(rrr_cm_connect(c.id, &cp), 0);
-	cr_assert_eq(wait_ev(RRR_CM_EVENT_ESTABLISHED), 0);
+	traw_connect(&c, &pd);
 }
 
 static void teardown(void)
 {
-	if (c.qp) {
-		rrr_cm_disconnect(c.id);
-		rrr_qp_destroy(c.qp);
-	}
-	if (c.id)
-		rrr_cm_id_destroy(c.id);
-	if (c.mr)
-		rrr_mr_dereg(c.mr);
-	if (c.src_mr)
-		rrr_mr_dereg(c.src_mr);
-	if (c.cq)
-		rrr_cq_destroy(c.cq);
-	if (c.cm)
-		rrr_cm_destroy(c.cm);
-	if (c.pd)
-		rrr_pd_free(c.pd);
-	if (c.dev)
-		rrr_device_close(c.dev);
-	free(c.mem);
-	free(c.src);
-	memset(&c, 0, sizeof(c));
+	if (src_mr)
+		rrr_mr_dereg(src_mr);
+	src_mr = NULL;
+	traw_close(&c);
+	free(src);
+	src = NULL;
 	if (srv.svc)
 		cr_assert_eq(tsvc_stop(&srv), 0);
 }
@@ -216,10 +152,10 @@ static unsigned next_reply(const struct timespec *t0, unsigned answered, unsigne
 }
 
 /* Call @i: RDMA_MSG, procedure @proc (TP_SUM or TP_SLOWSUM), its @len-byte
- * payload (from c.src + i * CHUNK) in a read chunk. */
+ * payload (from src + i * CHUNK) in a read chunk. */
 static void send_call_proc(unsigned i, uint32_t len, uint32_t proc)
 {
-	uint64_t off = (uint64_t)(uintptr_t)(c.src + i * CHUNK);
+	uint64_t off = (uint64_t)(uintptr_t)(src + i * CHUNK);
 	uint32_t xid = 0x7a000000u + i;
 	uint32_t w[] = {xid,
 			1,
@@ -227,7 +163,7 @@ static void send_call_proc(unsigned i, uint32_t len, uint32_t proc)
 			RRR_RDMA_MSG,
 			1,
 			44,
-			rrr_mr_rkey(c.src_mr),
+			rrr_mr_rkey(src_mr),
 			len,
 			(uint32_t)(off >> 32),
 			(uint32_t)off,
@@ -277,7 +213,7 @@ static void answer_calls(unsigned n, uint32_t (*len_of)(uint32_t i))
 		cr_assert_eq(get32(b + 12), RRR_RDMA_MSG);
 		cr_assert_eq(get32(b + 7 * 4 + 5 * 4), RRR_RPC_SUCCESS, "call %u", i);
 		cr_assert_eq(get32(b + 13 * 4), len, "call %u: the server read its chunk", i);
-		cr_assert_eq(get32(b + 14 * 4), tfnv(c.src + i * CHUNK, len));
+		cr_assert_eq(get32(b + 14 * 4), tfnv(src + i * CHUNK, len));
 		post_recv(r);
 	}
 }

@@ -24,27 +24,41 @@
 
 static struct tsvc srv;
 static struct rrr_clnt *clnt;
-static char portstr[16];
 
-static void setup(void)
+/* A client of @s over RDMA on the provider of tests/test_env.h, @timeout_ms
+ * per call, into *@c: rrr_clnt_create()'s result. */
+static int clnt_open(const struct tsvc *s, uint32_t timeout_ms, struct rrr_clnt **c)
 {
-	struct rrr_svc_opts o;
 	struct rrr_clnt_opts co;
+	char ps[16];
 
-	rrr_svc_opts_init(&o);
-	o.nthreads = 2;
-	o.provider = tenv_provider();
-	o.provider_opts = tenv_provider_opts();
-	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
-	snprintf(portstr, sizeof(portstr), "%u", srv.rdma_port);
+	snprintf(ps, sizeof(ps), "%u", s->rdma_port);
 	rrr_clnt_opts_init(&co);
 	co.transport = "rdma";
 	co.provider = tenv_provider();
 	co.provider_opts = tenv_provider_opts();
 	co.host = tenv_addr();
-	co.port = portstr;
-	co.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&co, &clnt), 0, "client: %s", rrr_last_error());
+	co.port = ps;
+	co.timeout_ms = timeout_ms;
+	return rrr_clnt_create(&co, c);
+}
+
+/* clnt_open() with 10 s per call, asserted. */
+static struct rrr_clnt *clnt_of(const struct tsvc *s)
+{
+	struct rrr_clnt *c = NULL;
+
+	cr_assert_eq(clnt_open(s, 10000, &c), 0, "client: %s", rrr_last_error());
+	return c;
+}
+
+static void setup(void)
+{
+	struct rrr_svc_opts o;
+
+	tsvc_opts(&o, 2);
+	cr_assert_eq(tsvc_start(&srv, &o, 1), 0, "server start: %s", rrr_last_error());
+	clnt = clnt_of(&srv);
 }
 
 static void teardown(void)
@@ -86,19 +100,21 @@ static int dec_u32x3(struct rrr_xdr *x, void *res)
 	return rc ? rc : rrr_xdr_get_u32(x, &r->v[2]);
 }
 
+/* @c zeroed, then a call of TPROG version 1 procedure @proc: @enc encodes
+ * @args, @dec decodes the result into @res. */
+static void call_prep(struct rrr_call *c, uint32_t proc, int (*enc)(struct rrr_xdr *, const void *),
+		      const void *args, int (*dec)(struct rrr_xdr *, void *), void *res)
+{
+	*c = (struct rrr_call){.prog = TPROG, .vers = 1, .proc = proc,
+			       .encode = enc, .args = args, .decode = dec, .res = res};
+}
+
 static int call_simple(uint32_t proc, struct u32x2 *a, struct u32x3 *r,
 		       int (*dec)(struct rrr_xdr *, void *))
 {
 	struct rrr_call c;
 
-	memset(&c, 0, sizeof(c));
-	c.prog = TPROG;
-	c.vers = 1;
-	c.proc = proc;
-	c.encode = enc_u32x2;
-	c.args = a;
-	c.decode = dec;
-	c.res = r;
+	call_prep(&c, proc, enc_u32x2, a, dec, r);
 	return rrr_clnt_call(clnt, &c);
 }
 
@@ -124,14 +140,7 @@ Test(svc_rdma, rpc_errors)
 	struct u32x3 r;
 	struct rrr_call c;
 
-	memset(&c, 0, sizeof(c));
-	c.prog = TPROG;
-	c.vers = 1;
-	c.proc = TP_HOLE;
-	c.encode = enc_u32x2;
-	c.args = &a;
-	c.decode = dec_u32x2;
-	c.res = &r;
+	call_prep(&c, TP_HOLE, enc_u32x2, &a, dec_u32x2, &r);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
 	cr_assert_eq(c.rpc_stat, RRR_RPC_PROC_UNAVAIL);
 	c.proc = TP_SYSERR;
@@ -176,14 +185,7 @@ Test(svc_rdma, read_chunk_payloads)
 		struct rrr_call c;
 		int rc;
 
-		memset(&c, 0, sizeof(c));
-		c.prog = TPROG;
-		c.vers = 1;
-		c.proc = TP_SUM;
-		c.encode = enc_payload;
-		c.args = &pa;
-		c.decode = dec_u32x2;
-		c.res = &r;
+		call_prep(&c, TP_SUM, enc_payload, &pa, dec_u32x2, &r);
 		c.ddp = RRR_DDP_TO_SERVER;
 		c.payload = &iov;
 		c.npayload = 1;
@@ -228,14 +230,7 @@ Test(svc_rdma, write_chunk_payloads)
 		int rc;
 
 		memset(sink, 0, (1u << 20) + 8);
-		memset(&c, 0, sizeof(c));
-		c.prog = TPROG;
-		c.vers = 1;
-		c.proc = TP_FILL;
-		c.encode = enc_u32x2;
-		c.args = &a;
-		c.decode = dec_fill;
-		c.res = &r;
+		call_prep(&c, TP_FILL, enc_u32x2, &a, dec_fill, &r);
 		c.ddp = RRR_DDP_FROM_SERVER;
 		c.payload = &iov;
 		c.npayload = 1;
@@ -285,14 +280,7 @@ Test(svc_rdma, reply_chunk)
 		struct rrr_call c;
 		int rc;
 
-		memset(&c, 0, sizeof(c));
-		c.prog = TPROG;
-		c.vers = 1;
-		c.proc = TP_BIG;
-		c.encode = enc_u32x2;
-		c.args = &a;
-		c.decode = dec_big;
-		c.res = &r;
+		call_prep(&c, TP_BIG, enc_u32x2, &a, dec_big, &r);
 		c.reply_hint = sizes[i] + 128;
 		rc = rrr_clnt_call(clnt, &c);
 		cr_assert_eq(rc, 0, "size %u: %d %s", sizes[i], rc, rrr_last_error());
@@ -311,14 +299,7 @@ Test(svc_rdma, reply_too_big_without_chunk)
 	struct rrr_call c;
 	struct u32x3 ok;
 
-	memset(&c, 0, sizeof(c));
-	c.prog = TPROG;
-	c.vers = 1;
-	c.proc = TP_BIG;
-	c.encode = enc_u32x2;
-	c.args = &a;
-	c.decode = dec_big;
-	c.res = &r;
+	call_prep(&c, TP_BIG, enc_u32x2, &a, dec_big, &r);
 	c.reply_hint = 0; /* "small": the client offers no reply chunk */
 	cr_assert_eq(rrr_clnt_call(clnt, &c), -EPROTO);
 	cr_assert_eq(c.rpc_stat, RRR_RPC_SYSTEM_ERR);
@@ -359,14 +340,7 @@ Test(svc_rdma, nomsg_call)
 		struct rrr_call c;
 		int rc;
 
-		memset(&c, 0, sizeof(c));
-		c.prog = TPROG;
-		c.vers = 1;
-		c.proc = TP_HASHOP;
-		c.encode = enc_op;
-		c.args = &a;
-		c.decode = dec_u32x2;
-		c.res = &r;
+		call_prep(&c, TP_HASHOP, enc_op, &a, dec_u32x2, &r);
 		rc = rrr_clnt_call(clnt, &c);
 		cr_assert_eq(rc, 0, "size %u: %d %s", sizes[i], rc, rrr_last_error());
 		cr_assert_eq(r.v[0], sizes[i]);
@@ -398,14 +372,7 @@ static void *conc_thread(void *arg)
 			struct pay_args pa = {&iov, 1, 65000 + (uint32_t)i};
 			struct rrr_call c;
 
-			memset(&c, 0, sizeof(c));
-			c.prog = TPROG;
-			c.vers = 1;
-			c.proc = TP_SUM;
-			c.encode = enc_payload;
-			c.args = &pa;
-			c.decode = dec_u32x2;
-			c.res = &r;
+			call_prep(&c, TP_SUM, enc_payload, &pa, dec_u32x2, &r);
 			c.ddp = RRR_DDP_TO_SERVER;
 			c.payload = &iov;
 			c.npayload = 1;
@@ -419,14 +386,7 @@ static void *conc_thread(void *arg)
 			struct fill_res fr = {0};
 			struct rrr_call c;
 
-			memset(&c, 0, sizeof(c));
-			c.prog = TPROG;
-			c.vers = 1;
-			c.proc = TP_FILL;
-			c.encode = enc_u32x2;
-			c.args = &fa;
-			c.decode = dec_fill;
-			c.res = &fr;
+			call_prep(&c, TP_FILL, enc_u32x2, &fa, dec_fill, &fr);
 			c.ddp = RRR_DDP_FROM_SERVER;
 			c.payload = &iov;
 			c.npayload = 1;
@@ -464,14 +424,7 @@ static int fill_call(struct rrr_clnt *cl, uint32_t len, uint8_t *sink, uint32_t 
 	struct fill_res r = {0};
 	struct rrr_call c;
 
-	memset(&c, 0, sizeof(c));
-	c.prog = TPROG;
-	c.vers = 1;
-	c.proc = TP_FILL;
-	c.encode = enc_u32x2;
-	c.args = &a;
-	c.decode = dec_fill;
-	c.res = &r;
+	call_prep(&c, TP_FILL, enc_u32x2, &a, dec_fill, &r);
 	c.ddp = RRR_DDP_FROM_SERVER;
 	c.payload = &iov;
 	c.npayload = 1;
@@ -512,28 +465,15 @@ Test(svc_rdma, no_remote_inv_option)
 {
 	static uint8_t sink[100000];
 	struct rrr_svc_opts o;
-	struct rrr_clnt_opts co;
 	struct rrr_clnt *c2;
 	struct tsvc s2;
 	struct rrr_xprt_stats st, cst;
-	char p2[16];
 
-	rrr_svc_opts_init(&o);
-	o.nthreads = 1;
+	tsvc_opts(&o, 1);
 	o.no_remote_inv = true;
 	o.inline_send = 1024; /* and a small inline size: replies need chunks sooner */
-	o.provider = tenv_provider();
-	o.provider_opts = tenv_provider_opts();
 	cr_assert_eq(tsvc_start(&s2, &o, 1), 0);
-	snprintf(p2, sizeof(p2), "%u", s2.rdma_port);
-	rrr_clnt_opts_init(&co);
-	co.transport = "rdma";
-	co.provider = tenv_provider();
-	co.provider_opts = tenv_provider_opts();
-	co.host = tenv_addr();
-	co.port = p2;
-	co.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&co, &c2), 0, "%s", rrr_last_error());
+	c2 = clnt_of(&s2);
 	cr_assert_eq(fill_call(c2, 99999, sink, sizeof(sink)), 0, "%s", rrr_last_error());
 	cr_assert_eq(sink[99998], 0x11);
 	rrr_svc_stats(s2.svc, &st);
@@ -569,18 +509,10 @@ static void noop_done(struct rrr_call *call, int status, void *arg)
 static void *disc_thread(void *arg)
 {
 	uint8_t *buf = arg;
-	struct rrr_clnt_opts co;
 	struct rrr_clnt *c;
 	int i;
 
-	rrr_clnt_opts_init(&co);
-	co.transport = "rdma";
-	co.provider = tenv_provider();
-	co.provider_opts = tenv_provider_opts();
-	co.host = tenv_addr();
-	co.port = portstr;
-	co.timeout_ms = 5000;
-	if (rrr_clnt_create(&co, &c))
+	if (clnt_open(&srv, 5000, &c))
 		return (void *)1;
 	/* in-flight async calls with big payloads, then vanish; the shared
 	 * iov/args are set once, before the first call is queued (the
@@ -671,14 +603,7 @@ Test(svc_rdma, sink_split_across_registrations)
 	pa.iov = &iov;
 	pa.niov = 1;
 	pa.len = len;
-	memset(&c, 0, sizeof(c));
-	c.prog = TPROG;
-	c.vers = 1;
-	c.proc = TP_SUM;
-	c.encode = enc_payload;
-	c.args = &pa;
-	c.decode = dec_u32x2;
-	c.res = &r;
+	call_prep(&c, TP_SUM, enc_payload, &pa, dec_u32x2, &r);
 	c.ddp = RRR_DDP_TO_SERVER;
 	c.payload = &iov;
 	c.npayload = 1;
@@ -715,14 +640,7 @@ Test(svc_rdma, write_chunk_from_foreign_memory)
 		uint32_t len = sizes[i], k;
 
 		memset(sink, 0, (1u << 20) + 4);
-		memset(&c, 0, sizeof(c));
-		c.prog = TPROG;
-		c.vers = 1;
-		c.proc = TP_STATIC;
-		c.encode = enc_u32;
-		c.args = &len;
-		c.decode = dec_fill;
-		c.res = &r;
+		call_prep(&c, TP_STATIC, enc_u32, &len, dec_fill, &r);
 		c.ddp = RRR_DDP_FROM_SERVER;
 		c.payload = &iov;
 		c.npayload = 1;

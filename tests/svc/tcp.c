@@ -105,7 +105,9 @@ Test(svc_tcp, null_and_add)
 Test(svc_tcp, auth_sys_passed_to_handler)
 {
 	uint8_t call[512], rep[256];
-	struct rrr_rpc_cred cred = {.flavor = RRR_AUTH_SYS};
+	struct rrr_rpc_cred cred = {
+	    .flavor = RRR_AUTH_SYS,
+	    .sys = {.machinename = "client", .uid = 1234, .gid = 5, .ngids = 2, .gids = {5, 6}}};
 	struct rrr_rpc_reply r;
 	struct rrr_xdr rx;
 	uint32_t w[2] = {1, 2}, v;
@@ -113,12 +115,6 @@ Test(svc_tcp, auth_sys_passed_to_handler)
 	size_t len;
 
 	cr_assert_geq(fd, 0);
-	strcpy(cred.sys.machinename, "client");
-	cred.sys.uid = 1234;
-	cred.sys.gid = 5;
-	cred.sys.ngids = 2;
-	cred.sys.gids[0] = 5;
-	cred.sys.gids[1] = 6;
 	len = mkcall(call, sizeof(call), 9, TPROG, 1, TP_ADD, &cred, w, 2, NULL, 0);
 	roundtrip(fd, call, len, 0, rep, sizeof(rep), &r, &rx);
 	cr_assert_eq(r.accept_stat, RRR_RPC_SUCCESS);

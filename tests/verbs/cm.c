@@ -63,22 +63,27 @@ Test(verbs_cm, connect_accept_private_data_disconnect, .timeout = 120)
 	vp_close(&p);
 }
 
+/* The client's id of @p resolved to the server and given a QP, not connected. */
+static void client_qp(struct vp *p)
+{
+	struct rrr_qp_init_attr qa = {.pd = p->pd, .send_cq = p->ccq, .recv_cq = p->ccq};
+	struct rrr_cm_event ev;
+
+	cr_assert_eq(rrr_cm_id_create(p->ccm, NULL, &p->cid), 0);
+	cr_assert_eq(rrr_cm_resolve(p->cid, (struct sockaddr *)&p->addr, p->addrlen, 5000), 0);
+	vp_expect_event(p->ccm, RRR_CM_EVENT_RESOLVED, &ev);
+	cr_assert_eq(rrr_qp_create(p->cid, &qa, &p->cqp), 0);
+}
+
 Test(verbs_cm, reject_with_private_data, .timeout = 120)
 {
 	static const char hello[] = "please", no[] = "go-away";
 	struct rrr_conn_param cp = {.private_data = hello, .private_data_len = sizeof(hello)};
-	struct rrr_qp_init_attr qa;
 	struct rrr_cm_event ev;
 	struct vp p;
 
 	vp_open(&p, NULL);
-	cr_assert_eq(rrr_cm_id_create(p.ccm, NULL, &p.cid), 0);
-	cr_assert_eq(rrr_cm_resolve(p.cid, (struct sockaddr *)&p.addr, p.addrlen, 5000), 0);
-	vp_expect_event(p.ccm, RRR_CM_EVENT_RESOLVED, &ev);
-	memset(&qa, 0, sizeof(qa));
-	qa.pd = p.pd;
-	qa.send_cq = qa.recv_cq = p.ccq;
-	cr_assert_eq(rrr_qp_create(p.cid, &qa, &p.cqp), 0);
+	client_qp(&p);
 	cr_assert_eq(rrr_cm_connect(p.cid, &cp), 0);
 	vp_expect_event(p.scm, RRR_CM_EVENT_CONNECT_REQUEST, &ev);
 	cr_assert_eq(memcmp(ev.private_data, hello, sizeof(hello)), 0);
@@ -95,18 +100,10 @@ Test(verbs_cm, oversized_connect_private_data, .timeout = 60)
 {
 	uint8_t big[100] = {0};
 	struct rrr_conn_param cp = {.private_data = big, .private_data_len = sizeof(big)};
-	struct rrr_qp_init_attr qa;
-	struct rrr_cm_event ev;
 	struct vp p;
 
 	vp_open(&p, NULL);
-	cr_assert_eq(rrr_cm_id_create(p.ccm, NULL, &p.cid), 0);
-	cr_assert_eq(rrr_cm_resolve(p.cid, (struct sockaddr *)&p.addr, p.addrlen, 5000), 0);
-	vp_expect_event(p.ccm, RRR_CM_EVENT_RESOLVED, &ev);
-	memset(&qa, 0, sizeof(qa));
-	qa.pd = p.pd;
-	qa.send_cq = qa.recv_cq = p.ccq;
-	cr_assert_eq(rrr_qp_create(p.cid, &qa, &p.cqp), 0);
+	client_qp(&p);
 	cr_assert_gt(sizeof(big), p.attr.max_private_data);
 	cr_assert_eq(rrr_cm_connect(p.cid, &cp), -EINVAL);
 	vp_close(&p);

@@ -51,8 +51,6 @@ Test(verbs_data, send_recv_sges, .timeout = 120)
 
 Test(verbs_data, write_and_read, .timeout = 120)
 {
-	struct rrr_sge sge;
-	struct rrr_send_wr wr;
 	struct rrr_wc wc;
 	struct vp p;
 	uint32_t i;
@@ -61,27 +59,15 @@ Test(verbs_data, write_and_read, .timeout = 120)
 	vp_connect(&p, NULL, 0, NULL, 0);
 	for (i = 0; i < 8192; i++)
 		p.cbuf[i] = (uint8_t)(i * 7 + 1);
-	sge = (struct rrr_sge){(uintptr_t)p.cbuf, 8192, rrr_mr_lkey(p.cmr)};
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 2;
-	wr.opcode = RRR_WR_RDMA_WRITE;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.u.rdma.remote_addr = (uintptr_t)p.sbuf + 4096;
-	wr.u.rdma.rkey = rrr_mr_rkey(p.smr);
-	cr_assert_eq(rrr_qp_post_send(p.cqp, &wr, NULL), 0);
-	wc = vp_wait_wc(p.ccq);
+	wc = vp_client_op(&p, RRR_WR_RDMA_WRITE, 2, 0, 8192, (uintptr_t)p.sbuf + 4096,
+			  rrr_mr_rkey(p.smr));
 	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
 	cr_assert_eq(wc.opcode, RRR_WC_RDMA_WRITE);
 	cr_assert_eq(memcmp(p.sbuf + 4096, p.cbuf, 8192), 0);
 
 	/* READ it back into another part of the client buffer */
-	sge = (struct rrr_sge){(uintptr_t)p.cbuf + 32768, 8192, rrr_mr_lkey(p.cmr)};
-	wr.wr_id = 3;
-	wr.opcode = RRR_WR_RDMA_READ;
-	cr_assert_eq(rrr_qp_post_send(p.cqp, &wr, NULL), 0);
-	wc = vp_wait_wc(p.ccq);
+	wc = vp_client_op(&p, RRR_WR_RDMA_READ, 3, 32768, 8192, (uintptr_t)p.sbuf + 4096,
+			  rrr_mr_rkey(p.smr));
 	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
 	cr_assert_eq(wc.opcode, RRR_WC_RDMA_READ);
 	cr_assert_eq(memcmp(p.cbuf + 32768, p.cbuf, 8192), 0);

@@ -17,29 +17,6 @@
 
 #define GUARD 0xEE
 
-static enum rrr_wc_status peer_write(struct vp *p, uint64_t addr, uint32_t rkey, uint32_t len,
-				     uint8_t seed)
-{
-	struct rrr_sge sge = {(uintptr_t)p->cbuf, len, rrr_mr_lkey(p->cmr)};
-	struct rrr_send_wr wr;
-	struct rrr_wc wc;
-	uint32_t i;
-
-	for (i = 0; i < len; i++)
-		p->cbuf[i] = (uint8_t)(seed + i);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x99;
-	wr.opcode = RRR_WR_RDMA_WRITE;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.u.rdma.remote_addr = addr;
-	wr.u.rdma.rkey = rkey;
-	cr_assert_eq(rrr_qp_post_send(p->cqp, &wr, NULL), 0);
-	wc = vp_wait_wc(p->ccq);
-	return wc.status;
-}
-
 static void engine_roundtrip(const char *strategy, bool remote_inv)
 {
 	const unsigned acc = RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE;
@@ -81,7 +58,7 @@ static void engine_roundtrip(const char *strategy, bool remote_inv)
 	cr_assert_eq(wc.wr_id, 5u);
 
 	for (i = 0; i < io.nsegs; i++)
-		cr_assert_eq(peer_write(&p, io.segs[i].offset, io.segs[i].handle, io.segs[i].length,
+		cr_assert_eq(vp_client_write(&p, io.segs[i].offset, io.segs[i].handle, io.segs[i].length,
 					(uint8_t)(i * 40)),
 			     RRR_WC_SUCCESS);
 	for (i = 0; i < 4996; i++)
@@ -95,19 +72,9 @@ static void engine_roundtrip(const char *strategy, bool remote_inv)
 
 	stale = io.segs[0].handle;
 	if (remote_inv) {
-		struct rrr_sge sge = {(uintptr_t)p.cbuf, 4, rrr_mr_lkey(p.cmr)};
-		struct rrr_send_wr wr;
-
 		vp_post_recv(&p, 1, 70, 60000, 64);
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 71;
-		wr.opcode = RRR_WR_SEND_WITH_INV;
-		wr.flags = RRR_SEND_SIGNALED;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.u.send.invalidate_rkey = stale;
-		cr_assert_eq(rrr_qp_post_send(p.cqp, &wr, NULL), 0);
-		cr_assert_eq(vp_wait_wc(p.ccq).status, RRR_WC_SUCCESS);
+		cr_assert_eq(vp_client_op(&p, RRR_WR_SEND_WITH_INV, 71, 0, 4, 0, stale).status,
+			     RRR_WC_SUCCESS);
 		wc = vp_wait_wc(p.scq);
 		cr_assert_eq(wc.status, RRR_WC_SUCCESS);
 		cr_assert(wc.wc_flags & RRR_WC_WITH_INV);
@@ -127,7 +94,7 @@ static void engine_roundtrip(const char *strategy, bool remote_inv)
 	cr_assert_eq(st.map_errors, 0u);
 
 	memset(p.sbuf + 8192, GUARD, 8192);
-	cr_assert_eq(peer_write(&p, (uintptr_t)(p.sbuf + 8192 + 100), stale, 64, 1),
+	cr_assert_eq(vp_client_write(&p, (uintptr_t)(p.sbuf + 8192 + 100), stale, 64, 1),
 		     RRR_WC_REM_ACCESS_ERR);
 	cr_assert_eq(p.sbuf[8192 + 100], GUARD, "a write through a revoked handle landed");
 	rrr_mrpool_destroy(pool);

@@ -17,31 +17,6 @@
 
 #include "helpers/pair.h"
 
-/* Client WRITEs @len bytes of pattern @seed to (addr, rkey); returns status. */
-static enum rrr_wc_status client_write(struct vp *p, uint64_t addr, uint32_t rkey, uint32_t len,
-				       uint8_t seed)
-{
-	struct rrr_sge sge = {(uintptr_t)p->cbuf, len, rrr_mr_lkey(p->cmr)};
-	struct rrr_send_wr wr;
-	struct rrr_wc wc;
-	uint32_t i;
-
-	for (i = 0; i < len; i++)
-		p->cbuf[i] = (uint8_t)(seed + i);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x77;
-	wr.opcode = RRR_WR_RDMA_WRITE;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.u.rdma.remote_addr = addr;
-	wr.u.rdma.rkey = rkey;
-	cr_assert_eq(rrr_qp_post_send(p->cqp, &wr, NULL), 0);
-	wc = vp_wait_wc(p->ccq);
-	cr_assert_eq(wc.wr_id, 0x77u);
-	return wc.status;
-}
-
 static void server_reg(struct vp *p, struct rrr_mr *mr, unsigned access)
 {
 	struct rrr_send_wr wr;
@@ -103,7 +78,7 @@ static void fast_reg_cycle(const char *strategy, bool protects)
 	cr_assert_eq(rrr_mr_map_sg(mr, sg, 1, acc), -EINVAL, "map_sg of a mapped MR");
 	k1 = rrr_mr_rkey(mr);
 	server_reg(&p, mr, acc);
-	cr_assert_eq(client_write(&p, rrr_mr_iova(mr), k1, 4096, 3), RRR_WC_SUCCESS);
+	cr_assert_eq(vp_client_write(&p, rrr_mr_iova(mr), k1, 4096, 3), RRR_WC_SUCCESS);
 	cr_assert_eq(memcmp(p.sbuf + 8192, p.cbuf, 4096), 0);
 	cr_assert_eq(rrr_mr_dereg(mr), -EBUSY, "dereg of a VALID MR");
 	server_inv(&p, k1);
@@ -114,19 +89,19 @@ static void fast_reg_cycle(const char *strategy, bool protects)
 	if (protects)
 		cr_assert_neq(k1, k2, "the key must rotate on every map");
 	server_reg(&p, mr, acc);
-	cr_assert_eq(client_write(&p, rrr_mr_iova(mr), k2, 512, 9), RRR_WC_SUCCESS);
+	cr_assert_eq(vp_client_write(&p, rrr_mr_iova(mr), k2, 512, 9), RRR_WC_SUCCESS);
 	cr_assert_eq(memcmp(p.sbuf + 8192, p.cbuf, 512), 0);
 	server_inv(&p, k2);
 
 	/* after invalidation the old key must not work (the QP dies) */
 	memset(p.sbuf + 8192, 0, 4096);
 	if (protects) {
-		cr_assert_eq(client_write(&p, (uintptr_t)(p.sbuf + 8192), k2, 256, 1),
+		cr_assert_eq(vp_client_write(&p, (uintptr_t)(p.sbuf + 8192), k2, 256, 1),
 			     RRR_WC_REM_ACCESS_ERR);
 		cr_assert_eq(p.sbuf[8192], 0, "a write with an invalidated key landed");
 	} else {
 		/* persistent: the key outlives the I/O. That is why it is unsafe. */
-		cr_assert_eq(client_write(&p, (uintptr_t)(p.sbuf + 8192), k2, 256, 1),
+		cr_assert_eq(vp_client_write(&p, (uintptr_t)(p.sbuf + 8192), k2, 256, 1),
 			     RRR_WC_SUCCESS);
 	}
 	cr_assert_eq(rrr_mr_dereg(mr), 0);
@@ -196,8 +171,6 @@ Test(verbs_reg, regmr_synthetic_completions_in_order, .timeout = 120)
 Test(verbs_reg, mw_remote_invalidation, .timeout = 120)
 {
 	const unsigned acc = RRR_ACCESS_REMOTE_WRITE;
-	struct rrr_send_wr wr;
-	struct rrr_sge sge;
 	struct rrr_mr *mr;
 	struct rrr_sg sg;
 	struct rrr_wc wc;
@@ -215,20 +188,11 @@ Test(verbs_reg, mw_remote_invalidation, .timeout = 120)
 	cr_assert_eq(rrr_mr_map_sg(mr, &sg, 1, acc), 1);
 	key = rrr_mr_rkey(mr);
 	server_reg(&p, mr, acc);
-	cr_assert_eq(client_write(&p, rrr_mr_iova(mr), key, 128, 5), RRR_WC_SUCCESS);
+	cr_assert_eq(vp_client_write(&p, rrr_mr_iova(mr), key, 128, 5), RRR_WC_SUCCESS);
 
 	/* the client answers with Send With Invalidate of the server's key */
 	vp_post_recv(&p, 1, 40, 0, 64);
-	sge = (struct rrr_sge){(uintptr_t)p.cbuf, 8, rrr_mr_lkey(p.cmr)};
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 41;
-	wr.opcode = RRR_WR_SEND_WITH_INV;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.u.send.invalidate_rkey = key;
-	cr_assert_eq(rrr_qp_post_send(p.cqp, &wr, NULL), 0);
-	wc = vp_wait_wc(p.ccq);
+	wc = vp_client_op(&p, RRR_WR_SEND_WITH_INV, 41, 0, 8, 0, key);
 	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
 	wc = vp_wait_wc(p.scq);
 	cr_assert_eq(wc.status, RRR_WC_SUCCESS);
@@ -240,7 +204,7 @@ Test(verbs_reg, mw_remote_invalidation, .timeout = 120)
 	cr_assert_neq(rrr_mr_rkey(mr), key);
 	cr_assert_eq(rrr_mr_recover(mr), 0);
 	/* and the invalidated key no longer works */
-	cr_assert_eq(client_write(&p, (uintptr_t)(p.sbuf + 4096), key, 64, 1),
+	cr_assert_eq(vp_client_write(&p, (uintptr_t)(p.sbuf + 4096), key, 64, 1),
 		     RRR_WC_REM_ACCESS_ERR);
 	cr_assert_eq(rrr_mr_dereg(mr), 0);
 	vp_close(&p);
@@ -281,7 +245,7 @@ Test(verbs_reg, recover_kills_old_key, .timeout = 120)
 	server_reg(&p, mr, acc);
 	cr_assert_eq(rrr_mr_recover(mr), 0);
 	cr_assert_neq(rrr_mr_rkey(mr), key);
-	cr_assert_eq(client_write(&p, (uintptr_t)p.sbuf, key, 64, 1), RRR_WC_REM_ACCESS_ERR);
+	cr_assert_eq(vp_client_write(&p, (uintptr_t)p.sbuf, key, 64, 1), RRR_WC_REM_ACCESS_ERR);
 	cr_assert_eq(rrr_mr_dereg(mr), 0);
 	vp_close(&p);
 }
@@ -322,7 +286,7 @@ Test(verbs_reg, regmr_synthetic_completion_flushes_on_dead_qp, .timeout = 120)
 	vp_open(&p, vp_opts("regmr"));
 	vp_connect(&p, NULL, 0, NULL, 0);
 	/* a WRITE with a key that does not exist kills the client QP */
-	cr_assert_eq(client_write(&p, (uintptr_t)p.sbuf, 0x00abcd00, 16, 1), RRR_WC_REM_ACCESS_ERR);
+	cr_assert_eq(vp_client_write(&p, (uintptr_t)p.sbuf, 0x00abcd00, 16, 1), RRR_WC_REM_ACCESS_ERR);
 	cr_assert_eq(rrr_mr_alloc(p.pd, 4, &mr), 0);
 	sg = (struct rrr_sg){p.cbuf + 4096, 0, 4096};
 	cr_assert_eq(rrr_mr_map_sg(mr, &sg, 1, RRR_ACCESS_REMOTE_WRITE), 1);

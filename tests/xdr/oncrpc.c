@@ -12,6 +12,8 @@
 
 #include <rrr/oncrpc.h>
 
+#include "helpers/wbuf.h"
+
 /* NFSv3 READ call with AUTH_SYS, followed by one argument word. */
 /* clang-format off */
 static const uint8_t vec_call_sys[] = {
@@ -300,21 +302,6 @@ Test(oncrpc, reply_enums_out_of_range)
 	cr_assert_eq(rrr_rpc_decode_reply(&x, &r), -E2BIG);
 }
 
-/* Test-side writer for malformed credentials. */
-struct wbuf {
-	uint8_t b[1024];
-	size_t n;
-};
-
-static void w32(struct wbuf *w, uint32_t v)
-{
-	cr_assert_leq(w->n + 4, sizeof(w->b));
-	w->b[w->n++] = (uint8_t)(v >> 24);
-	w->b[w->n++] = (uint8_t)(v >> 16);
-	w->b[w->n++] = (uint8_t)(v >> 8);
-	w->b[w->n++] = (uint8_t)v;
-}
-
 static int decode_cred(const struct wbuf *w, struct rrr_rpc_cred *c)
 {
 	struct rrr_xdr x = dec(w->b, w->n);
@@ -329,10 +316,7 @@ static void wsys(struct wbuf *w, uint32_t namelen, uint32_t ngids, int delta, ui
 	uint32_t body = 4 + 4 + RRR_XDR_PAD(namelen) + 4 + 4 + 4 + 4 * ngids;
 
 	w->n = 0;
-	w32(w, RRR_AUTH_SYS);
-	w32(w, (uint32_t)((int)body + delta));
-	w32(w, 1);
-	w32(w, namelen);
+	w32s(w, 4, (uint32_t)RRR_AUTH_SYS, (uint32_t)((int)body + delta), 1u, namelen);
 	for (uint32_t i = 0; i < RRR_XDR_PAD(namelen); i++)
 		w->b[w->n++] = i < namelen ? fill : 0;
 	w32(w, 0);
@@ -370,13 +354,7 @@ Test(oncrpc, auth_sys_limits)
 	cr_assert_eq(decode_cred(&w, &c), -EINVAL);
 	/* gid count that cannot fit the body */
 	w.n = 0;
-	w32(&w, RRR_AUTH_SYS);
-	w32(&w, 20);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 16);
+	w32s(&w, 7, (uint32_t)RRR_AUTH_SYS, 20u, 0u, 0u, 0u, 0u, 16u);
 	cr_assert_eq(decode_cred(&w, &c), -EINVAL);
 }
 

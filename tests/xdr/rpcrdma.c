@@ -16,6 +16,8 @@
 
 #include <rrr/rpcrdma.h>
 
+#include "helpers/wbuf.h"
+
 /* RDMA_MSG, one read chunk, no write list, no reply chunk. */
 /* clang-format off */
 static const uint8_t vec_msg_read[] = {
@@ -90,36 +92,15 @@ static struct rrr_rdma_limits lim_reply(void)
 	return l;
 }
 
-/* Test-side message builder: big-endian words into a fixed buffer. */
-struct wbuf {
-	uint8_t b[4096];
-	size_t n;
-};
-
-static void w32(struct wbuf *w, uint32_t v)
-{
-	cr_assert_leq(w->n + 4, sizeof(w->b));
-	w->b[w->n++] = (uint8_t)(v >> 24);
-	w->b[w->n++] = (uint8_t)(v >> 16);
-	w->b[w->n++] = (uint8_t)(v >> 8);
-	w->b[w->n++] = (uint8_t)v;
-}
-
 static void wseg(struct wbuf *w, uint32_t handle, uint32_t len, uint64_t off)
 {
-	w32(w, handle);
-	w32(w, len);
-	w32(w, (uint32_t)(off >> 32));
-	w32(w, (uint32_t)off);
+	w32s(w, 4, handle, len, (uint32_t)(off >> 32), (uint32_t)off);
 }
 
 static void wprefix(struct wbuf *w, uint32_t proc)
 {
 	w->n = 0;
-	w32(w, 0x55);
-	w32(w, 1);
-	w32(w, 16);
-	w32(w, proc);
+	w32s(w, 4, 0x55u, 1u, 16u, proc);
 }
 
 static int decode(const struct wbuf *w, struct rrr_rdma_limits l)
@@ -408,12 +389,7 @@ Test(rpcrdma, zero_length_segments)
 
 	/* write chunk with no segments at all, and an empty reply chunk */
 	wprefix(&w, RRR_RDMA_MSG);
-	w32(&w, 0);
-	w32(&w, 1);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 1);
-	w32(&w, 0);
+	w32s(&w, 6, 0u, 1u, 0u, 0u, 1u, 0u);
 	cr_assert_eq(decode(&w, lim_req()), -EINVAL);
 	cr_assert_eq(decode(&w, lim_reply()), 0);
 	cr_assert_eq(H.nwrite, 1);
@@ -499,10 +475,7 @@ Test(rpcrdma, huge_counts)
 	cr_assert_eq(decode(&w, lim_req()), -E2BIG);
 	/* same in the reply chunk */
 	wprefix(&w, RRR_RDMA_MSG);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 1);
-	w32(&w, 0x40000000u);
+	w32s(&w, 4, 0u, 0u, 1u, 0x40000000u);
 	cr_assert_eq(decode(&w, lim_req()), -E2BIG);
 	/* within the limit but the bytes are not there */
 	wprefix(&w, RRR_RDMA_MSG);
@@ -529,10 +502,7 @@ Test(rpcrdma, length_sum_overflow)
 	cr_assert_eq(decode(&w, lim_req()), -EOVERFLOW);
 
 	wprefix(&w, RRR_RDMA_MSG);
-	w32(&w, 0);
-	w32(&w, 0);
-	w32(&w, 1);
-	w32(&w, 2);
+	w32s(&w, 4, 0u, 0u, 1u, 2u);
 	wseg(&w, 1, 0x80000000u, 0);
 	wseg(&w, 2, 0x80000000u, 0);
 	cr_assert_eq(decode(&w, lim_req()), -EOVERFLOW);

@@ -105,3 +105,31 @@ char *bench_slurp(const char *path)
 	fclose(f);
 	return buf;
 }
+
+void bench_mktemp(char *path)
+{
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+	close(fd);
+}
+
+char *bench_run_out(char **argv, int timeout_s, int *rc)
+{
+	char log[] = "/tmp/rrr-bench-log-XXXXXX";
+	char *out;
+
+	bench_mktemp(log);
+	*rc = bench_run_log(argv, log, timeout_s);
+	out = bench_slurp(log);
+	unlink(log);
+	return out;
+}
+
+void bench_log_has(const char *log, const char *needle)
+{
+	char *out = bench_slurp(log);
+
+	cr_assert(strstr(out, needle), "no '%s' in:\n%s", needle, out);
+	free(out);
+}

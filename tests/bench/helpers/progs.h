@@ -20,5 +20,12 @@ int bench_run_log(char **argv, const char *log, int timeout_s);
 int bench_run(char **argv, int timeout_s);
 /* The whole file at @path, NUL-terminated; the caller frees it. */
 char *bench_slurp(const char *path);
+/* A fresh empty temporary file from the mkstemp() template @path (asserted). */
+void bench_mktemp(char *path);
+/* bench_run_log() to a temporary log: its status into *@rc, the log's text
+ * returned (the caller frees it; the file is gone). */
+char *bench_run_out(char **argv, int timeout_s, int *rc);
+/* Asserts that the file @log holds @needle (the log quoted when not). */
+void bench_log_has(const char *log, const char *needle);
 
 #endif

@@ -21,6 +21,9 @@
 
 #include "tcp_srv.h"
 
+#include <criterion/criterion.h>
+#include <stdio.h>
+
 struct tsrv {
 	int lfd;
 	pthread_t th;
@@ -218,4 +221,29 @@ unsigned tsrv_accepts(struct tsrv *s)
 unsigned tsrv_calls(struct tsrv *s)
 {
 	return atomic_load(&s->calls);
+}
+
+void tsrv_start_clnt(struct tsrv **srv, struct rrr_clnt **clnt, uint32_t timeout_ms, bool fail_fast)
+{
+	struct rrr_clnt_opts o;
+	uint16_t port;
+	char ps[16];
+
+	cr_assert_eq(tsrv_start(srv, &port), 0);
+	snprintf(ps, sizeof(ps), "%u", port);
+	rrr_clnt_opts_init(&o);
+	o.transport = "tcp";
+	o.host = "127.0.0.1";
+	o.port = ps;
+	o.timeout_ms = timeout_ms;
+	o.fail_fast = fail_fast;
+	cr_assert_eq(rrr_clnt_create(&o, clnt), 0, "%s", rrr_last_error());
+}
+
+void tsrv_stop_clnt(struct tsrv **srv, struct rrr_clnt **clnt)
+{
+	rrr_clnt_destroy(*clnt);
+	*clnt = NULL;
+	tsrv_stop(*srv);
+	*srv = NULL;
 }

@@ -15,7 +15,10 @@
 #ifndef TESTS_CLNT_TCP_SRV_H
 #define TESTS_CLNT_TCP_SRV_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include <rrr/client.h>
 
 #define TSRV_PROG 0x20000099u
 enum { TSRV_NULL, TSRV_ECHO, TSRV_SILENT, TSRV_HANGUP, TSRV_UNAVAIL, TSRV_GARBAGE, TSRV_FILL };
@@ -28,5 +31,11 @@ void tsrv_stop(struct tsrv *s);
 unsigned tsrv_accepts(struct tsrv *s);
 /* Calls seen so far. */
 unsigned tsrv_calls(struct tsrv *s);
+
+/* Starts a server into *@srv and a TCP client of it into *@clnt (@timeout_ms
+ * per call, @fail_fast), asserting both. */
+void tsrv_start_clnt(struct tsrv **srv, struct rrr_clnt **clnt, uint32_t timeout_ms, bool fail_fast);
+/* Destroys *@clnt and stops *@srv; both NULL after. */
+void tsrv_stop_clnt(struct tsrv **srv, struct rrr_clnt **clnt);
 
 #endif

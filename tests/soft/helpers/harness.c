@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "transport/soft/soft.h"
 
 static long now_ms(void)
 {
@@ -168,20 +169,108 @@ void th_close(struct th_ep *e)
 	e->oob = -1;
 }
 
+int th_post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id)
+{
+	struct rrr_send_wr wr = {.wr_id = id, .opcode = RRR_WR_REG_MR, .flags = RRR_SEND_SIGNALED};
+	struct rrr_wc wc;
+
+	wr.u.reg.mr = mr;
+	wr.u.reg.access = access;
+	if (rrr_qp_post_send(e->qp, &wr, NULL))
+		return -1;
+	if (th_wc(e, &wc, TH_TIMEOUT_MS) != 1 || wc.status != RRR_WC_SUCCESS || wc.wr_id != id)
+		return -1;
+	return 0;
+}
+
+int th_tcp_connect(uint16_t port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+bool th_readable(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, ms) > 0;
+}
+
+int th_raw_mpa_connect(uint16_t port, int rcvbuf)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	uint8_t buf[SOFT_MPA_HDR + SOFT_MPA_PD_MAX], f[64];
+	struct soft_mpa_rr rr;
+	size_t n, total;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return -1;
+	if (rcvbuf)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	memset(&rr, 0, sizeof(rr));
+	rr.rev = 2;
+	rr.enhanced = rr.p2p = true;
+	rr.rtr = SOFT_RTR_WRITE;
+	rr.crc = true;
+	rr.ird = rr.ord = 4;
+	n = rrr__soft_mpa_encode(&rr, buf);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) || th_oob_send(fd, buf, n) ||
+	    th_oob_recv(fd, buf, SOFT_MPA_HDR, TH_TIMEOUT_MS) ||
+	    rrr__soft_mpa_parse_hdr(buf, true, &total) ||
+	    th_oob_recv(fd, buf + SOFT_MPA_HDR, total - SOFT_MPA_HDR, TH_TIMEOUT_MS))
+		goto fail;
+	n = rrr__soft_mpa_rtr(f, SOFT_RTR_WRITE, true);
+	if (th_oob_send(fd, f, n))
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+void th_serve_until_done(struct th_ep *e)
+{
+	char done;
+
+	for (int i = 0; i < 400; i++) {
+		struct rrr_wc wc;
+
+		if (th_oob_recv(e->oob, &done, 1, 0) == 0)
+			break;
+		th_wc(e, &wc, 25);
+	}
+}
+
+/* One transfer's result @n added to *@off: 0, or -errno (-ECONNRESET for
+ * EOF when @eof_fails). An interrupted call moves nothing. */
+static int advance(ssize_t n, size_t *off, bool eof_fails)
+{
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (n == 0 && eof_fails)
+		return -ECONNRESET;
+	*off += (size_t)n;
+	return 0;
+}
+
 int th_oob_send(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+	for (size_t off = 0; off < len;) {
+		int rc = advance(send(fd, p + off, len - off, MSG_NOSIGNAL), &off, false);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -191,23 +280,16 @@ int th_oob_recv(int fd, void *buf, size_t len, int timeout_ms)
 	char *p = buf;
 	long end = now_ms() + timeout_ms;
 
-	while (len) {
+	for (size_t off = 0; off < len;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		long left = end - now_ms();
-		ssize_t n;
+		int rc;
 
 		if (left < 0 || poll(&pfd, 1, (int)left) == 0)
 			return -ETIMEDOUT;
-		n = recv(fd, p, len, 0);
-		if (n == 0)
-			return -ECONNRESET;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
+		rc = advance(recv(fd, p + off, len - off, 0), &off, true);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

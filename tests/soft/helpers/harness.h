@@ -10,6 +10,7 @@
 #ifndef TESTS_SOFT_HARNESS_H
 #define TESTS_SOFT_HARNESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -48,6 +49,26 @@ int th_wc(struct th_ep *e, struct rrr_wc *wc, int timeout_ms);
 /* Wait for a CM event of @type (others are skipped): 0 or -errno. */
 int th_cm_wait(struct th_ep *e, enum rrr_cm_event_type type, int timeout_ms);
 void th_close(struct th_ep *e);
+
+/* A signaled REG_MR of @mr with @access as work request @id, and its
+ * successful completion: 0, or -1. */
+int th_post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id);
+
+/* A plain TCP socket connected to 127.0.0.1:@port, or -1. */
+int th_tcp_connect(uint16_t port);
+/* True when @fd has bytes (or EOF) to read within @ms milliseconds. */
+bool th_readable(int fd, int ms);
+
+/* A raw TCP socket to 127.0.0.1:@port (receive buffer @rcvbuf bytes, 0:
+ * the default) through the MPA exchange as an initiator (rev 2, enhanced,
+ * peer-to-peer with an RTR WRITE, CRC, IRD/ORD 4), RTR sent: the socket for
+ * a hand-made peer's frames, or -1. */
+int th_raw_mpa_connect(uint16_t port, int rcvbuf);
+
+/* The responder's side of a one-sided test: polls @e's CQ (so the provider
+ * works) until the peer's "done" byte arrives on the OOB socket, at most
+ * 400 polls of 25 ms. */
+void th_serve_until_done(struct th_ep *e);
 
 int th_oob_send(int fd, const void *buf, size_t len);
 int th_oob_recv(int fd, void *buf, size_t len, int timeout_ms);

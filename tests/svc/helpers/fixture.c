@@ -399,3 +399,11 @@ long rm_recv(int fd, void *buf, size_t cap)
 	}
 	return (long)have;
 }
+
+void tsvc_opts(struct rrr_svc_opts *o, unsigned nthreads)
+{
+	rrr_svc_opts_init(o);
+	o->nthreads = nthreads;
+	o->provider = tenv_provider();
+	o->provider_opts = tenv_provider_opts();
+}

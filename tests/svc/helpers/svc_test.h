@@ -55,6 +55,9 @@ static inline uint8_t tpat(uint32_t s, size_t i)
 /* Register the test program (versions 1 and 3) on @svc. */
 int tprog_register(struct rrr_svc *svc);
 /* Create, register, listen on TCP (and RDMA when @rdma), run on a thread. */
+/* rrr_svc_opts_init(@o), then @nthreads threads on the provider and
+ * provider options of tests/test_env.h. */
+void tsvc_opts(struct rrr_svc_opts *o, unsigned nthreads);
 int tsvc_start(struct tsvc *t, const struct rrr_svc_opts *opts, int rdma);
 /* Stop and join (bounded: fails the test if run does not return in 10 s). */
 int tsvc_stop(struct tsvc *t);

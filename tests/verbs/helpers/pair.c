@@ -162,6 +162,33 @@ void vp_post_send(struct vp *p, int server, uint64_t wr_id, uint32_t off, uint32
 	cr_assert_eq(rrr_qp_post_send(server ? p->sqp : p->cqp, &wr, NULL), 0);
 }
 
+struct rrr_wc vp_client_op(struct vp *p, enum rrr_wr_opcode op, uint64_t wr_id, uint32_t off,
+			   uint32_t len, uint64_t raddr, uint32_t rkey)
+{
+	struct rrr_sge sge = {(uintptr_t)p->cbuf + off, len, rrr_mr_lkey(p->cmr)};
+	struct rrr_send_wr wr = {.wr_id = wr_id, .opcode = op, .flags = RRR_SEND_SIGNALED,
+				 .sg_list = &sge, .num_sge = 1};
+
+	if (op == RRR_WR_SEND_WITH_INV)
+		wr.u.send.invalidate_rkey = rkey;
+	else
+		wr.u.rdma.remote_addr = raddr, wr.u.rdma.rkey = rkey;
+	cr_assert_eq(rrr_qp_post_send(p->cqp, &wr, NULL), 0, "%s", rrr_last_error());
+	return vp_wait_wc(p->ccq);
+}
+
+enum rrr_wc_status vp_client_write(struct vp *p, uint64_t addr, uint32_t rkey, uint32_t len,
+				   uint8_t seed)
+{
+	struct rrr_wc wc;
+
+	for (uint32_t i = 0; i < len; i++)
+		p->cbuf[i] = (uint8_t)(seed + i);
+	wc = vp_client_op(p, RRR_WR_RDMA_WRITE, 0x77, 0, len, addr, rkey);
+	cr_assert_eq(wc.wr_id, 0x77u);
+	return wc.status;
+}
+
 void vp_close(struct vp *p)
 {
 	if (!p->dev)

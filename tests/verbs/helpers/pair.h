@@ -52,6 +52,15 @@ struct rrr_wc vp_wait_wc(struct rrr_cq *cq);
 void vp_post_recv(struct vp *p, int server, uint64_t wr_id, uint32_t off, uint32_t len);
 /* Post a signaled SEND from the client or server buffer. */
 void vp_post_send(struct vp *p, int server, uint64_t wr_id, uint32_t off, uint32_t len);
+/* One signaled @op posted by the client (work request @wr_id, @len bytes of
+ * its buffer at @off): to @raddr/@rkey for RDMA WRITE and READ, invalidating
+ * @rkey for SEND_WITH_INV. Waits for the client's completion and returns it. */
+struct rrr_wc vp_client_op(struct vp *p, enum rrr_wr_opcode op, uint64_t wr_id, uint32_t off,
+			   uint32_t len, uint64_t raddr, uint32_t rkey);
+/* The client WRITEs @len bytes of pattern (@seed + i) to @addr/@rkey: the
+ * completion's status (its wr_id asserted). */
+enum rrr_wc_status vp_client_write(struct vp *p, uint64_t addr, uint32_t rkey, uint32_t len,
+				   uint8_t seed);
 void vp_close(struct vp *p);
 /* The strategy option for the device's default plus @strategy. */
 const char *vp_opts(const char *strategy);

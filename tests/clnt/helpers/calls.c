@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/clnt/helpers/calls.c - call building blocks and the forked server
+ * process of the client tests (see calls.h).
+ */
+#include "calls.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void tc_call_init(struct rrr_call *c, uint32_t prog, uint32_t proc)
+{
+	memset(c, 0, sizeof(*c));
+	c->prog = prog;
+	c->vers = 1;
+	c->proc = proc;
+}
+
+void tc_codec(struct rrr_call *c, rrr_xdr_encode_fn enc, const void *args, rrr_xdr_decode_fn dec,
+	      void *res)
+{
+	c->encode = enc;
+	c->args = args;
+	c->decode = dec;
+	c->res = res;
+}
+
+void tc_payload(struct rrr_call *c, enum rrr_ddp_dir ddp, const struct iovec *iov, unsigned n)
+{
+	c->ddp = ddp;
+	c->payload = iov;
+	c->npayload = n;
+}
+
+int tc_enc_u32(struct rrr_xdr *x, const void *a)
+{
+	return rrr_xdr_put_u32(x, *(const uint32_t *)a);
+}
+
+int tc_enc_pay(struct rrr_xdr *x, const void *a)
+{
+	const struct tc_pay *p = a;
+
+	return rrr_xdr_encode_payload(x, p->iov, p->niov, p->len);
+}
+
+int tc_enc_pay_tag(struct rrr_xdr *x, const void *a)
+{
+	const struct tc_pay *p = a;
+	int rc = rrr_xdr_encode_payload(x, p->iov, p->niov, p->len);
+
+	return rc ? rc : rrr_xdr_put_u32(x, p->tag);
+}
+
+int tc_dec_pay(struct rrr_xdr *x, void *r)
+{
+	struct tc_got *g = r;
+	int rc = rrr_xdr_decode_payload(x, 16u << 20, &g->len, g->iov, &g->niov);
+
+	if (!rc && g->copy) {
+		uint32_t off = 0;
+
+		for (unsigned i = 0; i < g->niov; i++) {
+			memcpy(g->copy + off, g->iov[i].iov_base, g->iov[i].iov_len);
+			off += (uint32_t)g->iov[i].iov_len;
+		}
+	}
+	return rc;
+}
+
+int tc_dec_opaque(struct rrr_xdr *x, void *r)
+{
+	struct tc_got *g = r;
+
+	return rrr_xdr_get_opaque(x, g->copy, 16u << 20, &g->len);
+}
+
+int tc_dec_3u32(struct rrr_xdr *x, void *r)
+{
+	struct tc_got *g = r;
+
+	for (int i = 0; i < 3; i++)
+		if (rrr_xdr_get_u32(x, &g->w[i]))
+			return -EBADMSG;
+	return 0;
+}
+
+void tc_run_threads(unsigned n, void *(*fn)(void *), void *arg, size_t stride)
+{
+	pthread_t th[n];
+
+	for (unsigned t = 0; t < n; t++)
+		cr_assert_eq(pthread_create(&th[t], NULL, fn, (char *)arg + t * stride), 0);
+	for (unsigned t = 0; t < n; t++) {
+		void *rv;
+
+		pthread_join(th[t], &rv);
+		cr_assert_null(rv, "thread %u failed", t);
+	}
+}
+
+uint32_t tc_iov_sum(const struct iovec *iov, unsigned n)
+{
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		for (size_t j = 0; j < iov[i].iov_len; j++)
+			sum += ((const uint8_t *)iov[i].iov_base)[j];
+	return sum;
+}
+
+int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	(void)r;
+	(void)a;
+	(void)s;
+	return 0;
+}
+
+pid_t tc_fork_server(void (*child_main)(int wfd, const void *arg), const void *arg, void *ports,
+		     size_t len)
+{
+	int p[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		alarm(60); /* never outlive a broken test */
+		child_main(p[1], arg);
+		_exit(4); /* child_main ends in tc_child_serve() */
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], ports, len), (ssize_t)len, "server process did not start");
+	close(p[0]);
+	return pid;
+}
+
+static struct rrr_svc *serving;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	if (serving)
+		rrr_svc_stop(serving);
+}
+
+_Noreturn void tc_child_serve(struct rrr_svc *svc, int wfd, const void *ports, size_t len)
+{
+	serving = svc;
+	signal(SIGTERM, on_term);
+	if (write(wfd, ports, len) != (ssize_t)len)
+		_exit(3);
+	close(wfd);
+	rrr_svc_run(svc);
+	rrr_svc_destroy(svc);
+	_exit(0);
+}
+
+void tc_stop_child(pid_t *pid)
+{
+	int st;
+
+	if (*pid <= 0)
+		return;
+	kill(*pid, SIGTERM);
+	for (int i = 0; i < 300; i++) {
+		if (waitpid(*pid, &st, WNOHANG) == *pid) {
+			*pid = 0;
+			return;
+		}
+		usleep(10000);
+	}
+	tc_kill_child(pid);
+}
+
+void tc_kill_child(pid_t *pid)
+{
+	int st;
+
+	kill(*pid, SIGKILL);
+	waitpid(*pid, &st, 0);
+	*pid = 0;
+}
