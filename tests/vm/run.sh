@@ -21,7 +21,7 @@
 #      tests/vm/tests.d/*.sh (or tests/vm/bench.d/*.sh with --bench) in name order,
 #      each under its own timeout, and writes its exit status.
 #
-# Recovery: every step is bounded (RRR_VM_TIMEOUT for the whole VM, default 1800 s;
+# Recovery: every step is bounded (RRR_VM_TIMEOUT for the whole VM, default 2400 s;
 # RRR_VM_TEST_TIMEOUT per script, default 300 s; a script that needs longer says so
 # in a header line `# vm-timeout: SECONDS` and gets the larger of the two). On any
 # failure the console log and the failing scripts' logs are printed and the exit
@@ -53,7 +53,7 @@ BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 CACHE=${RRR_VM_CACHE:-$ROOT/build/vm-cache}
 VMDIR="$BUILD/vm${SIW:+-siw}"
-VM_TIMEOUT=${RRR_VM_TIMEOUT:-1800}
+VM_TIMEOUT=${RRR_VM_TIMEOUT:-2400}
 TEST_TIMEOUT=${RRR_VM_TEST_TIMEOUT:-300}
 
 die() { echo "test-vm: $*" >&2; exit 1; }

@@ -49,8 +49,9 @@ srv_action() {
 			--state-dir "$ST" --port-file /tmp/rrr-lk-ports --threads 2 --no-root-squash \
 			--grace "${2:-15}" >> /tmp/rrr-lk-server.log 2>&1 &
 		echo $! > /tmp/rrr-lk-server.pid
-		for _ in $(seq 1 100); do [ -s /tmp/rrr-lk-ports ] && break; sleep 0.1; done
-		[ -s /tmp/rrr-lk-ports ] ;;
+		# up (its port file written) within 60 s even on a loaded host
+		for _ in $(seq 1 600); do [ -s /tmp/rrr-lk-ports ] && break; sleep 0.1; done
+		[ -s /tmp/rrr-lk-ports ] || { tail -n 5 /tmp/rrr-lk-server.log; false; } ;;
 	stop-rrr)
 		local p
 		p=$(cat /tmp/rrr-lk-server.pid 2>/dev/null) || return 0
