@@ -45,6 +45,7 @@
 #include "server/fs/nlm_xdr.h"
 #include "server/fs/rpc_call.h"
 #include "tests/lib/nfs_helpers.h"
+#include "tests/test_wait.h"
 
 static struct th_server srv;
 static struct rrr_nfs3_fh fh;
@@ -465,10 +466,14 @@ static int g_rpcbind_lock = -1;
 
 static bool need_rpcbind(void)
 {
-	/* one test of this binary at a time uses (and may start) rpcbind */
-	g_rpcbind_lock = open("/tmp/rrr-test-rpcbind.lock", O_CREAT | O_RDWR, 0600);
-	if (g_rpcbind_lock >= 0)
-		flock(g_rpcbind_lock, LOCK_EX);
+	/* one test of this binary at a time uses (and may start) rpcbind; the
+	 * lock is not inherited by the rpcbind a test starts (which may
+	 * outlive it), and the wait for it is bounded */
+	g_rpcbind_lock = open("/tmp/rrr-test-rpcbind.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	if (g_rpcbind_lock >= 0) {
+		bool held = TEST_WAIT_UNTIL(flock(g_rpcbind_lock, LOCK_EX | LOCK_NB) == 0, 60000);
+		cr_assert(held, "another test held /tmp/rrr-test-rpcbind.lock for 60 s");
+	}
 	if (rpcbind_up())
 		return true;
 	if (access("/usr/sbin/rpcbind", X_OK) != 0 || geteuid() != 0)
