@@ -198,6 +198,18 @@ void fs_fattr(const struct fs_export *ex, const struct stat *st, struct rrr_nfs3
 void fs_post_op(const struct fs_export *ex, int fd, struct rrr_nfs3_post_op_attr *p);
 void fs_wcc_pre(const struct stat *st, struct rrr_nfs3_wcc_data *w);
 uint32_t fs_errno_to_stat(int err);
+
+/* WRITE data (write_data.c). Whether a WRITE of @count bytes may go direct
+ * (export setting, alignment, bounce limit); whether [off, off + count) of
+ * @fd (size @size) holds no data yet; an O_DIRECT descriptor for @o or -1;
+ * and the write itself: pwritev through @dfd when >= 0, else @fd, then the
+ * sync a->stable asks for, filling r's count, committed and verifier. */
+bool fs_write_direct_eligible(const struct fs_export *ex, const struct rrr_nfs3_write_args *a,
+			      uint32_t count);
+bool fs_write_new_data(int fd, uint64_t off, uint32_t count, off_t size);
+int fs_write_open_direct(const struct fs_export *ex, const struct fs_obj *o);
+void fs_write_data(struct fs_export *ex, int fd, int dfd, const struct rrr_nfs3_write_args *a,
+		   uint32_t count, struct rrr_nfs3_write_res *r);
 /* The request's identity (fs_cred_current(), root already squashed) is
  * root: may chown, may make devices, may set S_ISUID/S_ISGID anywhere. Only
  * on the thread that runs the request. */

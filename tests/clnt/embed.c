@@ -66,13 +66,13 @@ static int h_sum(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return rrr_xdr_put_u32(s, len) || rrr_xdr_put_u32(s, sum) ? RRR_SVC_SYSTEM_ERR : 0;
 }
 
+/* A server that takes the call and never answers it. */
 static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
 	(void)r;
 	(void)a;
 	(void)s;
-	usleep(1500000);
-	return 0;
+	return RRR_SVC_DROP;
 }
 
 /* args: the value the handler returns */

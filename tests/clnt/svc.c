@@ -110,7 +110,7 @@ static int h_sum(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 /* Slow handlers entered so far, counted in memory the server process shares
  * with the test (mapped before the fork), so a test waits for a handler to
  * be running rather than for a time. */
-static atomic_uint *entered;
+static atomic_uint *entered, *released; /* one shared page, two counters */
 
 static void count_entry(void)
 {
@@ -118,22 +118,30 @@ static void count_entry(void)
 		atomic_fetch_add(entered, 1);
 }
 
+/* Let every slow handler running now finish. */
+static void release_slow(void)
+{
+	if (released)
+		atomic_fetch_add(released, 1);
+}
+
 static unsigned entered_now(void)
 {
 	return entered ? atomic_load(entered) : 0;
 }
 
+/* A server that takes the call and never answers it. */
 static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
 	count_entry();
 	(void)r;
 	(void)a;
 	(void)s;
-	usleep(2000000);
-	return 0;
+	return RRR_SVC_DROP;
 }
 
-/* args: n, ms. Sleeps ms, then returns n bytes like CS_FILL (write chunk). */
+/* args: n, ms. Holds the call until the test releases it (release_slow())
+ * or ms pass, then returns n bytes like CS_FILL (write chunk). */
 static int h_slowfill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
 	uint32_t n, ms;
@@ -142,8 +150,9 @@ static int h_slowfill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *
 
 	if (rrr_xdr_get_u32(a, &n) || rrr_xdr_get_u32(a, &ms) || n > (1u << 20) || ms > 5000)
 		return RRR_SVC_GARBAGE_ARGS;
+	unsigned seen = released ? atomic_load(released) : 0;
 	count_entry();
-	usleep(ms * 1000u); /* the slow work itself */
+	(void)TEST_WAIT_UNTIL(released && atomic_load(released) > seen, ms);
 	buf = rrr_svc_req_alloc(r, n ? n : 1);
 	if (!buf)
 		return RRR_SVC_SYSTEM_ERR;
@@ -204,10 +213,12 @@ static struct rrr_clnt *clnt;
 static void start_server_on(uint32_t credits, const uint16_t *want)
 {
 	if (!entered) {
-		entered = mmap(NULL, sizeof(*entered), PROT_READ | PROT_WRITE,
+		entered = mmap(NULL, 2 * sizeof(*entered), PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		cr_assert_neq(entered, MAP_FAILED);
+		released = entered + 1;
 		atomic_init(entered, 0);
+		atomic_init(released, 0);
 	}
 	struct child_args ca = {credits, want};
 
@@ -349,13 +360,8 @@ static void wait_sent(uint64_t posts)
 {
 	struct rrr_xprt_stats st;
 
-	for (int i = 0; i < 500; i++) {
-		rrr_clnt_stats(clnt, &st);
-		if (st.send_posts > posts)
-			return;
-		usleep(10000);
-	}
-	cr_assert_fail("the call was not sent within 5 s");
+	cr_assert(TEST_WAIT_UNTIL((rrr_clnt_stats(clnt, &st), st.send_posts > posts), 5000),
+		  "the call was not sent within 5 s");
 }
 
 static uint64_t posts_now(void)
@@ -724,6 +730,7 @@ static void late_reply_case(int want_b)
 	 * A's late reply breaks the connection: fail_fast fails only calls
 	 * that were sent */
 	wait_sent(posts);
+	release_slow(); /* now A's late reply */
 	cr_assert_eq(wait_done(&b, 12000 * (int)SLOW), want_b, "B: %d, expected %d", last_status,
 		     want_b);
 	if (want_b == 0) {
