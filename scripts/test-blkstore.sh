@@ -129,7 +129,8 @@ wait "$srv_pid" || fail "blkserver exited with status $?"
 srv_pid=
 grep -q "blkserver: calls" "$tmp/server.out" || fail "blkserver printed no counters"
 
-# 6. zero copy: READ data written to the client from the disk's own memory
+# 6. zero copy: WRITE data pulled straight into the disk, READ data written
+# to the client from the disk's own memory
 "$tmp/bin/blkserver" --host 127.0.0.1 --rdma-port 0 --tcp-port - --threads 2 --zero-copy \
 	>"$tmp/server.out" 2>"$tmp/server.err" &
 srv_pid=$!

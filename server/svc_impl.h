@@ -112,6 +112,14 @@ enum rrr__svc_verdict {
  */
 enum rrr__svc_verdict rrr__svc_dispatch(struct rrr_svc_req *req, struct rrr_xdr *args,
 					struct rrr_xdr *res);
+/*
+ * rrr__svc_place_lookup - decode the call header at @args (positioned at
+ * the RPC message) into @req->call and return the place function of its
+ * procedure (rrr_svc_set_place), setting @req->prog; NULL when it has none
+ * or the header would not be accepted (dispatch then answers the call as
+ * it should). @req must have svc and conn set. Worker thread; never blocks.
+ */
+rrr_svc_place_fn rrr__svc_place_lookup(struct rrr_svc_req *req, struct rrr_xdr *args);
 /* Tests and fuzzing: dispatch one RPC message @msg/@len on @svc as if it
  * came from a connection, encoding the reply into @out/@cap (*out_len: its
  * length, 0 for no reply). Returns the verdict or -errno. Not thread-safe

@@ -96,6 +96,15 @@ struct svc_rdma_ctx {
 	int zc_k;
 	struct rrr_reg_io *zc_io;
 	bool zc_chained;
+	/* zero-copy arguments (svc_rdma_place.c): the application's memory
+	 * the read chunk is pulled into, and the stream position and length
+	 * of the item it holds */
+	struct rrr_svc_place *place; /* lazily allocated */
+	bool placed;
+	int place_status; /* for the release callback */
+	size_t place_pos;
+	uint32_t place_len;
+	struct rrr_xdr_ddp place_ddp;
 	uint32_t inv_handle; /* 0: none; else Send With Invalidate it */
 	bool has_inv;
 	/* work requests */
@@ -322,5 +331,22 @@ unsigned rrr__svc_rdma_zc_chain(struct svc_rdma_ctx *ctx, struct rrr_send_wr *se
 void rrr__svc_rdma_zc_sent(struct svc_rdma_ctx *ctx);
 /* The request ends: recover a registration still valid (failure paths). */
 void rrr__svc_rdma_zc_end(struct svc_rdma_ctx *ctx);
+
+/* --- zero-copy arguments (svc_rdma_place.c) ------------------------------- */
+
+/* A call with one read chunk (@first, @nsegs entries of the read list, at
+ * @position, @total bytes) whose procedure has a place function: ask it for
+ * memory, register it and build the REG_MR + READ chain into it, with the
+ * inline message @msg/@msg_len as the call's stream. 0: chain ready (as
+ * rrr__svc_rdma_read_prepare); -ENOENT: not placed, take the ordinary
+ * path. */
+int rrr__svc_rdma_place_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len,
+				uint32_t first, uint32_t nsegs, uint32_t position, uint32_t total);
+/* Before the handler runs: install the decode hook that describes the
+ * placed memory on @args (nothing for a call that was not placed). */
+void rrr__svc_rdma_place_args(struct svc_rdma_ctx *ctx, struct rrr_xdr *args);
+/* The request ends (its registration invalidated or recovered): run the
+ * application's release callback, once. */
+void rrr__svc_rdma_place_end(struct svc_rdma_ctx *ctx);
 
 #endif /* RRR_SERVER_SVC_RDMA_IMPL_H */

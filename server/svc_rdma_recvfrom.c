@@ -153,6 +153,7 @@ void rrr__svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
 		ctx->req.zc = rrr__svc_rdma_zc;
 	}
 	rrr_xdr_init(&args, buf, len, RRR_XDR_DECODE);
+	rrr__svc_rdma_place_args(ctx, &args);
 	if (ctx->hdr->has_reply && !rrr__svc_rdma_buf_get(rc, &ctx->res, rc->max_record))
 		rrr_xdr_init(&res, ctx->res.p, rc->max_record, RRR_XDR_ENCODE);
 	else

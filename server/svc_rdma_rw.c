@@ -219,6 +219,12 @@ int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, siz
 	full += msg_len - in;
 	if (full > rc->max_record)
 		return -E2BIG;
+	if (nch == 1) { /* into the application's memory (svc_rdma_place.c)? */
+		err = rrr__svc_rdma_place_prepare(ctx, msg, msg_len, ch[0].first, ch[0].nsegs,
+						  ch[0].position, ch[0].total);
+		if (err != -ENOENT)
+			return err;
+	}
 
 	/* Start the rebuilt call so that the first chunk's bytes land on a page
 	 * boundary: a WRITE's data is then page aligned, which lets the file

@@ -140,8 +140,10 @@ static void ctx_free(struct svc_rdma_ctx *ctx)
 {
 	rrr__svc_rdma_sink_recover(ctx);
 	rrr__svc_rdma_zc_end(ctx);
+	rrr__svc_rdma_place_end(ctx);
 	rrr__svc_req_end(&ctx->req);
 	free(ctx->zc_io);
+	free(ctx->place);
 	rrr__svc_rdma_buf_free(&ctx->arg);
 	rrr__svc_rdma_buf_free(&ctx->res);
 	rrr__svc_rdma_buf_free(&ctx->pay);
@@ -176,6 +178,7 @@ void rrr__svc_rdma_ctx_put(struct svc_rdma_ctx *ctx)
 		return;
 	rrr__svc_rdma_sink_recover(ctx);
 	rrr__svc_rdma_zc_end(ctx); /* before the release callback */
+	rrr__svc_rdma_place_end(ctx);
 	rrr__svc_req_end(&ctx->req);
 	rrr__svc_rdma_pull_end(ctx);
 	rc->push_inflight -= ctx->push_bytes;

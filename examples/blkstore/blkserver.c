@@ -13,7 +13,11 @@
  *
  * Handlers run on the library's worker threads, several at once: the disk
  * has a reader-writer lock. WRITE data arrives already pulled by RDMA READ
- * (or inline) and is copied into the disk under the write lock. READ data
+ * (or inline) and is copied into the disk under the write lock; with
+ * --zero-copy a place function (rrr_svc_set_place) gives the library the
+ * disk's own memory at the WRITE's offset, the data is pulled straight
+ * there, and the handler copies nothing (over TCP, or for a WRITE small
+ * enough to travel inline, it still copies). READ data
  * is copied out of the disk under the read lock into request memory
  * (rrr_svc_req_alloc, registered when the client offered a write chunk),
  * because the library sends it after the handler returns, when another
@@ -92,6 +96,30 @@ static int blk_info(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 	return 0;
 }
 
+/* --zero-copy: the disk no longer waits for the library (nothing to do) */
+static void place_release(void *arg, int status)
+{
+	(void)arg;
+	(void)status;
+}
+
+/* --zero-copy: a WRITE's data goes straight to its blocks (no lock is held
+ * while it arrives, as with O_DIRECT on a block device); a WRITE the
+ * handler would refuse is declined, so nothing reaches the disk. */
+static int blk_write_place(struct rrr_svc_req *req, struct rrr_xdr *args, uint32_t len,
+			   struct rrr_svc_place *out)
+{
+	struct disk *d = rrr_svc_req_program_ctx(req);
+	uint64_t off;
+
+	if (!d->zero_copy || rrr_xdr_get_u64(args, &off) || check_io(d, off, len) != BLK_OK)
+		return -EINVAL;
+	out->iov[0] = (struct iovec){d->mem + off, len};
+	out->niov = 1;
+	out->release = place_release;
+	return 0;
+}
+
 static int blk_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	struct disk *d = rrr_svc_req_program_ctx(req);
@@ -104,8 +132,8 @@ static int blk_write(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 	    rrr_xdr_decode_payload(args, BLK_MAX_IO, &len, iov, &niov))
 		return RRR_SVC_GARBAGE_ARGS;
 	stat = check_io(d, off, len);
-	if (stat == BLK_OK) {
-		uint8_t *p = d->mem + off;
+	if (stat == BLK_OK && !(niov == 1 && iov[0].iov_base == d->mem + off)) {
+		uint8_t *p = d->mem + off; /* not placed there already: copy */
 
 		pthread_rwlock_wrlock(&d->lock);
 		for (unsigned i = 0; i < niov; i++) {
@@ -235,6 +263,8 @@ int main(int argc, char **argv)
 	rc = rrr_svc_create(&opts, &g_svc);
 	if (!rc)
 		rc = rrr_svc_register(g_svc, &prog);
+	if (!rc && disk.zero_copy)
+		rc = rrr_svc_set_place(g_svc, BLK_PROG, BLK_VERS, BLK_WRITE, blk_write_place);
 	if (!rc && strcmp(rport, "-"))
 		rc = rrr_svc_listen_rdma(g_svc, host, rport, &rp);
 	if (!rc && strcmp(tport, "-"))

@@ -60,6 +60,57 @@ struct rrr_svc_req;
 typedef int (*rrr_svc_handler_fn)(struct rrr_svc_req *req, struct rrr_xdr *args,
 				  struct rrr_xdr *res);
 
+/*
+ * struct rrr_svc_place - where the data of a call's DDP-eligible argument
+ * is to land (see rrr_svc_place_fn): @niov pieces of the application's
+ * memory that add up to exactly the payload's length, and the callback that
+ * says when the library is done with them.
+ */
+struct rrr_svc_place {
+	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
+	unsigned niov;
+	/* runs exactly once, on the worker thread, when the request ends (the
+	 * reply was sent, or the call failed): @status 0 when the handler ran
+	 * on the data, else a negative errno (the connection was lost or the
+	 * pull failed: the memory may hold part of the data, and the handler
+	 * did not run) */
+	void (*release)(void *arg, int status);
+	void *arg;
+};
+
+/*
+ * rrr_svc_place_fn - zero-copy arguments: choose the memory that the
+ * DDP-eligible argument of a call (a WRITE's data) is pulled into by RDMA
+ * READ, instead of the library's request buffer.
+ *
+ * Called on the worker thread that owns the connection, before any of the
+ * data is pulled, for an RPC-over-RDMA call with exactly one read chunk at a
+ * position after the RPC header whose length equals the payload's length
+ * word. @args decodes the procedure's arguments that precede the payload
+ * (up to, not including, its length word); @len is the payload's length.
+ * Fill @out (iov pieces of any alignment, adding up to exactly @len, and a
+ * release callback) and return 0: the library registers the pieces for this
+ * I/O only (remote write rights only where the device places READ
+ * responses like tagged writes), pulls the data straight into them,
+ * invalidates the registration before the handler runs, and
+ * rrr_xdr_decode_payload() in the handler then describes that memory. Any
+ * negative errno instead (an offset out of range, a region that is busy):
+ * the data is pulled into the library's buffer as without a place
+ * function, and the handler sees it there; @out's release does not run.
+ *
+ * Not called over TCP (the data arrives inside the record), for inline
+ * calls, for RDMA_NOMSG calls or calls with several read chunks: handlers
+ * must take the payload wherever rrr_xdr_decode_payload() says it is.
+ * The client writes into the memory before the handler runs: give only
+ * memory whose contents may change before the handler has seen the call
+ * (as an O_DIRECT write into a block device; validate offsets here). Must
+ * not block and must not call rrr_svc_req_alloc() (the request has not
+ * started); rrr_svc_req_call(), _program_ctx() and _peer() work.
+ * Set with rrr_svc_set_place().
+ */
+typedef int (*rrr_svc_place_fn)(struct rrr_svc_req *req, struct rrr_xdr *args, uint32_t len,
+				struct rrr_svc_place *out);
+
 struct rrr_svc_proc {
 	const char *name;          /* for logs and counters */
 	rrr_svc_handler_fn fn;     /* NULL: PROC_UNAVAIL */
@@ -136,6 +187,17 @@ void rrr_svc_opts_init(struct rrr_svc_opts *opts);
 int rrr_svc_create(const struct rrr_svc_opts *opts, struct rrr_svc **out);
 /* Programs must be registered before rrr_svc_run(). */
 int rrr_svc_register(struct rrr_svc *svc, const struct rrr_svc_program *prog);
+/*
+ * rrr_svc_set_place - give procedure @proc of the registered program
+ * @prog/@vers a place function (rrr_svc_place_fn: its WRITE-like calls'
+ * data is pulled into the application's memory); NULL removes it. Call
+ * after rrr_svc_register() and before rrr_svc_run(). Errors: -EINVAL (no
+ * such program or procedure, or the server runs: a sentence in
+ * rrr_last_error()), -ENOMEM. Not thread-safe against rrr_svc_run(); never
+ * blocks.
+ */
+int rrr_svc_set_place(struct rrr_svc *svc, uint32_t prog, uint32_t vers, uint32_t proc,
+		      rrr_svc_place_fn place);
 /* Listen for RPC-over-RDMA on @host:@port (NULL host = any); the bound port
  * is returned in *bound_port when non-NULL (useful with port "0"). */
 int rrr_svc_listen_rdma(struct rrr_svc *svc, const char *host, const char *port,
