@@ -61,6 +61,7 @@ void rrr_xprt_stats_print(FILE *f, const char *prefix, const struct rrr_xprt_sta
 	P64(pool_empty);
 	P64(map_errors);
 	P64(recover_errors);
+	P64(offloaded);
 #undef P64
 #undef P32
 }
@@ -98,6 +99,7 @@ void rrr__xprt_stats_load(struct rrr_xprt_stats *dst, const struct rrr_xprt_stat
 	L(pool_empty);
 	L(map_errors);
 	L(recover_errors);
+	L(offloaded);
 	L(credits);
 	L(max_credits);
 	L(inline_send);
@@ -138,6 +140,7 @@ void rrr__xprt_stats_add(struct rrr_xprt_stats *dst, const struct rrr_xprt_stats
 	SUM(pool_empty);
 	SUM(map_errors);
 	SUM(recover_errors);
+	SUM(offloaded);
 #undef SUM
 }
 

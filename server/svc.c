@@ -86,6 +86,11 @@ struct inbox_item {
 	struct inbox_item *next;
 	struct rrr__svc_conn *conn;
 	bool adopt;
+	/* a handler handed to this worker (rrr__svc_offload): run @run, then
+	 * the same item goes back to the owner's inbox, which runs @done */
+	void (*run)(void *arg);
+	void (*done)(void *arg);
+	void *arg;
 	size_t len;
 	_Alignas(8) unsigned char msg[];
 };
@@ -104,6 +109,7 @@ struct rrr__svc_worker {
 	struct rrr__svc_conn *closing; /* to reap at the end of an iteration */
 	unsigned nconns;
 	struct rrr_xprt_stats st;	   /* atomics; cumulative */
+	atomic_bool idle; /* waiting with nothing to do: may take a handler */
 };
 
 struct rrr_svc {
@@ -195,6 +201,23 @@ bool rrr__svc_stopping(const struct rrr_svc *svc)
 }
 
 /* ------------------------------------------------------------------ create */
+
+/* What reached a worker after it exited (a handler that finished on
+ * another worker after its owner gave up at shutdown): the reference goes,
+ * and the connection's destroy frees the request. Every worker has exited;
+ * the listeners still exist (a connection's destroy may use its own). */
+static void inbox_leftovers(struct rrr__svc_worker *w)
+{
+	struct inbox_item *it;
+
+	while ((it = w->inbox_head)) {
+		w->inbox_head = it->next;
+		if (it->conn && !it->adopt)
+			rrr__svc_conn_put(it->conn);
+		free(it);
+	}
+	w->inbox_tail = NULL;
+}
 
 static void worker_fini(struct rrr__svc_worker *w)
 {
@@ -456,7 +479,13 @@ static enum rrr__svc_verdict dispatch(struct rrr_svc_req *req, struct rrr_xdr *a
 	rc = rrr_rpc_encode_accepted(res, xid, RRR_RPC_SUCCESS, 0, 0);
 	if (rc)
 		return RRR__SVC_NO_REPLY;
-	rc = proc->fn(req, args, res);
+	{
+		int64_t t0 = rrr__svc_cost_clock();
+
+		rc = proc->fn(req, args, res);
+		rrr__svc_cost_note(req->call.prog, req->call.vers, req->call.proc,
+				   rrr__svc_cost_clock() - t0);
+	}
 	if (rc == 0)
 		return RRR__SVC_REPLY_OK;
 	/* 0 or -errno; 1 and 3 are the positive codes of earlier versions */
@@ -671,9 +700,67 @@ int rrr__svc_post_msg(struct rrr__svc_conn *c, const void *msg, size_t len)
 		return -ENOMEM;
 	it->conn = c;
 	it->adopt = false;
+	it->run = NULL;
+	it->done = NULL;
+	it->arg = NULL;
 	it->len = len;
 	memcpy(it->msg, msg, len);
 	return inbox_push(c->w, it);
+}
+
+int rrr__svc_offload(struct rrr__svc_conn *c, void (*run)(void *arg), void (*done)(void *arg),
+		     void *arg)
+{
+	struct rrr_svc *svc = c->svc;
+	struct inbox_item *it;
+	unsigned i, start;
+
+	if (svc->nworkers < 2 || atomic_load(&svc->stopping))
+		return -EAGAIN;
+	start = c->w->idx + 1;
+	for (i = 0; i < svc->nworkers - 1; i++) {
+		struct rrr__svc_worker *w = &svc->workers[(start + i) % svc->nworkers];
+		bool yes = true;
+
+		if (w == c->w || !atomic_load_explicit(&w->idle, memory_order_relaxed) ||
+		    !atomic_compare_exchange_strong(&w->idle, &yes, false))
+			continue;
+		it = calloc(1, sizeof(*it));
+		if (!it) {
+			atomic_store(&w->idle, true);
+			return -ENOMEM;
+		}
+		rrr__svc_conn_get(c); /* dropped on the owner after @done */
+		it->conn = c;
+		it->run = run;
+		it->done = done;
+		it->arg = arg;
+		RRR__STAT_ADD(c->st, offloaded, 1);
+		return inbox_push(w, it);
+	}
+	return -EAGAIN;
+}
+
+/* An inbox item that is not an adoption: a message for a connection, a
+ * handler to run here, or a handler's return to its owner. */
+static void inbox_item_run(struct rrr__svc_worker *w, struct inbox_item *it)
+{
+	struct rrr__svc_conn *c = it->conn;
+
+	if (it->run) {
+		it->run(it->arg);
+		it->run = NULL;
+		if (c->w != w) {
+			inbox_push(c->w, it); /* back to the owner, for @done */
+			return;
+		}
+	}
+	if (it->done)
+		it->done(it->arg);
+	else if (!c->closing && c->ops->on_msg)
+		c->ops->on_msg(c, it->msg);
+	rrr__svc_conn_put(c);
+	free(it);
 }
 
 static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
@@ -708,12 +795,10 @@ static void drain_inbox(struct rrr__svc_worker *w, bool stopping)
 				if (stopping)
 					c->ops->shutdown(c);
 			}
+			free(it);
 		} else {
-			if (!c->closing && c->ops->on_msg)
-				c->ops->on_msg(c, it->msg);
-			rrr__svc_conn_put(c);
+			inbox_item_run(w, it);
 		}
-		free(it);
 	}
 }
 
@@ -753,7 +838,12 @@ static void *worker_main(void *arg)
 			reap(w);
 			break;
 		}
+		/* nothing to do: a connection of another worker may hand us a
+		 * handler (rrr__svc_offload) until we find events of our own */
+		if (!shut)
+			atomic_store(&w->idle, true);
 		n = rrr__wait_epoll(&w->waiter, w->epfd, evs, 64, timeout);
+		atomic_store(&w->idle, false);
 		if (n < 0 && errno != EINTR)
 			break;
 		now = rrr__mono_ms();
@@ -938,6 +1028,8 @@ int rrr_svc_run(struct rrr_svc *svc)
 			svc->workers[i].started = false;
 		}
 	}
+	for (i = 0; i < svc->nworkers; i++)
+		inbox_leftovers(&svc->workers[i]);
 	destroy_listeners(svc);
 	close(epfd);
 out:

@@ -161,6 +161,30 @@ int rrr__svc_adopt(struct rrr_svc *svc, struct rrr__svc_conn *c);
 /* Forward a message (copied, @len bytes) to @c's worker; @c must hold a
  * reference taken by the caller, which the worker drops after on_msg(). */
 int rrr__svc_post_msg(struct rrr__svc_conn *c, const void *msg, size_t len);
+/*
+ * rrr__svc_offload - run @run(@arg) on an idle worker other than @c's
+ * owner, then @done(@arg) back on the owner (whatever happened to @c
+ * meanwhile: @done checks c->closing), so a slow handler does not hold up
+ * the other calls of its connection. Takes a reference on @c until @done
+ * returned. 0: handed over (neither runs on the caller); -EAGAIN: no
+ * worker is idle, or the server is stopping; -ENOMEM: then run it
+ * yourself. Owner's thread; never blocks.
+ */
+int rrr__svc_offload(struct rrr__svc_conn *c, void (*run)(void *arg), void (*done)(void *arg),
+		     void *arg);
+/*
+ * Handler costs (svc_offload.c): a moving average of how long each
+ * procedure's handler ran, process-wide, and whether a call at @msg
+ * (@len bytes of RPC message) is worth handing to another worker:
+ * when its procedure has not been timed yet, or when its handlers take
+ * long enough to pay for the hand-off and its connection has other calls
+ * in progress (@busy request contexts, itself included), so that a lone
+ * call's latency never pays for two thread wake-ups. Thread-safe; never
+ * blocks.
+ */
+int64_t rrr__svc_cost_clock(void);
+void rrr__svc_cost_note(uint32_t prog, uint32_t vers, uint32_t proc, int64_t ns);
+bool rrr__svc_offload_wanted(const uint8_t *msg, size_t len, unsigned busy);
 void rrr__svc_conn_get(struct rrr__svc_conn *c);
 void rrr__svc_conn_put(struct rrr__svc_conn *c);
 const struct rrr_svc_opts *rrr__svc_opts(const struct rrr_svc *svc);

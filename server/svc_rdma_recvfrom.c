@@ -131,11 +131,70 @@ static uint32_t req_max_payload(struct svc_rdma_ctx *ctx)
 	return rc->inline_send > 1024 ? rc->inline_send - 1024 : 0;
 }
 
-void rrr__svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
+/* On the worker that took the call (rrr__svc_offload): run the handler. */
+static void handler_run(void *arg)
+{
+	struct svc_rdma_ctx *ctx = arg;
+
+	ctx->verdict = rrr__svc_dispatch(&ctx->req, &ctx->args, &ctx->resx);
+}
+
+void rrr__svc_rdma_dispatch_done(struct svc_rdma_ctx *ctx)
+{
+	uint32_t idx = ctx->recv_idx;
+
+	ctx->recv_idx = UINT32_MAX;
+	rrr__svc_rdma_reply(ctx, &ctx->resx, ctx->verdict);
+	/* the reply copied what it needs: the receive buffer is free, and
+	 * the rebuilt call's buffer goes back to the pool now, still warm,
+	 * for the next pull */
+	if (idx != UINT32_MAX)
+		rrr__svc_rdma_repost(ctx->rc, idx, false);
+	rrr__svc_rdma_sink_give(ctx);
+}
+
+/* Hand the handler to an idle worker when it is slow and the connection
+ * has other calls to get on with (svc_offload.c); true when handed. The
+ * other worker touches only the request: memory it may need from the
+ * connection (the write-chunk payload buffer) is taken here first, and
+ * zero-copy result payloads are copied there (the registration pool is
+ * the owner's). */
+static bool offload(struct svc_rdma_ctx *ctx, const uint8_t *buf, size_t len)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
-	struct rrr_xdr args, res;
-	enum rrr__svc_verdict v;
+
+	if (!rrr__svc_offload_wanted(buf, len, rc->busy))
+		return false;
+	if (ctx->hdr->nwrite && rrr__svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload))
+		return false;
+	ctx->req.zc = NULL;
+	if (rrr__svc_offload(&rc->base, handler_run, rrr__svc_rdma_handler_done, ctx)) {
+		if (ctx->hdr->nwrite)
+			ctx->req.zc = rrr__svc_rdma_zc;
+		return false;
+	}
+	return true;
+}
+
+void rrr__svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len,
+			    uint32_t recv_idx)
+{
+	struct svc_rdma_conn *rc = ctx->rc;
+
+	ctx->run_buf = buf;
+	ctx->run_len = len;
+	ctx->recv_idx = recv_idx;
+	ctx->run_next = NULL;
+	if (rc->run_tail)
+		rc->run_tail->run_next = ctx;
+	else
+		rc->run_head = ctx;
+	rc->run_tail = ctx;
+}
+
+static void run_call(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
+{
+	struct svc_rdma_conn *rc = ctx->rc;
 
 	/* Read Requests queued in this poll batch go out before the handler
 	 * runs: the client sends the next call's data while this one is
@@ -152,19 +211,36 @@ void rrr__svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
 		ctx->req.alloc_ctx = ctx;
 		ctx->req.zc = rrr__svc_rdma_zc;
 	}
-	rrr_xdr_init(&args, buf, len, RRR_XDR_DECODE);
-	rrr__svc_rdma_place_args(ctx, &args);
+	rrr_xdr_init(&ctx->args, buf, len, RRR_XDR_DECODE);
+	rrr__svc_rdma_place_args(ctx, &ctx->args);
 	if (ctx->hdr->has_reply && !rrr__svc_rdma_buf_get(rc, &ctx->res, rc->max_record))
-		rrr_xdr_init(&res, ctx->res.p, rc->max_record, RRR_XDR_ENCODE);
+		rrr_xdr_init(&ctx->resx, ctx->res.p, rc->max_record, RRR_XDR_ENCODE);
 	else
-		rrr_xdr_init(&res, ctx->sendbuf + SVC_RDMA_HDR_AREA, rc->inline_send,
+		rrr_xdr_init(&ctx->resx, ctx->sendbuf + SVC_RDMA_HDR_AREA, rc->inline_send,
 			     RRR_XDR_ENCODE);
-	rrr__svc_rdma_ddp_init(ctx, &res);
-	v = rrr__svc_dispatch(&ctx->req, &args, &res);
-	rrr__svc_rdma_reply(ctx, &res, v);
-	/* the reply copied what it needs: the rebuilt call's buffer goes back
-	 * to the pool now, still warm, for the next pull */
-	rrr__svc_rdma_sink_give(ctx);
+	rrr__svc_rdma_ddp_init(ctx, &ctx->resx);
+	if (offload(ctx, buf, len))
+		return; /* rrr__svc_rdma_handler_done() sends the reply */
+	handler_run(ctx);
+	rrr__svc_rdma_dispatch_done(ctx);
+}
+
+void rrr__svc_rdma_run_calls(struct svc_rdma_conn *rc)
+{
+	struct svc_rdma_ctx *ctx;
+
+	while ((ctx = rc->run_head)) {
+		rc->run_head = ctx->run_next;
+		if (!rc->run_head)
+			rc->run_tail = NULL;
+		if (rc->broken || rc->base.closing) {
+			rrr__svc_rdma_repost(rc, ctx->recv_idx, false);
+			ctx->recv_idx = UINT32_MAX;
+			rrr__svc_rdma_ctx_put(ctx);
+			continue;
+		}
+		run_call(ctx, ctx->run_buf, ctx->run_len);
+	}
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -270,9 +346,8 @@ void rrr__svc_rdma_recv(struct svc_rdma_conn *rc, uint32_t idx, uint32_t len, bo
 			return;
 		}
 		RRR__STAT_ADD(st, inline_calls, 1);
-		rrr__svc_rdma_dispatch(ctx, buf + ctx->hdr->hdr_len, len - ctx->hdr->hdr_len);
-		/* results were copied out: the receive buffer is free */
-		rrr__svc_rdma_repost(rc, idx, false);
+		/* the receive buffer is reposted once the handler is done */
+		rrr__svc_rdma_dispatch(ctx, buf + ctx->hdr->hdr_len, len - ctx->hdr->hdr_len, idx);
 		return;
 	}
 	if (ctx->hdr->proc == RRR_RDMA_NOMSG)

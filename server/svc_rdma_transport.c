@@ -123,6 +123,7 @@ struct svc_rdma_ctx *rrr__svc_rdma_ctx_get(struct svc_rdma_conn *rc)
 		rc->nctx++;
 	}
 	ctx->next = NULL;
+	ctx->recv_idx = UINT32_MAX;
 	ctx->busy = true;
 	ctx->chain = NULL;
 	ctx->sq_need = ctx->sq_held = 0;
@@ -176,6 +177,10 @@ void rrr__svc_rdma_ctx_put(struct svc_rdma_ctx *ctx)
 
 	if (!ctx->busy)
 		return;
+	if (ctx->recv_idx != UINT32_MAX) { /* a call that ended before its handler */
+		rrr__svc_rdma_repost(rc, ctx->recv_idx, false);
+		ctx->recv_idx = UINT32_MAX;
+	}
 	rrr__svc_rdma_sink_recover(ctx);
 	rrr__svc_rdma_zc_end(ctx); /* before the release callback */
 	rrr__svc_rdma_place_end(ctx);
@@ -284,7 +289,7 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 			rrr__svc_rdma_post_chain(ctx);
 			break;
 		}
-		rrr__svc_rdma_dispatch(ctx, ctx->arg.p + ctx->arg_off, ctx->arg_len);
+		rrr__svc_rdma_dispatch(ctx, ctx->arg.p + ctx->arg_off, ctx->arg_len, UINT32_MAX);
 		break;
 	case PH_INV:
 		rrr__svc_rdma_sink_inv_done(ctx);
@@ -292,7 +297,7 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 			rrr__svc_rdma_ctx_put(ctx);
 			break;
 		}
-		rrr__svc_rdma_dispatch(ctx, ctx->arg.p + ctx->arg_off, ctx->arg_len);
+		rrr__svc_rdma_dispatch(ctx, ctx->arg.p + ctx->arg_off, ctx->arg_len, UINT32_MAX);
 		break;
 	case PH_SEND:
 		rrr__svc_rdma_zc_sent(ctx); /* its LOCAL_INVs completed too */
@@ -325,6 +330,7 @@ static void conn_poll(struct svc_rdma_conn *rc)
 		rc->db_defer = true;
 		for (i = 0; i < n; i++)
 			handle_wc(rc, &wc[i]);
+		rrr__svc_rdma_run_calls(rc); /* the batch's calls, knowing of each other */
 		rc->db_defer = false;
 		rrr__svc_rdma_db_flush(rc);
 		if (n == RDMA_POLL_BATCH)
@@ -337,6 +343,7 @@ static void conn_poll(struct svc_rdma_conn *rc)
 	/* calls that waited for a context or the windows */
 	rc->db_defer = true;
 	rrr__svc_rdma_recv_resume(rc);
+	rrr__svc_rdma_run_calls(rc);
 	rc->db_defer = false;
 	rrr__svc_rdma_db_flush(rc);
 	rrr__svc_rdma_repost(rc, UINT32_MAX, true);
@@ -389,6 +396,23 @@ static void rdma_on_msg(struct rrr__svc_conn *c, const void *msg)
 	default:
 		break;
 	}
+	conn_poll(rc);
+}
+
+void rrr__svc_rdma_handler_done(void *arg)
+{
+	struct svc_rdma_ctx *ctx = arg;
+	struct svc_rdma_conn *rc = ctx->rc;
+
+	if (rc->base.closing) {
+		/* not polled any more: the request ends here */
+		rrr__svc_rdma_ctx_put(ctx);
+		return;
+	}
+	rc->db_defer = true;
+	rrr__svc_rdma_dispatch_done(ctx);
+	rc->db_defer = false;
+	rrr__svc_rdma_db_flush(rc);
 	conn_poll(rc);
 }
 

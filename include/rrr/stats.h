@@ -71,6 +71,10 @@ struct rrr_xprt_stats {
 	uint64_t pool_empty;
 	uint64_t map_errors;
 	uint64_t recover_errors;
+	/* server: handlers run by an idle worker other than the one that owns
+	 * the call's connection, so the calls of one connection use several
+	 * cores (docs/embedding.md); 0 on a client */
+	uint64_t offloaded;
 };
 
 /* Print as "key value" lines, prefixed by @prefix (may be ""). */

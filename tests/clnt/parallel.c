@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/clnt/parallel.c - the calls of one connection use several cores:
+ * two slow calls (each handler 200 ms) sent at once on one RDMA connection
+ * run on two worker threads and both finish in about 200 ms, not 400; the
+ * server counts the hand-off (offloaded). A slow call alone on its
+ * connection, once the procedure is known to be slow, stays on the
+ * connection's own worker (a lone call gains nothing from another core).
+ * The server runs in a forked process over the soft provider with two
+ * workers.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rrr/client.h>
+#include <rrr/server.h>
+
+#include "helpers/calls.h"
+
+#define PA_PROG 0x20000096u
+enum { PA_NULL, PA_SLOW, PA_STAT };
+
+/* --- server process ------------------------------------------------------- */
+
+static struct rrr_svc *child_svc;
+
+/* result: the thread that ran it, after 200 ms */
+static int h_slow(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	struct timespec ts = {0, 200 * 1000 * 1000};
+
+	(void)r;
+	(void)a;
+	nanosleep(&ts, NULL);
+	return rrr_xdr_put_u32(s, (uint32_t)syscall(SYS_gettid)) ? -EIO : 0;
+}
+
+/* result: the server's offloaded counter */
+static int h_stat(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	struct rrr_xprt_stats st;
+
+	(void)r;
+	(void)a;
+	rrr_svc_stats(child_svc, &st);
+	return rrr_xdr_put_u32(s, (uint32_t)st.offloaded) ? -EIO : 0;
+}
+
+static const struct rrr_svc_proc procs[] = {
+    [PA_NULL] = {"null", tc_h_null},
+    [PA_SLOW] = {"slow", h_slow},
+    [PA_STAT] = {"stat", h_stat},
+};
+
+static void child_main(int wfd, const void *arg)
+{
+	struct rrr_svc_program prog = {PA_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
+	struct rrr_svc_opts o;
+	uint16_t port = 0;
+
+	(void)arg;
+	rrr_svc_opts_init(&o);
+	o.nthreads = 2;
+	o.wait_mode = RRR_WAIT_EVENT;
+	if (rrr_svc_create(&o, &child_svc) || rrr_svc_register(child_svc, &prog) ||
+	    rrr_svc_listen_rdma(child_svc, "127.0.0.1", "0", &port)) {
+		fprintf(stderr, "child server: %s\n", rrr_last_error());
+		_exit(2);
+	}
+	tc_child_serve(child_svc, wfd, &port, sizeof(port));
+}
+
+/* --- client side ---------------------------------------------------------- */
+
+static pid_t child;
+static struct rrr_clnt *clnt;
+
+static void init_rdma(void)
+{
+	struct rrr_clnt_opts o;
+	uint16_t port;
+	char ps[16];
+
+	child = tc_fork_server(child_main, NULL, &port, sizeof(port));
+	snprintf(ps, sizeof(ps), "%u", port);
+	rrr_clnt_opts_init(&o);
+	o.host = "127.0.0.1";
+	o.port = ps;
+	o.timeout_ms = 10000;
+	o.connect_timeout_ms = 3000;
+	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+}
+
+static void stop_all(void)
+{
+	rrr_clnt_destroy(clnt);
+	clnt = NULL;
+	tc_stop_child(&child);
+}
+
+TestSuite(parallel, .init = init_rdma, .fini = stop_all, .timeout = 60);
+
+static int dec_u32(struct rrr_xdr *x, void *r)
+{
+	return rrr_xdr_get_u32(x, r) ? -EBADMSG : 0;
+}
+
+struct pending {
+	atomic_int done;
+	int rc[2];
+};
+
+static void slow_done(struct rrr_call *c, int rc, void *arg)
+{
+	struct pending *p = arg;
+	int i = atomic_fetch_add(&p->done, 1);
+
+	(void)c;
+	if (i < 2)
+		p->rc[i] = rc;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static uint32_t offloaded_now(void)
+{
+	struct rrr_call c;
+	uint32_t n = 0;
+
+	tc_call_init(&c, PA_PROG, PA_STAT);
+	tc_codec(&c, NULL, NULL, dec_u32, &n);
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
+	return n;
+}
+
+/* Two slow calls at once; returns the milliseconds both took. */
+static double two_slow(uint32_t tid[2])
+{
+	struct rrr_call c[2];
+	struct pending p = {0};
+	double t0 = now_ms();
+
+	for (int i = 0; i < 2; i++) {
+		tc_call_init(&c[i], PA_PROG, PA_SLOW);
+		tc_codec(&c[i], NULL, NULL, dec_u32, &tid[i]);
+		cr_assert_eq(rrr_clnt_call_async(clnt, &c[i], slow_done, &p), 0, "%s",
+			     rrr_last_error());
+	}
+	for (int i = 0; i < 2000 && atomic_load(&p.done) < 2; i++)
+		usleep(1000);
+	cr_assert_eq(atomic_load(&p.done), 2, "both calls completed");
+	cr_assert_eq(p.rc[0], 0);
+	cr_assert_eq(p.rc[1], 0);
+	return now_ms() - t0;
+}
+
+Test(parallel, two_slow_calls_of_one_connection_run_at_once)
+{
+	uint32_t tid[2] = {0, 0}, before = offloaded_now();
+	double ms;
+
+	ms = two_slow(tid);
+	cr_assert_neq(tid[0], tid[1], "two workers ran them (threads %u and %u)", tid[0], tid[1]);
+	cr_assert_lt(ms, 380.0, "both finished in about one handler's time, not two (%.0f ms)",
+		     ms);
+	cr_assert_geq(offloaded_now(), before + 1, "the hand-off is counted");
+	/* and again, now that the procedure is known to be slow */
+	ms = two_slow(tid);
+	cr_assert_neq(tid[0], tid[1]);
+	cr_assert_lt(ms, 380.0, "%.0f ms", ms);
+}
+
+Test(parallel, a_lone_slow_call_stays_on_its_worker)
+{
+	uint32_t tid[2], one = 0, before;
+	struct rrr_call c;
+
+	(void)two_slow(tid); /* the procedure is timed: slow */
+	before = offloaded_now();
+	tc_call_init(&c, PA_PROG, PA_SLOW);
+	tc_codec(&c, NULL, NULL, dec_u32, &one);
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
+	cr_assert_eq(offloaded_now(), before, "a call alone on its connection is not handed off");
+}
