@@ -84,12 +84,8 @@ struct svc_rdma_ctx {
 	/* per-I/O registration of the READ sink */
 	struct rrr_reg_io *sink;
 	bool sink_mapped;
-	/* a call ready for its handler waits in the connection's run list
-	 * until the end of the poll batch (svc_rdma_recvfrom.c), with its
-	 * message and the receive buffer it holds (UINT32_MAX: none) */
-	struct svc_rdma_ctx *run_next;
-	uint8_t *run_buf;
-	size_t run_len;
+	/* the receive buffer the call's message is in while its handler runs
+	 * (UINT32_MAX: none), reposted once the handler is done */
 	uint32_t recv_idx;
 	/* the call's argument and result streams while its handler runs
 	 * (here or on another worker: rrr__svc_offload) and its verdict */
@@ -173,8 +169,10 @@ struct svc_rdma_conn {
 	 * the buffer the last call just left, still in the CPU's caches. */
 	uint64_t pull_inflight, pull_window;
 	struct svc_rdma_ctx *pull_head, *pull_tail;
-	/* calls ready for their handlers, run at the end of the poll batch */
-	struct svc_rdma_ctx *run_head, *run_tail;
+	/* completions after the one being handled in this poll batch that
+	 * bring calls to their handlers (receives, READs, LOCAL_INVs): the
+	 * connection has other calls to get on with (svc_offload.c) */
+	uint32_t batch_more;
 	struct svc_rdma_buf *sink_pool; /* max_ctx entries */
 	/* push window: write- and reply-chunk bytes posted and not yet
 	 * completed stay about within push_window (SVC_RDMA_PUSH_RECORDS x
@@ -257,16 +255,13 @@ void rrr__svc_rdma_recv_resume(struct svc_rdma_conn *rc);
 void rrr__svc_rdma_pull_end(struct svc_rdma_ctx *ctx);
 /* Start the pulls that now fit the pull window, in arrival order. */
 void rrr__svc_rdma_pull_kick(struct svc_rdma_conn *rc);
-/* The call at @buf (@len bytes; in receive buffer @recv_idx, UINT32_MAX
- * when it is not, which is reposted once the handler is done with it) is
- * ready: queue it for rrr__svc_rdma_run_calls(). */
+/* Run the handler on the call at @buf (@len bytes; in receive buffer
+ * @recv_idx, UINT32_MAX when it is not, which is reposted once the handler
+ * is done with it) and send its reply. A slow handler runs on an idle
+ * worker instead when the connection has other calls (svc_offload.c), its
+ * reply sent by rrr__svc_rdma_handler_done() here. */
 void rrr__svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len,
 			    uint32_t recv_idx);
-/* End of a poll batch: run the handlers of the queued calls and send their
- * replies, in order; a slow handler runs on an idle worker instead when the
- * connection has other calls (svc_offload.c), its reply sent by
- * rrr__svc_rdma_handler_done() here. */
-void rrr__svc_rdma_run_calls(struct svc_rdma_conn *rc);
 /* The handler of @ctx returned: send its reply, give its buffers back. */
 void rrr__svc_rdma_dispatch_done(struct svc_rdma_ctx *ctx);
 /* svc_rdma_transport.c: the return of a handler that ran on another worker

@@ -163,7 +163,7 @@ static bool offload(struct svc_rdma_ctx *ctx, const uint8_t *buf, size_t len)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
 
-	if (!rrr__svc_offload_wanted(buf, len, rc->busy))
+	if (!rrr__svc_offload_wanted(buf, len, rc->busy + rc->batch_more))
 		return false;
 	if (ctx->hdr->nwrite && rrr__svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload))
 		return false;
@@ -181,20 +181,7 @@ void rrr__svc_rdma_dispatch(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len,
 {
 	struct svc_rdma_conn *rc = ctx->rc;
 
-	ctx->run_buf = buf;
-	ctx->run_len = len;
 	ctx->recv_idx = recv_idx;
-	ctx->run_next = NULL;
-	if (rc->run_tail)
-		rc->run_tail->run_next = ctx;
-	else
-		rc->run_head = ctx;
-	rc->run_tail = ctx;
-}
-
-static void run_call(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
-{
-	struct svc_rdma_conn *rc = ctx->rc;
 
 	/* Read Requests queued in this poll batch go out before the handler
 	 * runs: the client sends the next call's data while this one is
@@ -223,24 +210,6 @@ static void run_call(struct svc_rdma_ctx *ctx, uint8_t *buf, size_t len)
 		return; /* rrr__svc_rdma_handler_done() sends the reply */
 	handler_run(ctx);
 	rrr__svc_rdma_dispatch_done(ctx);
-}
-
-void rrr__svc_rdma_run_calls(struct svc_rdma_conn *rc)
-{
-	struct svc_rdma_ctx *ctx;
-
-	while ((ctx = rc->run_head)) {
-		rc->run_head = ctx->run_next;
-		if (!rc->run_head)
-			rc->run_tail = NULL;
-		if (rc->broken || rc->base.closing) {
-			rrr__svc_rdma_repost(rc, ctx->recv_idx, false);
-			ctx->recv_idx = UINT32_MAX;
-			rrr__svc_rdma_ctx_put(ctx);
-			continue;
-		}
-		run_call(ctx, ctx->run_buf, ctx->run_len);
-	}
 }
 
 static uint32_t be32(const uint8_t *p)

@@ -173,6 +173,7 @@ static const struct rrr_svc_proc procs[] = {
 struct child_args {
 	uint32_t credits;
 	const uint16_t *want;
+	unsigned threads; /* 0: two workers */
 };
 
 static void child_main(int wfd, const void *arg)
@@ -186,7 +187,7 @@ static void child_main(int wfd, const void *arg)
 	char pr[16] = "0", pt[16] = "0";
 
 	rrr_svc_opts_init(&o);
-	o.nthreads = 2;
+	o.nthreads = ca->threads ? ca->threads : 2;
 	o.provider = tenv_provider();
 	o.provider_opts = tenv_provider_opts();
 	if (credits)
@@ -210,6 +211,10 @@ static pid_t child;
 static uint16_t ports[2];
 static struct rrr_clnt *clnt;
 
+/* the next start_server() runs the server with one worker: the calls of a
+ * connection then run one after another */
+static bool one_worker;
+
 static void start_server_on(uint32_t credits, const uint16_t *want)
 {
 	if (!entered) {
@@ -220,7 +225,7 @@ static void start_server_on(uint32_t credits, const uint16_t *want)
 		atomic_init(entered, 0);
 		atomic_init(released, 0);
 	}
-	struct child_args ca = {credits, want};
+	struct child_args ca = {credits, want, one_worker ? 1 : 0};
 
 	child = tc_fork_server(child_main, &ca, ports, sizeof(ports));
 }
@@ -273,6 +278,21 @@ static void init_rdma_fail_fast(void)
 	start_server(0);
 	connect_clnt("rdma");
 	fail_fast = false;
+}
+
+static void init_rdma_one_worker(void)
+{
+	one_worker = true;
+	start_server(0);
+	connect_clnt("rdma");
+	one_worker = false;
+}
+
+static void init_rdma_fail_fast_one_worker(void)
+{
+	one_worker = true;
+	init_rdma_fail_fast();
+	one_worker = false;
 }
 
 static void init_tcp(void)
@@ -690,7 +710,8 @@ Test(svc, rdma_call_survives_server_restart, .init = init_rdma)
  * A late reply to a timed-out call with chunks (docs/client.md, "Late
  * replies"). Call A (write chunk, 200 ms timeout) runs a 600 ms handler; B
  * (write chunk, 1 s timeout, not idempotent) is sent after A timed out and
- * waits behind A on the server's worker. A's MRs were invalidated when it
+ * waits behind A on the server's one worker (with two, an idle worker
+ * would run it at once). A's MRs were invalidated when it
  * timed out, so the server's late RDMA Write names a dead handle and the
  * client's provider terminates the connection. B must not fail: the client
  * reconnects and re-sends it with its xid. Nothing is placed in A's memory.
@@ -750,14 +771,14 @@ static void late_reply_case(int want_b)
 	do_write_chunk(3000); /* the client still works */
 }
 
-Test(svc, rdma_late_reply_spares_other_calls, .init = init_rdma)
+Test(svc, rdma_late_reply_spares_other_calls, .init = init_rdma_one_worker)
 {
 	late_reply_case(0);
 }
 
 /* The same with fail_fast: B is not idempotent, so the connection loss the
  * late reply causes fails it (the behaviour callers can still ask for). */
-Test(svc, rdma_late_reply_fail_fast, .init = init_rdma_fail_fast)
+Test(svc, rdma_late_reply_fail_fast, .init = init_rdma_fail_fast_one_worker)
 {
 	late_reply_case(-ECONNRESET);
 }

@@ -443,7 +443,8 @@ Test(svc_stats, print_format)
 	cr_assert(strstr(buf, "x: depth_splits 0\n"));
 	for (p = buf; *p; p++)
 		lines += *p == '\n';
-	cr_assert_eq(lines, 34, "one line per counter");
+	cr_assert(strstr(buf, "x: offloaded 0\n"));
+	cr_assert_eq(lines, 35, "one line per counter");
 }
 
 struct tcp_pay {
