@@ -37,19 +37,11 @@ static struct rrr_svc *child_svc;
 /* args: n; result: n bytes (i * 7 + 3) as a DDP payload */
 static int h_fill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
-	struct iovec out;
-	uint8_t *buf;
 	uint32_t n;
 
 	if (rrr_xdr_get_u32(a, &n) || n > (1u << 20))
 		return RRR_SVC_GARBAGE_ARGS;
-	buf = rrr_svc_req_alloc(r, n ? n : 1);
-	if (!buf)
-		return RRR_SVC_SYSTEM_ERR;
-	for (uint32_t i = 0; i < n; i++)
-		buf[i] = (uint8_t)(i * 7 + 3);
-	out = (struct iovec){buf, n};
-	return rrr_xdr_encode_payload(s, &out, 1, n) ? RRR_SVC_SYSTEM_ERR : 0;
+	return tc_answer_pattern(r, s, n, true);
 }
 
 /* args: payload; result: its length and byte sum */

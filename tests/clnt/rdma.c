@@ -25,6 +25,7 @@
 #include "../test_env.h"
 #include "../test_wait.h"
 #include "helpers/calls.h"
+#include "helpers/checks.h"
 #include "helpers/rdma_srv.h"
 
 static struct rsrv *srv;
@@ -85,22 +86,19 @@ static void init_call(struct rrr_call *c, uint32_t proc)
 	tc_call_init(c, RSRV_PROG, proc);
 }
 
+/* The test server's procedures, on the client of this test. */
+static const struct tc_target *tgt(void)
+{
+	static struct tc_target t = {NULL, RSRV_PROG, RS_ECHO, RS_SUM, RS_FILL, RS_BIG};
+
+	t.clnt = clnt;
+	return &t;
+}
+
+/* FILL of @n bytes into @dst (@cap bytes, two pieces), verified. */
 static int fill_into(uint8_t *dst, uint32_t n, uint32_t cap)
 {
-	struct iovec d[2] = {{dst, cap / 3}, {dst + cap / 3, cap - cap / 3}};
-	struct tc_got g = {0};
-	struct rrr_call c;
-	int rc;
-
-	init_call(&c, RS_FILL);
-	tc_codec(&c, tc_enc_u32, &n, tc_dec_pay, &g);
-	tc_payload(&c, RRR_DDP_FROM_SERVER, d, 2);
-	rc = rrr_clnt_call(clnt, &c);
-	if (rc == 0) {
-		cr_assert_eq(g.len, n);
-		cr_assert_eq(c.payload_len, n);
-	}
-	return rc;
+	return tc_fill(tgt(), dst, n, cap, 2);
 }
 
 TestSuite(rdma, .init = init_default, .fini = fini, .timeout = 60);
@@ -132,21 +130,12 @@ Test(rdma, negotiation_and_null)
 
 Test(rdma, inline_echo)
 {
-	uint8_t src[1001], dst[1001];
-	struct iovec s = {src, sizeof(src)};
-	struct tc_pay p = {&s, 1, sizeof(src), 0};
-	struct tc_got g = {.copy = dst};
+	uint8_t src[1001];
 	struct rrr_xprt_stats st;
-	struct rrr_call c;
 
 	for (unsigned i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 3);
-	init_call(&c, RS_ECHO);
-	tc_codec(&c, tc_enc_pay, &p, tc_dec_pay, &g);
-	tc_payload(&c, RRR_DDP_TO_SERVER, &s, 1);
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	cr_assert_eq(g.len, sizeof(src));
-	cr_assert_eq(memcmp(src, dst, sizeof(src)), 0);
+	tc_check_echo(tgt(), src, sizeof(src), true);
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.inline_calls, 1);
 	cr_assert_eq(st.read_chunks, 0);
@@ -155,26 +144,15 @@ Test(rdma, inline_echo)
 
 Test(rdma, read_chunk_odd_length)
 {
-	uint32_t n = 100001, sum = 0;
+	uint32_t n = 100001;
 	uint8_t *src = malloc(n);
 	struct iovec s[2] = {{src, 50000}, {src + 50000, n - 50000}};
-	struct tc_pay p = {s, 2, n, 0xfeed};
-	struct tc_got g = {0};
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
-	struct rrr_call c;
 
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < n; i++)
 		src[i] = (uint8_t)(i * 11 + 5);
-		sum += src[i];
-	}
-	init_call(&c, RS_SUM);
-	tc_codec(&c, tc_enc_pay_tag, &p, tc_dec_3u32, &g);
-	tc_payload(&c, RRR_DDP_TO_SERVER, s, 2);
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	cr_assert_eq(g.w[0], n);
-	cr_assert_eq(g.w[1], sum);
-	cr_assert_eq(g.w[2], 0xfeed, "the word after the payload survived the splice");
+	tc_check_sum(tgt(), s, 2, 0xfeed);
 	rrr_clnt_stats(clnt, &st);
 	rsrv_stats(srv, &ss);
 	cr_assert_eq(st.read_chunks, 1);
@@ -193,8 +171,6 @@ Test(rdma, write_chunk)
 
 	memset(dst, 0xee, cap);
 	cr_assert_eq(fill_into(dst, n, cap), 0);
-	for (uint32_t i = 0; i < n; i++)
-		cr_assert_eq(dst[i], (uint8_t)(i * 7 + 3), "byte %u", i);
 	cr_assert_eq(dst[n], 0xee);
 	rrr_clnt_stats(clnt, &st);
 	rsrv_stats(srv, &ss);
@@ -206,53 +182,29 @@ Test(rdma, write_chunk)
 
 Test(rdma, reply_chunk)
 {
-	uint32_t n = 50001;
-	uint8_t *dst = malloc(n + 3);
-	struct tc_got g = {.copy = dst};
 	struct rrr_xprt_stats st;
-	struct rrr_call c;
 
-	init_call(&c, RS_BIG);
-	tc_codec(&c, tc_enc_u32, &n, tc_dec_opaque, &g);
-	c.reply_hint = n + 64;
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	cr_assert_eq(g.len, n);
-	for (uint32_t i = 0; i < n; i++)
-		cr_assert_eq(dst[i], (uint8_t)(i * 5 + 1));
+	tc_check_big(tgt(), 50001);
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.reply_chunks, 1);
-	free(dst);
 }
 
 Test(rdma, nomsg_call_and_reply)
 {
 	uint32_t n = 20003;
-	uint8_t *src = malloc(n), *dst = malloc(n + 3);
-	struct iovec s = {src, n};
-	struct tc_pay p = {&s, 1, n, 0};
-	struct tc_got g = {.copy = dst};
+	uint8_t *src = malloc(n);
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
-	struct rrr_call c;
 
 	for (uint32_t i = 0; i < n; i++)
 		src[i] = (uint8_t)(i ^ (i >> 8));
-	init_call(&c, RS_ECHO);
-	c.encode = tc_enc_pay; /* not DDP for this call: the args are just large */
-	c.args = &p;
-	c.decode = tc_dec_pay;
-	c.res = &g;
-	c.reply_hint = n + 64;
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	cr_assert_eq(g.len, n);
-	cr_assert_eq(memcmp(src, dst, n), 0);
+	tc_check_echo(tgt(), src, n, false);
 	rrr_clnt_stats(clnt, &st);
 	rsrv_stats(srv, &ss);
 	cr_assert_eq(st.nomsg_calls, 1);
 	cr_assert_eq(ss.nomsg_calls, 1);
 	cr_assert_eq(st.reply_chunks, 1);
 	free(src);
-	free(dst);
 }
 
 #define NT  4
@@ -318,8 +270,17 @@ static void *c_thread(void *arg)
 	return NULL;
 }
 
-static void run_concurrent(void)
+/* What the client (c) and the test server (s) counted. */
+struct both_stats {
+	struct rrr_xprt_stats c;
+	struct rsrv_stats s;
+};
+
+/* NT threads of PER calls each (half read chunks, half write chunks), all
+ * verified; then what both sides counted. */
+static struct both_stats run_concurrent(void)
 {
+	struct both_stats b;
 	static struct ccall calls[NT * PER];
 	atomic_int ok = 0, done = 0;
 
@@ -331,57 +292,54 @@ static void run_concurrent(void)
 	tc_run_threads(NT, c_thread, calls, PER * sizeof(calls[0]));
 	cr_assert(TEST_WAIT_UNTIL(atomic_load(&done) == NT * PER, 30000), "every call completed");
 	cr_assert_eq(atomic_load(&ok), NT * PER);
+	rrr_clnt_stats(clnt, &b.c);
+	rsrv_stats(srv, &b.s);
+	return b;
 }
 
 Test(rdma, concurrent_64)
 {
-	struct rrr_xprt_stats st;
+	struct both_stats b = run_concurrent();
 
-	run_concurrent();
-	rrr_clnt_stats(clnt, &st);
-	cr_assert_eq(st.replies, NT * PER);
-	cr_assert_eq(st.read_chunks, NT * PER / 2);
-	cr_assert_eq(st.write_chunks, NT * PER / 2);
+	cr_assert_eq(b.c.replies, NT * PER);
+	cr_assert_eq(b.c.read_chunks, NT * PER / 2);
+	cr_assert_eq(b.c.write_chunks, NT * PER / 2);
+}
+
+/* A server that grants @credits, batching replies for @batch_ms. */
+static void start_credits(uint32_t credits, int batch_ms)
+{
+	struct rsrv_opts o = {.credits = credits, .credits_set = true, .batch_ms = batch_ms};
+
+	start(&o, NULL);
 }
 
 static void init_credits4(void)
 {
-	struct rsrv_opts o = {.credits = 4, .credits_set = true, .batch_ms = 15};
-
-	start(&o, NULL);
-}
-
-Test(rdma_credits, never_exceeded, .init = init_credits4, .fini = fini, .timeout = 60)
-{
-	struct rrr_xprt_stats st;
-	struct rsrv_stats ss;
-
-	run_concurrent();
-	rrr_clnt_stats(clnt, &st);
-	rsrv_stats(srv, &ss);
-	cr_assert_leq(ss.max_outstanding, 4, "server saw %u calls at once", ss.max_outstanding);
-	cr_assert_geq(ss.max_outstanding, 2, "the grant was used");
-	cr_assert_gt(st.credit_stalls, 0);
-	cr_assert_eq(st.credits, 4);
+	start_credits(4, 15);
 }
 
 static void init_credits0(void)
 {
-	struct rsrv_opts o = {.credits = 0, .credits_set = true, .batch_ms = 5};
+	start_credits(0, 5);
+}
 
-	start(&o, NULL);
+Test(rdma_credits, never_exceeded, .init = init_credits4, .fini = fini, .timeout = 60)
+{
+	struct both_stats b = run_concurrent();
+
+	cr_assert_leq(b.s.max_outstanding, 4, "server saw %u calls at once", b.s.max_outstanding);
+	cr_assert_geq(b.s.max_outstanding, 2, "the grant was used");
+	cr_assert_gt(b.c.credit_stalls, 0);
+	cr_assert_eq(b.c.credits, 4);
 }
 
 Test(rdma_credits, zero_grant_is_one, .init = init_credits0, .fini = fini, .timeout = 60)
 {
-	struct rrr_xprt_stats st;
-	struct rsrv_stats ss;
+	struct both_stats b = run_concurrent();
 
-	run_concurrent();
-	rrr_clnt_stats(clnt, &st);
-	rsrv_stats(srv, &ss);
-	cr_assert_eq(ss.max_outstanding, 1);
-	cr_assert_eq(st.credits, 1);
+	cr_assert_eq(b.s.max_outstanding, 1);
+	cr_assert_eq(b.c.credits, 1);
 }
 
 static void init_nopd(void)
@@ -418,19 +376,28 @@ Test(rdma, rdma_error_and_garbage)
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "connection still usable");
 }
 
-Test(rdma, disconnect_mid_call, .init = init_fail_fast)
+/* A call of @proc with a registered 8 KiB sink (deadline @timeout_ms, 0:
+ * the default) that must end with @want; the client's statistics after. */
+static struct rrr_xprt_stats sink_call_fails(uint32_t proc, int timeout_ms, int want)
 {
 	uint8_t dst[8192];
 	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
 	struct rrr_call c;
 
-	init_call(&c, RS_HANGUP);
-	c.ddp = RRR_DDP_FROM_SERVER; /* with a registered sink */
-	c.payload = &d;
-	c.npayload = 1;
-	cr_assert_eq(rrr_clnt_call(clnt, &c), -ECONNRESET);
+	init_call(&c, proc);
+	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
+	c.timeout_ms = timeout_ms;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), want);
 	rrr_clnt_stats(clnt, &st);
+	return st;
+}
+
+Test(rdma, disconnect_mid_call, .init = init_fail_fast)
+{
+	uint8_t dst[8192];
+	struct rrr_xprt_stats st = sink_call_fails(RS_HANGUP, 0, -ECONNRESET);
+
 	cr_assert_geq(st.disconnects, 1);
 	cr_assert_geq(st.recoveries + st.local_inv + st.remote_inv, 1, "the sink was recovered");
 	/* reconnects on demand */
@@ -441,16 +408,10 @@ Test(rdma, disconnect_mid_call, .init = init_fail_fast)
 
 Test(rdma, timeout_invalidates)
 {
-	uint8_t dst[8192];
-	struct iovec d = {dst, sizeof(dst)};
-	struct rrr_xprt_stats st;
+	/* 1 s covers registering and sending on a loaded machine */
+	struct rrr_xprt_stats st = sink_call_fails(RS_SILENT, 1000, -ETIMEDOUT);
 	struct rrr_call c;
 
-	init_call(&c, RS_SILENT);
-	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
-	c.timeout_ms = 1000; /* covers registering and sending on a loaded machine */
-	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
-	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.timeouts, 1);
 	cr_assert_geq(st.local_inv, 1);
 	/* the silent call still holds the only credit: the client replaces
@@ -462,33 +423,20 @@ Test(rdma, timeout_invalidates)
 	cr_assert_eq(st.connects, 2);
 }
 
-struct once {
-	atomic_int runs, status;
-};
-
-static void once_done(struct rrr_call *call, int status, void *arg)
-{
-	struct once *o = arg;
-
-	(void)call;
-	atomic_store(&o->status, status);
-	atomic_fetch_add(&o->runs, 1);
-}
-
 Test(rdma, cancel_invalidates)
 {
 	uint8_t dst[8192];
 	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
 	struct rsrv_stats ss;
-	struct once o = {0};
+	struct tc_once o = {0};
 	struct rrr_call c;
 
 	init_call(&c, RS_SILENT);
 	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	rsrv_stats(srv, &ss);
 	unsigned calls = ss.calls;
-	cr_assert_eq(rrr_clnt_call_async(clnt, &c, once_done, &o), 0);
+	cr_assert_eq(rrr_clnt_call_async(clnt, &c, tc_once_done, &o), 0);
 	/* cancel once the server has the call: its sink is registered and on
 	 * the wire (a call cancelled while still queued registered nothing) */
 	for (int i = 0; i < 500; i++) {
@@ -532,22 +480,32 @@ Test(rdma, stale_handle_places_nothing, .init = init_fail_fast)
 	free(dst);
 }
 
+/* A NULL call (its reply raises the grant from 1, so two calls can be
+ * out), then @hold: HOLD into the registered sink @d, submitted without
+ * waiting (@o sees its end). Returns the bytes sent before @hold. */
+static uint64_t start_hold(struct rrr_call *hold, struct iovec *d, struct tc_once *o)
+{
+	struct rrr_xprt_stats st;
+	struct rrr_call c;
+
+	init_call(&c, RS_NULL);
+	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	init_call(hold, RS_HOLD);
+	tc_payload(hold, RRR_DDP_FROM_SERVER, d, 1);
+	rrr_clnt_stats(clnt, &st);
+	cr_assert_eq(rrr_clnt_call_async(clnt, hold, tc_once_done, o), 0);
+	return st.send_bytes;
+}
+
 Test(rdma, foreign_invalidation_disconnects, .init = init_fail_fast)
 {
 	uint8_t dst[8192];
 	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
-	struct once o = {0};
+	struct tc_once o = {0};
 	struct rrr_call hold, c;
+	uint64_t sent = start_hold(&hold, &d, &o);
 
-	/* the first reply raises the grant from 1, so two calls can be out */
-	init_call(&c, RS_NULL);
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	init_call(&hold, RS_HOLD);
-	tc_payload(&hold, RRR_DDP_FROM_SERVER, &d, 1);
-	rrr_clnt_stats(clnt, &st);
-	uint64_t sent = st.send_bytes;
-	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
 	/* the held call is on the wire before the foreign one */
 	cr_assert(TEST_WAIT_UNTIL((rrr_clnt_stats(clnt, &st), st.send_bytes > sent), 10000));
 	init_call(&c, RS_FOREIGN);
@@ -576,14 +534,10 @@ Test(rdma_ghost, late_reply_foreign_invalidation_disconnects, .init = init_batch
 	uint8_t dst[8192];
 	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
-	struct once o = {0};
+	struct tc_once o = {0};
 	struct rrr_call hold, c;
 
-	init_call(&c, RS_NULL);
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0); /* raises the grant from 1 */
-	init_call(&hold, RS_HOLD);
-	tc_payload(&hold, RRR_DDP_FROM_SERVER, &d, 1);
-	cr_assert_eq(rrr_clnt_call_async(clnt, &hold, once_done, &o), 0);
+	(void)start_hold(&hold, &d, &o);
 	/* FOREIGN right behind HOLD (one submit queue keeps them in order; a
 	 * pause would only eat into its timeout): answered in the server's
 	 * next batch, long after the call gave up */

@@ -27,6 +27,7 @@
 #include "../test_env.h"
 #include "../test_wait.h"
 #include "helpers/calls.h"
+#include "helpers/checks.h"
 
 #define CS_PROG 0x20000097u
 
@@ -66,20 +67,10 @@ static int h_echo(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 static int h_fill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s, bool ddp)
 {
 	uint32_t n;
-	uint8_t *buf;
-	struct iovec out;
 
 	if (rrr_xdr_get_u32(a, &n) || n > (8u << 20))
 		return RRR_SVC_GARBAGE_ARGS;
-	buf = rrr_svc_req_alloc(r, n ? n : 1);
-	if (!buf)
-		return RRR_SVC_SYSTEM_ERR;
-	for (uint32_t i = 0; i < n; i++)
-		buf[i] = ddp ? (uint8_t)(i * 7 + 3) : (uint8_t)(i * 5 + 1);
-	out = (struct iovec){buf, n};
-	if (ddp)
-		return rrr_xdr_encode_payload(s, &out, 1, n) ? RRR_SVC_SYSTEM_ERR : 0;
-	return rrr_xdr_put_opaque(s, buf, n) ? RRR_SVC_SYSTEM_ERR : 0;
+	return tc_answer_pattern(r, s, n, ddp);
 }
 
 static int h_filld(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
@@ -145,21 +136,13 @@ static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 static int h_slowfill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
 	uint32_t n, ms;
-	uint8_t *buf;
-	struct iovec out;
 
 	if (rrr_xdr_get_u32(a, &n) || rrr_xdr_get_u32(a, &ms) || n > (1u << 20) || ms > 5000)
 		return RRR_SVC_GARBAGE_ARGS;
 	unsigned seen = released ? atomic_load(released) : 0;
 	count_entry();
 	(void)TEST_WAIT_UNTIL(released && atomic_load(released) > seen, ms);
-	buf = rrr_svc_req_alloc(r, n ? n : 1);
-	if (!buf)
-		return RRR_SVC_SYSTEM_ERR;
-	for (uint32_t i = 0; i < n; i++)
-		buf[i] = (uint8_t)(i * 7 + 3);
-	out = (struct iovec){buf, n};
-	return rrr_xdr_encode_payload(s, &out, 1, n) ? RRR_SVC_SYSTEM_ERR : 0;
+	return tc_answer_pattern(r, s, n, true);
 }
 
 static const struct rrr_svc_proc procs[] = {
@@ -392,105 +375,55 @@ static uint64_t posts_now(void)
 	return st.send_posts;
 }
 
+/* The server's procedures, on the client of this test. */
+static const struct tc_target *tgt(void)
+{
+	static struct tc_target t = {NULL, CS_PROG, CS_ECHO, CS_SUM, CS_FILL, CS_BIG};
+
+	t.clnt = clnt;
+	return &t;
+}
+
 /* The five shapes, each verified. */
 static void do_inline(void)
 {
-	uint8_t src[777], dst[777];
-	struct iovec s = {src, sizeof(src)};
-	struct tc_pay p = {&s, 1, sizeof(src), 0};
-	struct tc_got g = {.copy = dst};
-	struct rrr_call c;
+	uint8_t src[777];
 
 	for (unsigned i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 31);
-	call_init(&c, CS_ECHO);
-	tc_codec(&c, tc_enc_pay, &p, tc_dec_pay, &g);
-	tc_payload(&c, RRR_DDP_TO_SERVER, &s, 1);
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	cr_assert_eq(g.len, sizeof(src));
-	cr_assert_eq(memcmp(src, dst, sizeof(src)), 0);
+	tc_check_echo(tgt(), src, sizeof(src), true);
 }
 
 static void do_read_chunk(uint32_t n)
 {
 	uint8_t *src = malloc(n);
 	struct iovec s[3] = {{src, n / 4}, {src + n / 4, n / 2}, {src + n / 4 + n / 2, 0}};
-	struct tc_pay p = {s, 3, n, 0xabcdef};
-	struct tc_got g = {0};
-	struct rrr_call c;
-	uint32_t sum = 0;
 
 	s[2].iov_len = n - n / 4 - n / 2;
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < n; i++)
 		src[i] = (uint8_t)(i * 13 + 7);
-		sum += src[i];
-	}
-	call_init(&c, CS_SUM);
-	tc_codec(&c, tc_enc_pay_tag, &p, tc_dec_3u32, &g);
-	tc_payload(&c, RRR_DDP_TO_SERVER, s, 3);
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	cr_assert_eq(g.w[0], n);
-	cr_assert_eq(g.w[1], sum);
-	cr_assert_eq(g.w[2], 0xabcdef);
+	tc_check_sum(tgt(), s, 3, 0xabcdef);
 	free(src);
 }
 
 static void do_write_chunk(uint32_t n)
 {
 	uint8_t *dst = malloc(n + 16);
-	struct iovec d = {dst, n + 16};
-	struct tc_got g = {0};
-	struct rrr_call c;
 
 	memset(dst, 0xee, n + 16);
-	call_init(&c, CS_FILL);
-	tc_codec(&c, tc_enc_u32, &n, tc_dec_pay, &g);
-	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	cr_assert_eq(c.payload_len, n);
-	for (uint32_t i = 0; i < n; i++)
-		cr_assert_eq(dst[i], (uint8_t)(i * 7 + 3), "byte %u", i);
+	cr_assert_eq(tc_fill(tgt(), dst, n, n + 16, 1), 0);
 	cr_assert_eq(dst[n], 0xee);
-	free(dst);
-}
-
-static void do_reply_chunk(uint32_t n)
-{
-	uint8_t *dst = malloc(n + 4);
-	struct tc_got g = {.copy = dst};
-	struct rrr_call c;
-
-	call_init(&c, CS_BIG);
-	tc_codec(&c, tc_enc_u32, &n, tc_dec_opaque, &g);
-	c.reply_hint = n + 64;
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	cr_assert_eq(g.len, n);
-	for (uint32_t i = 0; i < n; i++)
-		cr_assert_eq(dst[i], (uint8_t)(i * 5 + 1));
 	free(dst);
 }
 
 static void do_nomsg(uint32_t n)
 {
-	uint8_t *src = malloc(n), *dst = malloc(n);
-	struct iovec s = {src, n};
-	struct tc_pay p = {&s, 1, n, 0};
-	struct tc_got g = {.copy = dst};
-	struct rrr_call c;
+	uint8_t *src = malloc(n);
 
 	for (uint32_t i = 0; i < n; i++)
 		src[i] = (uint8_t)(i >> 3);
-	call_init(&c, CS_ECHO);
-	c.encode = tc_enc_pay; /* ddp NONE: large args travel as a whole */
-	c.args = &p;
-	c.decode = tc_dec_pay;
-	c.res = &g;
-	c.reply_hint = n + 64;
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
-	cr_assert_eq(g.len, n);
-	cr_assert_eq(memcmp(src, dst, n), 0);
+	tc_check_echo(tgt(), src, n, false);
 	free(src);
-	free(dst);
 }
 
 TestSuite(svc, .fini = stop_all, .timeout = 90);
@@ -503,7 +436,7 @@ Test(svc, rdma_all_shapes, .init = init_rdma)
 	do_inline();
 	do_read_chunk(200001);
 	do_write_chunk(500001);
-	do_reply_chunk(100003);
+	tc_check_big(tgt(), 100003);
 	do_nomsg(30001);
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.inline_calls, 3, "echo, the write-chunk and the reply-chunk calls");
@@ -526,7 +459,7 @@ Test(svc, tcp_all_shapes, .init = init_tcp)
 	do_inline();
 	do_read_chunk(200001);
 	do_write_chunk(500001);
-	do_reply_chunk(100003);
+	tc_check_big(tgt(), 100003);
 	do_nomsg(30001);
 }
 
@@ -630,18 +563,27 @@ static void sleep_call_then_kill_server(struct rrr_call *c, struct iovec *d, int
 	tc_kill_child(&child);
 }
 
-Test(svc, rdma_server_dies_mid_call_fail_fast, .init = init_rdma_fail_fast)
+/* A SLEEP call (deadline @call_ms) on the wire when the server is killed:
+ * asserts that it ends with @want within @wait_ms (@why says why), and
+ * that the client saw the disconnect; its statistics into @st. */
+static void killed_mid_call(int call_ms, int wait_ms, int want, const char *why,
+			    struct rrr_xprt_stats *st)
 {
 	uint8_t dst[65536];
 	struct iovec d = {dst, sizeof(dst)};
-	struct rrr_xprt_stats st;
 	struct rrr_call c;
 
-	sleep_call_then_kill_server(&c, &d, 8000);
-	cr_assert_eq(wait_done(&c, 7000), -ECONNRESET, "the sent call failed fast: %d",
-		     last_status);
-	rrr_clnt_stats(clnt, &st);
-	cr_assert_geq(st.disconnects, 1);
+	sleep_call_then_kill_server(&c, &d, call_ms);
+	cr_assert_eq(wait_done(&c, wait_ms), want, "%s: %d", why, last_status);
+	rrr_clnt_stats(clnt, st);
+	cr_assert_geq(st->disconnects, 1);
+}
+
+Test(svc, rdma_server_dies_mid_call_fail_fast, .init = init_rdma_fail_fast)
+{
+	struct rrr_xprt_stats st;
+
+	killed_mid_call(8000, 7000, -ECONNRESET, "the sent call failed fast", &st);
 	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv + st.recoveries,
 		     "the sink was invalidated or recovered");
 }
@@ -650,16 +592,9 @@ Test(svc, rdma_server_dies_mid_call_fail_fast, .init = init_rdma_fail_fast)
  * the call is re-sent on every reconnect attempt until its own deadline. */
 Test(svc, rdma_server_dies_hard_call_times_out, .init = init_rdma)
 {
-	uint8_t dst[65536];
-	struct iovec d = {dst, sizeof(dst)};
 	struct rrr_xprt_stats st;
-	struct rrr_call c;
 
-	sleep_call_then_kill_server(&c, &d, 1500);
-	cr_assert_eq(wait_done(&c, 5000), -ETIMEDOUT, "no -ECONNRESET: the call waits (%d)",
-		     last_status);
-	rrr_clnt_stats(clnt, &st);
-	cr_assert_geq(st.disconnects, 1);
+	killed_mid_call(1500, 5000, -ETIMEDOUT, "no -ECONNRESET: the call waits", &st);
 	cr_assert_geq(st.retransmits, 1, "the call was queued again for the next connection");
 	cr_assert_eq(st.registrations, st.local_inv + st.remote_inv + st.recoveries);
 }

@@ -230,45 +230,48 @@ Test(tcp, concurrent_64_calls)
 	cr_assert_eq(atomic_load(&cc.ok), NTHREADS * PER_THREAD);
 }
 
-Test(tcp, timeout)
+/* A call of @proc (deadline @timeout_ms, 0: the default; @idempotent) that
+ * must end with @want; the client's statistics after it. */
+static struct rrr_xprt_stats call_fails(uint32_t proc, int timeout_ms, bool idempotent, int want)
+{
+	struct rrr_xprt_stats st;
+	struct rrr_call c;
+
+	init_call(&c, proc);
+	c.timeout_ms = timeout_ms;
+	c.idempotent = idempotent;
+	cr_assert_eq(rrr_clnt_call(clnt, &c), want);
+	rrr_clnt_stats(clnt, &st);
+	return st;
+}
+
+/* A NULL call that must succeed (the client is usable). */
+static void null_ok(void)
 {
 	struct rrr_call c;
-	struct rrr_xprt_stats st;
 
-	init_call(&c, TSRV_SILENT);
-	c.timeout_ms = 200;
-	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
-	rrr_clnt_stats(clnt, &st);
-	cr_assert_eq(st.timeouts, 1);
-	/* the connection is still usable */
 	init_call(&c, TSRV_NULL);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 }
 
-struct once {
-	atomic_int runs;
-	atomic_int status;
-};
-
-static void once_done(struct rrr_call *call, int status, void *arg)
+Test(tcp, timeout)
 {
-	struct once *o = arg;
+	struct rrr_xprt_stats st = call_fails(TSRV_SILENT, 200, false, -ETIMEDOUT);
 
-	(void)call;
-	atomic_store(&o->status, status);
-	atomic_fetch_add(&o->runs, 1);
+	cr_assert_eq(st.timeouts, 1);
+	null_ok(); /* the connection is still usable */
 }
 
 Test(tcp, cancel)
 {
 	struct rrr_call c;
-	struct once o = {0};
+	struct tc_once o = {0};
 
 	struct rrr_xprt_stats st;
 	rrr_clnt_stats(clnt, &st);
 	uint64_t sent = st.send_bytes;
 	init_call(&c, TSRV_SILENT);
-	cr_assert_eq(rrr_clnt_call_async(clnt, &c, once_done, &o), 0);
+	cr_assert_eq(rrr_clnt_call_async(clnt, &c, tc_once_done, &o), 0);
 	/* cancel a call that is on the wire, not one still queued */
 	cr_assert(TEST_WAIT_UNTIL((rrr_clnt_stats(clnt, &st), st.send_bytes > sent), 10000));
 	cr_assert_eq(rrr_clnt_cancel(clnt, &c), 0);
@@ -294,13 +297,8 @@ Test(tcp, hangup_fails_then_reconnects, .init = setup_fail_fast)
 
 Test(tcp, hangup_idempotent_retried_once, .init = setup_fail_fast)
 {
-	struct rrr_call c;
-	struct rrr_xprt_stats st;
+	struct rrr_xprt_stats st = call_fails(TSRV_HANGUP, 0, true, -ECONNRESET);
 
-	init_call(&c, TSRV_HANGUP);
-	c.idempotent = true;
-	cr_assert_eq(rrr_clnt_call(clnt, &c), -ECONNRESET);
-	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.retransmits, 1);
 	cr_assert_eq(tsrv_calls(srv), 2, "sent twice: original and one retry");
 }
@@ -309,18 +307,12 @@ Test(tcp, hangup_idempotent_retried_once, .init = setup_fail_fast)
  * every reconnect, idempotent or not, until its deadline. */
 Test(tcp, hangup_hard_resends_until_deadline)
 {
-	struct rrr_call c;
-	struct rrr_xprt_stats st;
+	struct rrr_xprt_stats st = call_fails(TSRV_HANGUP, 1500, false, -ETIMEDOUT);
 
-	init_call(&c, TSRV_HANGUP);
-	c.timeout_ms = 1500;
-	cr_assert_eq(rrr_clnt_call(clnt, &c), -ETIMEDOUT);
-	rrr_clnt_stats(clnt, &st);
 	cr_assert_geq(st.retransmits, 1);
 	cr_assert_geq(tsrv_calls(srv), 2, "sent again on the next connection");
 	cr_assert_leq(tsrv_calls(srv), st.retransmits + 1, "at most once per connection");
-	init_call(&c, TSRV_NULL);
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
+	null_ok();
 }
 
 Test(tcp, rpc_errors)
@@ -347,17 +339,17 @@ static int enc_fail(struct rrr_xdr *x, const void *a)
 Test(tcp, encode_failure_never_calls_back)
 {
 	struct rrr_call c;
-	struct once o = {0};
+	struct tc_once o = {0};
 
 	init_call(&c, TSRV_NULL);
 	c.encode = enc_fail;
-	cr_assert_eq(rrr_clnt_call_async(clnt, &c, once_done, &o), -EINVAL);
+	cr_assert_eq(rrr_clnt_call_async(clnt, &c, tc_once_done, &o), -EINVAL);
 	/* a call after it completes on the same thread that would have run
 	 * the failed call's callback: had there been one, it ran by now */
 	init_call(&c, TSRV_NULL);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(atomic_load(&o.runs), 0);
-	cr_assert_eq(rrr_clnt_call_async(clnt, NULL, once_done, &o), -EINVAL);
+	cr_assert_eq(rrr_clnt_call_async(clnt, NULL, tc_once_done, &o), -EINVAL);
 }
 
 Test(tcp_noserver, refused, .timeout = 20)

@@ -195,26 +195,12 @@ static int read_full(int fd, void *p, size_t n)
 	return 0;
 }
 
-struct done_flag {
-	atomic_int runs;
-	atomic_int status;
-};
-
-static void on_done(struct rrr_call *call, int status, void *arg)
-{
-	struct done_flag *d = arg;
-
-	(void)call;
-	atomic_store(&d->status, status);
-	atomic_fetch_add(&d->runs, 1);
-}
-
 Test(tcp_payload_abort, half_written_record_finished_from_copy, .timeout = 60)
 {
 	const uint32_t len = 24u << 20; /* more than the socket buffers take */
 	struct rrr_clnt_opts o;
 	struct rrr_clnt *c;
-	struct done_flag d = {0};
+	struct tc_once d = {0};
 	struct src_args sa;
 	struct rrr_call call;
 	struct iovec iov;
@@ -245,7 +231,7 @@ Test(tcp_payload_abort, half_written_record_finished_from_copy, .timeout = 60)
 	 * on a loaded machine (the peer never reads: the record stays half
 	 * written however long the call waits) */
 	call.timeout_ms = 2000;
-	cr_assert_eq(rrr_clnt_call_async(c, &call, on_done, &d), 0);
+	cr_assert_eq(rrr_clnt_call_async(c, &call, tc_once_done, &d), 0);
 	for (int i = 0; i < 700 && !atomic_load(&d.runs); i++)
 		usleep(10000);
 	cr_assert_eq(atomic_load(&d.runs), 1);

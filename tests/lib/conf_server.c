@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <fcntl.h>
@@ -30,6 +31,19 @@ int th_conf_write(struct th_server *s, bool rdma, const char *export_lines, char
 		rdma ? "yes" : "no", s->dir, s->state_dir, s->export_dir, export_lines,
 		/* the tests run as root and write as root, as th_server does */
 		strstr(export_lines, "root-squash") ? "" : "root-squash = no\n");
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+int th_conf_printf(struct th_server *s, char *conf, const char *fmt, ...)
+{
+	va_list ap;
+	snprintf(conf, 400, "%s/rrr-server.conf", s->dir);
+	FILE *f = fopen(conf, "w");
+	if (!f)
+		return -errno;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
 	return fclose(f) == 0 ? 0 : -EIO;
 }
 

@@ -14,6 +14,10 @@
  * port file, the state dir, RDMA on or off, then "[export EXPORT_DIR]" and
  * the lines @export_lines (may be ""). Path into @conf (400 bytes). */
 int th_conf_write(struct th_server *s, bool rdma, const char *export_lines, char *conf);
+/* Write s->dir/rrr-server.conf with the text @fmt... alone (printf); path
+ * into @conf (400 bytes). 0 or -errno. */
+__attribute__((format(printf, 3, 4))) int th_conf_printf(struct th_server *s, char *conf,
+							 const char *fmt, ...);
 /* Start rrr-server --config @conf (log in s->log; RRR_LOG_FORMAT=plain
  * unless the test set it); waits for the port file up to 10 s. 0 or -errno. */
 int th_server_start_conf(struct th_server *s, const char *conf);

@@ -37,6 +37,14 @@ const char *th_prog(const char *prog, char *buf, size_t len)
 	return access(buf, X_OK) == 0 ? buf : NULL;
 }
 
+void th_need_server_and_client(char client[512])
+{
+	char p[512];
+	if (!th_prog("rrr-server", p, sizeof(p)) || !th_prog("rrr-client", client, 512))
+		cr_skip_test("RRR_BUILD unset or rrr-server/rrr-client not built "
+			     "(run through make test-unit)");
+}
+
 int th_mkdirs(struct th_server *s)
 {
 	memset(s, 0, sizeof(*s));

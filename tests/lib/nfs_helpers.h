@@ -35,6 +35,9 @@ struct th_server {
 
 /* $RRR_BUILD/<prog>, or NULL when RRR_BUILD is unset or the file is missing. */
 const char *th_prog(const char *prog, char *buf, size_t len);
+/* Skips the test unless rrr-server and rrr-client are built; the client's
+ * path into @client (th_prog). */
+void th_need_server_and_client(char client[512]);
 /* Make a fresh temporary directory with export/ and state/ inside. */
 int th_mkdirs(struct th_server *s);
 /* Start rrr-server on s->export_dir (--no-rdma when !rdma); waits for the
@@ -90,5 +93,17 @@ void th_mount_opts(const struct th_server *s, bool rdma, struct th_mount *m);
 struct rrr_nfs3 *th_nfs_mount(struct th_mount *m);
 /* th_nfs_mount() of @s's export over @rdma or TCP as AUTH_SYS @uid/@gid. */
 struct rrr_nfs3 *th_nfs_mount_as(const struct th_server *s, bool rdma, uint32_t uid, uint32_t gid);
+
+/* Two tests of @suite, @timeout s each: tcp_@name runs @fn(false) and
+ * soft_rdma_@name runs @fn(true) (the bool: over RPC-over-RDMA). */
+#define TH_TEST_BOTH(suite, name, fn, timeout_s)                                                   \
+	Test(suite, tcp_##name, .timeout = timeout_s)                                              \
+	{                                                                                          \
+		fn(false);                                                                         \
+	}                                                                                          \
+	Test(suite, soft_rdma_##name, .timeout = timeout_s)                                        \
+	{                                                                                          \
+		fn(true);                                                                          \
+	}
 
 #endif

@@ -51,18 +51,25 @@ static void need_server(void)
 		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
 }
 
-static void start(bool rdma, const char *export_lines)
+/* The server (its directories made) started on a configuration of
+ * @lines; skips the test when it cannot listen on the soft provider. */
+static void start_conf(bool rdma, const char *lines)
 {
-	need_server();
 	char conf[400];
-	cr_assert_eq(th_mkdirs(&srv), 0);
-	cr_assert_eq(th_conf_write(&srv, rdma, export_lines, conf), 0);
+	cr_assert_eq(th_conf_write(&srv, rdma, lines, conf), 0);
 	int rc = th_server_start_conf(&srv, conf);
 	if (rdma && rc < 0) {
 		th_cleanup(&srv);
 		cr_skip_test("rrr-server could not listen on the soft provider (rc %d)", rc);
 	}
 	cr_assert_eq(rc, 0, "server start");
+}
+
+static void start(bool rdma, const char *export_lines)
+{
+	need_server();
+	cr_assert_eq(th_mkdirs(&srv), 0);
+	start_conf(rdma, export_lines);
 }
 
 static void fini(void)
@@ -477,14 +484,12 @@ Test(nfs_access, log_levels_and_journal_prefixes)
 	/* log-level = error by reload: the reload itself is still logged, the
 	 * next refusal is not */
 	char conf[400];
-	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
-	FILE *f = fopen(conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f,
-		"log-level = error\nrdma = no\nrdma-port = 0\nmount-port = 0\nthreads = 2\n"
-		"port-file = %s/ports\nstate-dir = %s\n[export %s]\nallow = " ALLOWED "\n",
-		srv.dir, srv.state_dir, srv.export_dir);
-	fclose(f);
+	rc = th_conf_printf(&srv, conf,
+			    "log-level = error\nrdma = no\nrdma-port = 0\nmount-port = 0\n"
+			    "threads = 2\nport-file = %s/ports\nstate-dir = %s\n[export %s]\n"
+			    "allow = " ALLOWED "\n",
+			    srv.dir, srv.state_dir, srv.export_dir);
+	cr_assert_eq(rc, 0);
 	cr_assert_eq(kill(srv.pid, SIGHUP), 0);
 	cr_assert(th_log_wait(&srv, "<5>reloaded", 10));
 	cr_assert(th_file_contains(srv.log, "log level error"));
@@ -511,14 +516,13 @@ Test(nfs_access, listen_on_two_addresses)
 		cr_skip_test("no IPv6 on the loopback here (::1 cannot be bound)");
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	char conf[400];
-	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
-	FILE *f = fopen(conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "listen = 127.0.0.1, ::1\nrdma-port = 0\nmount-port = 0\nthreads = 2\n"
-		   "port-file = %s/ports\nstate-dir = %s\n[export %s]\nallow = 127.0.0.1 ::1\n",
-		srv.dir, srv.state_dir, srv.export_dir);
-	fclose(f);
-	int rc = th_server_start_conf(&srv, conf);
+	int rc = th_conf_printf(&srv, conf,
+				"listen = 127.0.0.1, ::1\nrdma-port = 0\nmount-port = 0\nthreads = 2\n"
+				"port-file = %s/ports\nstate-dir = %s\n[export %s]\n"
+				"allow = 127.0.0.1 ::1\n",
+				srv.dir, srv.state_dir, srv.export_dir);
+	cr_assert_eq(rc, 0);
+	rc = th_server_start_conf(&srv, conf);
 	if (rc < 0) {
 		th_cleanup(&srv);
 		cr_skip_test("rrr-server could not listen on the soft provider (rc %d)", rc);
@@ -545,34 +549,30 @@ Test(nfs_access, stats_socket_paths)
 	char deep[400];
 	snprintf(deep, sizeof(deep), "%s/%0100d", srv.dir, 0);
 	char conf[400];
-	snprintf(conf, sizeof(conf), "%s/rrr-server.conf", srv.dir);
-	FILE *f = fopen(conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\nstate-dir = %s\n"
-		   "[export %s]\n",
-		srv.dir, deep, srv.export_dir);
-	fclose(f);
+	int rc = th_conf_printf(&srv, conf,
+				"rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\n"
+				"state-dir = %s\n[export %s]\n",
+				srv.dir, deep, srv.export_dir);
+	cr_assert_eq(rc, 0);
 	cr_assert_eq(th_server_start_conf(&srv, conf), 0, "runs without the default socket");
 	cr_assert(th_file_contains(srv.log, "running without a stats socket"));
 	cr_assert_eq(th_server_stop(&srv), 0);
 
 	/* chosen: must work */
-	f = fopen(conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\nstate-dir = %s\n"
-		   "stats-socket = %s/s\n[export %s]\n",
-		srv.dir, srv.state_dir, deep, srv.export_dir);
-	fclose(f);
+	rc = th_conf_printf(&srv, conf,
+			    "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\n"
+			    "state-dir = %s\nstats-socket = %s/s\n[export %s]\n",
+			    srv.dir, srv.state_dir, deep, srv.export_dir);
+	cr_assert_eq(rc, 0);
 	cr_assert_eq(th_server_start_conf(&srv, conf), -ECHILD, "a chosen path that fails stops it");
 	cr_assert(th_file_contains(srv.log, "stats socket path"));
 
 	/* two servers, one socket */
-	f = fopen(conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\nstate-dir = %s\n"
-		   "stats-socket = %s/shared.sock\n[export %s]\n",
-		srv.dir, srv.state_dir, srv.dir, srv.export_dir);
-	fclose(f);
+	rc = th_conf_printf(&srv, conf,
+			    "rdma = no\nmount-port = 0\nthreads = 1\nport-file = %s/ports\n"
+			    "state-dir = %s\nstats-socket = %s/shared.sock\n[export %s]\n",
+			    srv.dir, srv.state_dir, srv.dir, srv.export_dir);
+	cr_assert_eq(rc, 0);
 	cr_assert_eq(th_server_start_conf(&srv, conf), 0);
 	struct th_server second = srv;
 	snprintf(second.log, sizeof(second.log), "%s/second.log", srv.dir);
@@ -661,16 +661,10 @@ static void start_two(bool rdma, const char *b_lines)
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	snprintf(exp_b, sizeof(exp_b), "%s/b", srv.dir);
 	cr_assert_eq(mkdir(exp_b, 0755), 0);
-	char lines[2048], conf[400];
+	char lines[2048];
 	snprintf(lines, sizeof(lines), "root-squash = no\n[export %s]\nname = /b\n%s", exp_b,
 		 b_lines);
-	cr_assert_eq(th_conf_write(&srv, rdma, lines, conf), 0);
-	int rc = th_server_start_conf(&srv, conf);
-	if (rdma && rc < 0) {
-		th_cleanup(&srv);
-		cr_skip_test("rrr-server could not listen on the soft provider (rc %d)", rc);
-	}
-	cr_assert_eq(rc, 0, "server start");
+	start_conf(rdma, lines);
 }
 
 static struct rrr_nfs3 *mount_export(const char *path, const char *src, bool rdma, int *rc)

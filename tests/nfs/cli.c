@@ -28,11 +28,7 @@ static char client_prog[512];
 
 static void need_programs(void)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)) ||
-	    !th_prog("rrr-client", client_prog, sizeof(client_prog)))
-		cr_skip_test("RRR_BUILD unset or rrr-server/rrr-client not built "
-			     "(run through make test-unit)");
+	th_need_server_and_client(client_prog);
 }
 
 struct env {
@@ -219,15 +215,7 @@ static void all_sizes(bool rdma)
 	stop(&e);
 }
 
-Test(nfs_cli, soft_rdma_get_put_cat_sizes, .timeout = 240)
-{
-	all_sizes(true);
-}
-
-Test(nfs_cli, tcp_get_put_cat_sizes, .timeout = 240)
-{
-	all_sizes(false);
-}
+TH_TEST_BOTH(nfs_cli, get_put_cat_sizes, all_sizes, 240)
 
 Test(nfs_cli, nconnect, .timeout = 120)
 {

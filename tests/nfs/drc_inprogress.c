@@ -155,27 +155,42 @@ static void teardown(void)
 
 TestSuite(nfs_drc_inprogress, .init = setup, .fini = teardown, .timeout = 60);
 
+/* The same call (xid 0x1234) from port 40001 in @a and from @port_b in @b;
+ * @a started and running. */
+static void start_first(struct fake *a, struct fake *b, uint16_t port_b)
+{
+	fake_init(a, 0x1234u, 40001);
+	fake_init(b, 0x1234u, port_b);
+	start_call(a);
+	cr_assert(runs_reach(1), "the original runs");
+}
+
+/* Lets the calls go, waits for @a and @b to end: the cache's counters. */
+static struct fs_drc_stats finish(struct fake *a, struct fake *b)
+{
+	struct fs_drc_stats st;
+
+	release();
+	pthread_join(a->thr, NULL);
+	pthread_join(b->thr, NULL);
+	fs_drc_stats(&st);
+	return st;
+}
+
 Test(nfs_drc_inprogress, duplicate_waits_for_the_original)
 {
 	static struct fake a, b;
-	struct fs_drc_stats st;
 
-	fake_init(&a, 0x1234u, 40001);
-	fake_init(&b, 0x1234u, 40001);
-	start_call(&a);
-	cr_assert(runs_reach(1), "the original runs");
+	start_first(&a, &b, 40001);
 	start_call(&b); /* the retransmission, while the original runs */
 	cr_assert(waits_reach(1), "the duplicate waits for it");
 	cr_assert_eq(atomic_load(&runs), 1, "and is not executed");
-	release();
-	pthread_join(a.thr, NULL);
-	pthread_join(b.thr, NULL);
+	struct fs_drc_stats st = finish(&a, &b);
 	cr_assert_eq(atomic_load(&runs), 1, "executed once");
 	cr_assert_eq(a.rc, 0);
 	cr_assert_eq(b.rc, 0);
 	cr_assert_eq(rrr_xdr_pos(&b.res), rrr_xdr_pos(&a.res));
 	cr_assert_eq(memcmp(a.resbuf, b.resbuf, rrr_xdr_pos(&a.res)), 0, "the original's reply");
-	fs_drc_stats(&st);
 	cr_assert_eq(st.hits, 1);
 	cr_assert_eq(st.misses, 1);
 	cr_assert_eq(st.drops, 0);
@@ -184,19 +199,12 @@ Test(nfs_drc_inprogress, duplicate_waits_for_the_original)
 Test(nfs_drc_inprogress, same_call_from_another_port_runs_beside_it)
 {
 	static struct fake a, c;
-	struct fs_drc_stats st;
 
-	fake_init(&a, 0x1234u, 40001);
-	fake_init(&c, 0x1234u, 40002);
-	start_call(&a);
-	cr_assert(runs_reach(1));
+	start_first(&a, &c, 40002);
 	start_call(&c);
 	cr_assert(runs_reach(2), "another port: another call, executed while the first runs");
-	release();
-	pthread_join(a.thr, NULL);
-	pthread_join(c.thr, NULL);
+	struct fs_drc_stats st = finish(&a, &c);
 	cr_assert_neq(memcmp(a.resbuf, c.resbuf, rrr_xdr_pos(&a.res)), 0, "its own reply");
-	fs_drc_stats(&st);
 	cr_assert_eq(st.hits, 0);
 	cr_assert_eq(st.waits, 0);
 	cr_assert_eq(st.misses, 2);

@@ -97,53 +97,65 @@ Test(nfs_fdcache, cached_writes_reach_the_file_and_read_back)
 	cr_assert_str_eq(disk, "round2");
 }
 
+/* A file of the export: its handle and its path. */
+struct cached {
+	struct rrr_nfs3_fh fh;
+	char path[512];
+};
+
+/* File @name (holding @data) made and read twice (the second read from
+ * the server's open-file cache). */
+static struct cached make_cached(const char *name, const char *data)
+{
+	struct cached c;
+	char buf[64];
+	uint32_t n;
+	make_file(name, data, &c.fh);
+	cr_assert_eq(read_all(&c.fh, buf, sizeof(buf), &n), 0);
+	cr_assert_eq(read_all(&c.fh, buf, sizeof(buf), &n), 0); /* cached now */
+	export_path(name, c.path, sizeof(c.path));
+	return c;
+}
+
+/* A read of @fh answers NFS3ERR_STALE. */
+static void expect_stale(const struct rrr_nfs3_fh *fh)
+{
+	char buf[64];
+	uint32_t n;
+	cr_assert_eq(th_nfs_st(read_all(fh, buf, sizeof(buf), &n)), RRR_NFS3ERR_STALE);
+}
+
 Test(nfs_fdcache, remove_through_the_server_is_stale_at_once)
 {
-	struct rrr_nfs3_fh fh;
-	make_file("r", "data", &fh);
-	char buf[64], keep[512], path[512];
-	uint32_t n;
-	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), 0);
-	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), 0); /* cached now */
+	struct cached c = make_cached("r", "data");
+	char keep[512];
 	/* a second link outside the export keeps the inode alive (nlink 1) */
-	export_path("r", path, sizeof(path));
 	snprintf(keep, sizeof(keep), "%s/keep", srv.dir);
-	cr_assert_eq(link(path, keep), 0);
+	cr_assert_eq(link(c.path, keep), 0);
 	cr_assert_eq(rrr_nfs3_remove(nfs, rrr_nfs3_root(nfs), "r"), 0);
-	cr_assert_eq(th_nfs_st(read_all(&fh, buf, sizeof(buf), &n)), RRR_NFS3ERR_STALE);
+	expect_stale(&c.fh);
 	struct iovec iov = {.iov_base = "x", .iov_len = 1};
 	uint32_t count;
-	cr_assert_eq(th_nfs_st(rrr_nfs3_write(nfs, &fh, 0, &iov, 1, RRR_NFS3_UNSTABLE, &count)),
+	cr_assert_eq(th_nfs_st(rrr_nfs3_write(nfs, &c.fh, 0, &iov, 1, RRR_NFS3_UNSTABLE, &count)),
 		     RRR_NFS3ERR_STALE);
 }
 
 Test(nfs_fdcache, unlink_behind_the_servers_back_is_stale)
 {
-	struct rrr_nfs3_fh fh;
-	make_file("u", "data", &fh);
-	char buf[64], path[512];
-	uint32_t n;
-	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), 0);
-	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), 0);
-	export_path("u", path, sizeof(path));
-	cr_assert_eq(unlink(path), 0);
-	cr_assert_eq(th_nfs_st(read_all(&fh, buf, sizeof(buf), &n)), RRR_NFS3ERR_STALE);
+	struct cached c = make_cached("u", "data");
+	cr_assert_eq(unlink(c.path), 0);
+	expect_stale(&c.fh);
 }
 
 Test(nfs_fdcache, rename_out_of_the_export_is_stale_after_the_ttl)
 {
-	struct rrr_nfs3_fh fh;
-	make_file("m", "secret", &fh);
-	char buf[64], path[512], out[512];
-	uint32_t n;
-	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), 0);
-	cr_assert_eq(read_all(&fh, buf, sizeof(buf), &n), 0);
-	export_path("m", path, sizeof(path));
+	struct cached c = make_cached("m", "secret");
+	char out[512];
 	snprintf(out, sizeof(out), "%s/outside", srv.dir);
-	cr_assert_eq(rename(path, out), 0);
+	cr_assert_eq(rename(c.path, out), 0);
 	struct timespec ts = {1, 300 * 1000 * 1000}; /* FS_FDC_TTL + margin */
 	nanosleep(&ts, NULL);
-	cr_assert_eq(th_nfs_st(read_all(&fh, buf, sizeof(buf), &n)), RRR_NFS3ERR_STALE);
+	expect_stale(&c.fh);
 }
 
 Test(nfs_fdcache, setattr_mode_shows_in_the_next_read)

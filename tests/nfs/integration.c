@@ -18,11 +18,7 @@ static char client_prog[512];
 
 static void need_programs(void)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)) ||
-	    !th_prog("rrr-client", client_prog, sizeof(client_prog)))
-		cr_skip_test("RRR_BUILD unset or rrr-server/rrr-client not built "
-			     "(run through make test-unit)");
+	th_need_server_and_client(client_prog);
 }
 
 /* Run rrr-client with the common connection options plus @cmd... */
@@ -102,15 +98,7 @@ static void workload(bool rdma)
 	th_cleanup(&s);
 }
 
-Test(nfs_integration, tcp_put_ls_get_mkdir_mv_rm, .timeout = 120)
-{
-	workload(false);
-}
-
-Test(nfs_integration, soft_rdma_put_ls_get_mkdir_mv_rm, .timeout = 120)
-{
-	workload(true);
-}
+TH_TEST_BOTH(nfs_integration, put_ls_get_mkdir_mv_rm, workload, 120)
 
 Test(nfs_integration, connection_refused_exit_code, .timeout = 60)
 {

@@ -327,12 +327,4 @@ static void workers(bool rdma)
 	th_cleanup(&s);
 }
 
-Test(nfs_nconnect, tcp_two_connections_two_server_workers, .timeout = 120)
-{
-	workers(false);
-}
-
-Test(nfs_nconnect, soft_rdma_two_connections_two_server_workers, .timeout = 120)
-{
-	workers(true);
-}
+TH_TEST_BOTH(nfs_nconnect, two_connections_two_server_workers, workers, 120)

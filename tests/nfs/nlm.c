@@ -45,6 +45,7 @@
 #include "server/fs/nlm_xdr.h"
 #include "server/fs/rpc_call.h"
 #include "tests/lib/nfs_helpers.h"
+#include "tests/lib/rpcbind.h"
 #include "tests/test_wait.h"
 
 static struct th_server srv;
@@ -343,17 +344,6 @@ Test(nfs_nlm, a_read_only_export_refuses_exclusive_locks, .fini = fini, .timeout
 
 /* ------------------------------------------ the client's side: callbacks */
 
-static bool rpcbind_up(void)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "/run/rpcbind.sock");
-	bool up = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
-	if (fd >= 0)
-		close(fd);
-	return up;
-}
-
 /* SET (@port) or UNSET (0) @prog/@vers on "tcp" with the local rpcbind,
  * over its unix socket (it takes changes only from there): the answer. */
 static bool pmap_change(uint32_t prog, uint32_t vers, uint16_t port)
@@ -461,49 +451,10 @@ static void *fake_main(void *p)
 	return NULL;
 }
 
-static pid_t g_rpcbind = -1;
-static int g_rpcbind_lock = -1;
-
-static bool need_rpcbind(void)
-{
-	/* one test of this binary at a time uses (and may start) rpcbind; the
-	 * lock is not inherited by the rpcbind a test starts (which may
-	 * outlive it), and the wait for it is bounded */
-	g_rpcbind_lock = open("/tmp/rrr-test-rpcbind.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-	if (g_rpcbind_lock >= 0) {
-		bool held = TEST_WAIT_UNTIL(flock(g_rpcbind_lock, LOCK_EX | LOCK_NB) == 0, 60000);
-		cr_assert(held, "another test held /tmp/rrr-test-rpcbind.lock for 60 s");
-	}
-	if (rpcbind_up())
-		return true;
-	if (access("/usr/sbin/rpcbind", X_OK) != 0 || geteuid() != 0)
-		return false;
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl("/usr/sbin/rpcbind", "rpcbind", "-f", (char *)NULL);
-		_exit(127);
-	}
-	g_rpcbind = pid;
-	for (double end = now_s() + 10; now_s() < end; usleep(20000))
-		if (rpcbind_up())
-			return true;
-	return false;
-}
-
 static void fake_fini(void)
 {
 	fini();
-	if (g_rpcbind > 0) {
-		kill(g_rpcbind, SIGTERM);
-		waitpid(g_rpcbind, NULL, 0);
-		g_rpcbind = -1;
-		/* what it saves for a warm start (-w) would name our test programs */
-		unlink("/run/rpcbind/rpcbind.xdr");
-		unlink("/run/rpcbind/portmap.xdr");
-	}
-	if (g_rpcbind_lock >= 0)
-		close(g_rpcbind_lock);
-	g_rpcbind_lock = -1;
+	th_rpcbind_release();
 }
 
 Test(nfs_nlm, a_blocked_lock_is_granted_by_callback_and_a_restart_is_notified,
@@ -512,7 +463,7 @@ Test(nfs_nlm, a_blocked_lock_is_granted_by_callback_and_a_restart_is_notified,
 	char p[512];
 	if (!th_prog("rrr-server", p, sizeof(p)))
 		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
-	if (!need_rpcbind())
+	if (!th_rpcbind_need())
 		cr_skip_test("no rpcbind on this host (apt-get install rpcbind), or not root to "
 			     "start it: the callbacks find the client's ports through it");
 	static struct fake f;

@@ -29,59 +29,7 @@
 #include <unistd.h>
 
 #include "tests/lib/nfs_helpers.h"
-
-static pid_t g_rpcbind = -1; /* the rpcbind this test started, if any */
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static bool rpcbind_up(void)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "/run/rpcbind.sock");
-	bool up = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
-	if (fd >= 0)
-		close(fd);
-	return up;
-}
-
-/* rpcbind running (started here when none is): true, or false to skip. */
-static bool need_rpcbind(void)
-{
-	if (rpcbind_up())
-		return true;
-	if (access("/usr/sbin/rpcbind", X_OK) != 0 || geteuid() != 0)
-		return false;
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl("/usr/sbin/rpcbind", "rpcbind", "-f", (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0)
-		return false;
-	g_rpcbind = pid;
-	for (double end = now_s() + 10; now_s() < end; usleep(20000))
-		if (rpcbind_up())
-			return true;
-	return false;
-}
-
-static void stop_rpcbind(void)
-{
-	if (g_rpcbind > 0) {
-		kill(g_rpcbind, SIGTERM);
-		waitpid(g_rpcbind, NULL, 0);
-		g_rpcbind = -1;
-		/* what it saves for a warm start (-w) would name our test programs */
-		unlink("/run/rpcbind/rpcbind.xdr");
-		unlink("/run/rpcbind/portmap.xdr");
-	}
-}
+#include "tests/lib/rpcbind.h"
 
 struct mapping {
 	unsigned prog, vers;
@@ -142,22 +90,24 @@ static void read_ports(const struct th_server *s, struct ports *p)
 
 static void expect_registered(const struct ports *p)
 {
+	const struct {
+		unsigned prog;
+		const char *netid, *ip, *what;
+		unsigned port;
+	} rows[] = {
+		{100003, "tcp", "0.0.0.0", "NFS v3 tcp", p->tcp},
+		{100003, "tcp6", "::", "NFS v3 tcp6", p->tcp},
+		{100003, "rdma", "0.0.0.0", "NFS v3 rdma", p->rdma},
+		{100005, "tcp", "0.0.0.0", "MOUNT v3 tcp", p->mount},
+		{100005, "tcp6", "::", "MOUNT v3 tcp6", p->mount},
+	};
 	char want[64], got[64];
-	uaddr("0.0.0.0", p->tcp, want);
-	lookup(100003, 3, "tcp", got);
-	cr_assert_str_eq(got, want, "NFS v3 tcp");
-	uaddr("::", p->tcp, want);
-	lookup(100003, 3, "tcp6", got);
-	cr_assert_str_eq(got, want, "NFS v3 tcp6");
-	uaddr("0.0.0.0", p->rdma, want);
-	lookup(100003, 3, "rdma", got);
-	cr_assert_str_eq(got, want, "NFS v3 rdma");
-	uaddr("0.0.0.0", p->mount, want);
-	lookup(100005, 3, "tcp", got);
-	cr_assert_str_eq(got, want, "MOUNT v3 tcp");
-	uaddr("::", p->mount, want);
-	lookup(100005, 3, "tcp6", got);
-	cr_assert_str_eq(got, want, "MOUNT v3 tcp6");
+
+	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uaddr(rows[i].ip, rows[i].port, want);
+		lookup(rows[i].prog, 3, rows[i].netid, got);
+		cr_assert_str_eq(got, want, "%s", rows[i].what);
+	}
 }
 
 static const char *const free_tcp[] = {"--tcp-port", "0", NULL};
@@ -167,7 +117,7 @@ Test(nfs_rpcbind, registers_unregisters_and_cleans_after_a_crash, .timeout = 120
 	char p[512], got[64];
 	if (!th_prog("rrr-server", p, sizeof(p)))
 		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
-	if (!rpcbind_up()) { /* first without rpcbind: one line, and it serves */
+	if (!th_rpcbind_up()) { /* first without rpcbind: one line, and it serves */
 		struct th_server n = {0};
 		cr_assert_eq(th_mkdirs(&n), 0);
 		n.rpcbind = true;
@@ -177,11 +127,11 @@ Test(nfs_rpcbind, registers_unregisters_and_cleans_after_a_crash, .timeout = 120
 		cr_assert_eq(th_server_stop(&n), 0);
 		th_cleanup(&n);
 	}
-	if (!need_rpcbind())
+	if (!th_rpcbind_need())
 		cr_skip_test("no rpcbind on this host (apt-get install rpcbind), or not root to start it");
 	lookup(100003, 3, "tcp", got);
 	if (got[0]) {
-		stop_rpcbind();
+		th_rpcbind_release();
 		cr_skip_test("another NFS server (%s) is registered with this host's rpcbind", got);
 	}
 	struct th_server s = {0};
@@ -226,7 +176,7 @@ Test(nfs_rpcbind, registers_unregisters_and_cleans_after_a_crash, .timeout = 120
 	lookup(100003, 3, "rdma", got);
 	cr_assert_str_eq(got, "", "NFS v3 rdma left after exit");
 	th_cleanup(&s);
-	stop_rpcbind();
+	th_rpcbind_release();
 }
 
 Test(nfs_rpcbind, nfs_port_2049_when_free, .timeout = 60)

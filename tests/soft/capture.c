@@ -142,9 +142,7 @@ static int srv(struct th_ep *e, void *arg)
 	/* everything arrived: the client may disconnect */
 	TH_CHECK(th_oob_send(e->oob, "d", 1) == 0);
 	TH_CHECK(th_cm_wait(e, RRR_CM_EVENT_DISCONNECTED, TH_TIMEOUT_MS) == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(fr) == 0);
+	TH_CHECK(th_end(e, fr) == 0);
 	TH_CHECK(rrr_mr_dereg(mr) == 0);
 	TH_CHECK(rrr_mr_dereg(rmr) == 0);
 	return 0;
@@ -195,10 +193,7 @@ static int cli(struct th_ep *e, void *arg)
 	/* until the server has every message (its receives completed) */
 	TH_CHECK(th_oob_recv(e->oob, &done, 1, TH_TIMEOUT_MS) == 0 && done == 'd');
 	TH_CHECK(rrr_cm_disconnect(e->id) == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
 /* Number of frames of @file matching display filter @filter, or -1. */

@@ -225,10 +225,7 @@ static int w128_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
-Test(soft_chunks, write_into_128_chunks, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, w128_server, w128_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_chunks, write_into_128_chunks, NULL, w128_server, w128_client, NULL)
 
 /* ----------------------------------------------------------- item 4 */
 #define A_LEN 8192
@@ -363,7 +360,4 @@ static int gap_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
-Test(soft_chunks, local_sges_on_gapped_mrs, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, gap_server, gap_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_chunks, local_sges_on_gapped_mrs, NULL, gap_server, gap_client, NULL)

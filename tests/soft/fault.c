@@ -150,10 +150,7 @@ static int drop_server(struct th_ep *e, void *arg)
 	TH_CHECK(th_wc(e, &wc, TH_TIMEOUT_MS) == 1);
 	TH_CHECK(wc.wr_id == 7 && wc.status == RRR_WC_WR_FLUSH_ERR);
 	TH_CHECK(th_count_not(buf, sizeof(buf), 0xee) == 0); /* nothing placed */
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
 static int drop_client(struct th_ep *e, void *arg)
@@ -181,16 +178,11 @@ static int drop_client(struct th_ep *e, void *arg)
 	TH_CHECK(th_cm_wait(e, RRR_CM_EVENT_DISCONNECTED, TH_TIMEOUT_MS) == 0);
 	TH_CHECK(rrr__soft_fault_dev_stats(e->dev, &st) == 0);
 	TH_CHECK(st.drops == 1 && st.delays == 0 && st.stalls == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
-Test(soft_fault, drop_ends_the_connection_on_both_sides, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair("fault_drop_ppm=1000000", drop_server, drop_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_fault, drop_ends_the_connection_on_both_sides, "fault_drop_ppm=1000000",
+	     drop_server, drop_client, NULL)
 
 /* ----------------------------------------------------------- delay, stall */
 #define DLEN (1024 * 1024 + 77)
@@ -218,9 +210,7 @@ static int slow_server(struct th_ep *e, void *arg)
 	TH_CHECK(wc.wr_id == 9 && wc.status == RRR_WC_SUCCESS);
 	TH_CHECK(th_check(sink, DLEN, 11) == 0);
 	TH_CHECK(th_cm_wait(e, RRR_CM_EVENT_DISCONNECTED, 30000) == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(nmr) == 0);
+	TH_CHECK(th_end(e, nmr) == 0);
 	TH_CHECK(rrr_mr_dereg(mr) == 0);
 	return 0;
 }
@@ -259,10 +249,7 @@ static int slow_client(struct th_ep *e, void *arg)
 	/* at least what was slept */
 	TH_CHECK(now_us() - t0 >= st.delays * 200 + st.stalls * 20000);
 	TH_CHECK(rrr_cm_disconnect(e->id) == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
 /* small FPDUs, one per sendmsg: ~1000 transmit points for the WRITE */

@@ -235,10 +235,7 @@ wait:
 	if (hc->mode == M_READ_NO_RIGHTS)
 		TH_CHECK(th_count_not(src, 512, GUARD) == 0);
 	TH_CHECK(th_oob_recv(e->oob, &go, 1, TH_TIMEOUT_MS) == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
 #define T_DDP_T(c) SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_TAGGED, c)
@@ -251,50 +248,22 @@ static void run(enum mode m, uint32_t term)
 	cr_assert_eq(th_run_pair(NULL, victim, attacker, &hc), 0);
 }
 
-Test(soft_hostile, forged_handle, .timeout = 60)
-{
-	run(M_FORGED, T_DDP_T(SOFT_ECODE_INV_STAG));
-}
+/* One test: attack @m, the victim must answer Terminate @term. */
+#define HOSTILE_TEST(name, m, term)                                                                \
+	Test(soft_hostile, name, .timeout = 60)                                                    \
+	{                                                                                          \
+		run(m, term);                                                                      \
+	}
 
-Test(soft_hostile, stale_key, .timeout = 60)
-{
-	run(M_STALE, T_DDP_T(SOFT_ECODE_INV_STAG));
-}
-
-Test(soft_hostile, out_of_bounds, .timeout = 60)
-{
-	run(M_BOUNDS, T_DDP_T(SOFT_ECODE_BOUNDS));
-}
-
-Test(soft_hostile, write_without_rights, .timeout = 60)
-{
-	run(M_RIGHTS, T_PROT(SOFT_ECODE_ACCESS));
-}
-
-Test(soft_hostile, read_without_rights, .timeout = 60)
-{
-	run(M_READ_NO_RIGHTS, T_PROT(SOFT_ECODE_ACCESS));
-}
-
-Test(soft_hostile, handle_of_other_pd, .timeout = 60)
-{
-	run(M_OTHER_PD, T_DDP_T(SOFT_ECODE_T_STAG_ASSOC));
-}
-
-Test(soft_hostile, write_after_local_invalidate, .timeout = 60)
-{
-	run(M_AFTER_LOCAL_INV, T_DDP_T(SOFT_ECODE_INV_STAG));
-}
-
-Test(soft_hostile, write_after_remote_invalidate, .timeout = 60)
-{
-	run(M_AFTER_REMOTE_INV, T_DDP_T(SOFT_ECODE_INV_STAG));
-}
-
-Test(soft_hostile, send_with_invalidate_foreign_handle, .timeout = 60)
-{
-	run(M_SEND_INV_FORGED, T_PROT(SOFT_ECODE_INV_STAG));
-}
+HOSTILE_TEST(forged_handle, M_FORGED, T_DDP_T(SOFT_ECODE_INV_STAG))
+HOSTILE_TEST(stale_key, M_STALE, T_DDP_T(SOFT_ECODE_INV_STAG))
+HOSTILE_TEST(out_of_bounds, M_BOUNDS, T_DDP_T(SOFT_ECODE_BOUNDS))
+HOSTILE_TEST(write_without_rights, M_RIGHTS, T_PROT(SOFT_ECODE_ACCESS))
+HOSTILE_TEST(read_without_rights, M_READ_NO_RIGHTS, T_PROT(SOFT_ECODE_ACCESS))
+HOSTILE_TEST(handle_of_other_pd, M_OTHER_PD, T_DDP_T(SOFT_ECODE_T_STAG_ASSOC))
+HOSTILE_TEST(write_after_local_invalidate, M_AFTER_LOCAL_INV, T_DDP_T(SOFT_ECODE_INV_STAG))
+HOSTILE_TEST(write_after_remote_invalidate, M_AFTER_REMOTE_INV, T_DDP_T(SOFT_ECODE_INV_STAG))
+HOSTILE_TEST(send_with_invalidate_foreign_handle, M_SEND_INV_FORGED, T_PROT(SOFT_ECODE_INV_STAG))
 
 /* ----------------------------------------------------------- raw frames
  * The attacker speaks MPA itself over a plain socket: Request, Reply, RTR,
@@ -402,24 +371,17 @@ static void run_raw(enum raw_mode m, uint32_t want)
 		  "the attacker did not read the expected Terminate (status 0x%x)", status);
 }
 
-Test(soft_hostile, raw_bad_crc, .timeout = 60)
-{
-	run_raw(R_BAD_CRC, SOFT_TERM(SOFT_TERM_LAYER_LLP, 0, SOFT_ECODE_LLP_CRC));
-}
+/* One raw-frame test: frame spoiled as @m, the victim must answer @term. */
+#define RAW_TEST(name, m, term)                                                                    \
+	Test(soft_hostile, name, .timeout = 60)                                                    \
+	{                                                                                          \
+		run_raw(m, term);                                                                  \
+	}
 
-Test(soft_hostile, raw_bad_queue_number, .timeout = 60)
-{
-	run_raw(R_BAD_QN, SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_UNTAGGED,
-				    SOFT_ECODE_UT_INV_QN));
-}
+#define T_UNTAGGED(c) SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_UNTAGGED, c)
+#define T_LLP(c) SOFT_TERM(SOFT_TERM_LAYER_LLP, 0, c)
 
-Test(soft_hostile, raw_bad_ddp_version, .timeout = 60)
-{
-	run_raw(R_BAD_DDP_VERSION, SOFT_TERM(SOFT_TERM_LAYER_DDP, SOFT_TERM_DDP_UNTAGGED,
-					     SOFT_ECODE_UT_BAD_VER));
-}
-
-Test(soft_hostile, raw_ulpdu_shorter_than_header, .timeout = 60)
-{
-	run_raw(R_SHORT_ULPDU, SOFT_TERM(SOFT_TERM_LAYER_LLP, 0, SOFT_ECODE_LLP_BAD_ULPDU));
-}
+RAW_TEST(raw_bad_crc, R_BAD_CRC, T_LLP(SOFT_ECODE_LLP_CRC))
+RAW_TEST(raw_bad_queue_number, R_BAD_QN, T_UNTAGGED(SOFT_ECODE_UT_INV_QN))
+RAW_TEST(raw_bad_ddp_version, R_BAD_DDP_VERSION, T_UNTAGGED(SOFT_ECODE_UT_BAD_VER))
+RAW_TEST(raw_ulpdu_shorter_than_header, R_SHORT_ULPDU, T_LLP(SOFT_ECODE_LLP_BAD_ULPDU))

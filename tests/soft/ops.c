@@ -89,10 +89,7 @@ static int pd_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
-Test(soft_ops, connect_private_data_disconnect, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, pd_server, pd_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, connect_private_data_disconnect, NULL, pd_server, pd_client, NULL)
 
 Test(soft_ops, reject_with_private_data, .timeout = 60)
 {
@@ -157,10 +154,7 @@ static int sr_server(struct th_ep *e, void *arg)
 	TH_CHECK(wc.byte_len == 3 && (wc.wc_flags & RRR_WC_SOLICITED) && !memcmp(bufs[3], "end", 3));
 	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
 	TH_CHECK(th_cm_wait(e, RRR_CM_EVENT_DISCONNECTED, TH_TIMEOUT_MS) == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
 static int sr_client(struct th_ep *e, void *arg)
@@ -203,26 +197,14 @@ static int sr_client(struct th_ep *e, void *arg)
 	TH_CHECK(expect_wc(e, 4, RRR_WC_SEND, NULL) == 0);
 	TH_CHECK(th_oob_recv(e->oob, &go, 1, TH_TIMEOUT_MS) == 0);
 	TH_CHECK(rrr_cm_disconnect(e->id) == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
-Test(soft_ops, send_recv, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, sr_server, sr_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, send_recv, NULL, sr_server, sr_client, NULL)
 
-Test(soft_ops, send_recv_crc_off, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair("crc=0,mulpdu=1000", sr_server, sr_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, send_recv_crc_off, "crc=0,mulpdu=1000", sr_server, sr_client, NULL)
 
-Test(soft_ops, send_recv_progress_thread, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair("progress_thread=1", sr_server, sr_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, send_recv_progress_thread, "progress_thread=1", sr_server, sr_client, NULL)
 
 /* ----------------------------------------------------------- RDMA WRITE / READ */
 #define WLEN (MIB + 13)
@@ -277,10 +259,7 @@ static int wr_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
-Test(soft_ops, rdma_write, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, wr_server, wr_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, rdma_write, NULL, wr_server, wr_client, NULL)
 
 static int rd_server(struct th_ep *e, void *arg)
 {
@@ -332,15 +311,9 @@ static int rd_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
-Test(soft_ops, rdma_read, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, rd_server, rd_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, rdma_read, NULL, rd_server, rd_client, NULL)
 
-Test(soft_ops, rdma_read_progress_thread, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair("progress_thread=1", rd_server, rd_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, rdma_read_progress_thread, "progress_thread=1", rd_server, rd_client, NULL)
 
 /* ----------------------------------------------------------- FRWR, SEND_WITH_INV, LOCAL_INV */
 static const uint32_t fr_len[3] = { 5000, 4096, 777 };
@@ -446,10 +419,7 @@ static int fr_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
-Test(soft_ops, frwr_gaps_send_with_inv_local_inv, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, fr_server, fr_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, frwr_gaps_send_with_inv_local_inv, NULL, fr_server, fr_client, NULL)
 
 /* ----------------------------------------------------------- disconnect flushes */
 static int fl_server(struct th_ep *e, void *arg)
@@ -473,10 +443,7 @@ static int fl_server(struct th_ep *e, void *arg)
 	TH_CHECK(post_recv1(e, 3, b[0], 64, mr) == 0);
 	TH_CHECK(th_wc(e, &wc, TH_TIMEOUT_MS) == 1);
 	TH_CHECK(wc.wr_id == 3 && wc.status == RRR_WC_WR_FLUSH_ERR);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
 static int fl_client(struct th_ep *e, void *arg)
@@ -489,10 +456,7 @@ static int fl_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
-Test(soft_ops, disconnect_flushes, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, fl_server, fl_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, disconnect_flushes, NULL, fl_server, fl_client, NULL)
 
 /* ----------------------------------------------------------- many connections, one CQ */
 #define NCONN 4
@@ -544,10 +508,7 @@ static int mc_server(struct th_ep *e, void *arg)
 		rrr_qp_destroy(qps[i]);
 		rrr_cm_id_destroy(ids[i]);
 	}
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
 static int mc_client(struct th_ep *e, void *arg)
@@ -589,18 +550,10 @@ static int mc_client(struct th_ep *e, void *arg)
 		rrr_qp_destroy(qps[i]);
 		rrr_cm_id_destroy(ids[i]);
 	}
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
-Test(soft_ops, many_connections_one_cq, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, mc_server, mc_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, many_connections_one_cq, NULL, mc_server, mc_client, NULL)
 
-Test(soft_ops, many_connections_progress_thread, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair("progress_thread=1", mc_server, mc_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_ops, many_connections_progress_thread, "progress_thread=1", mc_server, mc_client,
+	     NULL)

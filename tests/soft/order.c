@@ -182,15 +182,11 @@ static int read_source(struct th_ep *e, void *arg)
 
 static const struct src_opts io_src = { .seed = 45 };
 
-Test(soft_order, reg_mr_then_read_in_one_chain, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, io_server, read_source, (void *)&io_src), 0);
-}
+TH_PAIR_TEST(soft_order, reg_mr_then_read_in_one_chain, NULL, io_server, read_source,
+	     (void *)&io_src)
 
-Test(soft_order, reg_mr_then_read_progress_thread, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair("progress_thread=1", io_server, read_source, (void *)&io_src), 0);
-}
+TH_PAIR_TEST(soft_order, reg_mr_then_read_progress_thread, "progress_thread=1", io_server,
+	     read_source, (void *)&io_src)
 
 /* ------------------------------------------------- a sink deregistered before its READ starts */
 static int dr_server(struct th_ep *e, void *arg)
@@ -225,9 +221,7 @@ static int dr_server(struct th_ep *e, void *arg)
 	TH_CHECK(wait_wc(e, 1, RRR_WC_RDMA_READ, RRR_WC_SUCCESS) == 0);
 	TH_CHECK(wait_wc(e, 2, RRR_WC_RDMA_READ, RRR_WC_LOC_PROT_ERR) == 0);
 	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(ma) == 0);
+	TH_CHECK(th_end(e, ma) == 0);
 	free(a);
 	free(b);
 	return 0;
@@ -237,10 +231,8 @@ static int dr_server(struct th_ep *e, void *arg)
  * answered too, and its placement refused at the server */
 static const struct src_opts dr_src = { .seed = 7, .wait_go = true };
 
-Test(soft_order, sink_deregistered_before_its_read_starts, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, dr_server, read_source, (void *)&dr_src), 0);
-}
+TH_PAIR_TEST(soft_order, sink_deregistered_before_its_read_starts, NULL, dr_server, read_source,
+	     (void *)&dr_src)
 
 /* ------------------------------------------------- bytes that land before the arm */
 static int ba_server(struct th_ep *e, void *arg)
@@ -282,10 +274,7 @@ static int ba_server(struct th_ep *e, void *arg)
 		 wc.opcode == RRR_WC_RECV && wc.byte_len == 32);
 	TH_CHECK(th_check(buf, 32, 5) == 0);
 	TH_CHECK(th_oob_send(e->oob, &go, 1) == 0);
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
-	return 0;
+	return th_end(e, mr);
 }
 
 static int ba_client(struct th_ep *e, void *arg)
@@ -312,10 +301,7 @@ static int ba_client(struct th_ep *e, void *arg)
 	return 0;
 }
 
-Test(soft_order, bytes_before_the_arm_wake_the_sleeper, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, ba_server, ba_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_order, bytes_before_the_arm_wake_the_sleeper, NULL, ba_server, ba_client, NULL)
 
 /* ------------------------------------------------- a vanished peer: no SIGPIPE */
 #define PLEN (1024 * 1024)
@@ -374,9 +360,7 @@ static int sp_server(struct th_ep *e, void *arg)
 		TH_CHECK(wc.status != RRR_WC_SUCCESS);
 		done++;
 	}
-	rrr_qp_destroy(e->qp);
-	e->qp = NULL;
-	TH_CHECK(rrr_mr_dereg(mr) == 0);
+	TH_CHECK(th_end(e, mr) == 0);
 	free(src);
 	return 0;
 }
@@ -398,12 +382,7 @@ static int sp_client(struct th_ep *e, void *arg)
 	_exit(0); /* vanish: no disconnect, unread data -> RST */
 }
 
-Test(soft_order, sigpipe_peer_vanishes_during_writes, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair(NULL, sp_server, sp_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_order, sigpipe_peer_vanishes_during_writes, NULL, sp_server, sp_client, NULL)
 
-Test(soft_order, sigpipe_peer_vanishes_progress_thread, .timeout = 60)
-{
-	cr_assert_eq(th_run_pair("progress_thread=1", sp_server, sp_client, NULL), 0);
-}
+TH_PAIR_TEST(soft_order, sigpipe_peer_vanishes_progress_thread, "progress_thread=1", sp_server,
+	     sp_client, NULL)

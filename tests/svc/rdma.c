@@ -109,6 +109,14 @@ static void call_prep(struct rrr_call *c, uint32_t proc, int (*enc)(struct rrr_x
 			       .encode = enc, .args = args, .decode = dec, .res = res};
 }
 
+/* @c's payload: the one piece @iov, direction @ddp. */
+static void payload_one(struct rrr_call *c, enum rrr_ddp_dir ddp, struct iovec *iov)
+{
+	c->ddp = ddp;
+	c->payload = iov;
+	c->npayload = 1;
+}
+
 static int call_simple(uint32_t proc, struct u32x2 *a, struct u32x3 *r,
 		       int (*dec)(struct rrr_xdr *, void *))
 {
@@ -186,9 +194,7 @@ Test(svc_rdma, read_chunk_payloads)
 		int rc;
 
 		call_prep(&c, TP_SUM, enc_payload, &pa, dec_u32x2, &r);
-		c.ddp = RRR_DDP_TO_SERVER;
-		c.payload = &iov;
-		c.npayload = 1;
+		payload_one(&c, RRR_DDP_TO_SERVER, &iov);
 		rc = rrr_clnt_call(clnt, &c);
 		cr_assert_eq(rc, 0, "size %u: %d %s", sizes[i], rc, rrr_last_error());
 		cr_assert_eq(r.v[0], sizes[i]);
@@ -231,9 +237,7 @@ Test(svc_rdma, write_chunk_payloads)
 
 		memset(sink, 0, (1u << 20) + 8);
 		call_prep(&c, TP_FILL, enc_u32x2, &a, dec_fill, &r);
-		c.ddp = RRR_DDP_FROM_SERVER;
-		c.payload = &iov;
-		c.npayload = 1;
+		payload_one(&c, RRR_DDP_FROM_SERVER, &iov);
 		rc = rrr_clnt_call(clnt, &c);
 		cr_assert_eq(rc, 0, "size %u: %d %s", sizes[i], rc, rrr_last_error());
 		cr_assert_eq(r.len, sizes[i]);
@@ -353,6 +357,26 @@ Test(svc_rdma, nomsg_call)
 
 static uint8_t src[70000];
 
+/* FILL of @len bytes of @byte through a write chunk into @sink (@cap
+ * bytes) on @cl: the call's status; the length answered into *@got (when
+ * not NULL). */
+static int fill_byte(struct rrr_clnt *cl, uint32_t len, uint32_t byte, uint8_t *sink, uint32_t cap,
+		     uint32_t *got)
+{
+	struct iovec iov = {sink, cap};
+	struct u32x2 a = {len, byte};
+	struct fill_res r = {0};
+	struct rrr_call c;
+	int rc;
+
+	call_prep(&c, TP_FILL, enc_u32x2, &a, dec_fill, &r);
+	payload_one(&c, RRR_DDP_FROM_SERVER, &iov);
+	rc = rrr_clnt_call(cl, &c);
+	if (got)
+		*got = r.len;
+	return rc;
+}
+
 static void *conc_thread(void *arg)
 {
 	uint8_t *sink = malloc(70000);
@@ -373,25 +397,16 @@ static void *conc_thread(void *arg)
 			struct rrr_call c;
 
 			call_prep(&c, TP_SUM, enc_payload, &pa, dec_u32x2, &r);
-			c.ddp = RRR_DDP_TO_SERVER;
-			c.payload = &iov;
-			c.npayload = 1;
+			payload_one(&c, RRR_DDP_TO_SERVER, &iov);
 			if (rrr_clnt_call(clnt, &c) == 0 && r.v[1] == tfnv(src, pa.len))
 				ok++;
 			break;
 		}
 		default: { /* write chunk */
-			struct iovec iov = {sink, 70000};
-			struct u32x2 fa = {60000 + (uint32_t)i, (uint32_t)id};
-			struct fill_res fr = {0};
-			struct rrr_call c;
+			uint32_t n = 60000 + (uint32_t)i, got = 0;
 
-			call_prep(&c, TP_FILL, enc_u32x2, &fa, dec_fill, &fr);
-			c.ddp = RRR_DDP_FROM_SERVER;
-			c.payload = &iov;
-			c.npayload = 1;
-			if (rrr_clnt_call(clnt, &c) == 0 && fr.len == fa.a &&
-			    sink[fa.a - 1] == (uint8_t)id && sink[0] == (uint8_t)id)
+			if (fill_byte(clnt, n, (uint32_t)id, sink, 70000, &got) == 0 && got == n &&
+			    sink[n - 1] == (uint8_t)id && sink[0] == (uint8_t)id)
 				ok++;
 			break;
 		}
@@ -419,16 +434,7 @@ Test(svc_rdma, concurrent_calls)
 
 static int fill_call(struct rrr_clnt *cl, uint32_t len, uint8_t *sink, uint32_t cap)
 {
-	struct iovec iov = {sink, cap};
-	struct u32x2 a = {len, 0x11};
-	struct fill_res r = {0};
-	struct rrr_call c;
-
-	call_prep(&c, TP_FILL, enc_u32x2, &a, dec_fill, &r);
-	c.ddp = RRR_DDP_FROM_SERVER;
-	c.payload = &iov;
-	c.npayload = 1;
-	return rrr_clnt_call(cl, &c);
+	return fill_byte(cl, len, 0x11, sink, cap, NULL);
 }
 
 Test(svc_rdma, send_with_invalidate)
@@ -604,9 +610,7 @@ Test(svc_rdma, sink_split_across_registrations)
 	pa.niov = 1;
 	pa.len = len;
 	call_prep(&c, TP_SUM, enc_payload, &pa, dec_u32x2, &r);
-	c.ddp = RRR_DDP_TO_SERVER;
-	c.payload = &iov;
-	c.npayload = 1;
+	payload_one(&c, RRR_DDP_TO_SERVER, &iov);
 	cr_assert_eq(rrr_clnt_call(c2, &c), 0, "%s", rrr_last_error());
 	cr_assert_eq(r.v[0], len);
 	cr_assert_eq(r.v[1], tfnv(buf, len));
@@ -641,9 +645,7 @@ Test(svc_rdma, write_chunk_from_foreign_memory)
 
 		memset(sink, 0, (1u << 20) + 4);
 		call_prep(&c, TP_STATIC, enc_u32, &len, dec_fill, &r);
-		c.ddp = RRR_DDP_FROM_SERVER;
-		c.payload = &iov;
-		c.npayload = 1;
+		payload_one(&c, RRR_DDP_FROM_SERVER, &iov);
 		cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", rrr_last_error());
 		cr_assert_eq(r.len, len);
 		for (k = 0; k < len; k++)

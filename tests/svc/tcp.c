@@ -265,17 +265,26 @@ Test(svc_tcp, echo_multi_fragment)
 	free(pl);
 }
 
-Test(svc_tcp, oversized_fragment_closes)
+/* Sends the record marker @mark on @fd: the server must close the
+ * connection; @fd closed. */
+static void mark_closes(int fd, uint32_t mark)
 {
 	uint8_t mk[4], buf[16];
+
+	put32(mk, mark);
+	cr_assert_eq(send(fd, mk, 4, MSG_NOSIGNAL), 4);
+	cr_assert_eq(recv(fd, buf, sizeof(buf), 0), 0, "server closes the connection");
+	close(fd);
+}
+
+Test(svc_tcp, oversized_fragment_closes)
+{
+	uint8_t mk[4];
 	int fd = tcp_connect_port(srv.tcp_port), fd2;
 
 	cr_assert_geq(fd, 0);
 	/* 1 MiB + 64 KiB is the bound; announce 2 GiB - 1 */
-	put32(mk, RRR_RPC_RM_LAST | 0x7fffffffu);
-	cr_assert_eq(send(fd, mk, 4, MSG_NOSIGNAL), 4);
-	cr_assert_eq(recv(fd, buf, sizeof(buf), 0), 0, "server closes the connection");
-	close(fd);
+	mark_closes(fd, RRR_RPC_RM_LAST | 0x7fffffffu);
 
 	/* two fragments that each fit but sum over the bound */
 	fd = tcp_connect_port(srv.tcp_port);
@@ -294,10 +303,7 @@ Test(svc_tcp, oversized_fragment_closes)
 		}
 		free(z);
 	}
-	put32(mk, RRR_RPC_RM_LAST | 0x20000u);
-	cr_assert_eq(send(fd, mk, 4, MSG_NOSIGNAL), 4);
-	cr_assert_eq(recv(fd, buf, sizeof(buf), 0), 0, "server closes the connection");
-	close(fd);
+	mark_closes(fd, RRR_RPC_RM_LAST | 0x20000u);
 
 	/* the server still serves */
 	fd2 = tcp_connect_port(srv.tcp_port);

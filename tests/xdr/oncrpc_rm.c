@@ -64,59 +64,82 @@ static int feed_all(struct rrr__rm *r, const uint8_t *in, size_t n, size_t step,
 	return 0;
 }
 
-Test(oncrpc_rm, one_fragment)
+/* One fragment: @len bytes of @p, the last of its record or not. */
+struct fr {
+	const char *p;
+	uint32_t len;
+	bool last;
+};
+
+/* The fragments @fr[@nfr] as one stream fed whole to a reassembler of
+ * 1024 bytes at most: asserted to go through, the records into @g. */
+static void reassemble(const struct fr *fr, unsigned nfr, struct got *g)
+{
+	struct rrr__rm r;
+	uint8_t in[256];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < nfr; i++)
+		frag(in, &n, fr[i].p, fr[i].len, fr[i].last);
+	rrr__rm_init(&r, 1024);
+	cr_assert_eq(feed_all(&r, in, n, n, g), 0);
+	rrr__rm_fini(&r);
+}
+
+/* The stream @in[@n] fed whole to a reassembler of @max bytes: asserted to
+ * hold exactly one record; its length. */
+static size_t one_record(const uint8_t *in, size_t n, size_t max)
 {
 	struct rrr__rm r;
 	struct got g = {0};
-	uint8_t in[64];
-	size_t n = 0;
 
-	frag(in, &n, "hello, world", 12, true);
-	rrr__rm_init(&r, 1024);
+	rrr__rm_init(&r, max);
 	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
 	cr_assert_eq(g.n, 1u);
-	cr_assert_eq(g.len[0], 12u);
-	cr_assert_arr_eq(g.data[0], "hello, world", 12);
 	rrr__rm_fini(&r);
+	return g.len[0];
+}
+
+/* Record @i of @g is the @len bytes of @want. */
+static void expect_record(const struct got *g, unsigned i, const char *want, size_t len)
+{
+	cr_assert_eq(g->len[i], len, "record %u", i);
+	cr_assert_arr_eq(g->data[i], want, len);
+}
+
+Test(oncrpc_rm, one_fragment)
+{
+	static const struct fr fr[] = {{"hello, world", 12, true}};
+	struct got g = {0};
+
+	reassemble(fr, 1, &g);
+	cr_assert_eq(g.n, 1u);
+	expect_record(&g, 0, "hello, world", 12);
 }
 
 Test(oncrpc_rm, fragments_concatenate_into_one_record)
 {
-	struct rrr__rm r;
+	static const struct fr fr[] = {{"abc", 3, false}, {"defg", 4, false}, {"h", 1, true}};
 	struct got g = {0};
-	uint8_t in[64];
-	size_t n = 0;
 
-	frag(in, &n, "abc", 3, false);
-	frag(in, &n, "defg", 4, false);
-	frag(in, &n, "h", 1, true);
-	rrr__rm_init(&r, 1024);
-	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
+	reassemble(fr, 3, &g);
 	cr_assert_eq(g.n, 1u);
-	cr_assert_eq(g.len[0], 8u);
-	cr_assert_arr_eq(g.data[0], "abcdefgh", 8);
-	rrr__rm_fini(&r);
+	expect_record(&g, 0, "abcdefgh", 8);
 }
 
 Test(oncrpc_rm, zero_length_fragments_add_nothing)
 {
-	struct rrr__rm r;
+	static const struct fr fr[] = {
+		{NULL, 0, false}, {"xy", 2, false}, {NULL, 0, false},
+		{NULL, 0, true}, /* ends the record "xy" */
+		{NULL, 0, true}, /* an empty record: reported, callers judge */
+	};
 	struct got g = {0};
-	uint8_t in[64];
-	size_t n = 0;
 
-	frag(in, &n, NULL, 0, false);
-	frag(in, &n, "xy", 2, false);
-	frag(in, &n, NULL, 0, false);
-	frag(in, &n, NULL, 0, true); /* ends the record "xy" */
-	frag(in, &n, NULL, 0, true); /* an empty record: reported, callers judge */
-	rrr__rm_init(&r, 1024);
-	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
+	reassemble(fr, 5, &g);
 	cr_assert_eq(g.n, 2u);
-	cr_assert_eq(g.len[0], 2u);
-	cr_assert_arr_eq(g.data[0], "xy", 2);
+	expect_record(&g, 0, "xy", 2);
 	cr_assert_eq(g.len[1], 0u);
-	rrr__rm_fini(&r);
 }
 
 Test(oncrpc_rm, several_records_byte_at_a_time)
@@ -177,16 +200,11 @@ Test(oncrpc_rm, oversize_record_of_small_fragments_refused)
 	rrr__rm_fini(&r);
 
 	/* exactly the maximum is accepted */
-	memset(&g, 0, sizeof(g));
 	n = 0;
 	frag(in, &n, body, 40, false);
 	frag(in, &n, body, 40, false);
 	frag(in, &n, body, 19, true);
-	rrr__rm_init(&r, 99);
-	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
-	cr_assert_eq(g.n, 1u);
-	cr_assert_eq(g.len[0], 99u);
-	rrr__rm_fini(&r);
+	cr_assert_eq(one_record(in, n, 99), 99u);
 }
 
 Test(oncrpc_rm, want_commit_reads_in_place)
@@ -280,14 +298,7 @@ Test(oncrpc_rm, out_record_with_payload_any_partial_writes)
 		cr_assert_eq(n, o.len);
 		cr_assert_eq(memcmp(out, "\x80\x00\x00\x14" "HEADabcdefg\0TAILtail", n), 0,
 			     "step %zu", step);
-
-		struct rrr__rm r;
-		struct got g = {0};
-		rrr__rm_init(&r, 64);
-		cr_assert_eq(feed_all(&r, out, n, n, &g), 0);
-		cr_assert_eq(g.n, 1u);
-		cr_assert_eq(g.len[0], 20u);
-		rrr__rm_fini(&r);
+		cr_assert_eq(one_record(out, n, 64), 20u);
 	}
 }
 

@@ -349,18 +349,18 @@ Test(rpcrdma, read_chunks_ordering_and_overlap)
 	cr_assert_eq(H.nread, 3);
 	cr_assert_eq(H.read[1].position, 8);
 	cr_assert_eq(H.read[2].position, 24);
-	wreads(&w, overlap, 2);
-	cr_assert_eq(decode(&w, lim_req()), -EINVAL);
-	wreads(&w, overlap_pad, 2);
-	cr_assert_eq(decode(&w, lim_req()), -EINVAL);
-	wreads(&w, ok_pad, 2);
-	cr_assert_eq(decode(&w, lim_req()), 0);
-	wreads(&w, backwards, 2);
-	cr_assert_eq(decode(&w, lim_req()), -EINVAL);
-	wreads(&w, split, 3);
-	cr_assert_eq(decode(&w, lim_req()), -EINVAL);
-	wreads(&w, pz, 2);
-	cr_assert_eq(decode(&w, lim_req()), 0);
+	const struct {
+		const uint32_t (*e)[2];
+		unsigned n;
+		int want;
+	} rows[] = {
+		{overlap, 2, -EINVAL}, {overlap_pad, 2, -EINVAL}, {ok_pad, 2, 0},
+		{backwards, 2, -EINVAL}, {split, 3, -EINVAL},	  {pz, 2, 0},
+	};
+	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		wreads(&w, rows[i].e, rows[i].n);
+		cr_assert_eq(decode(&w, lim_req()), rows[i].want, "row %u", i);
+	}
 }
 
 Test(rpcrdma, zero_length_segments)
@@ -486,19 +486,23 @@ Test(rpcrdma, huge_counts)
 	cr_assert_eq(decode(&w, lim_req()), -EBADMSG);
 }
 
+/* An RDMA_MSG whose write list holds one chunk of two segments (handles 1
+ * and 2, offset 0) of @len1 and @len2 bytes; no reply chunk. */
+static void wwrite2(struct wbuf *w, uint32_t len1, uint32_t len2)
+{
+	wprefix(w, RRR_RDMA_MSG);
+	w32s(w, 3, 0u, 1u, 2u);
+	wseg(w, 1, len1, 0);
+	wseg(w, 2, len2, 0);
+	w32s(w, 2, 0u, 0u);
+}
+
 Test(rpcrdma, length_sum_overflow)
 {
 	struct wbuf w;
 	static const uint32_t rd[][2] = {{8, 0xFFFFFFF0u}, {8, 0x100}};
 
-	wprefix(&w, RRR_RDMA_MSG);
-	w32(&w, 0);
-	w32(&w, 1);
-	w32(&w, 2);
-	wseg(&w, 1, 0xFFFFFFF0u, 0);
-	wseg(&w, 2, 0x100, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	wwrite2(&w, 0xFFFFFFF0u, 0x100);
 	cr_assert_eq(decode(&w, lim_req()), -EOVERFLOW);
 
 	wprefix(&w, RRR_RDMA_MSG);
@@ -511,14 +515,7 @@ Test(rpcrdma, length_sum_overflow)
 	cr_assert_eq(decode(&w, lim_req()), -EOVERFLOW);
 
 	/* exactly UINT32_MAX is fine */
-	wprefix(&w, RRR_RDMA_MSG);
-	w32(&w, 0);
-	w32(&w, 1);
-	w32(&w, 2);
-	wseg(&w, 1, 0xFFFFFF00u, 0);
-	wseg(&w, 2, 0xFF, 0);
-	w32(&w, 0);
-	w32(&w, 0);
+	wwrite2(&w, 0xFFFFFF00u, 0xFF);
 	cr_assert_eq(decode(&w, lim_req()), 0);
 	cr_assert_eq(H.write[0].total, UINT32_MAX);
 

@@ -90,6 +90,15 @@ int tc_dec_3u32(struct rrr_xdr *x, void *r)
 	return 0;
 }
 
+void tc_once_done(struct rrr_call *call, int status, void *arg)
+{
+	struct tc_once *o = arg;
+
+	(void)call;
+	atomic_store(&o->status, status);
+	atomic_fetch_add(&o->runs, 1);
+}
+
 void tc_run_threads(unsigned n, void *(*fn)(void *), void *arg, size_t stride)
 {
 	pthread_t th[n];
@@ -112,6 +121,20 @@ uint32_t tc_iov_sum(const struct iovec *iov, unsigned n)
 		for (size_t j = 0; j < iov[i].iov_len; j++)
 			sum += ((const uint8_t *)iov[i].iov_base)[j];
 	return sum;
+}
+
+int tc_answer_pattern(struct rrr_svc_req *r, struct rrr_xdr *s, uint32_t n, bool ddp)
+{
+	uint8_t *buf = rrr_svc_req_alloc(r, n ? n : 1);
+	struct iovec out = {buf, n};
+
+	if (!buf)
+		return RRR_SVC_SYSTEM_ERR;
+	for (uint32_t i = 0; i < n; i++)
+		buf[i] = ddp ? (uint8_t)(i * 7 + 3) : (uint8_t)(i * 5 + 1);
+	if (ddp)
+		return rrr_xdr_encode_payload(s, &out, 1, n) ? RRR_SVC_SYSTEM_ERR : 0;
+	return rrr_xdr_put_opaque(s, buf, n) ? RRR_SVC_SYSTEM_ERR : 0;
 }
 
 int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)

@@ -9,6 +9,8 @@
 #ifndef TESTS_CLNT_CALLS_H
 #define TESTS_CLNT_CALLS_H
 
+#include <stdbool.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -52,12 +54,24 @@ int tc_dec_pay(struct rrr_xdr *x, void *r);
 int tc_dec_opaque(struct rrr_xdr *x, void *r);
 int tc_dec_3u32(struct rrr_xdr *x, void *r);
 
+/* How an asynchronous call ended: how many times its callback ran, and the
+ * status it got (tc_once_done, with the struct as its argument, records). */
+struct tc_once {
+	atomic_int runs, status;
+};
+void tc_once_done(struct rrr_call *call, int status, void *arg);
+
 /* Runs @fn on @n threads (thread t gets @arg + t * @stride bytes), joins
  * them all and asserts that each returned NULL. */
 void tc_run_threads(unsigned n, void *(*fn)(void *), void *arg, size_t stride);
 
 /* The sum of the bytes of @iov[@n] (what the SUM procedures answer). */
 uint32_t tc_iov_sum(const struct iovec *iov, unsigned n);
+
+/* A handler's answer of @n bytes: with @ddp byte i is i * 7 + 3 and they
+ * go as a payload (FILL), else i * 5 + 1 as an opaque (BIG). Returns the
+ * handler's status. */
+int tc_answer_pattern(struct rrr_svc_req *r, struct rrr_xdr *s, uint32_t n, bool ddp);
 
 /* A handler that accepts anything and answers an empty result. */
 int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s);

@@ -169,6 +169,17 @@ void th_close(struct th_ep *e)
 	e->oob = -1;
 }
 
+int th_end(struct th_ep *e, struct rrr_mr *mr)
+{
+	rrr_qp_destroy(e->qp);
+	e->qp = NULL;
+	if (rrr_mr_dereg(mr)) {
+		fprintf(stderr, "th_end: deregistration failed: %s\n", rrr_last_error());
+		return -1;
+	}
+	return 0;
+}
+
 int th_post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id)
 {
 	struct rrr_send_wr wr = {.wr_id = id, .opcode = RRR_WR_REG_MR, .flags = RRR_SEND_SIGNALED};

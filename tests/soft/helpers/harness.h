@@ -49,6 +49,9 @@ int th_wc(struct th_ep *e, struct rrr_wc *wc, int timeout_ms);
 /* Wait for a CM event of @type (others are skipped): 0 or -errno. */
 int th_cm_wait(struct th_ep *e, enum rrr_cm_event_type type, int timeout_ms);
 void th_close(struct th_ep *e);
+/* The end of one side of a test: destroys @e's QP (th_close frees the
+ * rest) and deregisters @mr: 0, or -1 (printed) when that fails. */
+int th_end(struct th_ep *e, struct rrr_mr *mr);
 
 /* A signaled REG_MR of @mr with @access as work request @id, and its
  * successful completion: 0, or -1. */
@@ -83,6 +86,13 @@ int th_oob_recv(int fd, void *buf, size_t len, int timeout_ms);
  */
 typedef int (*th_fn)(struct th_ep *e, void *arg);
 int th_run_pair(const char *opts, th_fn server, th_fn client, void *arg);
+/* A test @suite/@name (60 s at most) that asserts th_run_pair(@opts,
+ * @server, @client, @arg) returned 0. */
+#define TH_PAIR_TEST(suite, name, opts, server, client, arg)                                       \
+	Test(suite, name, .timeout = 60)                                                           \
+	{                                                                                          \
+		cr_assert_eq(th_run_pair(opts, server, client, arg), 0);                           \
+	}
 /* The same; @after_listen(port, arg) runs before the client starts (a
  * capture, say); a nonzero return aborts with that value. */
 int th_run_pair_hook(const char *opts, int (*after_listen)(uint16_t port, void *arg),

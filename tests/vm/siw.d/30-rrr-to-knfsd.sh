@@ -6,19 +6,12 @@
 set -u
 W=/tmp/siw-knfsd
 . "$RRR_ROOT/tests/vm/siw-lib.sh"
-for t in rpc.nfsd rpc.mountd exportfs rpcbind; do
-	command -v $t >/dev/null || [ -x /usr/sbin/$t ] || [ -x /sbin/$t ] ||
-		{ echo "$t missing (nfs-kernel-server, rpcbind: make deps-vm)"; exit 77; }
-done
+. "$RRR_ROOT/tests/vm/nfs-lib.sh"
+need_knfsd
 EXP=/srv/siw-kexp
-mkdir -p "$EXP" /var/lib/nfs /run/rpcbind /proc/fs/nfsd
+mkdir -p "$EXP"
 mountpoint -q "$EXP" || mount -t tmpfs -o size=256m tmpfs "$EXP"
-mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-echo "$EXP *(rw,no_root_squash,insecure,no_subtree_check,fsid=78)" > /etc/exports
-rpcbind -w 2>/dev/null || rpcbind
-exportfs -ra || fail "exportfs"
-pgrep -x rpc.mountd >/dev/null || rpc.mountd -p 20048 -N 2 -N 4 || fail "rpc.mountd"
-rpc.nfsd -N 4 2 || fail "rpc.nfsd"
+knfsd_export "$EXP" 78
 grep -q rdma /proc/fs/nfsd/portlist || echo 'rdma 20049' > /proc/fs/nfsd/portlist ||
 	fail "cannot add the rdma port to nfsd"
 cat /proc/fs/nfsd/portlist

@@ -5,11 +5,9 @@
 # cleanly (SIGTERM, exit status 0). A short TCP leg mounts the same server
 # with proto=tcp.
 set -u
-S="$RRR_BUILD/rrr-server"
-[ -x "$S" ] || { echo "missing $S (make all)"; exit 1; }
-command -v mount.nfs >/dev/null || [ -x /sbin/mount.nfs ] ||
-	{ echo "mount.nfs missing (nfs-common: make deps-vm)"; exit 77; }
-ADDR=${RRR_VM_ADDR:-10.0.2.15}
+. "$RRR_ROOT/tests/vm/nfs-lib.sh"
+need_built "$S"
+need_mount_nfs
 EXP=/tmp/rrr-export
 MNT=/tmp/rrr-mnt
 mkdir -p "$EXP" "$MNT" /tmp/rrr-state

@@ -2,27 +2,18 @@
 # RDMA (portlist 'rdma 20049'), MOUNT over TCP to rpc.mountd: ls, put, get
 # with checksums, mkdir, mv, rm.
 set -u
-C="$RRR_BUILD/rrr-client"
-[ -x "$C" ] || { echo "missing $C (make all)"; exit 1; }
-for t in rpc.nfsd rpc.mountd exportfs rpcbind; do
-	command -v $t >/dev/null || [ -x /usr/sbin/$t ] || [ -x /sbin/$t ] ||
-		{ echo "$t missing (nfs-kernel-server, rpcbind: make deps-vm)"; exit 77; }
-done
-ADDR=${RRR_VM_ADDR:-10.0.2.15}
+. "$RRR_ROOT/tests/vm/nfs-lib.sh"
+need_built "$C"
+need_knfsd
 EXP=/srv/rrr-kexp
-mkdir -p "$EXP" /var/lib/nfs /run/rpcbind /proc/fs/nfsd
+fail() { echo "FAIL: $*"; rpc.nfsd 0; exit 1; }
+mkdir -p "$EXP"
 mountpoint -q "$EXP" || mount -t tmpfs -o size=256m tmpfs "$EXP"
-mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-echo "$EXP *(rw,no_root_squash,insecure,no_subtree_check,fsid=77)" > /etc/exports
-rpcbind -w 2>/dev/null || rpcbind
-exportfs -ra || { echo "exportfs failed"; exit 1; }
-pgrep -x rpc.mountd >/dev/null || rpc.mountd -p 20048 -N 2 -N 4 || { echo "rpc.mountd failed"; exit 1; }
-rpc.nfsd -N 4 2 || { echo "rpc.nfsd failed"; exit 1; }
+knfsd_export "$EXP" 77
 grep -q rdma /proc/fs/nfsd/portlist || echo 'rdma 20049' > /proc/fs/nfsd/portlist ||
 	{ echo "cannot add the rdma port to nfsd"; exit 1; }
 cat /proc/fs/nfsd/portlist
 
-fail() { echo "FAIL: $*"; rpc.nfsd 0; exit 1; }
 head -c 5000003 /dev/urandom > /tmp/k-src.bin
 
 # pass DESCRIPTION PROVIDER_OPTS [rrr-client options...]

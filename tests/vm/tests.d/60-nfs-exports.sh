@@ -14,11 +14,9 @@
 # RRR_VM_FSX lists the file systems to run (default: all six).
 # Ports 20053/20054: 40-nfs-kernel-server.sh leaves rpc.mountd on 20048.
 set -u
-S="$RRR_BUILD/rrr-server"
-[ -x "$S" ] || { echo "missing $S (make all)"; exit 1; }
-command -v mount.nfs >/dev/null || [ -x /sbin/mount.nfs ] ||
-	{ echo "mount.nfs missing (nfs-common: make deps-vm)"; exit 77; }
-ADDR=${RRR_VM_ADDR:-10.0.2.15}
+. "$RRR_ROOT/tests/vm/nfs-lib.sh"
+need_built "$S"
+need_mount_nfs
 NFILES=${RRR_VM_NFILES:-20000}
 W=/tmp/rrr-fsx
 MNT=$W/mnt

@@ -7,16 +7,11 @@
 # no case that nfsd passes; the cases that fail on both are what NFSv3 (or
 # the Linux client) cannot do, and are listed.
 set -u
-S="$RRR_BUILD/rrr-server"
-[ -x "$S" ] || { echo "missing $S (make all)"; exit 1; }
-command -v mount.nfs >/dev/null || [ -x /sbin/mount.nfs ] ||
-	{ echo "mount.nfs missing (nfs-common: make deps-vm)"; exit 77; }
+. "$RRR_ROOT/tests/vm/nfs-lib.sh"
+need_built "$S"
+need_mount_nfs
 command -v setpriv >/dev/null || { echo "setpriv missing (util-linux)"; exit 77; }
-for t in rpc.nfsd rpc.mountd exportfs rpcbind; do
-	command -v $t >/dev/null || [ -x /usr/sbin/$t ] ||
-		{ echo "$t missing (nfs-kernel-server, rpcbind: make deps-vm)"; exit 77; }
-done
-ADDR=${RRR_VM_ADDR:-10.0.2.15}
+need_knfsd
 W=/srv/rrr-posix
 SUITE="$RRR_ROOT/tests/vm/posix.sh"
 SPID=
@@ -34,13 +29,7 @@ mkdir -p "$W/rrr" "$W/knfsd" "$W/m-rrr" "$W/m-knfsd" "$W/state"
 chmod 0755 "$W/rrr" "$W/knfsd"
 
 # the kernel's nfsd on TCP 2049 (rpc.mountd may already run from 40-*.sh)
-mkdir -p /var/lib/nfs /run/rpcbind /proc/fs/nfsd
-mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
-echo "$W/knfsd *(rw,no_root_squash,insecure,no_subtree_check,fsid=78)" > /etc/exports
-rpcbind -w 2>/dev/null || rpcbind
-exportfs -ra || fail "exportfs"
-pgrep -x rpc.mountd >/dev/null || rpc.mountd -p 20048 -N 2 -N 4 || fail "rpc.mountd"
-rpc.nfsd -N 4 2 || fail "rpc.nfsd"
+knfsd_export "$W/knfsd" 78
 mount -t nfs -o vers=3,proto=tcp,nolock "$ADDR:$W/knfsd" "$W/m-knfsd" || fail "mount knfsd"
 
 # rrr-server over RDMA, its MOUNT on another port than rpc.mountd's

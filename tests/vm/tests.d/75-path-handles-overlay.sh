@@ -12,11 +12,9 @@
 # unlinks, then creates with O_EXCL), a directory rename, and a server
 # restart under the live mount.
 set -u
-S="$RRR_BUILD/rrr-server"
-[ -x "$S" ] || { echo "missing $S (make all)"; exit 1; }
-command -v mount.nfs >/dev/null || [ -x /sbin/mount.nfs ] ||
-	{ echo "mount.nfs missing (nfs-common: make deps-vm)"; exit 77; }
-ADDR=${RRR_VM_ADDR:-10.0.2.15}
+. "$RRR_ROOT/tests/vm/nfs-lib.sh"
+need_built "$S"
+need_mount_nfs
 DEV=${RRR_VERBS_DEV:-rxe0}
 W=/tmp/ph
 MNT=$W/mnt
