@@ -302,6 +302,15 @@ void rrr__svc_rdma_buf_free(struct svc_rdma_buf *b);
  * list; copy the inline pieces into ctx->arg and build the READ chain.
  * 0: chain ready (post it); -EINVAL/-E2BIG: ERR_CHUNK; other -errno: fail. */
 int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len);
+/* Append one RDMA READ of @len bytes at @raddr/@rkey into @addr (local key
+ * @lkey) at ctx->wrs[*n], after *@prev; the caller checked the room. */
+void rrr__svc_rdma_add_read(struct svc_rdma_ctx *ctx, unsigned *n, struct rrr_send_wr **prev,
+			    uint64_t addr, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey);
+/* Close a pull chain of @nwr WRs whose last is @last (a READ: else
+ * -EINVAL): the last READ signals; the @nreg REG_MRs first, if any, signal
+ * and the READs wait for them (PH_REG), else PH_READ. Sets ctx->chain. */
+int rrr__svc_rdma_read_chain(struct svc_rdma_ctx *ctx, struct rrr_send_wr *last, unsigned nwr,
+			     unsigned nreg);
 /* The READs completed: build the sink invalidation chain if any.
  * Returns true when a LOCAL_INV chain was set up in ctx->chain. */
 bool rrr__svc_rdma_read_done(struct svc_rdma_ctx *ctx);

@@ -100,7 +100,6 @@ static int place_reads(struct svc_rdma_ctx *ctx, uint32_t first, uint32_t nsegs,
 
 		while (done < s->length) {
 			uint64_t addr, left = s->length - done, room;
-			struct rrr_send_wr *wr;
 
 			while (piece < pl->niov && in_piece == pl->iov[piece].iov_len) {
 				piece++;
@@ -121,38 +120,13 @@ static int place_reads(struct svc_rdma_ctx *ctx, uint32_t first, uint32_t nsegs,
 				room = io->segs[r].offset + io->segs[r].length - addr;
 			if (left > room)
 				left = room;
-			wr = &ctx->wrs[nwr];
-			memset(wr, 0, sizeof(*wr));
-			ctx->sges[nwr].addr = addr;
-			ctx->sges[nwr].length = (uint32_t)left;
-			ctx->sges[nwr].lkey = rrr_mr_lkey(io->mrs[r]);
-			wr->opcode = RRR_WR_RDMA_READ;
-			wr->sg_list = &ctx->sges[nwr];
-			wr->num_sge = 1;
-			wr->u.rdma.remote_addr = s->offset + done;
-			wr->u.rdma.rkey = s->handle;
-			if (prev)
-				prev->next = wr;
-			prev = wr;
-			nwr++;
+			rrr__svc_rdma_add_read(ctx, &nwr, &prev, addr, (uint32_t)left,
+					       rrr_mr_lkey(io->mrs[r]), s->offset + done, s->handle);
 			done += left;
 			in_piece += (size_t)left;
 		}
 	}
-	if (!prev || prev->opcode != RRR_WR_RDMA_READ)
-		return -EFAULT;
-	prev->next = NULL;
-	prev->flags = RRR_SEND_SIGNALED;
-	prev->wr_id = (uint64_t)(uintptr_t)ctx | PH_READ;
-	ctx->wrs[nreg - 1].next = NULL;
-	ctx->wrs[nreg - 1].flags |= RRR_SEND_SIGNALED;
-	ctx->wrs[nreg - 1].wr_id = (uint64_t)(uintptr_t)ctx | PH_REG;
-	ctx->read_chain = &ctx->wrs[nreg];
-	ctx->read_need = nwr - nreg;
-	ctx->chain = &ctx->wrs[0];
-	ctx->sq_need = nreg;
-	ctx->phase = PH_REG;
-	return 0;
+	return rrr__svc_rdma_read_chain(ctx, prev, nwr, nreg) ? -EFAULT : 0;
 }
 
 /* Register the placed memory and build REG_MRs + READs; 0 or -errno (the

@@ -180,6 +180,52 @@ static int sink_at(struct svc_rdma_ctx *ctx, uint64_t addr, uint32_t *lkey, uint
 	return -EFAULT;
 }
 
+void rrr__svc_rdma_add_read(struct svc_rdma_ctx *ctx, unsigned *n, struct rrr_send_wr **prev,
+			    uint64_t addr, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	struct rrr_send_wr *wr = &ctx->wrs[*n];
+
+	memset(wr, 0, sizeof(*wr));
+	ctx->sges[*n].addr = addr;
+	ctx->sges[*n].length = len;
+	ctx->sges[*n].lkey = lkey;
+	wr->opcode = RRR_WR_RDMA_READ;
+	wr->sg_list = &ctx->sges[*n];
+	wr->num_sge = 1;
+	wr->u.rdma.remote_addr = raddr;
+	wr->u.rdma.rkey = rkey;
+	if (*prev)
+		(*prev)->next = wr;
+	*prev = wr;
+	(*n)++;
+}
+
+int rrr__svc_rdma_read_chain(struct svc_rdma_ctx *ctx, struct rrr_send_wr *last, unsigned nwr,
+			     unsigned nreg)
+{
+	if (!last || last->opcode != RRR_WR_RDMA_READ)
+		return -EINVAL;
+	last->next = NULL;
+	last->flags = RRR_SEND_SIGNALED;
+	last->wr_id = (uint64_t)(uintptr_t)ctx | PH_READ;
+	ctx->chain = &ctx->wrs[0];
+	if (nreg) {
+		/* Register first, READ after the registration completed: a
+		 * provider may check the sink's lkey when the READ is posted. */
+		ctx->wrs[nreg - 1].next = NULL;
+		ctx->wrs[nreg - 1].flags |= RRR_SEND_SIGNALED;
+		ctx->wrs[nreg - 1].wr_id = (uint64_t)(uintptr_t)ctx | PH_REG;
+		ctx->read_chain = &ctx->wrs[nreg];
+		ctx->read_need = nwr - nreg;
+		ctx->sq_need = nreg;
+		ctx->phase = PH_REG;
+		return 0;
+	}
+	ctx->sq_need = nwr;
+	ctx->phase = PH_READ;
+	return 0;
+}
+
 int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, size_t msg_len)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
@@ -276,7 +322,6 @@ int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, siz
 			while (done < s->length) {
 				uint64_t addr = (uint64_t)(uintptr_t)base + dst + done, room;
 				uint32_t lkey, piece;
-				struct rrr_send_wr *wr;
 
 				if (nwr >= SVC_RDMA_MAX_WRS - 2)
 					goto too_many;
@@ -285,20 +330,8 @@ int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, siz
 					goto fail;
 				piece =
 				    (uint32_t)(s->length - done < room ? s->length - done : room);
-				wr = &ctx->wrs[nwr];
-				memset(wr, 0, sizeof(*wr));
-				ctx->sges[nwr].addr = addr;
-				ctx->sges[nwr].length = piece;
-				ctx->sges[nwr].lkey = lkey;
-				wr->opcode = RRR_WR_RDMA_READ;
-				wr->sg_list = &ctx->sges[nwr];
-				wr->num_sge = 1;
-				wr->u.rdma.remote_addr = s->offset + done;
-				wr->u.rdma.rkey = s->handle;
-				if (prev)
-					prev->next = wr;
-				prev = wr;
-				nwr++;
+				rrr__svc_rdma_add_read(ctx, &nwr, &prev, addr, piece, lkey,
+						       s->offset + done, s->handle);
 				done += piece;
 			}
 			dst += s->length;
@@ -311,29 +344,9 @@ int rrr__svc_rdma_read_prepare(struct svc_rdma_ctx *ctx, const uint8_t *msg, siz
 		RRR__STAT_ADD(rc->base.st, rdma_read_bytes, ch[c].total);
 	}
 	memcpy(base + full, msg + in, (size_t)(msg_len - in));
-	if (!prev || prev->opcode != RRR_WR_RDMA_READ) {
-		err = -EINVAL; /* no bytes to read: an empty chunk */
-		goto fail;
-	}
-	prev->next = NULL;
-	prev->flags = RRR_SEND_SIGNALED;
-	prev->wr_id = (uint64_t)(uintptr_t)ctx | PH_READ;
-	if (nreg) {
-		/* Register first, READ after the registration completed: a
-		 * provider may check the sink's lkey when the READ is posted. */
-		ctx->wrs[nreg - 1].next = NULL;
-		ctx->wrs[nreg - 1].flags |= RRR_SEND_SIGNALED;
-		ctx->wrs[nreg - 1].wr_id = (uint64_t)(uintptr_t)ctx | PH_REG;
-		ctx->read_chain = &ctx->wrs[nreg];
-		ctx->read_need = nwr - nreg;
-		ctx->chain = &ctx->wrs[0];
-		ctx->sq_need = nreg;
-		ctx->phase = PH_REG;
-		return 0;
-	}
-	ctx->chain = &ctx->wrs[0];
-	ctx->sq_need = nwr;
-	ctx->phase = PH_READ;
+	err = rrr__svc_rdma_read_chain(ctx, prev, nwr, nreg);
+	if (err)
+		goto fail; /* no bytes to read: an empty chunk */
 	return 0;
 
 too_many:
