@@ -26,7 +26,11 @@
  * them with rrr_svc_req_alloc(), which frees them when the request ends.
  *
  * Threads: a handler runs on one worker thread; handlers of different
- * connections run concurrently, so shared state needs the program's lock.
+ * connections run concurrently, and so may handlers of one RDMA
+ * connection: a slow handler (one that has taken over 100 us) of a
+ * connection with other calls in progress runs on an idle worker while
+ * the connection's own worker goes on receiving (rrr_xprt_stats.offloaded).
+ * Shared state needs the program's lock; thread-local state is per worker.
  */
 #ifndef RRR_SERVER_H
 #define RRR_SERVER_H
