@@ -619,6 +619,26 @@ int rrr__bench_server_ports(int pid, const char *path, int timeout_s, unsigned *
 	return -ETIMEDOUT;
 }
 
+int rrr__bench_server_argv(const char **av, const char *path, const char *exp, const char *state,
+			   const char *port, const char *mport, const char *pfile)
+{
+	const char *args[RRR__BENCH_SERVER_ARGC] = {
+	    path,
+	    "--export", exp,
+	    "--state-dir", state,
+	    "--no-root-squash",	  /* the bench's clients are root's */
+	    "--no-rpcbind",	  /* a private server: not found through rpcbind */
+	    "--tcp-port", "none", /* ... nor on NFS's port 2049 */
+	    "--listen", "127.0.0.1",
+	    "--port", port,
+	    "--mount-port", mport,
+	    "--port-file", pfile,
+	};
+
+	memcpy(av, args, sizeof(args));
+	return RRR__BENCH_SERVER_ARGC;
+}
+
 void rrr__bench_rm_tree(const char *dir)
 {
 	DIR *d = opendir(dir);

@@ -125,6 +125,14 @@ long rrr__bench_rss_kib(int pid);
  * -ECHILD when the server exited first (reaped), -ETIMEDOUT. */
 int rrr__bench_server_ports(int pid, const char *path, int timeout_s, unsigned *rdma,
 			    unsigned *mount);
+/* The arguments of a private rrr-server @path, from av[0]: serving @exp
+ * with its state in @state, root not squashed, not in rpcbind, no NFS
+ * port 2049, on 127.0.0.1 ports @port and @mport ("0": ephemeral) written
+ * to @pfile. Returns how many (RRR__BENCH_SERVER_ARGC); the caller adds
+ * its own and the NULL. */
+#define RRR__BENCH_SERVER_ARGC 17
+int rrr__bench_server_argv(const char **av, const char *path, const char *exp, const char *state,
+			   const char *port, const char *mport, const char *pfile);
 /* Removes @dir and everything below it (best effort, symlinks not followed). */
 void rrr__bench_rm_tree(const char *dir);
 /* rrr-server's path into @out (@len bytes): @path when set (it must be

@@ -145,7 +145,7 @@ static int spawn_server(struct io_nfs *n)
 	}
 	if (!n->server) {
 		const char *av[32];
-		int k = 0, fd = open(n->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int k, fd = open(n->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
 		if (fd >= 0) {
 			dup2(fd, 1);
@@ -160,23 +160,7 @@ static int spawn_server(struct io_nfs *n)
 				setrlimit(RLIMIT_NOFILE, &rl);
 			}
 		}
-		av[k++] = path;
-		av[k++] = "--export";
-		av[k++] = exp;
-		av[k++] = "--state-dir";
-		av[k++] = state;
-		av[k++] = "--no-root-squash"; /* the bench client is root's */
-		av[k++] = "--no-rpcbind";     /* a private server: not found through rpcbind */
-		av[k++] = "--tcp-port";       /* ... nor on NFS's port 2049 */
-		av[k++] = "none";
-		av[k++] = "--listen";
-		av[k++] = "127.0.0.1";
-		av[k++] = "--port";
-		av[k++] = "0";
-		av[k++] = "--mount-port";
-		av[k++] = "0";
-		av[k++] = "--port-file";
-		av[k++] = pfile;
+		k = rrr__bench_server_argv(av, path, exp, state, "0", "0", pfile);
 		av[k++] = "--provider";
 		av[k++] = n->cfg.provider;
 		if (n->cfg.provider_opts) {

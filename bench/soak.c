@@ -210,29 +210,14 @@ static int spawn_server(struct soak *s)
 	}
 	if (!s->pid) {
 		const char *av[24];
-		int k = 0, fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		int k, fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		av[k++] = s->srv_path;
-		av[k++] = "--export";
-		av[k++] = exp;
-		av[k++] = "--state-dir";
-		av[k++] = state;
-		av[k++] = "--no-rpcbind"; /* a private server: not found through rpcbind */
-		av[k++] = "--tcp-port";   /* ... nor on NFS's port 2049 */
-		av[k++] = "none";
-		av[k++] = "--listen";
-		av[k++] = "127.0.0.1";
-		av[k++] = "--port";
-		av[k++] = s->port[0] ? s->port : "0";
-		av[k++] = "--mount-port";
-		av[k++] = s->mport[0] ? s->mport : "0";
-		av[k++] = "--port-file";
-		av[k++] = pfile;
-		av[k++] = "--no-root-squash"; /* the soak's clients are root's */
+		k = rrr__bench_server_argv(av, s->srv_path, exp, state, s->port[0] ? s->port : "0",
+					   s->mport[0] ? s->mport : "0", pfile);
 		if (s->cfg.server_drop_ppm || s->cfg.server_opts) {
 			av[k++] = "--provider-opts";
 			av[k++] = popts;

@@ -35,6 +35,7 @@
 #include "client/clnt_impl.h"
 #include "common/probes.h"
 #include "common/rrr_impl.h"
+#include "xdr/oncrpc_rm.h"
 
 /* --- encoding (submitting thread) ------------------------------------------ */
 
@@ -65,8 +66,6 @@ static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *io
 {
 	struct rrr__clnt_req *req = ctx;
 	const struct rrr_call *call = req->call;
-	uint8_t *p;
-	int rc;
 
 	/* One declaration: a TO_SERVER payload is call->payload; an encoder
 	 * that encodes other memory is refused (it would be what is sent
@@ -99,16 +98,7 @@ static int record_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *io
 	}
 	if (len > UINT32_MAX - 3u)
 		return -EMSGSIZE;
-	p = rrr_xdr_cursor(xdr);
-	rc = rrr_xdr_skip(xdr, len); /* zero-fills len + pad, checks room */
-	if (rc)
-		return rc;
-	for (unsigned i = 0; i < niov; i++) {
-		if (iov[i].iov_len)
-			memcpy(p, iov[i].iov_base, iov[i].iov_len);
-		p += iov[i].iov_len;
-	}
-	return 0;
+	return rrr__rm_out_copy(xdr, iov, niov, len);
 }
 
 int rrr__clnt_encode_call(struct rrr_clnt *c, struct rrr__clnt_req *req)

@@ -19,22 +19,23 @@
 # verification runs on the other core. Exit status 0, or 1 when a run
 # failed.
 set -euo pipefail
+# shellcheck source=scripts/lib/staged.sh
+. "$(dirname "$0")/lib/staged.sh"
 
 build=${1:?usage: $0 BUILD_DIR [ROUNDS]}
 rounds=${2:-3}
-make=${MAKE:-make}
-top=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rrr-blkbench.XXXXXX")
 srv_pid=
 trap '[[ -n $srv_pid ]] && kill -KILL "$srv_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 dest=$tmp/root
-"$make" -C "$top" -s BUILD="$build" PREFIX=/usr/local DESTDIR="$dest" install >"$tmp/install.log" 2>&1 ||
-	{ cat "$tmp/install.log" >&2; exit 1; }
-export PKG_CONFIG_PATH=$dest/usr/local/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
-export PKG_CONFIG_LIBDIR=$dest/usr/local/lib/pkgconfig LD_LIBRARY_PATH=$dest/usr/local/lib
-mkdir -p "$tmp/bin"
-"$make" -s -C "$top/examples/blkstore" OUT="$tmp/bin" >"$tmp/build.log" 2>&1 ||
-	{ cat "$tmp/build.log" >&2; exit 1; }
+prefix=/usr/local
+fail() {
+	echo "bench-blkstore: $*" >&2
+	exit 1
+}
+staged_make install "make install"
+use_staged
+build_example blkstore
 
 # one MODE (copy | zero-copy) of one WORKLOAD (read | write): prints "cpu_ms"
 run() {

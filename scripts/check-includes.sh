@@ -24,7 +24,8 @@
 #   transport/verbs/devcheck/   common/ transport/loop_pair.h transport/verbs/*.h
 #     (rrr-devcheck, the verbs    transport/verbs/devcheck/
 #      provider's own tool)
-#   fio/, examples/             their own folder
+#   fio/, examples/             their own folder (examples/*/ also
+#                               examples/common/)
 #
 # Public headers have layers too, and a folder uses only the public
 # headers of its layer and below (<rrr/rrr.h>, the umbrella, and the
@@ -61,7 +62,7 @@ allowed() {
 	client/cli) echo "common/* client/cli/*" ;;
 	bench) echo "common/* transport/loop_pair.h bench/*" ;;
 	fio) echo "fio/*" ;;
-	examples/*) echo "$1/*" ;;
+	examples/*) echo "$1/* examples/common/*" ;;
 	*) echo "UNKNOWN" ;;
 	esac
 }

@@ -24,20 +24,12 @@
 #   6. runs `make uninstall` and checks that no rrr file is left behind.
 # Exits non-zero with a message on the first failure.
 set -euo pipefail
+# shellcheck source=scripts/lib/staged.sh
+. "$(dirname "$0")/lib/staged.sh"
 
-if [[ $# -lt 1 ]]; then
-	echo "usage: $0 BUILD_DIR [make VAR=value ...]" >&2
-	exit 2
-fi
-build=$1
+staged_init install "$@"
 shift
-make=${MAKE:-make}
 cc=${CC:-cc}
-top=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rrr-install.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-dest=$tmp/root
-prefix=/usr/local
 lib=$dest$prefix/lib
 inc=$dest$prefix/include
 
@@ -47,8 +39,7 @@ fail() {
 }
 
 # 1. install
-"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" install >"$tmp/install.log" 2>&1 ||
-	{ cat "$tmp/install.log" >&2; fail "make install failed"; }
+staged_make install "make install" "$@"
 
 # 2. files
 for h in "$top"/include/rrr/*.h; do
@@ -181,19 +172,16 @@ if [[ -x $dest$prefix/bin/rrr-server ]]; then
 	out=$("$dest$prefix/bin/rrr-server" --config "$conf" --export "$tmp" --check-config 2>&1) ||
 		fail "rrr-server --check-config refuses the sample config: $out"
 	echo "# edited by the operator" >>"$conf"
-	"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" install >"$tmp/install2.log" 2>&1 ||
-		{ cat "$tmp/install2.log" >&2; fail "a second make install failed"; }
+	staged_make install "a second make install" "$@"
 	grep -q "edited by the operator" "$conf" || fail "a second make install overwrote /etc/rrr/rrr-server.conf"
-	"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" uninstall >"$tmp/uninstall.log" 2>&1 ||
-		{ cat "$tmp/uninstall.log" >&2; fail "make uninstall failed"; }
+	staged_make uninstall "make uninstall" "$@"
 	[[ -f $conf ]] || fail "make uninstall removed an edited /etc/rrr/rrr-server.conf"
 	cp "$top/dist/rrr-server.conf" "$conf"
 	extra+=", $(ls "$top"/man/*.[158] | wc -l) man pages, unit, config"
 fi
 
 # 6. uninstall
-"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" uninstall >"$tmp/uninstall.log" 2>&1 ||
-	{ cat "$tmp/uninstall.log" >&2; fail "make uninstall failed"; }
+staged_make uninstall "make uninstall" "$@"
 left=$(find "$dest" \( -name 'librrr*' -o -name rrr.pc -o -path '*/include/rrr*' -o -name 'rrr-*' \
 	-o -path '*/etc/rrr*' \) -print)
 [[ -z $left ]] || fail "left after uninstall: $left"

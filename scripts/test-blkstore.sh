@@ -19,27 +19,11 @@
 #   5. stop the server with SIGTERM; it must exit 0 with its counters.
 # Every wait is bounded. Exits non-zero with a message on the first failure.
 set -euo pipefail
+# shellcheck source=scripts/lib/staged.sh
+. "$(dirname "$0")/lib/staged.sh"
 
-if [[ $# -lt 1 ]]; then
-	echo "usage: $0 BUILD_DIR [make VAR=value ...]" >&2
-	exit 2
-fi
-build=$1
+staged_init blkstore "$@"
 shift
-make=${MAKE:-make}
-top=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rrr-blkstore.XXXXXX")
-srv_pid=
-cli_pid=
-cleanup() {
-	for p in $srv_pid $cli_pid; do
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-dest=$tmp/root
-prefix=/usr/local
 
 fail() {
 	echo "test-blkstore: FAIL: $*" >&2
@@ -50,34 +34,19 @@ fail() {
 }
 
 # 1. install
-"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" install \
-	>"$tmp/install.log" 2>&1 || { cat "$tmp/install.log" >&2; fail "make install failed"; }
+staged_make install "make install" "$@"
 
 # 2. build against the installed library only
-export PKG_CONFIG_PATH=$dest$prefix/lib/pkgconfig
-export PKG_CONFIG_SYSROOT_DIR=$dest
-export PKG_CONFIG_LIBDIR=$dest$prefix/lib/pkgconfig
-mkdir -p "$tmp/bin"
-"$make" -s -C "$top/examples/blkstore" OUT="$tmp/bin" CFLAGS="-O2 -g -Werror" \
-	>"$tmp/build.log" 2>&1 ||
-	{ cat "$tmp/build.log" >&2; fail "building examples/blkstore with pkg-config failed"; }
-export LD_LIBRARY_PATH=$dest$prefix/lib
+use_staged
+build_example blkstore CFLAGS="-O2 -g -Werror"
 
 # start_server [RDMA_PORT [TCP_PORT]]: sets srv_pid, rport, tport
 start_server() {
 	"$tmp/bin/blkserver" --host 127.0.0.1 --rdma-port "${1:-0}" --tcp-port "${2:-0}" \
 		--threads 2 >"$tmp/server.out" 2>"$tmp/server.err" &
 	srv_pid=$!
-	for _ in $(seq 100); do
-		grep -q "rdma port" "$tmp/server.out" 2>/dev/null && break
-		kill -0 "$srv_pid" 2>/dev/null || fail "blkserver exited early"
-		sleep 0.1
-	done
-	local line
-	line=$(grep "rdma port" "$tmp/server.out") || fail "blkserver did not report its ports"
-	rport=$(echo "$line" | awk '{print $4}')
-	tport=$(echo "$line" | awk '{print $7}')
-	[[ $rport -gt 0 && $tport -gt 0 ]] || fail "bad ports: $line"
+	wait_ports "$srv_pid" "$tmp/server.out" blkserver
+	[[ $rport -gt 0 && $tport -gt 0 ]] || fail "bad ports: rdma $rport tcp $tport"
 }
 
 counter() { awk -v k="$2" '$2 == k {print $3}' "$1"; }
@@ -119,13 +88,7 @@ grep -q "server restarted (boot" "$tmp/restart.out" || fail "the new server inst
 grep -q "restart(s) handled" "$tmp/restart.out" || fail "no ok line after the restart"
 
 # 5. graceful stop
-kill -TERM "$srv_pid"
-for _ in $(seq 100); do
-	kill -0 "$srv_pid" 2>/dev/null || break
-	sleep 0.1
-done
-kill -0 "$srv_pid" 2>/dev/null && fail "blkserver did not stop within 10 s of SIGTERM"
-wait "$srv_pid" || fail "blkserver exited with status $?"
+stop_server "$srv_pid" blkserver
 srv_pid=
 grep -q "blkserver: calls" "$tmp/server.out" || fail "blkserver printed no counters"
 
@@ -134,17 +97,11 @@ grep -q "blkserver: calls" "$tmp/server.out" || fail "blkserver printed no count
 "$tmp/bin/blkserver" --host 127.0.0.1 --rdma-port 0 --tcp-port - --threads 2 --zero-copy \
 	>"$tmp/server.out" 2>"$tmp/server.err" &
 srv_pid=$!
-for _ in $(seq 100); do
-	grep -q "rdma port" "$tmp/server.out" 2>/dev/null && break
-	kill -0 "$srv_pid" 2>/dev/null || fail "blkserver --zero-copy exited early"
-	sleep 0.1
-done
-rport=$(awk '/rdma port/ {print $4}' "$tmp/server.out")
+wait_ports "$srv_pid" "$tmp/server.out" "blkserver --zero-copy"
 cli --port "$rport" --loop app --model page_list --read-passes 2 >"$tmp/zc.out" 2>&1 ||
 	fail "blkclient against blkserver --zero-copy"
 grep -q "read pass 2 verified" "$tmp/zc.out" || fail "zero copy: no verified read pass"
-kill -TERM "$srv_pid"
-wait "$srv_pid" || fail "blkserver --zero-copy exited with status $?"
+stop_server "$srv_pid" "blkserver --zero-copy"
 srv_pid=
 # every READ reply registered the disk memory (on top of the WRITE sinks),
 # and every registration was invalidated

@@ -12,26 +12,11 @@
 #   4. stop the server with SIGTERM and check it exits 0 with its counters.
 # Every wait is bounded. Exits non-zero with a message on the first failure.
 set -euo pipefail
+# shellcheck source=scripts/lib/staged.sh
+. "$(dirname "$0")/lib/staged.sh"
 
-if [[ $# -lt 1 ]]; then
-	echo "usage: $0 BUILD_DIR [make VAR=value ...]" >&2
-	exit 2
-fi
-build=$1
+staged_init example "$@"
 shift
-make=${MAKE:-make}
-top=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rrr-example.XXXXXX")
-srv_pid=
-cleanup() {
-	if [[ -n $srv_pid ]] && kill -0 "$srv_pid" 2>/dev/null; then
-		kill -KILL "$srv_pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-dest=$tmp/root
-prefix=/usr/local
 
 fail() {
 	echo "test-example: FAIL: $*" >&2
@@ -42,17 +27,11 @@ fail() {
 }
 
 # 1. install
-"$make" -C "$top" -s BUILD="$build" PREFIX="$prefix" DESTDIR="$dest" "$@" install \
-	>"$tmp/install.log" 2>&1 || { cat "$tmp/install.log" >&2; fail "make install failed"; }
+staged_make install "make install" "$@"
 
 # 2. build the example against the installed library only
-export PKG_CONFIG_PATH=$dest$prefix/lib/pkgconfig
-export PKG_CONFIG_SYSROOT_DIR=$dest
-export PKG_CONFIG_LIBDIR=$dest$prefix/lib/pkgconfig
-mkdir -p "$tmp/bin"
-"$make" -s -C "$top/examples/kvstore" OUT="$tmp/bin" >"$tmp/build.log" 2>&1 ||
-	{ cat "$tmp/build.log" >&2; fail "building examples/kvstore with pkg-config failed"; }
-export LD_LIBRARY_PATH=$dest$prefix/lib
+use_staged
+build_example kvstore
 # (no pipe into grep -q: with pipefail, ldd's SIGPIPE would fail the check)
 ldd "$tmp/bin/kvclient" >"$tmp/ldd.out" 2>&1 || true
 grep -q "$dest$prefix/lib/librrr.so" "$tmp/ldd.out" ||
@@ -62,15 +41,8 @@ grep -q "$dest$prefix/lib/librrr.so" "$tmp/ldd.out" ||
 "$tmp/bin/kvserver" --host 127.0.0.1 --rdma-port 0 --tcp-port 0 --threads 2 \
 	>"$tmp/server.out" 2>"$tmp/server.err" &
 srv_pid=$!
-for _ in $(seq 100); do
-	grep -q "rdma port" "$tmp/server.out" 2>/dev/null && break
-	kill -0 "$srv_pid" 2>/dev/null || fail "kvserver exited early"
-	sleep 0.1
-done
-line=$(grep "rdma port" "$tmp/server.out") || fail "kvserver did not report its ports"
-rport=$(echo "$line" | awk '{print $4}')
-tport=$(echo "$line" | awk '{print $7}')
-[[ $rport -gt 0 && $tport -gt 0 ]] || fail "bad ports: $line"
+wait_ports "$srv_pid" "$tmp/server.out" kvserver
+[[ $rport -gt 0 && $tport -gt 0 ]] || fail "bad ports: rdma $rport tcp $tport"
 
 cli() { timeout 60 "$tmp/bin/kvclient" --host 127.0.0.1 "$@"; }
 cli --transport rdma --port "$rport" selftest 24 >"$tmp/rdma.out" 2>&1 ||
@@ -91,13 +63,7 @@ if cli --transport rdma --port "$rport" get greeting >/dev/null 2>&1; then
 fi
 
 # 4. graceful stop
-kill -TERM "$srv_pid"
-for _ in $(seq 100); do
-	kill -0 "$srv_pid" 2>/dev/null || break
-	sleep 0.1
-done
-kill -0 "$srv_pid" 2>/dev/null && fail "kvserver did not stop within 10 s of SIGTERM"
-wait "$srv_pid" || fail "kvserver exited with status $?"
+stop_server "$srv_pid" kvserver
 srv_pid=
 grep -q "kvserver: calls" "$tmp/server.out" || fail "kvserver printed no counters"
 echo "test-example: ok (kvstore over rdma port $rport and tcp port $tport)"

@@ -511,10 +511,34 @@ int rrr__svc_rdma_add_write(struct svc_rdma_ctx *ctx, unsigned *n, uint64_t src,
 	return 0;
 }
 
+/* Add WRITEs of @left bytes from @src (in @mr) along the segments of @in,
+ * each cut to what is left of @left, and describe them in @out's segments.
+ * 0 or the -errno of rrr__svc_rdma_add_write(). */
+static inline int write_along(struct svc_rdma_ctx *ctx, const struct rrr_rdma_chunk *in,
+			      struct rrr_rdma_chunk *out, uint64_t src, uint32_t left,
+			      struct rrr_mr *mr, unsigned *n)
+{
+	for (uint32_t i = 0; i < in->nsegs; i++) {
+		uint32_t put = left < in->segs[i].length ? left : in->segs[i].length;
+		int err;
+
+		out->segs[i] = in->segs[i];
+		out->segs[i].length = put;
+		if (!put)
+			continue;
+		err = rrr__svc_rdma_add_write(ctx, n, src, put, rrr_mr_lkey(mr), &in->segs[i]);
+		if (err)
+			return err;
+		src += put;
+		left -= put;
+	}
+	return 0;
+}
+
 int rrr__svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rhdr, unsigned *n)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
-	unsigned k, i;
+	unsigned k;
 	int err;
 
 	rhdr->nwrite = ctx->hdr->nwrite;
@@ -537,19 +561,9 @@ int rrr__svc_rdma_write_chunks(struct svc_rdma_ctx *ctx, struct rrr_rdma_hdr *rh
 			RRR__STAT_ADD(rc->base.st, rdma_write_bytes, out->total);
 			continue;
 		}
-		for (i = 0; i < in->nsegs; i++) {
-			uint32_t put = left < in->segs[i].length ? left : in->segs[i].length;
-
-			out->segs[i] = in->segs[i];
-			out->segs[i].length = put;
-			if (!put)
-				continue;
-			err = rrr__svc_rdma_add_write(ctx, n, src, put, rrr_mr_lkey(ctx->pay.mr), &in->segs[i]);
-			if (err)
-				return err;
-			src += put;
-			left -= put;
-		}
+		err = write_along(ctx, in, out, src, left, ctx->pay.mr, n);
+		if (err)
+			return err;
 		if (out->total) {
 			RRR__STAT_ADD(rc->base.st, write_chunks, 1);
 			RRR__STAT_ADD(rc->base.st, rdma_write_bytes, out->total);
@@ -563,7 +577,6 @@ int rrr__svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src
 {
 	const struct rrr_rdma_chunk *in = &ctx->hdr->reply;
 	struct rrr_rdma_chunk *out = &rhdr->reply;
-	uint32_t left = len, i;
 	int err;
 
 	if (!ctx->hdr->has_reply || len > in->total)
@@ -571,20 +584,9 @@ int rrr__svc_rdma_write_reply_chunk(struct svc_rdma_ctx *ctx, const uint8_t *src
 	rhdr->has_reply = true;
 	out->nsegs = in->nsegs;
 	out->total = len;
-	for (i = 0; i < in->nsegs; i++) {
-		uint32_t put = left < in->segs[i].length ? left : in->segs[i].length;
-
-		out->segs[i] = in->segs[i];
-		out->segs[i].length = put;
-		if (!put)
-			continue;
-		err =
-		    rrr__svc_rdma_add_write(ctx, n, (uint64_t)(uintptr_t)src, put, rrr_mr_lkey(mr), &in->segs[i]);
-		if (err)
-			return err;
-		src += put;
-		left -= put;
-	}
+	err = write_along(ctx, in, out, (uint64_t)(uintptr_t)src, len, mr, n);
+	if (err)
+		return err;
 	RRR__STAT_ADD(ctx->rc->base.st, reply_chunks, 1);
 	RRR__STAT_ADD(ctx->rc->base.st, rdma_write_bytes, len);
 	return 0;

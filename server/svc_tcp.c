@@ -103,8 +103,6 @@ static int reply_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov
 {
 	struct tcp_conn *t = ctx;
 	uint64_t padded = ((uint64_t)len + 3u) & ~(uint64_t)3u;
-	uint8_t *p;
-	int rc;
 
 	if (!t->has_pay && niov <= RRR_XDR_PAYLOAD_MAX_IOV) {
 		/* the bytes count against the reply's room as if copied */
@@ -119,16 +117,7 @@ static int reply_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov
 			memcpy(t->pay_iov, iov, niov * sizeof(*iov));
 		return 0;
 	}
-	p = rrr_xdr_cursor(xdr);
-	rc = rrr_xdr_skip(xdr, len); /* zero-fills len + pad, checks room */
-	if (rc)
-		return rc;
-	for (unsigned i = 0; i < niov; i++) {
-		if (iov[i].iov_len)
-			memcpy(p, iov[i].iov_base, iov[i].iov_len);
-		p += iov[i].iov_len;
-	}
-	return 0;
+	return rrr__rm_out_copy(xdr, iov, niov, len);
 }
 
 /* Send what is pending; 1 when all is out, 0 when it must wait, -errno. */

@@ -286,14 +286,20 @@ static int map_one(struct rrr_mrpool *pool, const struct rrr_sg *sg,
 	return 0;
 }
 
-static inline void set_reg_wr(struct rrr_send_wr *wr, struct rrr_mr *mr, unsigned access)
+/* @wr as a lone, unsignaled @opcode without scatter/gather entries. */
+static inline void wr_init(struct rrr_send_wr *wr, enum rrr_wr_opcode opcode)
 {
 	wr->next = NULL;
 	wr->wr_id = 0;
-	wr->opcode = RRR_WR_REG_MR;
+	wr->opcode = opcode;
 	wr->flags = 0;
 	wr->sg_list = NULL;
 	wr->num_sge = 0;
+}
+
+static inline void set_reg_wr(struct rrr_send_wr *wr, struct rrr_mr *mr, unsigned access)
+{
+	wr_init(wr, RRR_WR_REG_MR);
 	wr->u.reg.mr = mr;
 	wr->u.reg.access = access;
 }
@@ -437,12 +443,7 @@ struct rrr_send_wr *rrr_reg_build_inv(struct rrr_mrpool *pool, struct rrr_reg_io
 
 		if (!io->valid[i])
 			continue;
-		wr->next = NULL;
-		wr->wr_id = 0;
-		wr->opcode = RRR_WR_LOCAL_INV;
-		wr->flags = 0;
-		wr->sg_list = NULL;
-		wr->num_sge = 0;
+		wr_init(wr, RRR_WR_LOCAL_INV);
 		wr->u.inv.rkey = io->segs[i].handle;
 		if (prev)
 			prev->next = wr;

@@ -46,29 +46,50 @@ int rrr_mnt_xdr_mnt_res(struct rrr_xdr *x, struct rrr_mnt_res *r)
 	return 0;
 }
 
-int rrr_mnt_xdr_dump_res(struct rrr_xdr *x, struct rrr_mnt_dump_res *r)
+/* One entry of a list, both ways. */
+typedef int (*x_entry_fn)(struct rrr_xdr *x, void *entry);
+
+/* A list flattened into "value follows" booleans, each entry through @fn:
+ * encode walks the *@n entries of @entries (@size bytes each); decode
+ * fills @entries, at most @cap and RRR_MNT_MAX_LIST (-E2BIG beyond), and
+ * counts them in *@n. 0 or -errno. */
+static int x_list(struct rrr_xdr *x, void *entries, size_t size, uint32_t *n, uint32_t cap,
+		  x_entry_fn fn)
 {
+	char *base = entries;
+
 	if (rrr__x_enc(x)) {
-		for (uint32_t i = 0; i < r->n; i++) {
+		for (uint32_t i = 0; i < *n; i++) {
 			RRR__X(rrr_xdr_put_bool(x, true));
-			RRR__X(rrr__x_string(x, r->entries[i].host, RRR_NFS3_MAXNAMLEN));
-			RRR__X(rrr__x_string(x, r->entries[i].dir, RRR_NFS3_MAXPATHLEN));
+			RRR__X(fn(x, base + i * size));
 		}
 		return rrr_xdr_put_bool(x, false);
 	}
-	r->n = 0;
+	*n = 0;
 	for (;;) {
 		bool follows;
 		RRR__X(rrr_xdr_get_bool(x, &follows));
 		if (!follows)
 			return 0;
-		if (r->n >= r->cap || r->n >= RRR_MNT_MAX_LIST)
+		if (*n >= cap || *n >= RRR_MNT_MAX_LIST)
 			return -E2BIG;
-		struct rrr_mnt_entry *e = &r->entries[r->n];
-		RRR__X(rrr__x_string(x, e->host, RRR_NFS3_MAXNAMLEN));
-		RRR__X(rrr__x_string(x, e->dir, RRR_NFS3_MAXPATHLEN));
-		r->n++;
+		RRR__X(fn(x, base + *n * size));
+		(*n)++;
 	}
+}
+
+/* A mountlist entry: hostname, dirpath. */
+static int x_mount_entry(struct rrr_xdr *x, void *entry)
+{
+	struct rrr_mnt_entry *e = entry;
+
+	RRR__X(rrr__x_string(x, e->host, RRR_NFS3_MAXNAMLEN));
+	return rrr__x_string(x, e->dir, RRR_NFS3_MAXPATHLEN);
+}
+
+int rrr_mnt_xdr_dump_res(struct rrr_xdr *x, struct rrr_mnt_dump_res *r)
+{
+	return x_list(x, r->entries, sizeof(*r->entries), &r->n, r->cap, x_mount_entry);
 }
 
 /* Groups: encode splits @groups at ','; decode joins them with ','. */
@@ -113,27 +134,16 @@ static int x_groups(struct rrr_xdr *x, char *groups)
 	}
 }
 
+/* An exports entry: dirpath, groups. */
+static int x_export_entry(struct rrr_xdr *x, void *entry)
+{
+	struct rrr_mnt_export *e = entry;
+
+	RRR__X(rrr__x_string(x, e->dir, RRR_NFS3_MAXPATHLEN));
+	return x_groups(x, e->groups);
+}
+
 int rrr_mnt_xdr_export_res(struct rrr_xdr *x, struct rrr_mnt_export_res *r)
 {
-	if (rrr__x_enc(x)) {
-		for (uint32_t i = 0; i < r->n; i++) {
-			RRR__X(rrr_xdr_put_bool(x, true));
-			RRR__X(rrr__x_string(x, r->entries[i].dir, RRR_NFS3_MAXPATHLEN));
-			RRR__X(x_groups(x, r->entries[i].groups));
-		}
-		return rrr_xdr_put_bool(x, false);
-	}
-	r->n = 0;
-	for (;;) {
-		bool follows;
-		RRR__X(rrr_xdr_get_bool(x, &follows));
-		if (!follows)
-			return 0;
-		if (r->n >= r->cap || r->n >= RRR_MNT_MAX_LIST)
-			return -E2BIG;
-		struct rrr_mnt_export *e = &r->entries[r->n];
-		RRR__X(rrr__x_string(x, e->dir, RRR_NFS3_MAXPATHLEN));
-		RRR__X(x_groups(x, e->groups));
-		r->n++;
-	}
+	return x_list(x, r->entries, sizeof(*r->entries), &r->n, r->cap, x_export_entry);
 }

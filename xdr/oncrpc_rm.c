@@ -237,3 +237,18 @@ unsigned rrr__rm_out_iov(const struct rrr__rm_out *o, struct iovec *iov)
 	iov_add(iov, &n, &skip, o->buf + o->split, o->blen - o->split);
 	return n;
 }
+
+int rrr__rm_out_copy(struct rrr_xdr *xdr, const struct iovec *iov, unsigned niov, uint32_t len)
+{
+	uint8_t *p = rrr_xdr_cursor(xdr);
+	int rc = rrr_xdr_skip(xdr, len); /* zero-fills len + pad, checks room */
+
+	if (rc)
+		return rc;
+	for (unsigned i = 0; i < niov; i++) {
+		if (iov[i].iov_len)
+			memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		p += iov[i].iov_len;
+	}
+	return 0;
+}

@@ -115,5 +115,10 @@ int rrr__rm_out_set(struct rrr__rm_out *o, uint8_t *buf, size_t blen, size_t spl
 /* The unwritten rest of @o (from @o->off) as at most RRR__RM_OUT_IOV_MAX
  * iovecs into @iov; returns how many (0 when all is written). */
 unsigned rrr__rm_out_iov(const struct rrr__rm_out *o, struct iovec *iov);
+/* A payload that is not gathered (a second one, or more iovecs than
+ * RRR_XDR_PAYLOAD_MAX_IOV): copy the @niov iovecs of @iov, @len bytes in
+ * all, into the message at @xdr's position, zero-padded to 4. 0, or the
+ * -errno of rrr_xdr_skip() (-EMSGSIZE when there is no room). */
+int rrr__rm_out_copy(struct rrr_xdr *xdr, const struct iovec *iov, unsigned niov, uint32_t len);
 
 #endif /* RRR_XDR_ONCRPC_RM_H */

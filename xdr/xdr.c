@@ -62,6 +62,26 @@ static inline int xdr_is(const struct rrr_xdr *xdr, enum rrr_xdr_op op)
 	return xdr && xdr->op == op && xdr->pos <= xdr->len;
 }
 
+/* A stream of @op (position in bounds) with room for @n more bytes?
+ * Returns 0, -EINVAL, or the op-specific "no room" error. */
+static inline int xdr_take(const struct rrr_xdr *xdr, enum rrr_xdr_op op, uint64_t n)
+{
+	if (!xdr_is(xdr, op))
+		return -EINVAL;
+	return xdr_room(xdr, n);
+}
+
+/* Decode an unsigned int of at most @max into *@w: 0, -EINVAL above @max,
+ * or the error of rrr_xdr_get_u32(). */
+static int xdr_get_upto(struct rrr_xdr *xdr, uint32_t max, uint32_t *w)
+{
+	int rc = rrr_xdr_get_u32(xdr, w);
+
+	if (rc)
+		return rc;
+	return *w > max ? -EINVAL : 0;
+}
+
 void rrr_xdr_init(struct rrr_xdr *xdr, void *buf, size_t len, enum rrr_xdr_op op)
 {
 	xdr->buf = buf;
@@ -79,11 +99,8 @@ void rrr_xdr_set_ddp(struct rrr_xdr *xdr, const struct rrr_xdr_ddp *ddp)
 
 int rrr_xdr_put_u32(struct rrr_xdr *xdr, uint32_t v)
 {
-	int rc;
+	int rc = xdr_take(xdr, RRR_XDR_ENCODE, 4);
 
-	if (!xdr_is(xdr, RRR_XDR_ENCODE))
-		return -EINVAL;
-	rc = xdr_room(xdr, 4);
 	if (rc)
 		return rc;
 	be32_store(xdr->buf + xdr->pos, v);
@@ -93,11 +110,8 @@ int rrr_xdr_put_u32(struct rrr_xdr *xdr, uint32_t v)
 
 int rrr_xdr_get_u32(struct rrr_xdr *xdr, uint32_t *v)
 {
-	int rc;
+	int rc = v ? xdr_take(xdr, RRR_XDR_DECODE, 4) : -EINVAL;
 
-	if (!xdr_is(xdr, RRR_XDR_DECODE) || !v)
-		return -EINVAL;
-	rc = xdr_room(xdr, 4);
 	if (rc)
 		return rc;
 	*v = be32_load(xdr->buf + xdr->pos);
@@ -107,11 +121,8 @@ int rrr_xdr_get_u32(struct rrr_xdr *xdr, uint32_t *v)
 
 int rrr_xdr_put_u64(struct rrr_xdr *xdr, uint64_t v)
 {
-	int rc;
+	int rc = xdr_take(xdr, RRR_XDR_ENCODE, 8);
 
-	if (!xdr_is(xdr, RRR_XDR_ENCODE))
-		return -EINVAL;
-	rc = xdr_room(xdr, 8);
 	if (rc)
 		return rc;
 	be32_store(xdr->buf + xdr->pos, (uint32_t)(v >> 32));
@@ -122,11 +133,8 @@ int rrr_xdr_put_u64(struct rrr_xdr *xdr, uint64_t v)
 
 int rrr_xdr_get_u64(struct rrr_xdr *xdr, uint64_t *v)
 {
-	int rc;
+	int rc = v ? xdr_take(xdr, RRR_XDR_DECODE, 8) : -EINVAL;
 
-	if (!xdr_is(xdr, RRR_XDR_DECODE) || !v)
-		return -EINVAL;
-	rc = xdr_room(xdr, 8);
 	if (rc)
 		return rc;
 	*v = (uint64_t)be32_load(xdr->buf + xdr->pos) << 32 | be32_load(xdr->buf + xdr->pos + 4);
@@ -142,15 +150,10 @@ int rrr_xdr_put_bool(struct rrr_xdr *xdr, bool v)
 int rrr_xdr_get_bool(struct rrr_xdr *xdr, bool *v)
 {
 	uint32_t w;
-	int rc;
+	int rc = v ? xdr_get_upto(xdr, 1, &w) : -EINVAL;
 
-	if (!v)
-		return -EINVAL;
-	rc = rrr_xdr_get_u32(xdr, &w);
 	if (rc)
 		return rc;
-	if (w > 1)
-		return -EINVAL;
 	*v = w == 1;
 	return 0;
 }
@@ -163,15 +166,10 @@ int rrr_xdr_put_enum(struct rrr_xdr *xdr, uint32_t v)
 int rrr_xdr_get_enum(struct rrr_xdr *xdr, uint32_t max, uint32_t *v)
 {
 	uint32_t w;
-	int rc;
+	int rc = v ? xdr_get_upto(xdr, max, &w) : -EINVAL;
 
-	if (!v)
-		return -EINVAL;
-	rc = rrr_xdr_get_u32(xdr, &w);
 	if (rc)
 		return rc;
-	if (w > max)
-		return -EINVAL;
 	*v = w;
 	return 0;
 }
@@ -190,11 +188,8 @@ static void xdr_emit(struct rrr_xdr *xdr, const void *p, uint32_t n)
 
 int rrr_xdr_put_fixed(struct rrr_xdr *xdr, const void *p, uint32_t n)
 {
-	int rc;
+	int rc = n && !p ? -EINVAL : xdr_take(xdr, RRR_XDR_ENCODE, xdr_padded(n));
 
-	if (!xdr_is(xdr, RRR_XDR_ENCODE) || (n && !p))
-		return -EINVAL;
-	rc = xdr_room(xdr, xdr_padded(n));
 	if (rc)
 		return rc;
 	xdr_emit(xdr, p, n);
@@ -203,11 +198,8 @@ int rrr_xdr_put_fixed(struct rrr_xdr *xdr, const void *p, uint32_t n)
 
 int rrr_xdr_get_fixed(struct rrr_xdr *xdr, void *p, uint32_t n)
 {
-	int rc;
+	int rc = n && !p ? -EINVAL : xdr_take(xdr, RRR_XDR_DECODE, xdr_padded(n));
 
-	if (!xdr_is(xdr, RRR_XDR_DECODE) || (n && !p))
-		return -EINVAL;
-	rc = xdr_room(xdr, xdr_padded(n));
 	if (rc)
 		return rc;
 	if (n)
@@ -218,11 +210,8 @@ int rrr_xdr_get_fixed(struct rrr_xdr *xdr, void *p, uint32_t n)
 
 int rrr_xdr_put_opaque(struct rrr_xdr *xdr, const void *p, uint32_t n)
 {
-	int rc;
+	int rc = n && !p ? -EINVAL : xdr_take(xdr, RRR_XDR_ENCODE, 4 + xdr_padded(n));
 
-	if (!xdr_is(xdr, RRR_XDR_ENCODE) || (n && !p))
-		return -EINVAL;
-	rc = xdr_room(xdr, 4 + xdr_padded(n));
 	if (rc)
 		return rc;
 	be32_store(xdr->buf + xdr->pos, n);
@@ -327,11 +316,8 @@ int rrr_xdr_get_count(struct rrr_xdr *xdr, uint32_t max, uint32_t min_elem_bytes
 int rrr_xdr_reserve(struct rrr_xdr *xdr, uint32_t nwords, size_t *pos)
 {
 	uint64_t n = (uint64_t)nwords * 4u;
-	int rc;
+	int rc = xdr_take(xdr, RRR_XDR_ENCODE, n);
 
-	if (!xdr_is(xdr, RRR_XDR_ENCODE))
-		return -EINVAL;
-	rc = xdr_room(xdr, n);
 	if (rc)
 		return rc;
 	if (pos)

@@ -284,6 +284,26 @@ static void main_release(struct eng *e, uint64_t i)
 	pthread_mutex_unlock(&e->mu);
 }
 
+/* Move bytes *@done .. @len of @p to (@wr) or from @fd: at @off + *@done
+ * (pwrite, pread) when @pos, else at the file position (write); EINTR is
+ * retried and *@done counts what moved. 0, or the errno that stopped it
+ * (EIO: end of file, or nothing written). */
+static int fd_all(int fd, bool wr, bool pos, uint8_t *p, size_t len, off_t off, size_t *done)
+{
+	while (*done < len) {
+		size_t d = *done;
+		ssize_t n = !wr	 ? pread(fd, p + d, len - d, off + (off_t)d)
+			    : pos ? pwrite(fd, p + d, len - d, off + (off_t)d)
+				  : write(fd, p + d, len - d);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		*done += (size_t)n;
+	}
+	return 0;
+}
+
 /* get: write the chunks out in file order. */
 static void main_get(struct eng *e)
 {
@@ -291,7 +311,7 @@ static void main_get(struct eng *e)
 	for (uint64_t i = 0; i < e->nchunks; i++) {
 		if (!main_wait(e, i, SLOT_READY))
 			return;
-		const uint8_t *p = buf_of(e, i);
+		uint8_t *p = buf_of(e, i);
 		size_t got = e->slots[i % e->nslots].got, w = 0;
 		off_t off = (off_t)(i * e->chunk);
 		while (x->dfd >= 0 && w < got && !(((uintptr_t)p | got) % CLI_DIO_ALIGN)) {
@@ -309,16 +329,10 @@ static void main_get(struct eng *e)
 			}
 			w += (size_t)n;
 		}
-		while (x->fd >= 0 && w < got) {
-			ssize_t n = x->pos_io ? pwrite(x->fd, p + w, got - w, off + (off_t)w)
-					      : write(x->fd, p + w, got - w);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				local_error(e, n < 0 ? errno : EIO, "write to");
-				return;
-			}
-			w += (size_t)n;
+		int err = x->fd >= 0 ? fd_all(x->fd, true, x->pos_io, p, got, off, &w) : 0;
+		if (err) {
+			local_error(e, err, "write to");
+			return;
 		}
 		if (x->crc_on)
 			x->crc = rrr_crc32c(x->crc, p, got);
@@ -359,15 +373,10 @@ static void main_put(struct eng *e)
 		uint8_t *p = buf_of(e, i);
 		if (x->map && !populate(e, p, len))
 			return;
-		while (!x->map && got < len) {
-			ssize_t n = pread(x->fd, p + got, len - got, (off_t)(off + got));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				local_error(e, n < 0 ? errno : EIO, "read");
-				return;
-			}
-			got += (size_t)n;
+		int err = x->map ? 0 : fd_all(x->fd, false, true, p, len, (off_t)off, &got);
+		if (err) {
+			local_error(e, err, "read");
+			return;
 		}
 		if (x->crc_on)
 			x->crc = rrr_crc32c(x->crc, p, len);

@@ -39,7 +39,6 @@
  * later pass verified (the test script kills and restarts the server).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,6 +49,7 @@
 
 #include <rrr/rrr.h>
 
+#include "../common/example_clnt.h"
 #include "blk.h"
 
 #define MAX_QD	   64u
@@ -343,13 +343,10 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"transport", required_argument, NULL, 'T'}, {"provider", required_argument, NULL, 'p'},
-	    {"host", required_argument, NULL, 'H'},	 {"port", required_argument, NULL, 'P'},
 	    {"loop", required_argument, NULL, 'l'},	 {"model", required_argument, NULL, 'm'},
 	    {"mib", required_argument, NULL, 'M'},	 {"qd", required_argument, NULL, 'q'},
 	    {"passes", required_argument, NULL, 'n'},	 {"until-restart", required_argument, NULL, 'u'},
-	    {"read-passes", required_argument, NULL, 'R'}, {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"read-passes", required_argument, NULL, 'R'}, EX_CLNT_LONGOPTS,
 	};
 	const char *loop = "lib", *model = "gaps";
 	unsigned qd = 8, passes = 1, restarts = 0, redo = 0, done = 0, rpasses = 0;
@@ -357,19 +354,14 @@ int main(int argc, char **argv)
 	double until = 0, deadline = 0;
 	uint64_t mib = 16, size = 0;
 	struct rrr_clnt_opts o;
-	struct rrr_xprt_stats st;
 	struct job j = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 	struct io *ios;
 	uint8_t *src;
 	int c, rc;
 
 	rrr_clnt_opts_init(&o);
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = ex_clnt_getopt(argc, argv, lo, &o)) != -1) {
 		switch (c) {
-		case 'T': o.transport = optarg; break;
-		case 'p': o.provider = optarg; break;
-		case 'H': o.host = optarg; break;
-		case 'P': o.port = optarg; break;
 		case 'l': loop = optarg; break;
 		case 'm': model = optarg; break;
 		case 'M': mib = strtoull(optarg, NULL, 0); break;
@@ -377,8 +369,7 @@ int main(int argc, char **argv)
 		case 'n': passes = (unsigned)atoi(optarg); break;
 		case 'u': until = atof(optarg); break;
 		case 'R': rpasses = (unsigned)atoi(optarg); break;
-		case 'h': usage(); return 0;
-		default: usage(); return 2;
+		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
 	if (!o.host || !qd || qd > MAX_QD || !mib || mib > 1024 || !passes ||
@@ -500,8 +491,7 @@ int main(int argc, char **argv)
 			printf("blkclient: read pass %u verified (%.0f MiB/s)\n", i + 1,
 			       (double)mib / (now_s() - t0));
 	}
-	rrr_clnt_stats(j.clnt, &st);
-	rrr_xprt_stats_print(stdout, "blkclient: ", &st);
+	ex_clnt_print_stats("blkclient", j.clnt);
 	if (!rc)
 		printf("blkclient: ok: %u passes verified, %u restart(s) handled\n", done, restarts);
 	rrr_clnt_destroy(j.clnt);

@@ -33,9 +33,7 @@
  * arguments that do not decode).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +42,7 @@
 
 #include <rrr/rrr.h>
 
+#include "../common/example_svc.h"
 #include "blk.h"
 
 struct disk {
@@ -59,14 +58,6 @@ static void zc_release(void *arg)
 	(void)arg;
 }
 
-static struct rrr_svc *g_svc;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	rrr_svc_stop(g_svc); /* async-signal-safe */
-}
-
 /* blk_stat of an I/O at @off of @len bytes. */
 static uint32_t check_io(const struct disk *d, uint64_t off, uint32_t len)
 {
@@ -75,14 +66,6 @@ static uint32_t check_io(const struct disk *d, uint64_t off, uint32_t len)
 	if (off > d->size || len > d->size - off)
 		return BLK_ERANGE;
 	return BLK_OK;
-}
-
-static int blk_null(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
-{
-	(void)req;
-	(void)args;
-	(void)res;
-	return 0;
 }
 
 static int blk_info(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
@@ -179,11 +162,17 @@ static int blk_read(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xd
 }
 
 static const struct rrr_svc_proc blk_procs[BLK_NPROCS] = {
-    [BLK_NULL] = {"null", blk_null},
+    [BLK_NULL] = {"null", ex_svc_null},
     [BLK_INFO] = {"info", blk_info},
     [BLK_READ] = {"read", blk_read},
     [BLK_WRITE] = {"write", blk_write},
 };
+
+/* --zero-copy: WRITE data pulled by RDMA READ straight into the disk. */
+static int blk_zero_copy_setup(struct rrr_svc *svc)
+{
+	return rrr_svc_set_place(svc, BLK_PROG, BLK_VERS, BLK_WRITE, blk_write_place);
+}
 
 static void usage(void)
 {
@@ -195,13 +184,10 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"host", required_argument, NULL, 'H'},	{"rdma-port", required_argument, NULL, 'r'},
-	    {"tcp-port", required_argument, NULL, 't'}, {"provider", required_argument, NULL, 'p'},
-	    {"threads", required_argument, NULL, 'n'},	{"size-mib", required_argument, NULL, 's'},
-	    {"zero-copy", no_argument, NULL, 'z'},	{"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"size-mib", required_argument, NULL, 's'},
+	    {"zero-copy", no_argument, NULL, 'z'},
+	    EX_SVC_LONGOPTS,
 	};
-	const char *host = NULL, *rport = "0", *tport = "0";
 	struct disk disk = {.size = 64ull << 20};
 	struct rrr_svc_program prog = {
 	    .prog = BLK_PROG,
@@ -210,43 +196,23 @@ int main(int argc, char **argv)
 	    .nprocs = BLK_NPROCS,
 	    .ctx = &disk,
 	};
-	struct rrr_svc_opts opts;
-	struct rrr_xprt_stats st;
-	struct sigaction sa;
-	uint16_t rp = 0, tp = 0;
+	struct ex_svc_cfg cfg;
+	struct rrr_svc *svc;
+	struct rusage ru;
 	int c, rc;
 
-	rrr_svc_opts_init(&opts);
-	opts.max_payload = BLK_MAX_IO;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	ex_svc_cfg_init(&cfg, BLK_MAX_IO);
+	while ((c = ex_svc_getopt(argc, argv, lo, &cfg)) != -1) {
 		switch (c) {
-		case 'H':
-			host = optarg;
-			break;
-		case 'r':
-			rport = optarg;
-			break;
-		case 't':
-			tport = optarg;
-			break;
-		case 'p':
-			opts.provider = optarg;
-			break;
-		case 'n':
-			opts.nthreads = (unsigned)atoi(optarg);
-			break;
 		case 's':
 			disk.size = (uint64_t)strtoull(optarg, NULL, 0) << 20;
 			break;
 		case 'z':
 			disk.zero_copy = true;
 			break;
-		case 'h':
-			usage();
-			return 0;
 		default:
 			usage();
-			return 2;
+			return c == 'h' ? 0 : 2;
 		}
 	}
 	if (!disk.size || disk.size > (16ull << 30)) {
@@ -260,42 +226,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	rc = rrr_svc_create(&opts, &g_svc);
-	if (!rc)
-		rc = rrr_svc_register(g_svc, &prog);
-	if (!rc && disk.zero_copy)
-		rc = rrr_svc_set_place(g_svc, BLK_PROG, BLK_VERS, BLK_WRITE, blk_write_place);
-	if (!rc && strcmp(rport, "-"))
-		rc = rrr_svc_listen_rdma(g_svc, host, rport, &rp);
-	if (!rc && strcmp(tport, "-"))
-		rc = rrr_svc_listen_tcp(g_svc, host, tport, &tp);
-	if (rc) {
-		fprintf(stderr, "blkserver: %s (%s)\n",
-			rrr_last_error() ? rrr_last_error() : "error", strerror(-rc));
-		rrr_svc_destroy(g_svc);
+	if (disk.zero_copy)
+		cfg.setup = blk_zero_copy_setup; /* WRITE data placed in the disk */
+	if (ex_svc_start("blkserver", &cfg, &prog, &svc))
 		return 1;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	printf("blkserver: rdma port %u tcp port %u boot %016llx\n", rp, tp,
-	       (unsigned long long)rrr_svc_boot_verifier(g_svc));
+	printf("blkserver: rdma port %u tcp port %u boot %016llx\n", cfg.rp, cfg.tp,
+	       (unsigned long long)rrr_svc_boot_verifier(svc));
 	fflush(stdout);
-
-	rc = rrr_svc_run(g_svc); /* returns after rrr_svc_stop() */
-
-	rrr_svc_stats(g_svc, &st);
-	rrr_xprt_stats_print(stdout, "blkserver: ", &st);
-	{
-		struct rusage ru;
-
-		getrusage(RUSAGE_SELF, &ru);
-		printf("blkserver: cpu_ms user %ld sys %ld\n",
-		       ru.ru_utime.tv_sec * 1000L + ru.ru_utime.tv_usec / 1000L,
-		       ru.ru_stime.tv_sec * 1000L + ru.ru_stime.tv_usec / 1000L);
-	}
-	rrr_svc_destroy(g_svc);
+	rc = ex_svc_run("blkserver", svc);
+	getrusage(RUSAGE_SELF, &ru);
+	printf("blkserver: cpu_ms user %ld sys %ld\n",
+	       ru.ru_utime.tv_sec * 1000L + ru.ru_utime.tv_usec / 1000L,
+	       ru.ru_stime.tv_sec * 1000L + ru.ru_stime.tv_usec / 1000L);
+	rrr_svc_destroy(svc);
 	free(disk.mem);
 	return rc ? 1 : 0;
 }

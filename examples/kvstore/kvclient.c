@@ -16,13 +16,13 @@
  * RDMA WRITEs into it). Over TCP the same calls simply copy.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rrr/rrr.h>
 
+#include "../common/example_clnt.h"
 #include "kv.h"
 
 struct put_args {
@@ -71,24 +71,26 @@ static int dec_get(struct rrr_xdr *x, void *r)
 	return rrr_xdr_decode_payload(x, KV_MAX_VALUE, &g->len, iov, &niov);
 }
 
+/* Call KV procedure @proc: @args encoded by @enc, results decoded by @dec
+ * into @res; @payload (NULL: none) is the DDP item, moved as @ddp says. */
+static int kv_call(struct rrr_clnt *c, uint32_t proc, rrr_xdr_encode_fn enc, const void *args,
+		   rrr_xdr_decode_fn dec, void *res, enum rrr_ddp_dir ddp,
+		   const struct iovec *payload)
+{
+	struct rrr_call call = {
+	    .prog = KV_PROG, .vers = KV_VERS, .proc = proc, .encode = enc, .args = args,
+	    .decode = dec, .res = res, .ddp = ddp, .payload = payload, .npayload = payload ? 1 : 0,
+	};
+
+	return rrr_clnt_call(c, &call);
+}
+
 static int kv_put(struct rrr_clnt *c, const char *key, const void *val, uint32_t len,
 		  uint32_t *stat)
 {
 	struct put_args a = {key, {(void *)val, len}};
-	struct rrr_call call;
 
-	memset(&call, 0, sizeof(call));
-	call.prog = KV_PROG;
-	call.vers = KV_VERS;
-	call.proc = KV_PUT;
-	call.encode = enc_put;
-	call.args = &a;
-	call.decode = dec_stat;
-	call.res = stat;
-	call.ddp = RRR_DDP_TO_SERVER;
-	call.payload = &a.val;
-	call.npayload = 1;
-	return rrr_clnt_call(c, &call);
+	return kv_call(c, KV_PUT, enc_put, &a, dec_stat, stat, RRR_DDP_TO_SERVER, &a.val);
 }
 
 static int kv_get(struct rrr_clnt *c, const char *key, void *sink, uint32_t cap,
@@ -96,37 +98,16 @@ static int kv_get(struct rrr_clnt *c, const char *key, void *sink, uint32_t cap,
 {
 	struct key_args a = {key};
 	struct iovec iov = {sink, cap};
-	struct rrr_call call;
 
-	memset(&call, 0, sizeof(call));
 	memset(res, 0, sizeof(*res));
-	call.prog = KV_PROG;
-	call.vers = KV_VERS;
-	call.proc = KV_GET;
-	call.encode = enc_key;
-	call.args = &a;
-	call.decode = dec_get;
-	call.res = res;
-	call.ddp = RRR_DDP_FROM_SERVER;
-	call.payload = &iov;
-	call.npayload = 1;
-	return rrr_clnt_call(c, &call);
+	return kv_call(c, KV_GET, enc_key, &a, dec_get, res, RRR_DDP_FROM_SERVER, &iov);
 }
 
 static int kv_del(struct rrr_clnt *c, const char *key, uint32_t *stat)
 {
 	struct key_args a = {key};
-	struct rrr_call call;
 
-	memset(&call, 0, sizeof(call));
-	call.prog = KV_PROG;
-	call.vers = KV_VERS;
-	call.proc = KV_DEL;
-	call.encode = enc_key;
-	call.args = &a;
-	call.decode = dec_stat;
-	call.res = stat;
-	return rrr_clnt_call(c, &call);
+	return kv_call(c, KV_DEL, enc_key, &a, dec_stat, stat, RRR_DDP_NONE, NULL);
 }
 
 static int fail(const char *what, int rc)
@@ -201,42 +182,17 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-	    {"transport", required_argument, NULL, 'T'},
-	    {"provider", required_argument, NULL, 'p'},
-	    {"host", required_argument, NULL, 'H'},
-	    {"port", required_argument, NULL, 'P'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	static const struct option lo[] = {EX_CLNT_LONGOPTS};
 	struct rrr_clnt_opts o;
 	struct rrr_clnt *c;
-	struct rrr_xprt_stats st;
 	int ch, rc, status = 0;
 
 	rrr_clnt_opts_init(&o);
 	o.timeout_ms = 10000;
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (ch) {
-		case 'T':
-			o.transport = optarg;
-			break;
-		case 'p':
-			o.provider = optarg;
-			break;
-		case 'H':
-			o.host = optarg;
-			break;
-		case 'P':
-			o.port = optarg;
-			break;
-		case 'h':
-			usage();
-			return 0;
-		default:
-			usage();
-			return 2;
-		}
+	ch = ex_clnt_getopt(argc, argv, lo, &o);
+	if (ch != -1) {
+		usage();
+		return ch == 'h' ? 0 : 2;
 	}
 	if (!o.host || optind >= argc) {
 		usage();
@@ -270,8 +226,7 @@ int main(int argc, char **argv)
 		status = rc ? fail("del", rc) : stat != KV_OK;
 	} else if (!strcmp(argv[optind], "selftest") && optind + 1 < argc) {
 		status = selftest(c, (unsigned)atoi(argv[optind + 1]));
-		rrr_clnt_stats(c, &st);
-		rrr_xprt_stats_print(stdout, "kvclient: ", &st);
+		ex_clnt_print_stats("kvclient", c);
 	} else {
 		usage();
 		status = 2;

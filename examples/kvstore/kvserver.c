@@ -15,15 +15,14 @@
  * the handler returns - by then another thread may have replaced the key.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rrr/rrr.h>
 
+#include "../common/example_svc.h"
 #include "kv.h"
 
 struct entry {
@@ -39,14 +38,6 @@ struct table {
 	unsigned n, max;
 };
 
-static struct rrr_svc *g_svc;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	rrr_svc_stop(g_svc); /* async-signal-safe */
-}
-
 static struct entry **find(struct table *t, const char *key)
 {
 	struct entry **e;
@@ -55,14 +46,6 @@ static struct entry **find(struct table *t, const char *key)
 		if (!strcmp((*e)->key, key))
 			return e;
 	return NULL;
-}
-
-static int kv_null(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
-{
-	(void)req;
-	(void)args;
-	(void)res;
-	return 0;
 }
 
 static int kv_put(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
@@ -172,7 +155,7 @@ static int kv_del(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 }
 
 static const struct rrr_svc_proc kv_procs[KV_NPROCS] = {
-    [KV_NULL] = {"null", kv_null},
+    [KV_NULL] = {"null", ex_svc_null},
     [KV_PUT] = {"put", kv_put},
     [KV_GET] = {"get", kv_get},
     [KV_DEL] = {"del", kv_del},
@@ -187,12 +170,9 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"host", required_argument, NULL, 'H'},	{"rdma-port", required_argument, NULL, 'r'},
-	    {"tcp-port", required_argument, NULL, 't'}, {"provider", required_argument, NULL, 'p'},
-	    {"threads", required_argument, NULL, 'n'},	{"max-keys", required_argument, NULL, 'm'},
-	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0},
+	    {"max-keys", required_argument, NULL, 'm'},
+	    EX_SVC_LONGOPTS,
 	};
-	const char *host = NULL, *rport = "0", *tport = "0";
 	struct table table = {.lock = PTHREAD_MUTEX_INITIALIZER, .max = 100000};
 	struct rrr_svc_program prog = {
 	    .prog = KV_PROG,
@@ -201,69 +181,25 @@ int main(int argc, char **argv)
 	    .nprocs = KV_NPROCS,
 	    .ctx = &table,
 	};
-	struct rrr_svc_opts opts;
-	struct rrr_xprt_stats st;
-	struct sigaction sa;
-	uint16_t rp = 0, tp = 0;
+	struct ex_svc_cfg cfg;
+	struct rrr_svc *svc;
 	int c, rc;
 
-	rrr_svc_opts_init(&opts);
-	opts.max_payload = KV_MAX_VALUE;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'H':
-			host = optarg;
-			break;
-		case 'r':
-			rport = optarg;
-			break;
-		case 't':
-			tport = optarg;
-			break;
-		case 'p':
-			opts.provider = optarg;
-			break;
-		case 'n':
-			opts.nthreads = (unsigned)atoi(optarg);
-			break;
-		case 'm':
-			table.max = (unsigned)atoi(optarg);
-			break;
-		case 'h':
+	ex_svc_cfg_init(&cfg, KV_MAX_VALUE);
+	while ((c = ex_svc_getopt(argc, argv, lo, &cfg)) != -1) {
+		if (c != 'm') {
 			usage();
-			return 0;
-		default:
-			usage();
-			return 2;
+			return c == 'h' ? 0 : 2;
 		}
+		table.max = (unsigned)atoi(optarg);
 	}
 
-	/* 1. a server object, 2. programs, 3. listeners, 4. run */
-	rc = rrr_svc_create(&opts, &g_svc);
-	if (!rc)
-		rc = rrr_svc_register(g_svc, &prog);
-	if (!rc && strcmp(rport, "-"))
-		rc = rrr_svc_listen_rdma(g_svc, host, rport, &rp);
-	if (!rc && strcmp(tport, "-"))
-		rc = rrr_svc_listen_tcp(g_svc, host, tport, &tp);
-	if (rc) {
-		fprintf(stderr, "kvserver: %s (%s)\n",
-			rrr_last_error() ? rrr_last_error() : "error", strerror(-rc));
-		rrr_svc_destroy(g_svc);
+	if (ex_svc_start("kvserver", &cfg, &prog, &svc))
 		return 1;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	printf("kvserver: rdma port %u tcp port %u\n", rp, tp);
+	printf("kvserver: rdma port %u tcp port %u\n", cfg.rp, cfg.tp);
 	fflush(stdout);
-
-	rc = rrr_svc_run(g_svc); /* returns after rrr_svc_stop() */
-
-	rrr_svc_stats(g_svc, &st);
-	rrr_xprt_stats_print(stdout, "kvserver: ", &st);
-	rrr_svc_destroy(g_svc);
+	rc = ex_svc_run("kvserver", svc);
+	rrr_svc_destroy(svc);
 	while (table.head) {
 		struct entry *e = table.head;
 

@@ -86,6 +86,23 @@ static uint64_t rd64(const uint8_t *p)
 	return v;
 }
 
+/* A new entry: @ino is @name (@len bytes) in @parent, chained before
+ * @next. NULL when out of memory. */
+static struct fs_dent *dent_new(uint64_t ino, uint64_t parent, const char *name, size_t len,
+				struct fs_dent *next)
+{
+	struct fs_dent *n = malloc(sizeof(*n) + len + 1);
+	if (!n)
+		return NULL;
+	n->ino = ino;
+	n->parent = parent;
+	n->len = (uint16_t)len;
+	memcpy(n->name, name, len);
+	n->name[len] = '\0';
+	n->next = next;
+	return n;
+}
+
 /* Insert or (with @replace) replace under the lock; true when the edge changed. */
 static bool put_locked(struct fs_dmap *m, uint64_t ino, uint64_t parent, const char *name,
 		       size_t len, bool replace)
@@ -97,15 +114,9 @@ static bool put_locked(struct fs_dmap *m, uint64_t ino, uint64_t parent, const c
 			continue;
 		if (!replace || (e->parent == parent && e->len == len && !memcmp(e->name, name, len)))
 			return false;
-		struct fs_dent *n = malloc(sizeof(*n) + len + 1);
+		struct fs_dent *n = dent_new(ino, parent, name, len, e->next);
 		if (!n)
 			return false;
-		n->ino = ino;
-		n->parent = parent;
-		n->len = (uint16_t)len;
-		memcpy(n->name, name, len);
-		n->name[len] = '\0';
-		n->next = e->next;
 		*pp = n;
 		free(e);
 		return true;
@@ -114,15 +125,9 @@ static bool put_locked(struct fs_dmap *m, uint64_t ino, uint64_t parent, const c
 		m->full++;
 		return false;
 	}
-	struct fs_dent *n = malloc(sizeof(*n) + len + 1);
+	struct fs_dent *n = dent_new(ino, parent, name, len, m->b[dbucket(ino)]);
 	if (!n)
 		return false;
-	n->ino = ino;
-	n->parent = parent;
-	n->len = (uint16_t)len;
-	memcpy(n->name, name, len);
-	n->name[len] = '\0';
-	n->next = m->b[dbucket(ino)];
 	m->b[dbucket(ino)] = n;
 	m->n++;
 	return true;

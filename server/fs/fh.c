@@ -233,6 +233,18 @@ static bool same_mount(const struct fs_export *ex, int fd, const struct stat *st
 	return st->st_dev == ex->dev;
 }
 
+/* @fd (open, owned) when it lies on @ex's mount, else -EXDEV with @fd
+ * closed. */
+static int on_export_mount(const struct fs_export *ex, int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !same_mount(ex, fd, &st)) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
 /* Whole file system: the root's mount shows its file system's root ("/"
  * in mountinfo's 4th field) and is mounted on the export root itself. */
 static bool is_whole_fs(const struct fs_export *ex)
@@ -494,24 +506,16 @@ static int open_walk(const struct fs_export *ex, const char *path, int flags)
 		close(dfd);
 		if (nfd < 0)
 			return err == ENOTDIR || err == ELOOP ? -EXDEV : -err;
-		struct stat st;
-		if (fstat(nfd, &st) < 0 || !same_mount(ex, nfd, &st)) {
-			close(nfd);
-			return -EXDEV;
-		}
-		dfd = nfd;
+		dfd = on_export_mount(ex, nfd);
+		if (dfd < 0)
+			return dfd;
 	}
 	int fd = openat(dfd, comps[ncomp - 1], flags | O_NOFOLLOW | O_CLOEXEC);
 	int err = errno;
 	close(dfd);
 	if (fd < 0)
 		return -err;
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !same_mount(ex, fd, &st)) {
-		close(fd);
-		return -EXDEV;
-	}
-	return fd;
+	return on_export_mount(ex, fd);
 }
 
 static atomic_bool no_openat2;
@@ -877,12 +881,28 @@ static int open_in_dir(const struct fs_export *ex, int dirfd, const char *name)
 	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !same_mount(ex, fd, &st)) {
-		close(fd);
-		return -EXDEV;
+	return on_export_mount(ex, fd);
+}
+
+/* Make @o the object of @fd (an O_PATH descriptor, or -errno of the open:
+ * -EXDEV counts as an escape from @ex) at @path: RRR_NFS3_OK with @o
+ * owning @fd, or the NFS status with @fd closed. */
+static uint32_t obj_from_fd(struct fs_export *ex, int fd, const char *path, struct fs_obj *o)
+{
+	if (fd < 0) {
+		if (fd == -EXDEV)
+			atomic_fetch_add(&ex->escapes, 1);
+		return fs_errno_to_stat(-fd);
 	}
-	return fd;
+	if (fstat(fd, &o->st) < 0) {
+		int err = errno;
+		close(fd);
+		return fs_errno_to_stat(err);
+	}
+	o->fd = fd;
+	o->gen = fs_gen(fd);
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	return RRR_NFS3_OK;
 }
 
 uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *name,
@@ -913,19 +933,9 @@ uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *n
 	}
 	/* As the caller: the kernel checks search permission on @dir. */
 	int fd = open_in_dir(ex, dir->fd, dot || (dotdot && at_root) ? "." : name);
-	if (fd < 0) {
-		if (fd == -EXDEV)
-			atomic_fetch_add(&ex->escapes, 1);
-		return fs_errno_to_stat(-fd);
-	}
-	if (fstat(fd, &o->st) < 0) {
-		int err = errno;
-		close(fd);
-		return fs_errno_to_stat(err);
-	}
-	o->fd = fd;
-	o->gen = fs_gen(fd);
-	snprintf(o->path, sizeof(o->path), "%s", path);
+	uint32_t st = obj_from_fd(ex, fd, path, o);
+	if (st != RRR_NFS3_OK)
+		return st;
 	if (!dot && !dotdot)
 		fs_cache_put(ex, fs_ino_key(&o->st), fs_ino_key(&dir->st), name,
 			     S_ISDIR(o->st.st_mode) || o->st.st_nlink <= 1);
@@ -935,21 +945,7 @@ uint32_t fs_lookup(struct fs_export *ex, const struct fs_obj *dir, const char *n
 uint32_t fs_resolve_path(struct fs_export *ex, const char *rel, struct fs_obj *o)
 {
 	o->fd = -1;
-	int fd = open_beneath(ex, rel, O_PATH);
-	if (fd < 0) {
-		if (fd == -EXDEV)
-			atomic_fetch_add(&ex->escapes, 1);
-		return fs_errno_to_stat(-fd);
-	}
-	if (fstat(fd, &o->st) < 0) {
-		int err = errno;
-		close(fd);
-		return fs_errno_to_stat(err);
-	}
-	o->fd = fd;
-	o->gen = fs_gen(fd);
-	snprintf(o->path, sizeof(o->path), "%s", rel);
-	return RRR_NFS3_OK;
+	return obj_from_fd(ex, open_beneath(ex, rel, O_PATH), rel, o);
 }
 
 int fs_reopen(const struct fs_obj *o, int flags)

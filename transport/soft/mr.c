@@ -97,12 +97,29 @@ static void set_handles(struct soft_mr *mr)
 	mr->base.lkey = mr->base.rkey = mr->index << 8 | mr->key;
 }
 
+/* Give the set-up @mr of @pd an STag (its lkey and rkey) and count it on
+ * @pd and @dev: 0 with it in *@out, or -errno with @mr recycled. */
+static inline int mr_publish(struct soft_dev *dev, struct rrr_pd *pd, struct soft_mr *mr,
+			     struct rrr_mr **out)
+{
+	int rc = rrr__soft_stag_alloc(dev, mr);
+
+	if (rc) {
+		mr_recycle(mr);
+		return rc;
+	}
+	set_handles(mr);
+	container_of(pd, struct soft_pd, base)->refs++;
+	atomic_fetch_add(&dev->nobj, 1);
+	*out = &mr->base;
+	return 0;
+}
+
 int rrr__soft_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access,
 		     struct rrr_mr **out)
 {
 	struct soft_dev *dev = soft_dev(pd->dev);
 	struct soft_mr *mr;
-	int rc;
 
 	if ((uintptr_t)addr + len < (uintptr_t)addr)
 		return -EINVAL;
@@ -123,23 +140,13 @@ int rrr__soft_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access,
 	mr->base.iova = mr->iova;
 	mr->base.length = len;
 	atomic_init(&mr->state, SOFT_MR_VALID);
-	rc = rrr__soft_stag_alloc(dev, mr);
-	if (rc) {
-		mr_recycle(mr);
-		return rc;
-	}
-	set_handles(mr);
-	container_of(pd, struct soft_pd, base)->refs++;
-	atomic_fetch_add(&dev->nobj, 1);
-	*out = &mr->base;
-	return 0;
+	return mr_publish(dev, pd, mr, out);
 }
 
 int rrr__soft_mr_alloc(struct rrr_pd *pd, uint32_t max_pages, struct rrr_mr **out)
 {
 	struct soft_dev *dev = soft_dev(pd->dev);
 	struct soft_mr *mr;
-	int rc;
 
 	if (max_pages > dev->max_fr_pages)
 		return rrr__set_error(-EINVAL, "soft: max_pages %u exceeds max_fr_pages %u",
@@ -155,16 +162,7 @@ int rrr__soft_mr_alloc(struct rrr_pd *pd, uint32_t max_pages, struct rrr_mr **ou
 	mr->base.pd = pd;
 	mr->base.max_pages = max_pages;
 	atomic_init(&mr->state, SOFT_MR_INVALID);
-	rc = rrr__soft_stag_alloc(dev, mr);
-	if (rc) {
-		mr_recycle(mr);
-		return rc;
-	}
-	set_handles(mr);
-	container_of(pd, struct soft_pd, base)->refs++;
-	atomic_fetch_add(&dev->nobj, 1);
-	*out = &mr->base;
-	return 0;
+	return mr_publish(dev, pd, mr, out);
 }
 
 int rrr__soft_mr_dereg(struct rrr_mr *base)

@@ -131,6 +131,18 @@ static _Atomic(struct soft_mr *) *stag_slot(struct soft_dev *dev, uint32_t idx)
 	return chunk ? &chunk[idx & (SOFT_STAG_CHUNK - 1)] : NULL;
 }
 
+/* Enter an RCU read-side section (the caller ends it with rcu_read_end())
+ * and load the MR at STag index @idx: NULL when there is none. */
+static inline struct soft_mr *stag_read_begin(struct soft_dev *dev, uint32_t idx)
+{
+	_Atomic(struct soft_mr *) *slot;
+
+	rrr__soft_rcu_thread();
+	urcu_memb_read_lock();
+	slot = stag_slot(dev, idx);
+	return slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
+}
+
 /* Under dev->lock: make the chunk that index dev->next_idx falls in, and
  * room in the free list for every index of it. 0 or -ENOMEM. */
 static int stag_grow(struct soft_dev *dev)
@@ -222,16 +234,12 @@ uint32_t rrr__soft_mr_get(struct soft_dev *dev, uint32_t handle, struct rrr_pd *
 {
 	uint32_t idx = handle >> 8;
 	struct soft_mr *mr;
-	_Atomic(struct soft_mr *) *slot;
 	uint32_t rc = 0;
 
 	*out = NULL;
 	if (idx == 0 || idx >= SOFT_MAX_STAGS)
 		return fail(rdmap_layer, SOFT_ECODE_INV_STAG);
-	rrr__soft_rcu_thread();
-	urcu_memb_read_lock();
-	slot = stag_slot(dev, idx);
-	mr = slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
+	mr = stag_read_begin(dev, idx);
 	if (!mr) {
 		rc = fail(rdmap_layer, SOFT_ECODE_INV_STAG);
 		goto out;
@@ -301,15 +309,11 @@ int rrr__soft_invalidate(struct soft_dev *dev, uint32_t handle, struct rrr_pd *p
 {
 	uint32_t idx = handle >> 8;
 	struct soft_mr *mr;
-	_Atomic(struct soft_mr *) *slot;
 	int rc = 0, st;
 
 	if (idx == 0 || idx >= SOFT_MAX_STAGS)
 		return -ENOENT;
-	rrr__soft_rcu_thread();
-	urcu_memb_read_lock();
-	slot = stag_slot(dev, idx);
-	mr = slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
+	mr = stag_read_begin(dev, idx);
 	if (!mr || mr->key != (uint8_t)handle) {
 		rc = -ENOENT;
 		goto out;
@@ -345,15 +349,11 @@ int rrr__soft_inv_check(struct soft_dev *dev, uint32_t handle, struct rrr_pd *pd
 {
 	uint32_t idx = handle >> 8;
 	struct soft_mr *mr;
-	_Atomic(struct soft_mr *) *slot;
 	int rc = 0;
 
 	if (idx == 0 || idx >= SOFT_MAX_STAGS)
 		return -ENOENT;
-	rrr__soft_rcu_thread();
-	urcu_memb_read_lock();
-	slot = stag_slot(dev, idx);
-	mr = slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
+	mr = stag_read_begin(dev, idx);
 	if (!mr || mr->key != (uint8_t)handle || atomic_load(&mr->state) != SOFT_MR_VALID)
 		rc = -ENOENT;
 	else if (pd && mr->base.pd != pd)

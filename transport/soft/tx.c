@@ -228,20 +228,27 @@ static void fpdu_done(struct soft_qp *qp, int n)
 	}
 }
 
+/* No batch in flight: nothing built, nothing written, no lead, guard or
+ * IRQ continuation pending. */
+static inline void tx_batch_reset(struct soft_qp *qp)
+{
+	qp->tx.active = false;
+	qp->tx.nf = qp->tx.fdone = 0;
+	qp->tx.niov = qp->tx.idx = 0;
+	qp->tx.bytes = 0;
+	qp->tx.lead_busy = false;
+	qp->tx.lead_cut = false;
+	qp->tx.src_guard = false;
+	qp->tx.irq_more = false;
+}
+
 /* Report the FPDUs the last writev finished; reset when the batch is out. */
 static void batch_progress(struct soft_qp *qp)
 {
 	while (qp->tx.fdone < qp->tx.nf && qp->tx.idx >= qp->tx.f[qp->tx.fdone].end)
 		fpdu_done(qp, qp->tx.fdone++);
 	if (qp->tx.fdone == qp->tx.nf) {
-		qp->tx.active = false;
-		qp->tx.nf = qp->tx.fdone = 0;
-		qp->tx.niov = qp->tx.idx = 0;
-		qp->tx.bytes = 0;
-		qp->tx.lead_busy = false;
-		qp->tx.lead_cut = false;
-		qp->tx.src_guard = false;
-		qp->tx.irq_more = false;
+		tx_batch_reset(qp);
 	}
 }
 
@@ -651,13 +658,7 @@ void rrr__soft_tx(struct soft_qp *qp)
 			return;
 		}
 		if (rc < 0) {
-			qp->tx.active = false;
-			qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
-			qp->tx.bytes = 0;
-			qp->tx.lead_busy = false;
-			qp->tx.lead_cut = false;
-			qp->tx.src_guard = false;
-			qp->tx.irq_more = false;
+			tx_batch_reset(qp);
 			qp->tx.term_pending = false;
 			rrr__soft_qp_fatal(qp, 0, false);
 			return;
@@ -735,13 +736,7 @@ void rrr__soft_qp_fatal_status(struct soft_qp *qp, uint32_t term, bool send_term
 		shutdown(qp->fd, (qp->tx.active || qp->tx.term_pending) ? SHUT_RDWR : SHUT_WR);
 		rrr__soft_qp_ep_del(qp);
 	}
-	qp->tx.active = false;
-	qp->tx.nf = qp->tx.fdone = qp->tx.niov = qp->tx.idx = 0;
-	qp->tx.bytes = 0;
-	qp->tx.lead_busy = false;
-	qp->tx.lead_cut = false;
-	qp->tx.src_guard = false;
-	qp->tx.irq_more = false;
+	tx_batch_reset(qp);
 	qp->tx.term_pending = false;
 	flush_all(qp, first, vendor);
 	if (qp->id && qp->fd >= 0)

@@ -91,26 +91,18 @@ static struct vmr *hash_find(struct vdev *d, uint32_t rkey)
 	return NULL;
 }
 
-static int ibv_access(unsigned a)
-{
-	int f = IBV_ACCESS_LOCAL_WRITE;
-
-	if (a & RRR_ACCESS_REMOTE_WRITE)
-		f |= IBV_ACCESS_REMOTE_WRITE;
-	if (a & RRR_ACCESS_REMOTE_READ)
-		f |= IBV_ACCESS_REMOTE_READ;
-	return f;
-}
-
+/* The remote rights of rrr access flags @a, as ibverbs access flags (what
+ * a memory window is bound with). */
 static unsigned mw_access(unsigned a)
 {
-	unsigned f = 0;
+	return (a & RRR_ACCESS_REMOTE_WRITE ? IBV_ACCESS_REMOTE_WRITE : 0u) |
+	       (a & RRR_ACCESS_REMOTE_READ ? IBV_ACCESS_REMOTE_READ : 0u);
+}
 
-	if (a & RRR_ACCESS_REMOTE_WRITE)
-		f |= IBV_ACCESS_REMOTE_WRITE;
-	if (a & RRR_ACCESS_REMOTE_READ)
-		f |= IBV_ACCESS_REMOTE_READ;
-	return f;
+/* A registration's ibverbs access flags: local write and the remote rights. */
+static int ibv_access(unsigned a)
+{
+	return (int)(IBV_ACCESS_LOCAL_WRITE | mw_access(a));
 }
 
 int rrr__verbs_mr_reg(struct rrr_pd *pd, void *addr, size_t len, unsigned access,
