@@ -10,7 +10,8 @@
  * listen for RPC-over-RDMA on --port (20049) and for ONC RPC over TCP on
  * --mount-port (MOUNT and NFS, for the kernel client's mountproto=tcp and
  * for libnfs tools) and on --tcp-port (NFS's own 2049 by default, used when
- * it is free), register the programs with the local rpcbind (rpcb.c) so a
+ * it is free), answer SM_NOTIFY over UDP on the mount port number
+ * (nsm_udp.c), register the programs with the local rpcbind (rpcb.c) so a
  * client finds them with no port options, then run worker threads until
  * SIGTERM or SIGINT, and unregister. With --port-file the bound ports are written to
  * a file once listening (port 0 picks free ports; tests and the demo use
@@ -393,31 +394,33 @@ static void reload_cb(void *arg)
 }
 
 /* The mappings clients look for (rpcb.c): NFS v3 on TCP (the NFS port, or
- * the mount port without one) and RDMA, MOUNT v3 and NLM v4 on TCP (the
- * mount port), each for IPv4 and IPv6; @host is the first listen address
- * (NULL: all). */
+ * the mount port without one) and RDMA, MOUNT v3, NLM v4 and NSM v1 on TCP
+ * (the mount port), NSM v1 on UDP (@udp), each for IPv4 and IPv6; @host is
+ * the first listen address (NULL: all). */
 static void register_rpcbind(const struct fs_conf *cf, const char *host, uint16_t rdma,
-			     uint16_t mount, uint16_t tcp)
+			     uint16_t mount, uint16_t tcp, uint16_t udp)
 {
-	static const char *const nid[2][2] = {{"tcp", "tcp6"}, {"rdma", "rdma6"}};
+	static const char *const nid[3][2] = {{"tcp", "tcp6"}, {"rdma", "rdma6"}, {"udp", "udp6"}};
 	struct fs_rpcb_reg r[FS_RPCB_MAX_REGS];
 	unsigned n = 0;
 	const struct {
 		uint32_t prog, vers;
-		int rdma;
+		int net; /* index in nid */
 		uint16_t port;
 	} want[] = {
 		{RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, 0, tcp ? tcp : mount},
 		{RRR_NFS3_PROGRAM, RRR_NFS3_VERSION, 1, rdma},
 		{RRR_MNT_PROGRAM, RRR_MNT_VERSION, 0, mount},
 		{NLM_PROG, NLM_VERS4, 0, mount},
+		{NSM_PROG, NSM_VERS, 0, mount},
+		{NSM_PROG, NSM_VERS, 2, udp},
 	};
 	for (int f = 0; f < 2; f++)
 		for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
 			if (!want[w].port)
 				continue;
 			r[n] = (struct fs_rpcb_reg){.prog = want[w].prog, .vers = want[w].vers};
-			snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[want[w].rdma][f]);
+			snprintf(r[n].netid, sizeof(r[n].netid), "%s", nid[want[w].net][f]);
 			if (fs_rpcb_uaddr(f ? AF_INET6 : AF_INET, host, want[w].port, r[n].uaddr))
 				n++;
 		}
@@ -701,8 +704,9 @@ int main(int argc, char **argv)
 	const struct rrr_svc_program mnt = {RRR_MNT_PROGRAM, RRR_MNT_VERSION, fs_mnt_guarded,
 					    RRR_MNT_NPROCS, ex};
 	const struct rrr_svc_program nlm = {NLM_PROG, NLM_VERS4, fs_nlm_procs, NLM4_NPROCS, ex};
+	const struct rrr_svc_program nsm = {NSM_PROG, NSM_VERS, fs_nsm_procs, NSM_NPROCS, ex};
 	if ((rc = rrr_svc_register(g_svc, &nfs)) < 0 || (rc = rrr_svc_register(g_svc, &mnt)) < 0 ||
-	    (rc = rrr_svc_register(g_svc, &nlm)) < 0) {
+	    (rc = rrr_svc_register(g_svc, &nlm)) < 0 || (rc = rrr_svc_register(g_svc, &nsm)) < 0) {
 		fprintf(stderr, "rrr-server: cannot register programs: %s\n", rrr_last_error());
 		goto fail;
 	}
@@ -822,9 +826,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rrr-server: cannot start the lock manager: %s\n", strerror(-rc));
 		goto fail;
 	}
+	/* SM_NOTIFY over UDP at the lock manager's port number; without it the
+	 * server runs on (logged) */
+	uint16_t bound_udp = 0;
+	fs_nsm_udp_start(addrs, naddr, bound_mount, &bound_udp);
 	/* found through rpcbind before the port file says the server is up */
 	if (cf->rpcbind)
-		register_rpcbind(cf, addrs[0], no_rdma ? 0 : bound_rdma, bound_mount, bound_tcp);
+		register_rpcbind(cf, addrs[0], no_rdma ? 0 : bound_rdma, bound_mount, bound_tcp,
+				 bound_udp);
 	if (port_file) {
 		char text[96];
 		int n = snprintf(text, sizeof(text), "rdma=%u mount=%u tcp=%u\n", bound_rdma,
@@ -839,6 +848,7 @@ int main(int argc, char **argv)
 
 	rc = rrr_svc_run(g_svc);
 	fs_rpcb_stop();
+	fs_nsm_udp_stop();
 	fs_nlm_stop();
 	if (rc < 0)
 		fprintf(stderr, "rrr-server: stopped on error: %s\n", rrr_last_error());
@@ -856,6 +866,7 @@ int main(int argc, char **argv)
 
 fail:
 	fs_rpcb_stop();
+	fs_nsm_udp_stop();
 	fs_nlm_stop();
 	fs_ctl_stop(ctl);
 	rrr_svc_destroy(g_svc);

@@ -33,7 +33,8 @@
  *
  * A client's NSM state comes with each LOCK: a state different from the
  * one recorded for the client means it rebooted, and what it held before
- * is dropped first. The grace period after a restart (nsm.c) lets reclaims
+ * is dropped first; its statd's SM_NOTIFY (nsm_svc.c, over TCP or UDP)
+ * drops it as soon as the client is up again. The grace period after a restart (nsm.c) lets reclaims
  * in and makes other LOCKs, TESTs and SHAREs wait (DENIED_GRACE_PERIOD).
  * The calls obey the export allow lists (a client outside the list of the
  * export its file handle names gets NLM4_FAILED) and read-only exports
@@ -129,12 +130,10 @@ static atomic_uint_fast64_t c_calls[NLM4_NPROCS], c_granted, c_denied, c_blocked
 
 /* --------------------------------------------------------------- helpers */
 
-static void peer_addr(struct rrr_svc_req *req, struct sockaddr_storage *ss)
+/* A v4-mapped address is its IPv4 address. */
+static void unmap(struct sockaddr_storage *ss)
 {
-	memset(ss, 0, sizeof(*ss));
-	if (rrr_svc_req_peer(req, ss) < 0)
-		ss->ss_family = AF_UNSPEC;
-	if (ss->ss_family == AF_INET6) { /* a v4-mapped address is its IPv4 address */
+	if (ss->ss_family == AF_INET6) {
 		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
 		if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) {
 			struct sockaddr_in a4 = {.sin_family = AF_INET};
@@ -143,6 +142,14 @@ static void peer_addr(struct rrr_svc_req *req, struct sockaddr_storage *ss)
 			memcpy(ss, &a4, sizeof(a4));
 		}
 	}
+}
+
+static void peer_addr(struct rrr_svc_req *req, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (rrr_svc_req_peer(req, ss) < 0)
+		ss->ss_family = AF_UNSPEC;
+	unmap(ss);
 }
 
 static bool same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
@@ -758,6 +765,30 @@ static int p_free_all(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_
 	return 0;
 }
 
+unsigned fs_nlm_host_rebooted(const char *name, const struct sockaddr_storage *from,
+			      int32_t state)
+{
+	struct sockaddr_storage ss = *from;
+	unsigned n = 0;
+	unmap(&ss);
+	pthread_mutex_lock(&g_lock);
+	/* as FREE_ALL: only the client itself (its name from its address); a
+	 * repeated SM_NOTIFY of a state already seen in a LOCK is not a reboot */
+	for (struct nlm_host *h = g_hosts, *next; h; h = next) {
+		next = h->next;
+		if (strcmp(h->name, name) || !same_ip(&h->addr, &ss) || h->state == state)
+			continue;
+		host_drop(h);
+		n++;
+	}
+	g_kick = true;
+	pthread_cond_signal(&g_wake);
+	pthread_mutex_unlock(&g_lock);
+	if (n)
+		atomic_fetch_add(&c_reboots, n);
+	return n;
+}
+
 const struct rrr_svc_proc fs_nlm_procs[NLM4_NPROCS] = {
 	[NLM4_NULL] = {"NULL", p_null},
 	[NLM4_TEST] = {"TEST", p_test},
@@ -944,4 +975,6 @@ void fs_nlm_print(FILE *f)
 	fprintf(f, "  nlm.files %u\n", g_nfiles);
 	pthread_mutex_unlock(&g_lock);
 	fs_nsm_print(f);
+	fs_nsm_svc_print(f);
+	fs_nsm_udp_print(f);
 }

@@ -32,6 +32,12 @@ extern const struct rrr_svc_proc fs_nlm_procs[NLM4_NPROCS];
 int fs_nlm_start(const char *state_dir, unsigned grace_s);
 /* Stop the thread, drop every lock (descriptors closed). */
 void fs_nlm_stop(void);
+/* The client @name at @from (a v4-mapped address is its IPv4 one) said it
+ * restarted with NSM state @state: release everything of that name from
+ * that address whose recorded state is not @state (as FREE_ALL), and retry
+ * the blocked locks. The number of clients released. Thread-safe. */
+unsigned fs_nlm_host_rebooted(const char *name, const struct sockaddr_storage *from,
+			      int32_t state);
 /* "  nlm.NAME value" lines. */
 void fs_nlm_print(FILE *f);
 
@@ -55,5 +61,31 @@ void fs_nsm_client_add(const struct sockaddr_storage *addr, const char *name);
 bool fs_nsm_notify_step(void);
 /* "  nsm.NAME value" lines. */
 void fs_nsm_print(FILE *f);
+
+/* nsm_svc.c: the NSM calls rrr-server answers (NULL, SM_NOTIFY). */
+extern const struct rrr_svc_proc fs_nsm_procs[NSM_NPROCS];
+/* Whether some export's allow list admits @from; if not, counted and
+ * logged (rate-limited) as an NSM call over @via ("TCP", "UDP") ignored.
+ * Thread-safe. */
+bool fs_nsm_admitted(const struct sockaddr_storage *from, const char *via);
+/* SM_NOTIFY @n from @from over @via, already admitted: the client's locks
+ * are released (fs_nlm_host_rebooted; logged, rate-limited). The number
+ * of clients released. Thread-safe. */
+unsigned fs_nsm_notified(const struct sockaddr_storage *from, const struct nlm_notify *n,
+			 const char *via);
+/* "  nsm.notify_* value" lines. */
+void fs_nsm_svc_print(FILE *f);
+
+/* nsm_udp.c: SM_NOTIFY over UDP. */
+/* Bind a UDP socket on each of @hosts (@nhosts, up to FS_CONF_MAX_LISTEN;
+ * NULL: every address) at @port (a free one when @port is taken; the same
+ * on every address) and start the thread that answers NSM calls there.
+ * 0 with the port in @bound, or -errno (logged; the server runs without,
+ * @bound 0). Not thread-safe: at start. */
+int fs_nsm_udp_start(const char *const *hosts, unsigned nhosts, uint16_t port, uint16_t *bound);
+/* Stop the thread and close the sockets (nothing when not started). */
+void fs_nsm_udp_stop(void);
+/* "  nsm.udp.NAME value" lines. */
+void fs_nsm_udp_print(FILE *f);
 
 #endif

@@ -38,9 +38,17 @@
  *                  (u32 each) priv(opaque[16])
  *   sm_stat_res:   res(enum: 0 succ, 1 fail) state(i32)
  *   statd's callback (status): mon_name(string) state(i32) priv(opaque[16])
+ *
+ * An NSM call datagram (UDP, nsm_udp.c) is decoded whole here: the RPC
+ * call header by the ONC RPC codec (rrr/oncrpc.h), then the program,
+ * version and procedure (NULL and SM_NOTIFY only), then the stat_chge, and
+ * nothing may follow it; what is not a call gets no answer, the rest an
+ * accepted reply with the status that says why (RFC 5531).
  */
 #include <errno.h>
 #include <string.h>
+
+#include <rrr/oncrpc.h>
 
 #include "server/fs/nlm_xdr.h"
 
@@ -260,4 +268,38 @@ int nsm_enc_stat_res(struct rrr_xdr *x, uint32_t res, int32_t state)
 {
 	TRY(rrr_xdr_put_enum(x, res));
 	return rrr_xdr_put_u32(x, (uint32_t)state);
+}
+
+int nsm_dgram_decode(void *buf, size_t len, struct nsm_dgram *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (len > NSM_DGRAM_MAX)
+		return -EMSGSIZE;
+	struct rrr_xdr x;
+	struct rrr_rpc_call c;
+	rrr_xdr_init(&x, buf, len, RRR_XDR_DECODE);
+	TRY(rrr_rpc_decode_call(&x, &c));
+	out->xid = c.xid;
+	out->proc = c.proc;
+	if (c.prog != NSM_PROG)
+		out->accept_stat = RRR_RPC_PROG_UNAVAIL;
+	else if (c.vers != NSM_VERS)
+		out->accept_stat = RRR_RPC_PROG_MISMATCH;
+	else if (c.proc != NSM_NULL && c.proc != NSM_NOTIFY)
+		out->accept_stat = RRR_RPC_PROC_UNAVAIL;
+	else if (c.proc == NSM_NOTIFY &&
+		 (nlm_dec_notify(&x, &out->notify) < 0 || !out->notify.name[0]))
+		out->accept_stat = RRR_RPC_GARBAGE_ARGS;
+	else if (rrr_xdr_remaining(&x))
+		out->accept_stat = RRR_RPC_GARBAGE_ARGS;
+	else
+		out->accept_stat = RRR_RPC_SUCCESS;
+	if (out->accept_stat != RRR_RPC_SUCCESS)
+		memset(&out->notify, 0, sizeof(out->notify));
+	return 0;
+}
+
+int nsm_dgram_reply(struct rrr_xdr *x, const struct nsm_dgram *d)
+{
+	return rrr_rpc_encode_accepted(x, d->xid, d->accept_stat, NSM_VERS, NSM_VERS);
 }

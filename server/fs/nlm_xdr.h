@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <stddef.h>
+
 #include <rrr/xdr.h>
 
 #define NLM_PROG 100021u
@@ -125,6 +127,27 @@ struct nsm_status {
 	int32_t state;
 	uint8_t priv[NSM_PRIV];
 };
+
+/* One NSM call datagram (UDP), decoded whole by nsm_dgram_decode(). */
+struct nsm_dgram {
+	uint32_t xid;
+	uint32_t proc;            /* the call's procedure */
+	uint32_t accept_stat;     /* the answer: RRR_RPC_SUCCESS (act on @proc),
+				   * PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS */
+	struct nlm_notify notify; /* SM_NOTIFY's stat_chge (SUCCESS and NSM_NOTIFY) */
+};
+#define NSM_DGRAM_MAX 2048u /* the largest call taken: header, two 400-byte auth bodies, stat_chge */
+
+/* Decode the datagram @buf (@len bytes) as an NSM v1 call, as a hostile peer
+ * may send it: 0 with @out to answer (only NULL and SM_NOTIFY are SUCCESS;
+ * SM_NOTIFY's mon_name must be 1..NLM_MAXNAME bytes; nothing may follow
+ * the arguments), or -errno when it is no ONC RPC call at all (-EMSGSIZE:
+ * short or over NSM_DGRAM_MAX, -EPROTO: a reply or rpcvers != 2, -EINVAL,
+ * -E2BIG: a bad credential): no answer then. */
+int nsm_dgram_decode(void *buf, size_t len, struct nsm_dgram *out);
+/* The reply to @d into @x: accepted, @d->accept_stat (PROG_MISMATCH: 1..1),
+ * no results (NULL and SM_NOTIFY return void). 0 or -EMSGSIZE. */
+int nsm_dgram_reply(struct rrr_xdr *x, const struct nsm_dgram *d);
 
 /* Decoders: 0, or -errno (-EMSGSIZE: short, -E2BIG: a field too long,
  * -EINVAL: a bad boolean, enum or string) with @out unspecified. */

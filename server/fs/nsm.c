@@ -21,10 +21,12 @@
  * and the client tries again. With no client to tell there is no grace
  * period: nothing can be reclaimed.
  *
- * A client that rebooted is noticed by its new NSM state in its next LOCK
+ * A client that rebooted is noticed by its SM_NOTIFY (nsm_svc.c, over UDP
+ * or TCP: its locks are released), by its new NSM state in its next LOCK
  * (nlm.c drops the locks it held under its old state), or by FREE_ALL.
- * rrr-server does not take the NSM program (100024) from the host's
- * rpc.statd, which the host's own NFS client needs.
+ * rrr-server registers NSM with rpcbind only where nobody holds it: it
+ * does not take the program from the host's rpc.statd, which the host's
+ * own NFS client needs (its clients are then noticed at their next LOCK).
  *
  * Recovery: a state file that cannot be read starts at 1 (clients see a
  * restart either way); one that cannot be written is logged, and the

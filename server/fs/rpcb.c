@@ -14,7 +14,9 @@
  * caller, and learns who we are from the socket's peer credentials. Each
  * mapping is one SET; a SET that rpcbind refuses means another server holds
  * the mapping (the kernel's nfsd, lockd, or another rrr-server): it is
- * left alone, and one line names the address the other one registered.
+ * left alone, and one line names the address the other one registered
+ * (NSM held by the host's rpc.statd gets a line of its own: that is the
+ * usual case on a host that also mounts NFS, not a conflict to resolve).
  * What was registered is written to STATE_DIR/rpcbind, one mapping per
  * line. At exit, fs_rpcb_stop() unsets each of our mappings that rpcbind
  * still gives our address for, and removes the file.
@@ -71,6 +73,7 @@
 #define RPCB_DUMP 4u
 #define RPCB_MSG 1024u
 #define RPCB_DUMP_MAX (256u << 10) /* the largest DUMP reply read */
+#define NSM_PROG_NUM 100024u
 
 static const char *const sockets[] = {"/run/rpcbind.sock", "/var/run/rpcbind.sock"};
 
@@ -270,7 +273,7 @@ void fs_rpcb_start(const char *state_dir, const struct fs_rpcb_reg *regs, unsign
 		clean_previous(fd);
 	char held[4 * (FS_RPCB_UADDR + 32)];
 	size_t off = 0;
-	unsigned nheld = 0;
+	unsigned nheld = 0, nsm_held = 0;
 	for (unsigned i = 0; i < n && i < FS_RPCB_MAX_REGS; i++) {
 		const struct fs_rpcb_reg *r = &regs[i];
 		int rc = rpcb_change(fd, RPCB_SET, r);
@@ -283,6 +286,10 @@ void fs_rpcb_start(const char *state_dir, const struct fs_rpcb_reg *regs, unsign
 		}
 		if (rc == 1) {
 			g_done[g_ndone++] = *r;
+			continue;
+		}
+		if (r->prog == NSM_PROG_NUM) { /* the host's rpc.statd, normally: its own */
+			nsm_held++;
 			continue;
 		}
 		char other[FS_RPCB_UADDR] = "";
@@ -299,6 +306,11 @@ void fs_rpcb_start(const char *state_dir, const struct fs_rpcb_reg *regs, unsign
 			  "rpcbind find that one; stop it (the kernel's nfsd or lockd?) or give "
 			  "clients this server's ports",
 			  nheld, nheld > 1 ? "s" : "", held, nheld > 4 ? ", ..." : "");
+	if (nsm_held)
+		fs_log_at(LOG_INFO,
+			  "rpcbind: NSM is registered by another status monitor (this host's "
+			  "rpc.statd?): restarted clients send SM_NOTIFY there, and rrr-server "
+			  "notices them at their next LOCK");
 	write_record();
 	if (g_ndone)
 		fs_log_at(LOG_INFO, "rpcbind: registered %u mappings", g_ndone);

@@ -6,11 +6,17 @@
  * (and for the lock arguments the procedure), the rest is the XDR stream.
  * Whatever decodes must keep every length within its limit and every name
  * NUL-terminated, and must be canonical: encode(decode(x)) decodes and
- * encodes again to the same bytes.
+ * encodes again to the same bytes. One kind is a whole NSM call datagram
+ * as the UDP listener takes it (nsm_dgram_decode, any length): what it
+ * accepts must say why in a valid accept status, an SM_NOTIFY it lets
+ * through must carry a name of 1..1024 bytes, and its reply must encode
+ * and decode back with the call's xid.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <rrr/oncrpc.h>
 
 #include "server/fs/nlm_xdr.h"
 
@@ -40,7 +46,8 @@ static const uint32_t procs[] = {NLM4_TEST,	  NLM4_LOCK,	  NLM4_CANCEL,	    NLM4
 				 NLM4_GRANTED,	  NLM4_TEST_MSG,  NLM4_LOCK_MSG,    NLM4_CANCEL_MSG,
 				 NLM4_UNLOCK_MSG, NLM4_GRANTED_MSG, NLM4_NM_LOCK};
 #define NPROCS (sizeof(procs) / sizeof(procs[0]))
-#define NKINDS (NPROCS + 9)
+#define KIND_DGRAM (NPROCS + 9)
+#define NKINDS (NPROCS + 10)
 
 static int codec(unsigned kind, struct rrr_xdr *x, union msg *m, bool enc)
 {
@@ -78,6 +85,28 @@ static void bounded(const union msg *m, unsigned kind)
 
 static uint8_t out1[8192], out2[8192];
 
+/* A datagram of @size bytes at @in, as the UDP listener sees it. */
+static void dgram(uint8_t *in, size_t size)
+{
+	static struct nsm_dgram d;
+	if (nsm_dgram_decode(in, size, &d) < 0)
+		return;
+	check(d.accept_stat <= RRR_RPC_GARBAGE_ARGS);
+	if (d.accept_stat == RRR_RPC_SUCCESS) {
+		check(d.proc == NSM_NULL || d.proc == NSM_NOTIFY);
+		size_t n = strnlen(d.notify.name, sizeof(d.notify.name));
+		check(n < sizeof(d.notify.name) && (d.proc == NSM_NULL || n >= 1));
+	}
+	uint8_t out[64];
+	struct rrr_xdr x;
+	struct rrr_rpc_reply r;
+	rrr_xdr_init(&x, out, sizeof(out), RRR_XDR_ENCODE);
+	check(nsm_dgram_reply(&x, &d) == 0);
+	size_t len = rrr_xdr_pos(&x);
+	rrr_xdr_init(&x, out, len, RRR_XDR_DECODE);
+	check(rrr_rpc_decode_reply(&x, &r) == 0 && r.xid == d.xid && r.accept_stat == d.accept_stat);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -89,6 +118,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!in)
 		return 0;
 	memcpy(in, data + 1, size - 1);
+	if (kind == KIND_DGRAM) {
+		dgram(in, size - 1);
+		free(in);
+		return 0;
+	}
 	struct rrr_xdr x;
 	rrr_xdr_init(&x, in, (size - 1) & ~(size_t)3, RRR_XDR_DECODE);
 	if (codec(kind, &x, &m, false) == 0) {

@@ -3,8 +3,9 @@
  * tests/nfs/rpcbind.c - rrr-server is found through this host's rpcbind
  * (server/fs/rpcb.c), checked with Debian's rpcbind and rpcinfo.
  *
- * A server registers NFS v3 on tcp, tcp6, rdma, rdma6 and MOUNT v3 on tcp
- * and tcp6 with its bound ports; SIGTERM unregisters them; a server killed
+ * A server registers NFS v3 on tcp, tcp6, rdma, rdma6, MOUNT v3 on tcp
+ * and tcp6, and NSM v1 (SM_NOTIFY) on udp, udp6 and tcp with its bound
+ * ports (NSM only where no rpc.statd holds it); SIGTERM unregisters them; a server killed
  * with SIGKILL leaves them, and the next start on the same state directory
  * replaces them with its own. Without rpcbind the server says so in one
  * line and serves. The default NFS port 2049 is taken when free, and a
@@ -88,6 +89,8 @@ static void read_ports(const struct th_server *s, struct ports *p)
 	fclose(f);
 }
 
+static bool g_nsm_free; /* no status monitor (rpc.statd) held NSM before the test */
+
 static void expect_registered(const struct ports *p)
 {
 	const struct {
@@ -103,6 +106,16 @@ static void expect_registered(const struct ports *p)
 	};
 	char want[64], got[64];
 
+	if (g_nsm_free) { /* SM_NOTIFY: NSM v1 on udp and tcp at the mount port */
+		uaddr("0.0.0.0", p->mount, want);
+		lookup(100024, 1, "udp", got);
+		cr_assert_str_eq(got, want, "NSM v1 udp");
+		lookup(100024, 1, "tcp", got);
+		cr_assert_str_eq(got, want, "NSM v1 tcp");
+		uaddr("::", p->mount, want);
+		lookup(100024, 1, "udp6", got);
+		cr_assert_str_eq(got, want, "NSM v1 udp6");
+	}
 	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		uaddr(rows[i].ip, rows[i].port, want);
 		lookup(rows[i].prog, 3, rows[i].netid, got);
@@ -134,6 +147,8 @@ Test(nfs_rpcbind, registers_unregisters_and_cleans_after_a_crash, .timeout = 120
 		th_rpcbind_release();
 		cr_skip_test("another NFS server (%s) is registered with this host's rpcbind", got);
 	}
+	lookup(100024, 1, "udp", got);
+	g_nsm_free = !got[0];
 	struct th_server s = {0};
 	cr_assert_eq(th_mkdirs(&s), 0);
 	s.rpcbind = true;
@@ -175,6 +190,10 @@ Test(nfs_rpcbind, registers_unregisters_and_cleans_after_a_crash, .timeout = 120
 	cr_assert_str_eq(got, "", "MOUNT v3 tcp left after exit");
 	lookup(100003, 3, "rdma", got);
 	cr_assert_str_eq(got, "", "NFS v3 rdma left after exit");
+	if (g_nsm_free) {
+		lookup(100024, 1, "udp", got);
+		cr_assert_str_eq(got, "", "NSM v1 udp left after exit");
+	}
 	th_cleanup(&s);
 	th_rpcbind_release();
 }
