@@ -34,6 +34,16 @@ static struct rrr__plan plan(const struct rrr__plan_in *in, int want_rc)
 	return p;
 }
 
+/* @in with a call of @msg_len bytes carrying a @payload_len-byte payload
+ * is planned (successfully) as a call of type @want. */
+static void call_is(struct rrr__plan_in *in, uint32_t payload_len, uint32_t msg_len,
+		    enum rrr__call_type want)
+{
+	in->payload_len = payload_len;
+	in->msg_len = msg_len;
+	cr_assert_eq(plan(in, 0).call, want, "payload %u, message %u", payload_len, msg_len);
+}
+
 Test(plan, header_sizes_match_encoder)
 {
 	static struct rrr_rdma_hdr h;
@@ -69,44 +79,33 @@ Test(plan, small_call_inline)
 	cr_assert_eq(p.call, RRR__CALL_INLINE);
 	cr_assert(!p.write_chunk && !p.reply_chunk);
 	/* exactly filling the peer's receive buffer is still inline */
-	in.msg_len = 4096 - 28;
-	cr_assert_eq(plan(&in, 0).call, RRR__CALL_INLINE);
-	in.msg_len = 4096 - 24;
-	cr_assert_eq(plan(&in, 0).call, RRR__CALL_NOMSG, "no payload to move: NOMSG");
+	call_is(&in, 0, 4096 - 28, RRR__CALL_INLINE);
+	call_is(&in, 0, 4096 - 24, RRR__CALL_NOMSG); /* no payload to move: NOMSG */
 }
 
 Test(plan, small_payload_inline)
 {
 	struct rrr__plan_in in = base();
 
-	in.payload_len = 1001;
-	in.msg_len = 200 + 1004;
-	cr_assert_eq(plan(&in, 0).call, RRR__CALL_INLINE);
+	call_is(&in, 1001, 200 + 1004, RRR__CALL_INLINE);
 }
 
 Test(plan, large_payload_read_chunk)
 {
 	struct rrr__plan_in in = base();
 
-	in.payload_len = 100000;
-	in.msg_len = 200 + 100000;
-	cr_assert_eq(plan(&in, 0).call, RRR__CALL_READ_CHUNK);
+	call_is(&in, 100000, 200 + 100000, RRR__CALL_READ_CHUNK);
 	/* odd length: the pad is neither inline nor in the chunk */
-	in.payload_len = 4097;
-	in.msg_len = 200 + 4100;
-	cr_assert_eq(plan(&in, 0).call, RRR__CALL_READ_CHUNK);
+	call_is(&in, 4097, 200 + 4100, RRR__CALL_READ_CHUNK);
 }
 
 Test(plan, large_args_nomsg)
 {
 	struct rrr__plan_in in = base();
 
-	in.msg_len = 10000; /* no payload: e.g. a huge SETATTR/ACL */
-	cr_assert_eq(plan(&in, 0).call, RRR__CALL_NOMSG);
+	call_is(&in, 0, 10000, RRR__CALL_NOMSG); /* no payload: e.g. a huge SETATTR/ACL */
 	/* payload AND big non-payload args: the rest does not fit either */
-	in.payload_len = 100000;
-	in.msg_len = 100000 + 5000;
-	cr_assert_eq(plan(&in, 0).call, RRR__CALL_NOMSG);
+	call_is(&in, 100000, 100000 + 5000, RRR__CALL_NOMSG);
 }
 
 Test(plan, header_cannot_fit)

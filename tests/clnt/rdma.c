@@ -218,7 +218,7 @@ struct ccall {
 	struct tc_pay p;
 	struct tc_got g;
 	uint32_t sum;
-	atomic_int *ok, *done;
+	struct tc_tally *tally;
 };
 
 static void c_done(struct rrr_call *call, int status, void *arg)
@@ -232,11 +232,9 @@ static void c_done(struct rrr_call *call, int status, void *arg)
 	} else if (good) {
 		good = k->g.w[0] == k->n && k->g.w[1] == k->sum && k->g.w[2] == 77;
 	}
-	if (good)
-		atomic_fetch_add(k->ok, 1);
-	else
+	if (!good)
 		fprintf(stderr, "call proc %u n %u status %d\n", call->proc, k->n, status);
-	atomic_fetch_add(k->done, 1);
+	tc_tally_add(k->tally, good);
 }
 
 static void *c_thread(void *arg)
@@ -282,16 +280,12 @@ static struct both_stats run_concurrent(void)
 {
 	struct both_stats b;
 	static struct ccall calls[NT * PER];
-	atomic_int ok = 0, done = 0;
+	static struct tc_tally tally;
 
 	memset(calls, 0, sizeof(calls));
-	for (int i = 0; i < NT * PER; i++) {
-		calls[i].ok = &ok;
-		calls[i].done = &done;
-	}
-	tc_run_threads(NT, c_thread, calls, PER * sizeof(calls[0]));
-	cr_assert(TEST_WAIT_UNTIL(atomic_load(&done) == NT * PER, 30000), "every call completed");
-	cr_assert_eq(atomic_load(&ok), NT * PER);
+	for (int i = 0; i < NT * PER; i++)
+		calls[i].tally = &tally;
+	tc_run_tallied(&tally, NT, c_thread, calls, PER * sizeof(calls[0]), NT * PER);
 	rrr_clnt_stats(clnt, &b.c);
 	rsrv_stats(srv, &b.s);
 	return b;

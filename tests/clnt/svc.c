@@ -473,7 +473,7 @@ struct cc {
 	struct iovec iov;
 	struct tc_pay p;
 	struct tc_got g;
-	atomic_int *ok, *done;
+	struct tc_tally *tally;
 };
 
 static void cc_done(struct rrr_call *call, int status, void *arg)
@@ -486,9 +486,7 @@ static void cc_done(struct rrr_call *call, int status, void *arg)
 			good = k->buf[i] == (uint8_t)(i * 7 + 3);
 	else if (good)
 		good = k->g.w[0] == k->n && k->g.w[1] == k->sum;
-	if (good)
-		atomic_fetch_add(k->ok, 1);
-	atomic_fetch_add(k->done, 1);
+	tc_tally_add(k->tally, good);
 }
 
 static void *cc_thread(void *arg)
@@ -528,16 +526,12 @@ static void *cc_thread(void *arg)
 Test(svc, rdma_64_concurrent_small_grant, .init = init_rdma_credits4)
 {
 	static struct cc calls[NT * PER];
-	atomic_int ok = 0, done = 0;
+	static struct tc_tally tally;
 	struct rrr_xprt_stats st;
 
-	for (int i = 0; i < NT * PER; i++) {
-		calls[i].ok = &ok;
-		calls[i].done = &done;
-	}
-	tc_run_threads(NT, cc_thread, calls, PER * sizeof(calls[0]));
-	cr_assert(TEST_WAIT_UNTIL(atomic_load(&done) == NT * PER, 30000), "every call completed");
-	cr_assert_eq(atomic_load(&ok), NT * PER);
+	for (int i = 0; i < NT * PER; i++)
+		calls[i].tally = &tally;
+	tc_run_tallied(&tally, NT, cc_thread, calls, PER * sizeof(calls[0]), NT * PER);
 	rrr_clnt_stats(clnt, &st);
 	cr_assert_eq(st.credits, 4, "follows the server's grant");
 	cr_assert_gt(st.credit_stalls, 0);

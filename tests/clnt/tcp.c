@@ -43,32 +43,6 @@ static void teardown(void)
 	tsrv_stop_clnt(&srv, &clnt);
 }
 
-struct echo_args {
-	const struct iovec *iov;
-	unsigned niov;
-	uint32_t len;
-};
-
-static int enc_echo(struct rrr_xdr *x, const void *a)
-{
-	const struct echo_args *e = a;
-
-	return rrr_xdr_encode_payload(x, e->iov, e->niov, e->len);
-}
-
-struct echo_res {
-	uint32_t len;
-	unsigned niov;
-	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV];
-};
-
-static int dec_echo(struct rrr_xdr *x, void *r)
-{
-	struct echo_res *e = r;
-
-	return rrr_xdr_decode_payload(x, 8u << 20, &e->len, e->iov, &e->niov);
-}
-
 static void init_call(struct rrr_call *c, uint32_t proc)
 {
 	tc_call_init(c, TSRV_PROG, proc);
@@ -94,8 +68,8 @@ static void echo_roundtrip(uint32_t len)
 {
 	uint8_t *src = malloc(len + 1), *dst = malloc(len + 8);
 	struct iovec siov[3], diov[2];
-	struct echo_args ea;
-	struct echo_res er;
+	struct tc_pay ea;
+	struct tc_got er = {0};
 	struct rrr_call c;
 	uint32_t a = len / 3, b = len / 2;
 
@@ -107,9 +81,9 @@ static void echo_roundtrip(uint32_t len)
 	siov[2] = (struct iovec){src + b, len - b};
 	diov[0] = (struct iovec){dst, len / 2};
 	diov[1] = (struct iovec){dst + len / 2, len - len / 2 + 8};
-	ea = (struct echo_args){siov, 3, len};
+	ea = (struct tc_pay){siov, 3, len, 0};
 	init_call(&c, TSRV_ECHO);
-	tc_codec(&c, enc_echo, &ea, dec_echo, &er);
+	tc_codec(&c, tc_enc_pay, &ea, tc_dec_pay, &er);
 	c.ddp = RRR_DDP_FROM_SERVER; /* the reply's payload lands in diov */
 	c.payload = diov;
 	c.npayload = 2;
@@ -138,11 +112,11 @@ Test(tcp, fill_into_sink)
 	uint32_t n = 300001;
 	uint8_t *dst = calloc(1, n);
 	struct iovec d = {dst, n};
-	struct echo_res er;
+	struct tc_got er = {0};
 	struct rrr_call c;
 
 	init_call(&c, TSRV_FILL);
-	tc_codec(&c, tc_enc_u32, &n, dec_echo, &er);
+	tc_codec(&c, tc_enc_u32, &n, tc_dec_pay, &er);
 	tc_payload(&c, RRR_DDP_FROM_SERVER, &d, 1);
 	cr_assert_eq(rrr_clnt_call(clnt, &c), 0);
 	cr_assert_eq(c.payload_len, n);
@@ -166,8 +140,8 @@ struct conc {
 
 struct conc_call {
 	struct rrr_call c;
-	struct echo_args ea;
-	struct echo_res er;
+	struct tc_pay ea;
+	struct tc_got er; /* no copy: the payload lands in d */
 	struct iovec s, d;
 	uint8_t src[777], dst[777];
 	struct conc *cc;
@@ -195,9 +169,10 @@ static void *conc_thread(void *arg)
 			k->src[j] = (uint8_t)(j ^ (uintptr_t)k);
 		k->s = (struct iovec){k->src, sizeof(k->src)};
 		k->d = (struct iovec){k->dst, sizeof(k->dst)};
-		k->ea = (struct echo_args){&k->s, 1, sizeof(k->src)};
+		k->ea = (struct tc_pay){&k->s, 1, sizeof(k->src), 0};
+		k->er.copy = NULL;
 		init_call(&k->c, TSRV_ECHO);
-		tc_codec(&k->c, enc_echo, &k->ea, dec_echo, &k->er);
+		tc_codec(&k->c, tc_enc_pay, &k->ea, tc_dec_pay, &k->er);
 		tc_payload(&k->c, RRR_DDP_FROM_SERVER, &k->d, 1);
 		if (rrr_clnt_call_async(clnt, &k->c, conc_done, k) != 0)
 			return (void *)1;

@@ -24,6 +24,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,18 @@ static int run_fio(const char *jobfile, const char *out, const char *err)
 	return run_fio_args(NULL, jobfile, out, err);
 }
 
+#define JOB_PATH 400 /* the size of a job's path buffers */
+
+/* The paths of a job in @s's directory: its job file @name, fio's output
+ * and its standard error (JOB_PATH bytes each). */
+static void job_paths(const struct th_server *s, const char *name, char *jobfile, char *out,
+		      char *err)
+{
+	snprintf(jobfile, JOB_PATH, "%s/%s", s->dir, name);
+	snprintf(out, JOB_PATH, "%s/fio.out", s->dir);
+	snprintf(err, JOB_PATH, "%s/fio.err", s->dir);
+}
+
 /* The [global] section every job file starts with. */
 static void global(FILE *f, const struct th_server *s, bool rdma)
 {
@@ -157,6 +170,23 @@ static void global(FILE *f, const struct th_server *s, bool rdma)
 		"verify_state_save=0\n"
 		"group_reporting=0\n",
 		engine, rdma ? "rdma" : "tcp", rdma ? s->rdma_port : s->mount_port, s->mount_port);
+}
+
+/* Write the job file @path: the [global] section for @s (over RDMA with
+ * @rdma), then the jobs of format @fmt. */
+__attribute__((format(printf, 4, 5))) static void write_job(const char *path,
+							     const struct th_server *s, bool rdma,
+							     const char *fmt, ...)
+{
+	FILE *f = fopen(path, "w");
+	va_list ap;
+
+	cr_assert(f, "%s: %s", path, strerror(errno));
+	global(f, s, rdma);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
 }
 
 struct cell {
@@ -195,15 +225,13 @@ static void matrix(bool rdma, const char *extra_global)
 {
 	struct th_server s;
 	struct jobres res[NCELLS + 2];
-	char jobfile[400], out[400], err[400], path[700];
+	char jobfile[JOB_PATH], out[JOB_PATH], err[JOB_PATH], path[700];
 	struct stat st;
 	FILE *f;
 	int n, rc;
 
 	need(&s, rdma);
-	snprintf(jobfile, sizeof(jobfile), "%s/matrix.fio", s.dir);
-	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
-	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	job_paths(&s, "matrix.fio", jobfile, out, err);
 	f = fopen(jobfile, "w");
 	cr_assert(f);
 	global(f, &s, rdma);
@@ -275,21 +303,14 @@ Test(fio, soft_rdma_bounce_and_persistent, .timeout = 120)
 {
 	struct th_server s;
 	struct jobres res[4];
-	char jobfile[400], out[400], err[400];
-	FILE *f;
+	char jobfile[JOB_PATH], out[JOB_PATH], err[JOB_PATH];
 	int rc;
 
 	need(&s, true);
-	snprintf(jobfile, sizeof(jobfile), "%s/reg.fio", s.dir);
-	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
-	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
-	f = fopen(jobfile, "w");
-	cr_assert(f);
-	global(f, &s, true);
-	fprintf(f, "rw=randwrite\nbs=64k\nsize=2m\niodepth=16\nverify=crc32c\n"
-		   "[bounce]\nreg=bounce\nfilename=bounce.dat\n"
-		   "[persistent]\nreg=persistent\nfilename=persistent.dat\n");
-	fclose(f);
+	job_paths(&s, "reg.fio", jobfile, out, err);
+	write_job(jobfile, &s, true, "rw=randwrite\nbs=64k\nsize=2m\niodepth=16\nverify=crc32c\n"
+		  "[bounce]\nreg=bounce\nfilename=bounce.dat\n"
+		  "[persistent]\nreg=persistent\nfilename=persistent.dat\n");
 	rc = run_fio(jobfile, out, err);
 	cr_assert_eq(rc, 0, "fio exited %d; see %s", rc, err);
 	cr_assert_eq(parse_terse(out, res, 4), 2);
@@ -308,21 +329,16 @@ Test(fio, verify_detects_corruption_on_the_server, .timeout = 120)
 {
 	struct th_server s;
 	struct jobres res[2];
-	char jobfile[400], out[400], err[400], path[400];
+	char jobfile[JOB_PATH], out[JOB_PATH], err[JOB_PATH], path[400];
 	FILE *f;
 	int rc;
 
 	need(&s, true);
-	snprintf(jobfile, sizeof(jobfile), "%s/v.fio", s.dir);
-	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
-	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	job_paths(&s, "v.fio", jobfile, out, err);
 	snprintf(path, sizeof(path), "%s/v.dat", s.export_dir);
-	f = fopen(jobfile, "w");
-	cr_assert(f);
-	global(f, &s, true);
-	fprintf(f, "rw=write\nbs=4k\nsize=1m\niodepth=16\nverify=crc32c\nfilename=v.dat\n"
-		   "[write]\ndo_verify=0\n[check]\nverify_only=1\n");
-	fclose(f);
+	write_job(jobfile, &s, true,
+		  "rw=write\nbs=4k\nsize=1m\niodepth=16\nverify=crc32c\nfilename=v.dat\n"
+		  "[write]\ndo_verify=0\n[check]\nverify_only=1\n");
 	rc = run_fio(jobfile, out, err);
 	cr_assert_eq(rc, 0, "fio exited %d; see %s", rc, err);
 	cr_assert_eq(parse_terse(out, res, 2), 2);
@@ -349,26 +365,20 @@ Test(fio, unlink_removes_on_the_export_only, .timeout = 120)
 {
 	struct th_server s;
 	struct jobres res[2];
-	char jobfile[400], out[400], err[400], local[400], remote[700];
+	char jobfile[JOB_PATH], out[JOB_PATH], err[JOB_PATH], local[400], remote[700];
 	struct stat st;
 	FILE *f;
 	int rc;
 
 	need(&s, true);
-	snprintf(jobfile, sizeof(jobfile), "%s/u.fio", s.dir);
-	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
-	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	job_paths(&s, "u.fio", jobfile, out, err);
 	snprintf(local, sizeof(local), "%s/u.dat", s.dir);
 	snprintf(remote, sizeof(remote), "%s%s", s.export_dir, local);
 	f = fopen(local, "w");
 	cr_assert(f);
 	fputs("local file, keep\n", f);
 	fclose(f);
-	f = fopen(jobfile, "w");
-	cr_assert(f);
-	global(f, &s, true);
-	fprintf(f, "[keep]\nrw=write\nbs=4k\nsize=64k\nfilename=%s\n", local);
-	fclose(f);
+	write_job(jobfile, &s, true, "[keep]\nrw=write\nbs=4k\nsize=64k\nfilename=%s\n", local);
 	rc = run_fio(jobfile, out, err);
 	cr_assert_eq(rc, 0, "fio exited %d; see %s", rc, err);
 	cr_assert_eq(parse_terse(out, res, 2), 1);
@@ -400,20 +410,15 @@ Test(fio, bad_options_and_no_server_fail_with_a_reason, .timeout = 120)
 	    {"export=/no/such/export", "mount 127.0.0.1:/no/such/export"},
 	};
 	struct th_server s;
-	char jobfile[400], out[400], err[400];
+	char jobfile[JOB_PATH], out[JOB_PATH], err[JOB_PATH];
 
 	need(&s, true);
-	snprintf(jobfile, sizeof(jobfile), "%s/bad.fio", s.dir);
-	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
-	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	job_paths(&s, "bad.fio", jobfile, out, err);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		FILE *f = fopen(jobfile, "w");
 		int rc;
 
-		cr_assert(f);
-		global(f, &s, true);
-		fprintf(f, "[bad]\nrw=read\nbs=4k\nsize=64k\nfilename=x.dat\n%s\n", bad[i].opt);
-		fclose(f);
+		write_job(jobfile, &s, true,
+			  "[bad]\nrw=read\nbs=4k\nsize=64k\nfilename=x.dat\n%s\n", bad[i].opt);
 		rc = run_fio(jobfile, out, err);
 		cr_assert_neq(rc, 0, "fio accepted %s", bad[i].opt);
 		cr_assert(th_file_contains(err, bad[i].want), "%s: no '%s' in %s", bad[i].opt,
@@ -422,14 +427,10 @@ Test(fio, bad_options_and_no_server_fail_with_a_reason, .timeout = 120)
 	/* nobody listens on the server's MOUNT port once it is gone */
 	th_server_stop(&s);
 	{
-		FILE *f = fopen(jobfile, "w");
 		int rc;
 
-		cr_assert(f);
-		global(f, &s, true);
-		fprintf(f,
-			"[nobody]\nrw=read\nbs=4k\nsize=64k\nfilename=x.dat\nrrr_timeout=2000\n");
-		fclose(f);
+		write_job(jobfile, &s, true,
+			  "[nobody]\nrw=read\nbs=4k\nsize=64k\nfilename=x.dat\nrrr_timeout=2000\n");
 		rc = run_fio(jobfile, out, err);
 		cr_assert_neq(rc, 0);
 		cr_assert(th_file_contains(err, "rrr: mount 127.0.0.1:/"), "no mount failure in %s",
@@ -459,19 +460,12 @@ static void expect_job_error(const char *jobfile, const char *out, const char *e
 Test(fio, a_failing_open_fails_the_job, .timeout = 120)
 {
 	struct th_server s;
-	char jobfile[400], out[400], err[400], path[700];
+	char jobfile[JOB_PATH], out[JOB_PATH], err[JOB_PATH], path[700];
 	struct stat st;
-	FILE *f;
 
 	need_squash(&s, false, true);
-	snprintf(jobfile, sizeof(jobfile), "%s/open.fio", s.dir);
-	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
-	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
-	f = fopen(jobfile, "w");
-	cr_assert(f);
-	global(f, &s, false);
-	fprintf(f, "[open]\nrw=write\nbs=4k\nsize=64k\nfilename=x.dat\n");
-	fclose(f);
+	job_paths(&s, "open.fio", jobfile, out, err);
+	write_job(jobfile, &s, false, "[open]\nrw=write\nbs=4k\nsize=64k\nfilename=x.dat\n");
 	expect_job_error(jobfile, out, err, EACCES, "NFS3ERR_ACCES");
 	snprintf(path, sizeof(path), "%s/x.dat", s.export_dir);
 	cr_assert_neq(stat(path, &st), 0, "nothing was created");
@@ -482,19 +476,13 @@ Test(fio, a_failing_open_fails_the_job, .timeout = 120)
 Test(fio, a_failing_init_fails_the_job, .timeout = 120)
 {
 	struct th_server s;
-	char jobfile[400], out[400], err[400];
-	FILE *f;
+	char jobfile[JOB_PATH], out[JOB_PATH], err[JOB_PATH];
 
 	need(&s, false);
-	snprintf(jobfile, sizeof(jobfile), "%s/init.fio", s.dir);
-	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
-	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	job_paths(&s, "init.fio", jobfile, out, err);
 	th_server_stop(&s);
-	f = fopen(jobfile, "w");
-	cr_assert(f);
-	global(f, &s, false);
-	fprintf(f, "[init]\nrw=write\nbs=4k\nsize=64k\nfilename=x.dat\nrrr_timeout=2000\n");
-	fclose(f);
+	write_job(jobfile, &s, false,
+		  "[init]\nrw=write\nbs=4k\nsize=64k\nfilename=x.dat\nrrr_timeout=2000\n");
 	expect_job_error(jobfile, out, err, ECONNREFUSED, "rrr: mount 127.0.0.1:/");
 	fini();
 }
@@ -505,24 +493,17 @@ Test(fio, a_failing_init_fails_the_job, .timeout = 120)
 Test(fio, a_failing_read_fails_the_job, .timeout = 120)
 {
 	struct th_server s;
-	char jobfile[400], out[400], err[400], path[700];
-	FILE *f;
+	char jobfile[JOB_PATH], out[JOB_PATH], err[JOB_PATH], path[700];
 
 	need_squash(&s, false, true);
 	if (geteuid() != 0)
 		cr_skip_test("giving the file to uid 1000 needs root");
-	snprintf(jobfile, sizeof(jobfile), "%s/io.fio", s.dir);
-	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
-	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	job_paths(&s, "io.fio", jobfile, out, err);
 	snprintf(path, sizeof(path), "%s/r.dat", s.export_dir);
 	cr_assert_eq(th_random_file(path, 65536, 7), 0);
 	cr_assert_eq(chown(path, 1000, 1000), 0);
 	cr_assert_eq(chmod(path, 0200), 0);
-	f = fopen(jobfile, "w");
-	cr_assert(f);
-	global(f, &s, false);
-	fprintf(f, "[io]\nrw=read\nbs=4k\nsize=64k\nfilename=r.dat\n");
-	fclose(f);
+	write_job(jobfile, &s, false, "[io]\nrw=read\nbs=4k\nsize=64k\nfilename=r.dat\n");
 	expect_job_error(jobfile, out, err, EACCES, "Permission denied");
 	fini();
 }
@@ -535,23 +516,17 @@ Test(fio, a_failing_close_fails_the_job, .timeout = 120)
 {
 	struct th_server s;
 	struct jobres res[2];
-	char jobfile[400], out[400], err[400], path[700], cmd[2048];
+	char jobfile[JOB_PATH], out[JOB_PATH], err[JOB_PATH], path[700], cmd[2048];
 	struct stat st = {0};
-	FILE *f;
 	pid_t pid;
 	int status = -1;
 
 	need(&s, false);
-	snprintf(jobfile, sizeof(jobfile), "%s/close.fio", s.dir);
-	snprintf(out, sizeof(out), "%s/fio.out", s.dir);
-	snprintf(err, sizeof(err), "%s/fio.err", s.dir);
+	job_paths(&s, "close.fio", jobfile, out, err);
 	snprintf(path, sizeof(path), "%s/c.dat", s.export_dir);
-	f = fopen(jobfile, "w");
-	cr_assert(f);
-	global(f, &s, false);
-	fprintf(f, "[close]\nrw=write\nbs=4k\nsize=64k\nfilename=c.dat\nrrr_timeout=2000\n"
-		   "thinktime=10s\nthinktime_blocks=16\n");
-	fclose(f);
+	write_job(jobfile, &s, false,
+		  "[close]\nrw=write\nbs=4k\nsize=64k\nfilename=c.dat\nrrr_timeout=2000\n"
+		  "thinktime=10s\nthinktime_blocks=16\n");
 	snprintf(cmd, sizeof(cmd), "exec '%s' --output-format=terse '%s' >'%s' 2>'%s'", fio_bin,
 		 jobfile, out, err);
 	pid = fork();

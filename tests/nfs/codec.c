@@ -349,9 +349,27 @@ static int hook_encode(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov, 
 	return 0;
 }
 
+typedef int (*obj_codec)(struct rrr_xdr *x, void *obj);
+#define CODEC(f) ((obj_codec)(void (*)(void))(f))
+
+/* Encode @obj with @codec into buf, the payload hook set: 0 from the codec,
+ * and the hook has run @calls times in all, the last with @len bytes. The
+ * stream, for more checks. */
+static struct rrr_xdr encode_hooked(obj_codec codec, void *obj, unsigned calls, uint32_t len)
+{
+	static struct rrr_xdr_ddp hook = {.encode = hook_encode};
+	struct rrr_xdr x;
+
+	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
+	rrr_xdr_set_ddp(&x, &hook);
+	cr_assert_eq(codec(&x, obj), 0);
+	cr_assert_eq(hook_calls, calls);
+	cr_assert_eq(hook_len, len);
+	return x;
+}
+
 Test(nfs_codec, ddp_items_use_the_payload_hook)
 {
-	struct rrr_xdr_ddp hook = {.encode = hook_encode};
 	struct rrr_xdr x;
 	struct iovec iov[2] = {{.iov_base = "abcd", .iov_len = 4}, {.iov_base = "efg", .iov_len = 3}};
 
@@ -360,38 +378,23 @@ Test(nfs_codec, ddp_items_use_the_payload_hook)
 	wa.iov = iov;
 	wa.niov = 2;
 	hook_calls = 0;
-	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
-	rrr_xdr_set_ddp(&x, &hook);
-	cr_assert_eq(rrr_nfs3_xdr_write_args(&x, &wa), 0);
-	cr_assert_eq(hook_calls, 1);
-	cr_assert_eq(hook_len, 7);
+	x = encode_hooked(CODEC(rrr_nfs3_xdr_write_args), &wa, 1, 7);
 	cr_assert_eq(rrr_xdr_pos(&x), 4 + 8 + 4 + 4 + 4, "data left the inline stream");
 
 	static struct rrr_nfs3_read_res rr;
 	rr.count = rr.data_len = 7;
 	rr.iov = iov;
 	rr.niov = 2;
-	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
-	rrr_xdr_set_ddp(&x, &hook);
-	cr_assert_eq(rrr_nfs3_xdr_read_res(&x, &rr), 0);
-	cr_assert_eq(hook_calls, 2);
+	encode_hooked(CODEC(rrr_nfs3_xdr_read_res), &rr, 2, 7);
 
 	static struct rrr_nfs3_symlink_args sa;
 	strcpy(sa.where.name, "l");
 	strcpy(sa.path, "../target");
-	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
-	rrr_xdr_set_ddp(&x, &hook);
-	cr_assert_eq(rrr_nfs3_xdr_symlink_args(&x, &sa), 0);
-	cr_assert_eq(hook_calls, 3);
-	cr_assert_eq(hook_len, 9);
+	encode_hooked(CODEC(rrr_nfs3_xdr_symlink_args), &sa, 3, 9);
 
 	static struct rrr_nfs3_readlink_res rl;
 	strcpy(rl.path, "/x/y");
-	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
-	rrr_xdr_set_ddp(&x, &hook);
-	cr_assert_eq(rrr_nfs3_xdr_readlink_res(&x, &rl), 0);
-	cr_assert_eq(hook_calls, 4);
-	cr_assert_eq(hook_len, 4);
+	encode_hooked(CODEC(rrr_nfs3_xdr_readlink_res), &rl, 4, 4);
 }
 
 Test(nfs_codec, status_names_and_errno)

@@ -228,18 +228,26 @@ static void make_file(const char *name)
 	cr_assert_eq(rrr_nfs3_create(nfs, &root, name, 0644, false, &fh), 0);
 }
 
+/* A new file @name is removed by a REMOVE call of @xid (arguments into
+ * @d, the call into @m, its reply into @r): NFS3_OK, and it is gone. */
+static void removed(uint32_t xid, const char *name, struct rrr_nfs3_diropargs *d, struct msg *m,
+		    struct msg *r)
+{
+	make_file(name);
+	dirop(d, name);
+	build(m, xid, RRR_NFS3_REMOVE, XF(rrr_nfs3_xdr_diropargs), d);
+	roundtrip(m, r);
+	cr_assert_eq(nfs_status(r), RRR_NFS3_OK);
+	cr_assert_not(exists(name));
+}
+
 TestSuite(nfs_drc, .fini = teardown, .timeout = 60);
 
 Test(nfs_drc, resent_remove_gets_the_original_reply, .init = setup)
 {
 	struct rrr_nfs3_diropargs d;
 	struct msg m, r1, r2, r3;
-	make_file("victim");
-	dirop(&d, "victim");
-	build(&m, 0x5eed0001u, RRR_NFS3_REMOVE, XF(rrr_nfs3_xdr_diropargs), &d);
-	roundtrip(&m, &r1);
-	cr_assert_eq(nfs_status(&r1), RRR_NFS3_OK);
-	cr_assert_not(exists("victim"));
+	removed(0x5eed0001u, "victim", &d, &m, &r1);
 	roundtrip(&m, &r2); /* the client re-sends it after a reconnect */
 	cr_assert_eq(r2.len, r1.len);
 	cr_assert_eq(memcmp(r1.b, r2.b, r1.len), 0, "the original reply, byte for byte");
@@ -248,12 +256,7 @@ Test(nfs_drc, resent_remove_gets_the_original_reply, .init = setup)
 	roundtrip(&m, &r3);
 	cr_assert_eq(nfs_status(&r3), RRR_NFS3ERR_NOENT);
 	/* the same xid with other arguments is another call too */
-	make_file("other");
-	dirop(&d, "other");
-	build(&m, 0x5eed0001u, RRR_NFS3_REMOVE, XF(rrr_nfs3_xdr_diropargs), &d);
-	roundtrip(&m, &r3);
-	cr_assert_eq(nfs_status(&r3), RRR_NFS3_OK);
-	cr_assert_not(exists("other"));
+	removed(0x5eed0001u, "other", &d, &m, &r3);
 	rrr_nfs3_umount(nfs);
 	nfs = NULL;
 	cr_assert_eq(th_server_stop(&srv), 0);

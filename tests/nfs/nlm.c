@@ -61,6 +61,14 @@ static double now_s(void)
 
 /* ------------------------------------------------------------ NLM calls */
 
+/* The end of a test's client @c and then of the server (it must exit 0),
+ * its log left for checks. */
+static void end_server(struct rrr_clnt *c)
+{
+	rrr_clnt_destroy(c);
+	cr_assert_eq(th_server_stop(&srv), 0);
+}
+
 struct enc_ctx {
 	uint32_t proc;
 	const struct nlm4_args *a;
@@ -208,8 +216,7 @@ static void conflicts(bool rdma)
 	cr_assert_eq(call(c, NLM4_CANCEL, &x), NLM4_DENIED);
 	x.lock.fh.data[x.lock.fh.len - 1] ^= 0xff;
 	cr_assert_eq(call(c, NLM4_LOCK, &x), NLM4_STALE_FH);
-	rrr_clnt_destroy(c);
-	cr_assert_eq(th_server_stop(&srv), 0);
+	end_server(c);
 }
 
 Test(nfs_nlm, conflicts_over_tcp, .fini = fini, .timeout = 60)
@@ -252,8 +259,7 @@ Test(nfs_nlm, a_local_process_and_nfs_owners_share_the_locks, .fini = fini, .tim
 	cr_assert_eq(res.holder.svid, getpid(), "a local holder is named by its pid");
 	close(fd);
 	cr_assert_eq(call(c, NLM4_LOCK, &b), NLM4_GRANTED_ST);
-	rrr_clnt_destroy(c);
-	cr_assert_eq(th_server_stop(&srv), 0);
+	end_server(c);
 }
 
 Test(nfs_nlm, a_rebooted_client_loses_its_old_locks, .fini = fini, .timeout = 60)
@@ -270,8 +276,7 @@ Test(nfs_nlm, a_rebooted_client_loses_its_old_locks, .fini = fini, .timeout = 60
 	cr_assert_eq(call(c, NLM4_LOCK, &b), NLM4_GRANTED_ST);
 	mk(&a, "cli2", 2, true, 0, 0);
 	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_DENIED);
-	rrr_clnt_destroy(c);
-	cr_assert_eq(th_server_stop(&srv), 0);
+	end_server(c);
 	cr_assert(th_file_contains(srv.log, "nlm.client_reboots 1"));
 }
 
@@ -293,8 +298,7 @@ Test(nfs_nlm, the_per_client_limit_holds, .fini = fini, .timeout = 120)
 	cr_assert_eq(call(c, NLM4_UNLOCK, &a), NLM4_GRANTED_ST);
 	mk(&a, "greedy", 5000, false, 300, 1);
 	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_GRANTED_ST);
-	rrr_clnt_destroy(c);
-	cr_assert_eq(th_server_stop(&srv), 0);
+	end_server(c);
 	cr_assert(th_file_contains(srv.log, "nlm.limit_reached 1"));
 	cr_assert_eq(th_count_lines(srv.log, "FS_NLM_MAX_FILES) of client greedy reached"), 1);
 }
@@ -306,8 +310,7 @@ Test(nfs_nlm, reclaims_in_the_grace_period_after_a_restart, .fini = fini, .timeo
 	struct rrr_clnt *c = connect_to(false);
 	mk(&a, "cli1", 1, true, 0, 0);
 	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_GRANTED_ST, "no grace period on a first start");
-	rrr_clnt_destroy(c);
-	cr_assert_eq(th_server_stop(&srv), 0);
+	end_server(c);
 
 	start(false, grace); /* the same state dir: cli1 is on record */
 	c = connect_to(false);
@@ -324,8 +327,7 @@ Test(nfs_nlm, reclaims_in_the_grace_period_after_a_restart, .fini = fini, .timeo
 	cr_assert_eq(st, NLM4_DENIED, "after the grace period: the reclaimed lock holds");
 	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_DENIED_GRACE_PERIOD,
 		     "a reclaim after the grace period is refused, as Linux does");
-	rrr_clnt_destroy(c);
-	cr_assert_eq(th_server_stop(&srv), 0);
+	end_server(c);
 	cr_assert(th_file_contains(srv.log, "may reclaim their locks for 3 s"));
 }
 
@@ -338,8 +340,7 @@ Test(nfs_nlm, a_read_only_export_refuses_exclusive_locks, .fini = fini, .timeout
 	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_ROFS);
 	mk(&a, "cli1", 1, false, 0, 0);
 	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_GRANTED_ST, "shared locks are reads");
-	rrr_clnt_destroy(c);
-	cr_assert_eq(th_server_stop(&srv), 0);
+	end_server(c);
 }
 
 /* ------------------------------------------ the client's side: callbacks */
@@ -506,8 +507,7 @@ Test(nfs_nlm, a_blocked_lock_is_granted_by_callback_and_a_restart_is_notified,
 	cr_assert_eq(call(c, NLM4_UNLOCK, (mk(&b, "cli2", 2, false, 0, 0), &b)), NLM4_GRANTED_ST);
 	usleep(300000); /* longer than the retry period: nothing may be granted now */
 	cr_assert_eq(f.granted, 1);
-	rrr_clnt_destroy(c);
-	cr_assert_eq(th_server_stop(&srv), 0);
+	end_server(c);
 
 	/* the restart tells the clients on record (127.0.0.1: our fake statd) */
 	start(false, grace);

@@ -20,6 +20,7 @@
 #include <rrr/reg_engine.h>
 
 #include "../test_env.h"
+#include "helpers/io.h"
 #include "helpers/loop.h"
 
 #define PS	   4096u
@@ -67,11 +68,7 @@ static void teardown(void)
 	/* a test that failed midway: never leave an MR valid */
 	rrr_reg_recover(pool, &io);
 	rrr_reg_recover(pool, &io2);
-	loop_disconnect(&L);
-	rrr_mrpool_destroy(pool);
-	rrr_mr_dereg(pmr);
-	rrr_mr_dereg(rmr);
-	loop_close(&L);
+	rio_close(&L, pool, pmr, rmr);
 	free(cbuf);
 	free(pbuf);
 	pool = NULL;
@@ -90,35 +87,22 @@ static void fill_pattern(uint8_t *p, size_t n, unsigned seed)
 /* Post io's REG_MR chain with the last WR signaled and wait for it. */
 static void post_reg(struct rrr_reg_io *r)
 {
-	struct rrr_send_wr *bad;
-	struct rrr_wc wc;
-	uint64_t id = next_id++;
-
-	r->reg_wr[r->nsegs - 1].flags |= RRR_SEND_SIGNALED;
-	r->reg_wr[r->nsegs - 1].wr_id = id;
-	cr_assert_eq(rrr_qp_post_send(L.c.qp, &r->reg_wr[0], &bad), 0);
-	cr_assert_eq(loop_wait(&L, &L.c, id, &wc, TMO), 0, "REG_MR completion");
-	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "REG_MR: %s", rrr_wc_status_str(wc.status));
-	cr_expect_eq(wc.opcode, RRR_WC_REG_MR);
+	rio_post_reg(&L, r, next_id++);
 }
 
 /* Local invalidation through the engine's chain; waits for completion. */
 static void local_inv(struct rrr_reg_io *r)
 {
-	struct rrr_send_wr *inv, *bad;
-	struct rrr_wc wc;
-	uint64_t id = next_id++;
+	rio_local_inv(&L, pool, r, next_id++);
+}
 
-	inv = rrr_reg_build_inv(pool, r, id);
-	if (!inv) {
-		rrr_reg_inv_done(pool, r);
-		return;
-	}
-	cr_assert_eq(rrr_qp_post_send(L.c.qp, inv, &bad), 0);
-	cr_assert_eq(loop_wait(&L, &L.c, id, &wc, TMO), 0, "LOCAL_INV completion");
-	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "LOCAL_INV: %s", rrr_wc_status_str(wc.status));
-	cr_expect_eq(wc.opcode, RRR_WC_LOCAL_INV);
-	rrr_reg_inv_done(pool, r);
+/* Map the @n entries of @sg into @r for the peer to write (remote and
+ * local write); with @reg, register them too (post_reg). */
+static void map_writable(struct rrr_sg *sg, uint32_t n, struct rrr_reg_io *r, bool reg)
+{
+	cr_assert_eq(rrr_reg_map(pool, sg, n, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, r), 0);
+	if (reg)
+		post_reg(r);
 }
 
 static void post_client_recv(uint64_t id)
@@ -132,43 +116,11 @@ static void post_client_recv(uint64_t id)
 	cr_assert_eq(rrr_qp_post_recv(L.c.qp, &wr, &bad), 0);
 }
 
-/*
- * Peer: RDMA WRITE pbuf[0..seg.length) into each segment, then a SEND (so
- * that when the client's RECV completes every write has been placed).
- * @inv_rkey: non-zero makes it a SEND_WITH_INV of that handle.
- */
+/* Peer: RDMA WRITE pbuf through @segs, then a SEND (SEND_WITH_INV of
+ * @inv_rkey when non-zero): rio_peer_write_then_send(). */
 static void peer_write_then_send(const struct rrr_reg_seg *segs, uint32_t nsegs, uint32_t inv_rkey)
 {
-	struct rrr_send_wr wr[RRR_REG_MAX_SEGS + 1], *bad;
-	struct rrr_sge sge[RRR_REG_MAX_SEGS + 1];
-	uint64_t off = 0;
-	uint32_t i;
-
-	memset(wr, 0, sizeof(wr));
-	for (i = 0; i < nsegs; i++) {
-		sge[i] = (struct rrr_sge){(uintptr_t)pbuf + off, segs[i].length, rrr_mr_lkey(pmr)};
-		wr[i].opcode = RRR_WR_RDMA_WRITE;
-		wr[i].sg_list = &sge[i];
-		wr[i].num_sge = 1;
-		wr[i].u.rdma.remote_addr = segs[i].offset;
-		wr[i].u.rdma.rkey = segs[i].handle;
-		wr[i].next = &wr[i + 1];
-		wr[i].wr_id = 1;
-		off += segs[i].length;
-	}
-	sge[i] = (struct rrr_sge){(uintptr_t)pbuf, 8, rrr_mr_lkey(pmr)};
-	wr[i].opcode = inv_rkey ? RRR_WR_SEND_WITH_INV : RRR_WR_SEND;
-	wr[i].u.send.invalidate_rkey = inv_rkey;
-	wr[i].sg_list = &sge[i];
-	wr[i].num_sge = 1;
-	wr[i].flags = RRR_SEND_SIGNALED;
-	wr[i].wr_id = 2;
-	cr_assert_eq(rrr_qp_post_send(L.p.qp, &wr[0], &bad), 0);
-}
-
-static void peer_send_inv(uint32_t inv_rkey)
-{
-	peer_write_then_send(NULL, 0, inv_rkey);
+	rio_peer_write_then_send(&L, pbuf, pmr, segs, nsegs, inv_rkey, 2);
 }
 
 /* Expect the client's RECV @id to complete successfully (writes placed). */
@@ -176,6 +128,27 @@ static void expect_recv_ok(uint64_t id, struct rrr_wc *wc)
 {
 	cr_assert_eq(loop_wait(&L, &L.c, id, wc, TMO), 0, "client RECV");
 	cr_assert_eq(wc->status, RRR_WC_SUCCESS, "client RECV: %s", rrr_wc_status_str(wc->status));
+}
+
+/* Skip the test where the device has no usable Send With Invalidate. */
+static void need_send_with_inv(void)
+{
+	if (!L.attr.send_with_inv)
+		cr_skip_test("%s/%s: no usable Send With Invalidate (attr.send_with_inv false)",
+			     L.attr.name, L.attr.strategy);
+}
+
+/* The peer's SEND_WITH_INV of @rkey reaches the client's RECV @id, which
+ * completes successfully saying so: its completion. */
+static struct rrr_wc recv_send_inv(uint64_t id, uint32_t rkey)
+{
+	struct rrr_wc wc;
+
+	post_client_recv(id);
+	peer_write_then_send(NULL, 0, rkey);
+	expect_recv_ok(id, &wc);
+	cr_assert(wc.wc_flags & RRR_WC_WITH_INV, "RECV lacks WITH_INV");
+	return wc;
 }
 
 /* The peer learns of the refusal from the Terminate: its QP goes to error,
@@ -230,21 +203,25 @@ static void expect_all_guard(const char *what)
  * cbuf keeps its guard. */
 static void expect_placed(const struct rrr_sg *sg, unsigned n)
 {
-	uint8_t *want = malloc(CBUF_PAGES * PS);
-	size_t off = 0;
-	unsigned i;
+	rio_expect_placed(cbuf, CBUF_PAGES * PS, GUARD, sg, n, pbuf);
+}
 
-	memset(want, GUARD, CBUF_PAGES * PS);
-	for (i = 0; i < n; i++) {
-		size_t at = (size_t)((uint8_t *)sg[i].page + sg[i].offset - cbuf);
+/* The peer WRITEs @len bytes of pattern @seed through the dead @segs (@n):
+ * refused, the client's RECV @id flushed, the peer's QP in error. */
+static void write_refused(const struct rrr_reg_seg *segs, uint32_t n, size_t len, unsigned seed,
+			  uint64_t id)
+{
+	fill_pattern(pbuf, len, seed);
+	post_client_recv(id);
+	peer_write_then_send(segs, n, 0);
+	expect_refused(id);
+}
 
-		memcpy(want + at, pbuf + off, sg[i].length);
-		off += sg[i].length;
-	}
-	for (i = 0; i < CBUF_PAGES * PS; i++)
-		cr_assert_eq(cbuf[i], want[i], "byte %u: 0x%02x, expected 0x%02x", i, cbuf[i],
-			     want[i]);
-	free(want);
+/* A fresh connection on the same PDs (the last one was refused or torn). */
+static void reconnect(void)
+{
+	loop_disconnect(&L);
+	cr_assert_eq(loop_connect(&L, TMO), 0);
 }
 
 TestSuite(soft, .init = setup, .fini = teardown, .timeout = 60);
@@ -312,16 +289,11 @@ Test(soft, write_after_local_inv_refused)
 	struct rrr_reg_seg old[RRR_REG_MAX_SEGS];
 	uint32_t n;
 
-	cr_assert_eq(
-	    rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
-	post_reg(&io);
+	map_writable(sg, 1, &io, true);
 	n = io.nsegs;
 	memcpy(old, io.segs, sizeof(old[0]) * n);
 	local_inv(&io);
-	fill_pattern(pbuf, 2 * PS, 9);
-	post_client_recv(1001);
-	peer_write_then_send(old, n, 0);
-	expect_refused(1001);
+	write_refused(old, n, 2 * PS, 9, 1001);
 	expect_all_guard("write after LOCAL_INV");
 }
 
@@ -334,18 +306,12 @@ Test(soft, remote_invalidation)
 	struct rrr_reg_seg old;
 	struct rrr_wc wc;
 
-	if (!L.attr.send_with_inv)
-		cr_skip_test("%s/%s: no usable Send With Invalidate (attr.send_with_inv false)",
-			     L.attr.name, L.attr.strategy);
-	cr_assert_eq(
-	    rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
+	need_send_with_inv();
+	map_writable(sg, 1, &io, false);
 	cr_assert_eq(io.nsegs, 1u);
 	post_reg(&io);
 	old = io.segs[0];
-	post_client_recv(1002);
-	peer_send_inv(io.segs[0].handle);
-	expect_recv_ok(1002, &wc);
-	cr_assert(wc.wc_flags & RRR_WC_WITH_INV, "RECV lacks WITH_INV");
+	wc = recv_send_inv(1002, io.segs[0].handle);
 	cr_assert_eq(wc.invalidated_rkey, io.segs[0].handle);
 	cr_assert_eq(rrr_reg_remote_invalidated(pool, &io, wc.invalidated_rkey), 0);
 	cr_expect_null(rrr_reg_build_inv(pool, &io, 1), "no LOCAL_INV after remote inv");
@@ -354,10 +320,7 @@ Test(soft, remote_invalidation)
 	cr_expect_eq(st.remote_inv, 1u);
 	cr_expect_eq(st.local_inv, 0u);
 
-	fill_pattern(pbuf, PS, 11);
-	post_client_recv(1003);
-	peer_write_then_send(&old, 1, 0);
-	expect_refused(1003);
+	write_refused(&old, 1, PS, 11, 1003);
 	expect_all_guard("write after remote invalidation");
 }
 
@@ -370,21 +333,14 @@ Test(soft, foreign_remote_invalidation)
 	struct rrr_reg_stats st;
 	struct rrr_wc wc;
 
-	if (!L.attr.send_with_inv)
-		cr_skip_test("%s/%s: no usable Send With Invalidate (attr.send_with_inv false)",
-			     L.attr.name, L.attr.strategy);
-	cr_assert_eq(rrr_reg_map(pool, a, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io),
-		     0);
-	cr_assert_eq(
-	    rrr_reg_map(pool, b, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io2), 0);
+	need_send_with_inv();
+	map_writable(a, 1, &io, false);
+	map_writable(b, 1, &io2, false);
 	post_reg(&io);
 	post_reg(&io2);
 	old_a = io.segs[0];
 	old_b = io2.segs[0];
-	post_client_recv(1004);
-	peer_send_inv(io2.segs[0].handle);
-	expect_recv_ok(1004, &wc);
-	cr_assert(wc.wc_flags & RRR_WC_WITH_INV);
+	wc = recv_send_inv(1004, io2.segs[0].handle);
 	cr_expect_eq(rrr_reg_remote_invalidated(pool, &io, wc.invalidated_rkey), -EPERM);
 	/* the caller's reaction: disconnect, then recover every I/O */
 	rrr_cm_disconnect(L.c.id);
@@ -395,17 +351,10 @@ Test(soft, foreign_remote_invalidation)
 	cr_expect_eq(st.remote_inv, 0u);
 
 	/* a fresh connection on the same PDs: both old handles are dead */
-	loop_disconnect(&L);
-	cr_assert_eq(loop_connect(&L, TMO), 0);
-	fill_pattern(pbuf, PS, 13);
-	post_client_recv(1005);
-	peer_write_then_send(&old_a, 1, 0);
-	expect_refused(1005);
-	loop_disconnect(&L);
-	cr_assert_eq(loop_connect(&L, TMO), 0);
-	post_client_recv(1006);
-	peer_write_then_send(&old_b, 1, 0);
-	expect_refused(1006);
+	reconnect();
+	write_refused(&old_a, 1, PS, 13, 1005);
+	reconnect();
+	write_refused(&old_b, 1, PS, 13, 1006);
 	expect_all_guard("writes after recovery");
 }
 
@@ -423,15 +372,12 @@ Test(soft, key_rotation_old_handle_refused)
 	pool = NULL;
 	cr_assert_eq(rrr_mrpool_create(L.c.pd, &one, &pool), 0);
 
-	cr_assert_eq(
-	    rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
-	post_reg(&io);
+	map_writable(sg, 1, &io, true);
 	old = io.segs[0];
 	mr = io.mrs[0];
 	local_inv(&io);
 
-	cr_assert_eq(
-	    rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
+	map_writable(sg, 1, &io, false);
 	cr_assert_eq(io.mrs[0], mr, "pool of one reuses its MR");
 	cr_assert_neq(io.segs[0].handle, old.handle, "key rotated");
 	if (strcmp(L.attr.strategy, "regmr") != 0) /* regmr: the kernel picks each key */
@@ -447,10 +393,7 @@ Test(soft, key_rotation_old_handle_refused)
 
 	/* the stale one is refused, zero bytes placed */
 	memset(cbuf, GUARD, CBUF_PAGES * PS);
-	fill_pattern(pbuf, PS, 19);
-	post_client_recv(1008);
-	peer_write_then_send(&old, 1, 0);
-	expect_refused(1008);
+	write_refused(&old, 1, PS, 19, 1008);
 	expect_all_guard("write with a rotated-out key");
 }
 
@@ -491,9 +434,7 @@ Test(soft, recovery_after_flush)
 	uint32_t n, i;
 	int rc;
 
-	cr_assert_eq(
-	    rrr_reg_map(pool, sg, 3, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io), 0);
-	post_reg(&io);
+	map_writable(sg, 3, &io, true);
 	n = io.nsegs;
 	memcpy(old, io.segs, sizeof(old[0]) * n);
 
@@ -512,12 +453,8 @@ Test(soft, recovery_after_flush)
 	cr_expect_eq(io.nsegs, 0u);
 
 	for (i = 0; i < n; i++) {
-		loop_disconnect(&L);
-		cr_assert_eq(loop_connect(&L, TMO), 0);
-		fill_pattern(pbuf, PS, 23);
-		post_client_recv(1100 + i);
-		peer_write_then_send(&old[i], 1, 0);
-		expect_refused(1100 + i);
+		reconnect();
+		write_refused(&old[i], 1, PS, 23, 1100 + i);
 	}
 	expect_all_guard("writes after recovery");
 	/* the pool is usable again */

@@ -16,6 +16,7 @@
 #include <rrr/reg_engine.h>
 
 #include "../test_env.h"
+#include "helpers/io.h"
 #include "helpers/loop.h"
 
 #define PS     4096u
@@ -56,11 +57,7 @@ static void teardown(void)
 	if (!tenv_is_soft())
 		return;
 	rrr_reg_recover(pool, &io);
-	loop_disconnect(&L);
-	rrr_mrpool_destroy(pool);
-	rrr_mr_dereg(pmr);
-	rrr_mr_dereg(rmr);
-	loop_close(&L);
+	rio_close(&L, pool, pmr, rmr);
 	free(cbuf);
 	free(pbuf);
 }
@@ -79,71 +76,32 @@ Test(soft_page_list, holes_and_depth_split_then_write_through_all)
 		{ cbuf + 4 * PS, 0, 3 * PS },
 		{ cbuf + 8 * PS, 512, 1000 },
 	};
-	struct rrr_send_wr wr[RRR_REG_MAX_SEGS + 1], *bad, *inv;
-	struct rrr_sge sge[RRR_REG_MAX_SEGS + 1], rsge;
 	struct rrr_recv_wr rwr;
 	struct rrr_reg_stats st;
+	struct rrr_sge rsge;
 	struct rrr_wc wc;
-	uint8_t *want;
-	uint64_t off = 0;
-	uint32_t i;
+	uint64_t total = 0;
 
 	TENV_SOFT_ONLY("map_model is a soft device option");
 	cr_assert_eq(rrr_reg_map(pool, sg, 5, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE, &io),
 		     0);
 	cr_assert_eq(io.nsegs, 4u, "two holes and one depth cut: %u registrations", io.nsegs);
 	cr_expect_eq(io.holes, 2u);
-	io.reg_wr[io.nsegs - 1].flags |= RRR_SEND_SIGNALED;
-	io.reg_wr[io.nsegs - 1].wr_id = 10;
-	cr_assert_eq(rrr_qp_post_send(L.c.qp, &io.reg_wr[0], &bad), 0);
-	cr_assert_eq(loop_wait(&L, &L.c, 10, &wc, TMO), 0);
-	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "REG_MR: %s", rrr_wc_status_str(wc.status));
+	rio_post_reg(&L, &io, 10);
 
 	rsge = (struct rrr_sge){ (uintptr_t)rbuf, sizeof(rbuf), rrr_mr_lkey(rmr) };
 	rwr = (struct rrr_recv_wr){ .wr_id = 11, .sg_list = &rsge, .num_sge = 1 };
 	cr_assert_eq(rrr_qp_post_recv(L.c.qp, &rwr, NULL), 0);
-	memset(wr, 0, sizeof(wr));
-	for (i = 0; i < io.nsegs; i++) {
-		sge[i] = (struct rrr_sge){ (uintptr_t)pbuf + off, io.segs[i].length,
-					   rrr_mr_lkey(pmr) };
-		wr[i].opcode = RRR_WR_RDMA_WRITE;
-		wr[i].sg_list = &sge[i];
-		wr[i].num_sge = 1;
-		wr[i].u.rdma.remote_addr = io.segs[i].offset;
-		wr[i].u.rdma.rkey = io.segs[i].handle;
-		wr[i].next = &wr[i + 1];
-		off += io.segs[i].length;
-	}
-	sge[i] = (struct rrr_sge){ (uintptr_t)pbuf, 8, rrr_mr_lkey(pmr) };
-	wr[i].opcode = RRR_WR_SEND;
-	wr[i].sg_list = &sge[i];
-	wr[i].num_sge = 1;
-	wr[i].flags = RRR_SEND_SIGNALED;
-	wr[i].wr_id = 12;
-	cr_assert_eq(rrr_qp_post_send(L.p.qp, &wr[0], &bad), 0);
+	rio_peer_write_then_send(&L, pbuf, pmr, io.segs, io.nsegs, 0, 12);
 	cr_assert_eq(loop_wait(&L, &L.c, 11, &wc, TMO), 0);
 	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "RECV: %s", rrr_wc_status_str(wc.status));
-	cr_assert_eq(off, 3000u + 5 * PS + 1000u);
+	for (uint32_t i = 0; i < io.nsegs; i++)
+		total += io.segs[i].length;
+	cr_assert_eq(total, 3000u + 5 * PS + 1000u);
+	/* bytes placed in order, guards intact */
+	rio_expect_placed(cbuf, NPAGES * PS, GUARD, sg, 5, pbuf);
 
-	want = malloc(NPAGES * PS);
-	cr_assert(want);
-	memset(want, GUARD, NPAGES * PS);
-	off = 0;
-	for (i = 0; i < 5; i++) {
-		size_t at = (size_t)((uint8_t *)sg[i].page + sg[i].offset - cbuf);
-
-		memcpy(want + at, pbuf + off, sg[i].length);
-		off += sg[i].length;
-	}
-	cr_assert_eq(memcmp(cbuf, want, NPAGES * PS), 0, "bytes placed in order, guards intact");
-	free(want);
-
-	inv = rrr_reg_build_inv(pool, &io, 13);
-	cr_assert_not_null(inv);
-	cr_assert_eq(rrr_qp_post_send(L.c.qp, inv, &bad), 0);
-	cr_assert_eq(loop_wait(&L, &L.c, 13, &wc, TMO), 0);
-	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "LOCAL_INV: %s", rrr_wc_status_str(wc.status));
-	rrr_reg_inv_done(pool, &io);
+	rio_local_inv(&L, pool, &io, 13);
 	rrr_mrpool_stats(pool, &st);
 	cr_expect_eq(st.registrations, 4u);
 	cr_expect_eq(st.local_inv, 4u);

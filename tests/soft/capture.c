@@ -154,17 +154,12 @@ static int one(struct th_ep *e, enum rrr_wr_opcode op, uint64_t id, void *buf, u
 	struct rrr_sge s = { (uintptr_t)buf, len, rrr_mr_lkey(mr) };
 	struct rrr_send_wr w = { .wr_id = id, .opcode = op, .flags = RRR_SEND_SIGNALED,
 				 .sg_list = &s, .num_sge = 1 };
-	struct rrr_wc wc;
 
 	if (op == RRR_WR_SEND_WITH_INV)
 		w.u.send.invalidate_rkey = rkey;
 	else
 		w.u.rdma.remote_addr = ra, w.u.rdma.rkey = rkey;
-	if (rrr_qp_post_send(e->qp, &w, NULL))
-		return -1;
-	if (th_wc(e, &wc, TH_TIMEOUT_MS) != 1 || wc.status != RRR_WC_SUCCESS || wc.wr_id != id)
-		return -1;
-	return 0;
+	return th_post_one(e, &w);
 }
 
 static int cli(struct th_ep *e, void *arg)
@@ -196,18 +191,29 @@ static int cli(struct th_ep *e, void *arg)
 	return th_end(e, mr);
 }
 
-/* Number of frames of @file matching display filter @filter, or -1. */
-static long count(const char *file, const char *filter)
+/* tshark's fields of the frames of @file matching display filter @filter:
+ * the frame number, then @more_fields (options, each ending in a space),
+ * one frame a line, piped through shell command @tail. The pipe to read
+ * (pclose it), or NULL. */
+static FILE *tshark_fields(const char *file, const char *filter, const char *more_fields,
+			   const char *tail)
 {
-	char cmd[1024], buf[64];
-	FILE *f;
-	long n = 0;
+	char cmd[1024];
 
 	snprintf(cmd, sizeof(cmd),
 		 "tshark -r '%s' --enable-heuristic iwarp_mpa_tcp -Y '%s' -T fields -e frame.number "
-		 "2>/dev/null | wc -l",
-		 file, filter);
-	f = popen(cmd, "r");
+		 "%s2>/dev/null | %s",
+		 file, filter, more_fields, tail);
+	return popen(cmd, "r");
+}
+
+/* Number of frames of @file matching display filter @filter, or -1. */
+static long count(const char *file, const char *filter)
+{
+	char buf[64];
+	FILE *f = tshark_fields(file, filter, "", "wc -l");
+	long n = 0;
+
 	if (!f)
 		return -1;
 	if (!fgets(buf, sizeof(buf), f))
@@ -240,16 +246,12 @@ static long count_text(const char *file, const char *text)
  * and length, expert messages), at most @len bytes, for a failure message. */
 static void list_frames(const char *file, const char *filter, char *out, size_t len)
 {
-	char cmd[1024];
 	size_t have = 0;
 	FILE *f;
 
 	out[0] = '\0';
-	snprintf(cmd, sizeof(cmd),
-		 "tshark -r '%s' --enable-heuristic iwarp_mpa_tcp -Y '%s' -T fields -e frame.number "
-		 "-e tcp.seq -e tcp.len -e _ws.expert.message -E separator=' ' 2>/dev/null | head -n 8",
-		 file, filter);
-	f = popen(cmd, "r");
+	f = tshark_fields(file, filter, "-e tcp.seq -e tcp.len -e _ws.expert.message -E separator=' ' ",
+			  "head -n 8");
 	if (!f)
 		return;
 	while (have + 1 < len && fgets(out + have, (int)(len - have), f))

@@ -52,14 +52,9 @@ static int post_linv(struct th_ep *e, uint32_t rkey, uint64_t id)
 {
 	struct rrr_send_wr wr = { .wr_id = id, .opcode = RRR_WR_LOCAL_INV,
 				  .flags = RRR_SEND_SIGNALED };
-	struct rrr_wc wc;
 
 	wr.u.inv.rkey = rkey;
-	if (rrr_qp_post_send(e->qp, &wr, NULL))
-		return -1;
-	if (th_wc(e, &wc, TH_TIMEOUT_MS) != 1 || wc.status != RRR_WC_SUCCESS || wc.wr_id != id)
-		return -1;
-	return 0;
+	return th_post_one(e, &wr);
 }
 
 static int victim(struct th_ep *e, void *arg)

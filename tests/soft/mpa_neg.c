@@ -27,27 +27,59 @@
 
 static struct soft_mpa_rr req_of(uint8_t rev, bool h, bool p2p, uint8_t rtr, bool crc)
 {
-	struct soft_mpa_rr r;
+	return (struct soft_mpa_rr){ .rev = rev, .enhanced = h, .p2p = p2p, .rtr = rtr, .crc = crc,
+				     .ird = 16, .ord = 16 };
+}
 
-	memset(&r, 0, sizeof(r));
-	r.rev = rev;
-	r.enhanced = h;
-	r.p2p = p2p;
-	r.rtr = rtr;
-	r.crc = crc;
-	r.ird = r.ord = 16;
-	return r;
+/* One row of a negotiation table: the peer's frame (revision, H, the P2P
+ * bit, the RTR types it offers or chooses), then what must come of it. */
+struct neg_row {
+	uint8_t rev;
+	bool h, p2p;
+	uint8_t rtr_in;
+	int reason; /* -1: accepted */
+	uint8_t rtr_out;
+};
+
+/*
+ * Play each of the @n @rows: as the responder (@me NULL) the row is a
+ * Request without CRC; as the initiator that sent @me it is a Reply with
+ * CRC. An accepted row must end in its RTR type (and, as the responder, in
+ * its revision, holding transmission when no RTR is used); a refused one
+ * must fail with -EPROTO and its reason (as the responder, saying why).
+ */
+static void play_rows(const struct neg_row *rows, unsigned n, const struct soft_mpa_rr *me)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct soft_mpa_rr r = req_of(rows[i].rev, rows[i].h, rows[i].p2p, rows[i].rtr_in,
+					      me != NULL);
+		struct soft_mpa_neg neg;
+		const char *why = NULL;
+		int reason = -1, rc;
+
+		r.reply = me != NULL;
+		rc = me ? rrr__soft_mpa_check_reply(me, &r, &neg, &reason, &why)
+			: rrr__soft_mpa_answer(&r, false, &neg, &reason, &why);
+		if (rows[i].reason >= 0) {
+			cr_assert_eq(rc, -EPROTO, "row %u accepted", i);
+			cr_assert_eq(reason, rows[i].reason, "row %u", i);
+			cr_assert(me || (why && *why));
+			continue;
+		}
+		cr_assert_eq(rc, 0, "row %u refused: %s", i, why);
+		cr_assert_eq(neg.rtr, rows[i].rtr_out, "row %u: rtr %u, wanted %u", i, neg.rtr,
+			     rows[i].rtr_out);
+		if (!me) {
+			cr_assert_eq(neg.hold_tx, rows[i].rtr_out == SOFT_RTR_NONE, "row %u", i);
+			cr_assert_eq(neg.rev, rows[i].rev);
+		}
+	}
 }
 
 Test(soft_mpa_neg, responder_table)
 {
-	static const struct {
-		uint8_t rev;
-		bool h, p2p;
-		uint8_t offered;
-		int reason; /* -1: accepted */
-		uint8_t chosen;
-	} rows[] = {
+	/* rtr_in: the RTR types offered; rtr_out: the one chosen */
+	static const struct neg_row rows[] = {
 		{1, false, false, 0, -1, SOFT_RTR_NONE},
 		{2, false, false, 0, -1, SOFT_RTR_NONE},
 		{2, true, false, 0, -1, SOFT_RTR_NONE}, /* siw's default Request */
@@ -63,25 +95,7 @@ Test(soft_mpa_neg, responder_table)
 		{3, true, true, SOFT_RTR_WRITE, RRR_CM_REFUSED_REVISION, 0},
 	};
 
-	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct soft_mpa_rr r = req_of(rows[i].rev, rows[i].h, rows[i].p2p, rows[i].offered, false);
-		struct soft_mpa_neg n;
-		const char *why = NULL;
-		int reason = -1, rc;
-
-		rc = rrr__soft_mpa_answer(&r, false, &n, &reason, &why);
-		if (rows[i].reason < 0) {
-			cr_assert_eq(rc, 0, "row %u refused: %s", i, why);
-			cr_assert_eq(n.rtr, rows[i].chosen, "row %u: rtr %u, wanted %u", i, n.rtr,
-				     rows[i].chosen);
-			cr_assert_eq(n.hold_tx, rows[i].chosen == SOFT_RTR_NONE, "row %u", i);
-			cr_assert_eq(n.rev, rows[i].rev);
-		} else {
-			cr_assert_eq(rc, -EPROTO, "row %u accepted", i);
-			cr_assert_eq(reason, rows[i].reason, "row %u", i);
-			cr_assert(why && *why);
-		}
-	}
+	play_rows(rows, sizeof(rows) / sizeof(rows[0]), NULL);
 	/* markers, in either revision */
 	for (uint8_t rev = 1; rev <= 2; rev++) {
 		struct soft_mpa_rr r = req_of(rev, rev == 2, false, 0, false);
@@ -117,13 +131,8 @@ Test(soft_mpa_neg, crc_either_side)
 Test(soft_mpa_neg, initiator_table)
 {
 	struct soft_mpa_rr me = req_of(2, true, true, SOFT_RTR_WRITE | SOFT_RTR_READ, true);
-	static const struct {
-		uint8_t rev;
-		bool h, p2p;
-		uint8_t chosen;
-		int reason;
-		uint8_t rtr;
-	} rows[] = {
+	/* rtr_in: the RTR type the responder chose; rtr_out: the one used */
+	static const struct neg_row rows[] = {
 		{2, true, true, SOFT_RTR_WRITE, -1, SOFT_RTR_WRITE},
 		{2, true, true, SOFT_RTR_READ, -1, SOFT_RTR_READ},
 		{2, true, false, 0, -1, SOFT_RTR_NONE},  /* the responder wants no RTR */
@@ -135,29 +144,15 @@ Test(soft_mpa_neg, initiator_table)
 		{3, true, true, SOFT_RTR_WRITE, RRR_CM_REFUSED_REVISION, 0},
 	};
 
-	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct soft_mpa_rr rep = req_of(rows[i].rev, rows[i].h, rows[i].p2p, rows[i].chosen, true);
-		struct soft_mpa_neg n;
-		const char *why = NULL;
-		int reason = -1, rc;
-
-		rep.reply = true;
-		rc = rrr__soft_mpa_check_reply(&me, &rep, &n, &reason, &why);
-		if (rows[i].reason < 0) {
-			cr_assert_eq(rc, 0, "row %u refused: %s", i, why);
-			cr_assert_eq(n.rtr, rows[i].rtr, "row %u", i);
-		} else {
-			cr_assert_eq(rc, -EPROTO, "row %u accepted", i);
-			cr_assert_eq(reason, rows[i].reason, "row %u", i);
-		}
-	}
+	play_rows(rows, sizeof(rows) / sizeof(rows[0]), &me);
 }
 
 /* ------------------------------------------------ the soft responder, live */
 
-static int raw_connect(uint16_t port)
+/* @s opened with @opts and listening, and a raw socket connected to it. */
+static int raw_open(struct th_ep *s, const char *opts)
 {
-	int fd = th_tcp_connect(port);
+	int fd = th_open_raw_peer(s, opts);
 
 	cr_assert(fd >= 0);
 	return fd;
@@ -221,19 +216,6 @@ static void drive_until_readable(struct th_ep *e, int fd)
 	cr_assert(th_readable(fd, 0), "the soft side sent nothing");
 }
 
-static size_t fpdu_close(uint8_t *f, size_t n, bool crc)
-{
-	unsigned pad = soft_mpa_pad((uint32_t)n - 2);
-	uint32_t c;
-
-	memset(f + n, 0, pad);
-	n += pad;
-	c = crc ? rrr_crc32c(0, f, n) : 0;
-	f[n] = (uint8_t)c, f[n + 1] = (uint8_t)(c >> 8), f[n + 2] = (uint8_t)(c >> 16);
-	f[n + 3] = (uint8_t)(c >> 24);
-	return n + 4;
-}
-
 /* Begin accepting: CONNECT_REQUEST, a QP, rrr_cm_accept() ("srv"). */
 static void accept_begin(struct th_ep *s)
 {
@@ -273,7 +255,7 @@ static void traffic(struct th_ep *s, int fd, bool crc, uint32_t msn_send, uint32
 	cr_assert_eq(rrr_qp_post_recv(s->qp, &r, NULL), 0);
 	n = rrr__soft_hdr_untagged(f, SOFT_OP_SEND, true, 0, SOFT_QN_SEND, msn_send, 0, 16);
 	memset(f + n, 0x31, 16);
-	n = fpdu_close(f, n + 16, crc);
+	n = th_fpdu_close(f, n + 16, crc);
 	cr_assert_eq(th_oob_send(fd, f, n), 0);
 	cr_assert_eq(th_wc(s, &wc, TH_TIMEOUT_MS), 1, "the peer's first Send did not arrive");
 	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s", rrr_wc_status_str(wc.status));
@@ -285,7 +267,7 @@ static void traffic(struct th_ep *s, int fd, bool crc, uint32_t msn_send, uint32
 		n = rrr__soft_hdr_untagged(f, SOFT_OP_READ_REQ, true, 0, SOFT_QN_READ, read_msn, 0,
 					   SOFT_READ_REQ_LEN);
 		rrr__soft_read_req_encode(f + n, &q);
-		n = fpdu_close(f, n + SOFT_READ_REQ_LEN, crc);
+		n = th_fpdu_close(f, n + SOFT_READ_REQ_LEN, crc);
 		cr_assert_eq(th_oob_send(fd, f, n), 0);
 		for (int i = 0; i < 500 && !th_readable(fd, 0); i++)
 			cr_assert_eq(th_wc(s, &wc, 10), 0); /* drives the QP; no completion */
@@ -310,7 +292,7 @@ static void traffic(struct th_ep *s, int fd, bool crc, uint32_t msn_send, uint32
 		uint8_t chk[64];
 
 		memcpy(chk, f, n - 4);
-		fpdu_close(chk, n - 4, true);
+		th_fpdu_close(chk, n - 4, true);
 		cr_assert_eq(memcmp(chk + n - 4, f + n - 4, 4), 0, "bad CRC from the soft side");
 	}
 	rrr_qp_destroy(s->qp);
@@ -327,12 +309,8 @@ static void accepted(const char *opts, uint8_t flags, uint8_t rev, uint16_t ird_
 	uint8_t f[SOFT_MPA_HDR + SOFT_MPA_PD_MAX];
 	struct th_ep s;
 	struct reply r;
-	uint16_t port;
-	int fd;
+	int fd = raw_open(&s, opts);
 
-	cr_assert_eq(th_open(&s, opts), 0);
-	cr_assert_eq(th_listen(&s, &port), 0);
-	fd = raw_connect(port);
 	cr_assert_eq(th_oob_send(fd, f, request(f, flags, rev, ird_w, ord_w, 5)), 0);
 	accept_begin(&s);
 	cr_assert_eq(s.req.private_data_len, 5);
@@ -364,7 +342,7 @@ static void accepted(const char *opts, uint8_t flags, uint8_t rev, uint16_t ird_
 
 		if (want_rtr == SOFT_RTR_WRITE)
 			soft_put32(rtr + 4, 1); /* siw's STag for it; recompute the CRC */
-		n = fpdu_close(rtr, n - 4 - soft_mpa_pad(soft_get16(rtr)), want_crc);
+		n = th_fpdu_close(rtr, n - 4 - soft_mpa_pad(soft_get16(rtr)), want_crc);
 		cr_assert_eq(th_oob_send(fd, rtr, n), 0);
 		cr_assert_eq(th_cm_wait(&s, RRR_CM_EVENT_ESTABLISHED, TH_TIMEOUT_MS), 0,
 			     "not established after the RTR");
@@ -427,13 +405,9 @@ static void refused(const uint8_t *f, size_t n, int want_rev, enum rrr_cm_refusa
 {
 	struct rrr_cm_limit_stats st;
 	struct th_ep s;
-	uint16_t port;
 	uint8_t b;
-	int fd;
+	int fd = raw_open(&s, NULL);
 
-	cr_assert_eq(th_open(&s, NULL), 0);
-	cr_assert_eq(th_listen(&s, &port), 0);
-	fd = raw_connect(port);
 	if (n)
 		cr_assert_eq(th_oob_send(fd, f, n), 0);
 	else
@@ -485,12 +459,8 @@ Test(soft_mpa_neg, private_data_up_to_the_maximum, .timeout = 60)
 		uint8_t f[SOFT_MPA_HDR + SOFT_MPA_PD_MAX];
 		struct th_ep s;
 		struct reply r;
-		uint16_t port;
-		int fd;
+		int fd = raw_open(&s, NULL);
 
-		cr_assert_eq(th_open(&s, NULL), 0);
-		cr_assert_eq(th_listen(&s, &port), 0);
-		fd = raw_connect(port);
 		cr_assert_eq(th_oob_send(fd, f, request(f, H, 2, 16, 16, lens[i])), 0);
 		accept_begin(&s);
 		/* callers see at most RRR_CM_MAX_PRIVATE_DATA of it */

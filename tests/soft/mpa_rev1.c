@@ -24,12 +24,13 @@
 #include "helpers/harness.h"
 #include "transport/soft/soft.h"
 
-/* Connect and send a revision 1 Request with @flags and private data. */
-static int rev1_connect(uint16_t port, uint8_t flags, const char *pd)
+/* Open @s listening, connect to it and send a revision 1 Request with
+ * @flags and private data @pd: the raw socket. */
+static int rev1_connect(struct th_ep *s, uint8_t flags, const char *pd)
 {
 	uint8_t f[SOFT_MPA_HDR + 64];
 	size_t n = strlen(pd);
-	int fd = th_tcp_connect(port);
+	int fd = th_open_raw_peer(s, NULL);
 
 	cr_assert(fd >= 0);
 	memcpy(f, SOFT_MPA_KEY_REQ, 16);
@@ -56,19 +57,6 @@ static void expect_rev1_reply(int fd, uint8_t flags, const char *pd)
 	cr_assert_eq(memcmp(f + SOFT_MPA_HDR, pd, n), 0);
 }
 
-static size_t crc_end(uint8_t *f, size_t n)
-{
-	unsigned pad = soft_mpa_pad((uint32_t)n - 2);
-	uint32_t c;
-
-	memset(f + n, 0, pad);
-	n += pad;
-	c = rrr_crc32c(0, f, n);
-	f[n] = (uint8_t)c, f[n + 1] = (uint8_t)(c >> 8), f[n + 2] = (uint8_t)(c >> 16);
-	f[n + 3] = (uint8_t)(c >> 24);
-	return n + 4;
-}
-
 Test(soft_mpa_rev1, accepted_in_rev1_responder_speaks_second, .timeout = 60)
 {
 	static uint8_t rb[64], sb[8] = "answer!";
@@ -77,14 +65,10 @@ Test(soft_mpa_rev1, accepted_in_rev1_responder_speaks_second, .timeout = 60)
 	struct rrr_mr *mr;
 	struct rrr_wc wc;
 	struct soft_hdr h;
-	uint16_t port;
 	uint32_t ts = 1;
-	int fd, st = 0;
+	int fd = rev1_connect(&s, SOFT_MPA_FLAG_C, "rev one"), st = 0;
 	size_t n;
 
-	cr_assert_eq(th_open(&s, NULL), 0);
-	cr_assert_eq(th_listen(&s, &port), 0);
-	fd = rev1_connect(port, SOFT_MPA_FLAG_C, "rev one");
 	cr_assert_eq(th_accept(&s, "srv", 3), 0, "%s", rrr_last_error() ? rrr_last_error() : "");
 	cr_assert_eq(s.req.private_data_len, 7);
 	cr_assert_eq(memcmp(s.req.private_data, "rev one", 7), 0);
@@ -112,7 +96,7 @@ Test(soft_mpa_rev1, accepted_in_rev1_responder_speaks_second, .timeout = 60)
 		/* our first FPDU: a 32-byte Send */
 		n = rrr__soft_hdr_untagged(f, SOFT_OP_SEND, true, 0, SOFT_QN_SEND, 1, 0, 32);
 		memset(f + n, 0x31, 32);
-		n = crc_end(f, n + 32);
+		n = th_fpdu_close(f, n + 32, true);
 		cr_assert_eq(th_oob_send(fd, f, n), 0);
 		for (int i = 0; i < 2; i++) {
 			cr_assert_eq(th_wc(&s, &wc, TH_TIMEOUT_MS), 1);
@@ -134,7 +118,7 @@ Test(soft_mpa_rev1, accepted_in_rev1_responder_speaks_second, .timeout = 60)
 		uint8_t chk[128];
 
 		memcpy(chk, f, n - 4);
-		cr_assert_eq(crc_end(chk, SOFT_HDR_UNTAGGED + 8), n);
+		cr_assert_eq(th_fpdu_close(chk, SOFT_HDR_UNTAGGED + 8, true), n);
 		cr_assert_eq(memcmp(chk + n - 4, f + n - 4, 4), 0, "bad CRC on the responder's Send");
 		cr_assert_eq(rrr__soft_qp_info(s.qp, &ts, NULL, &st), 0);
 		cr_assert_eq(ts, 0);
@@ -151,13 +135,9 @@ Test(soft_mpa_rev1, accepted_in_rev1_responder_speaks_second, .timeout = 60)
 Test(soft_mpa_rev1, rejected_in_rev1, .timeout = 60)
 {
 	struct th_ep s;
-	uint16_t port;
 	uint8_t b;
-	int fd;
+	int fd = rev1_connect(&s, 0, "knock");
 
-	cr_assert_eq(th_open(&s, NULL), 0);
-	cr_assert_eq(th_listen(&s, &port), 0);
-	fd = rev1_connect(port, 0, "knock");
 	cr_assert_eq(th_cm_wait(&s, RRR_CM_EVENT_CONNECT_REQUEST, TH_TIMEOUT_MS), 0);
 	cr_assert_eq(s.ev.private_data_len, 5);
 	cr_assert_eq(rrr_cm_reject(s.ev.id, "no", 2), 0);
@@ -172,12 +152,8 @@ Test(soft_mpa_rev1, markers_refused_in_rev1, .timeout = 60)
 {
 	struct th_ep s;
 	struct rrr_cm_event ev;
-	uint16_t port;
-	int fd;
+	int fd = rev1_connect(&s, SOFT_MPA_FLAG_M, "");
 
-	cr_assert_eq(th_open(&s, NULL), 0);
-	cr_assert_eq(th_listen(&s, &port), 0);
-	fd = rev1_connect(port, SOFT_MPA_FLAG_M, "");
 	/* the CM refuses it on its own: drive it until the reply is out */
 	for (int i = 0; i < 100 && !th_readable(fd, 10); i++)
 		cr_assert_eq(rrr_cm_get_event(s.cm, &ev), -EAGAIN, "reported event %d", ev.type);

@@ -236,16 +236,30 @@ static int wr_server(struct th_ep *e, void *arg)
 	return 0;
 }
 
+/* WLEN bytes holding the pattern of @seed, registered on @e's PD with
+ * @access into *@mr: the buffer (free it), or NULL (nothing left). */
+static uint8_t *filled_mr(struct th_ep *e, uint32_t seed, unsigned access, struct rrr_mr **mr)
+{
+	uint8_t *buf = malloc(WLEN);
+
+	if (!buf)
+		return NULL;
+	th_fill(buf, WLEN, seed);
+	if (rrr_mr_reg(e->pd, buf, WLEN, access, mr)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 static int wr_client(struct th_ep *e, void *arg)
 {
-	uint8_t *src = malloc(WLEN);
 	struct rrr_mr *mr;
+	uint8_t *src = filled_mr(e, 9, 0, &mr);
 	struct th_key k;
 
 	(void)arg;
 	TH_CHECK(src);
-	th_fill(src, WLEN, 9);
-	TH_CHECK(rrr_mr_reg(e->pd, src, WLEN, 0, &mr) == 0);
 	TH_CHECK(th_oob_recv(e->oob, &k, sizeof(k), TH_TIMEOUT_MS) == 0);
 	/* two WRITEs (halves) then a SEND: RC ordering makes the data visible */
 	TH_CHECK(do_write(e, 1, src, WLEN / 2, mr, k.addr, k.rkey) == 0);
@@ -263,14 +277,12 @@ TH_PAIR_TEST(soft_ops, rdma_write, NULL, wr_server, wr_client, NULL)
 
 static int rd_server(struct th_ep *e, void *arg)
 {
-	uint8_t *buf = malloc(WLEN);
 	struct rrr_mr *mr;
+	uint8_t *buf = filled_mr(e, 21, RRR_ACCESS_REMOTE_READ, &mr);
 	struct th_key k;
 
 	(void)arg;
 	TH_CHECK(buf);
-	th_fill(buf, WLEN, 21);
-	TH_CHECK(rrr_mr_reg(e->pd, buf, WLEN, RRR_ACCESS_REMOTE_READ, &mr) == 0);
 	k = (struct th_key){ (uintptr_t)buf, WLEN, rrr_mr_rkey(mr), 0 };
 	TH_CHECK(th_oob_send(e->oob, &k, sizeof(k)) == 0);
 	/* the responder works while we poll */
@@ -342,12 +354,9 @@ static int fr_server(struct th_ep *e, void *arg)
 	TH_CHECK(rrr_mr_map_sg(fr, sg, 4, RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE) == 4);
 	TH_CHECK(rrr_mr_iova(fr) == (uintptr_t)a + 100);
 	TH_CHECK(rrr_mr_length(fr) == fr_len[0] + fr_len[1] + fr_len[2]);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 50;
-	wr.opcode = RRR_WR_REG_MR;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.u.reg.mr = fr;
-	wr.u.reg.access = RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE;
+	wr = (struct rrr_send_wr){ .wr_id = 50, .opcode = RRR_WR_REG_MR, .flags = RRR_SEND_SIGNALED,
+				   .u.reg = { .mr = fr,
+					      .access = RRR_ACCESS_REMOTE_WRITE | RRR_ACCESS_LOCAL_WRITE } };
 	TH_CHECK(rrr_qp_post_send(e->qp, &wr, NULL) == 0);
 	TH_CHECK(expect_wc(e, 50, RRR_WC_REG_MR, NULL) == 0);
 	TH_CHECK(post_recv1(e, 51, note, sizeof(note), nmr) == 0);

@@ -69,15 +69,8 @@ static int wait_wc(struct th_ep *e, uint64_t id, enum rrr_wc_opcode op, enum rrr
 /* A signaled SEND of @sge. */
 static struct rrr_send_wr send_wr(uint64_t id, struct rrr_sge *sge)
 {
-	struct rrr_send_wr wr;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.opcode = RRR_WR_SEND;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.sg_list = sge;
-	wr.num_sge = 1;
-	return wr;
+	return (struct rrr_send_wr){ .wr_id = id, .opcode = RRR_WR_SEND, .flags = RRR_SEND_SIGNALED,
+				     .sg_list = sge, .num_sge = 1 };
 }
 
 /* A signaled RDMA READ of the peer's buffer @k into @sge. */
@@ -112,12 +105,9 @@ static int io_server(struct th_ep *e, void *arg)
 	TH_CHECK(th_oob_recv(e->oob, &k, sizeof(k), TH_TIMEOUT_MS) == 0);
 
 	/* REG_MR -> READ into the registration just made valid, one chain */
-	memset(&reg, 0, sizeof(reg));
-	reg.wr_id = 1;
-	reg.opcode = RRR_WR_REG_MR;
-	reg.flags = RRR_SEND_SIGNALED;
-	reg.u.reg.mr = fr;
-	reg.u.reg.access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE;
+	reg = (struct rrr_send_wr){ .wr_id = 1, .opcode = RRR_WR_REG_MR, .flags = RRR_SEND_SIGNALED,
+				    .u.reg = { .mr = fr,
+					       .access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE } };
 	rsge = (struct rrr_sge){ rrr_mr_iova(fr), SLEN, rrr_mr_lkey(fr) };
 	rd = read_wr(2, &rsge, &k);
 	reg.next = &rd;
@@ -130,11 +120,8 @@ static int io_server(struct th_ep *e, void *arg)
 
 	/* LOCAL_INV -> SEND from the invalidated registration: the SEND's key
 	 * was valid when posted, but not when it runs */
-	memset(&inv, 0, sizeof(inv));
-	inv.wr_id = 3;
-	inv.opcode = RRR_WR_LOCAL_INV;
-	inv.flags = RRR_SEND_SIGNALED;
-	inv.u.inv.rkey = rrr_mr_rkey(fr);
+	inv = (struct rrr_send_wr){ .wr_id = 3, .opcode = RRR_WR_LOCAL_INV, .flags = RRR_SEND_SIGNALED,
+				    .u.inv.rkey = rrr_mr_rkey(fr) };
 	ssge = (struct rrr_sge){ rrr_mr_iova(fr), 64, rrr_mr_lkey(fr) };
 	snd = send_wr(4, &ssge);
 	inv.next = &snd;

@@ -722,14 +722,8 @@ Test(svc_rdma, one_doorbell_per_batch)
 	pthread_cond_init(&s.cond, NULL);
 	rrr_clnt_stats(clnt, &c0);
 	rrr_svc_stats(srv.svc, &s0);
-	memset(&first, 0, sizeof(first));
-	first.prog = TPROG;
-	first.vers = 1;
-	first.proc = TP_ADD;
-	first.encode = enc_u32x2;
-	first.args = &a;
-	first.decode = dec_u32x3;
-	first.res = &r;
+	first = (struct rrr_call){ .prog = TPROG, .vers = 1, .proc = TP_ADD, .encode = enc_u32x2,
+				   .args = &a, .decode = dec_u32x3, .res = &r };
 	cr_assert_eq(rrr_clnt_call_async(clnt, &first, db_first_done, &s), 0);
 	pthread_mutex_lock(&s.lock);
 	while (s.done < DB_N && s.submit_err == 0) {

@@ -60,6 +60,15 @@ static size_t mkcall(uint8_t *buf, size_t cap, uint32_t xid, uint32_t prog, uint
 	return rrr_xdr_pos(&x);
 }
 
+/* A TCP connection to the test server: its socket (asserted). */
+static int connect_srv(void)
+{
+	int fd = tcp_connect_port(srv.tcp_port);
+
+	cr_assert_geq(fd, 0, "connect to the server: %d", fd);
+	return fd;
+}
+
 static long roundtrip(int fd, const uint8_t *call, size_t len, size_t frag, uint8_t *rep,
 		      size_t cap, struct rrr_rpc_reply *r, struct rrr_xdr *rx)
 {
@@ -79,10 +88,9 @@ Test(svc_tcp, null_and_add)
 	struct rrr_rpc_reply r;
 	struct rrr_xdr rx;
 	uint32_t w[2] = {40, 2}, v;
-	int fd = tcp_connect_port(srv.tcp_port);
+	int fd = connect_srv();
 	size_t len;
 
-	cr_assert_geq(fd, 0);
 	len = mkcall(call, sizeof(call), 7, TPROG, 1, TP_NULL, NULL, NULL, 0, NULL, 0);
 	roundtrip(fd, call, len, 0, rep, sizeof(rep), &r, &rx);
 	cr_assert_eq(r.xid, 7);
@@ -111,10 +119,9 @@ Test(svc_tcp, auth_sys_passed_to_handler)
 	struct rrr_rpc_reply r;
 	struct rrr_xdr rx;
 	uint32_t w[2] = {1, 2}, v;
-	int fd = tcp_connect_port(srv.tcp_port);
+	int fd = connect_srv();
 	size_t len;
 
-	cr_assert_geq(fd, 0);
 	len = mkcall(call, sizeof(call), 9, TPROG, 1, TP_ADD, &cred, w, 2, NULL, 0);
 	roundtrip(fd, call, len, 0, rep, sizeof(rep), &r, &rx);
 	cr_assert_eq(r.accept_stat, RRR_RPC_SUCCESS);
@@ -131,10 +138,9 @@ Test(svc_tcp, accept_errors)
 	struct rrr_rpc_reply r;
 	struct rrr_xdr rx;
 	uint32_t one = 1;
-	int fd = tcp_connect_port(srv.tcp_port);
+	int fd = connect_srv();
 	size_t len;
 
-	cr_assert_geq(fd, 0);
 	len = mkcall(call, sizeof(call), 1, 0x2fffffff, 1, 0, NULL, NULL, 0, NULL, 0);
 	roundtrip(fd, call, len, 0, rep, sizeof(rep), &r, &rx);
 	cr_assert_eq(r.stat, RRR_RPC_MSG_ACCEPTED);
@@ -190,10 +196,9 @@ Test(svc_tcp, rejected_calls)
 	uint8_t call[256], rep[256];
 	struct rrr_rpc_reply r;
 	struct rrr_xdr rx;
-	int fd = tcp_connect_port(srv.tcp_port);
+	int fd = connect_srv();
 	size_t len;
 
-	cr_assert_geq(fd, 0);
 	/* rpcvers 3 -> RPC_MISMATCH 2..2 */
 	len = mkcall(call, sizeof(call), 11, TPROG, 1, 0, NULL, NULL, 0, NULL, 0);
 	put32(call + 8, 3);
@@ -235,11 +240,10 @@ Test(svc_tcp, echo_multi_fragment)
 	static const uint32_t sizes[] = {0, 1, 3, 4, 5, 4095, 65537, 1u << 20};
 	size_t cap = (1u << 20) + 4096;
 	uint8_t *call = malloc(cap), *rep = malloc(cap), *pl = malloc(1u << 20);
-	int fd = tcp_connect_port(srv.tcp_port);
+	int fd = connect_srv();
 	unsigned i;
 
 	cr_assert(call && rep && pl);
-	cr_assert_geq(fd, 0);
 	for (i = 0; i < (1u << 20); i++)
 		pl[i] = (uint8_t)(i * 7 + 3);
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
@@ -280,15 +284,13 @@ static void mark_closes(int fd, uint32_t mark)
 Test(svc_tcp, oversized_fragment_closes)
 {
 	uint8_t mk[4];
-	int fd = tcp_connect_port(srv.tcp_port), fd2;
+	int fd = connect_srv(), fd2;
 
-	cr_assert_geq(fd, 0);
 	/* 1 MiB + 64 KiB is the bound; announce 2 GiB - 1 */
 	mark_closes(fd, RRR_RPC_RM_LAST | 0x7fffffffu);
 
 	/* two fragments that each fit but sum over the bound */
-	fd = tcp_connect_port(srv.tcp_port);
-	cr_assert_geq(fd, 0);
+	fd = connect_srv();
 	put32(mk, 0x100000u);
 	cr_assert_eq(send(fd, mk, 4, MSG_NOSIGNAL), 4);
 	{
@@ -306,8 +308,7 @@ Test(svc_tcp, oversized_fragment_closes)
 	mark_closes(fd, RRR_RPC_RM_LAST | 0x20000u);
 
 	/* the server still serves */
-	fd2 = tcp_connect_port(srv.tcp_port);
-	cr_assert_geq(fd2, 0);
+	fd2 = connect_srv();
 	{
 		uint8_t call[128], rep[128];
 		struct rrr_rpc_reply r;
@@ -383,10 +384,9 @@ Test(svc_tcp, concurrent_connections_and_stats)
 
 Test(svc_tcp, stop_with_open_connection)
 {
-	int fd = tcp_connect_port(srv.tcp_port);
+	int fd = connect_srv();
 	uint8_t buf[8];
 
-	cr_assert_geq(fd, 0);
 	/* half a marker: the server is mid-record when asked to stop */
 	cr_assert_eq(send(fd, "\x80\x00", 2, MSG_NOSIGNAL), 2);
 	{
@@ -496,17 +496,10 @@ Test(svc_tcp, with_client_library)
 	o.port = port;
 	o.timeout_ms = 10000;
 	cr_assert_eq(rrr_clnt_create(&o, &c), 0, "%s", rrr_last_error());
-	memset(&call, 0, sizeof(call));
-	call.prog = TPROG;
-	call.vers = 1;
-	call.proc = TP_ECHO;
-	call.encode = enc_tcp_pay;
-	call.args = &pa;
-	call.decode = dec_tcp_pay;
-	call.res = &got;
-	call.ddp = RRR_DDP_FROM_SERVER; /* the echo lands in the sink */
-	call.payload = &out;
-	call.npayload = 1;
+	/* the echo lands in the sink */
+	call = (struct rrr_call){ .prog = TPROG, .vers = 1, .proc = TP_ECHO, .encode = enc_tcp_pay,
+				  .args = &pa, .decode = dec_tcp_pay, .res = &got,
+				  .ddp = RRR_DDP_FROM_SERVER, .payload = &out, .npayload = 1 };
 	cr_assert_eq(rrr_clnt_call(c, &call), 0, "%s", rrr_last_error());
 	cr_assert_eq(got, len);
 	cr_assert_eq(memcmp(sink, src, len), 0);

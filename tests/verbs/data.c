@@ -19,8 +19,7 @@ Test(verbs_data, send_recv_sges, .timeout = 120)
 	struct vp p;
 	int i;
 
-	vp_open(&p, NULL);
-	vp_connect(&p, NULL, 0, NULL, 0);
+	vp_open_connected(&p, NULL);
 	for (i = 0; i < 4; i++)
 		vp_post_recv(&p, 1, 100 + (uint64_t)i, (uint32_t)i * 1024, 1024);
 	memcpy(p.cbuf + 10, "abc", 3);
@@ -55,8 +54,7 @@ Test(verbs_data, write_and_read, .timeout = 120)
 	struct vp p;
 	uint32_t i;
 
-	vp_open(&p, NULL);
-	vp_connect(&p, NULL, 0, NULL, 0);
+	vp_open_connected(&p, NULL);
 	for (i = 0; i < 8192; i++)
 		p.cbuf[i] = (uint8_t)(i * 7 + 1);
 	wc = vp_client_op(&p, RRR_WR_RDMA_WRITE, 2, 0, 8192, (uintptr_t)p.sbuf + 4096,
@@ -81,8 +79,7 @@ Test(verbs_data, cq_fd_wakes_epoll_waiter, .timeout = 120)
 	struct vp p;
 	int rc;
 
-	vp_open(&p, NULL);
-	vp_connect(&p, NULL, 0, NULL, 0);
+	vp_open_connected(&p, NULL);
 	vp_post_recv(&p, 1, 1, 0, 64);
 	cr_assert_eq(rrr_cq_poll(p.scq, &wc, 1), 0);
 	cr_assert_eq(rrr_cq_arm(p.scq), 0);
@@ -104,8 +101,7 @@ Test(verbs_data, bad_sge_count_rejected, .timeout = 60)
 	struct rrr_send_wr wr, *bad = NULL;
 	struct vp p;
 
-	vp_open(&p, NULL);
-	vp_connect(&p, NULL, 0, NULL, 0);
+	vp_open_connected(&p, NULL);
 	memset(sge, 0, sizeof(sge));
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = RRR_WR_SEND;

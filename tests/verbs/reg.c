@@ -17,41 +17,49 @@
 
 #include "helpers/pair.h"
 
-static void server_reg(struct vp *p, struct rrr_mr *mr, unsigned access)
+/* Post @wr (signaled) on the server's QP and wait for its completion:
+ * successful, of opcode @op and with @wr's wr_id; @what names it. */
+static void server_post(struct vp *p, struct rrr_send_wr *wr, enum rrr_wc_opcode op,
+			const char *what)
 {
-	struct rrr_send_wr wr;
 	struct rrr_wc wc;
-	int rc;
+	int rc = rrr_qp_post_send(p->sqp, wr, NULL);
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x51;
-	wr.opcode = RRR_WR_REG_MR;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.u.reg.mr = mr;
-	wr.u.reg.access = access;
-	rc = rrr_qp_post_send(p->sqp, &wr, NULL);
-	cr_assert_eq(rc, 0, "post REG_MR: %d %s", rc, rrr_last_error());
+	cr_assert_eq(rc, 0, "post %s: %d %s", what, rc, rrr_last_error());
 	wc = vp_wait_wc(p->scq);
-	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "REG_MR: %s", rrr_wc_status_str(wc.status));
-	cr_assert_eq(wc.opcode, RRR_WC_REG_MR);
-	cr_assert_eq(wc.wr_id, 0x51u);
+	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "%s: %s", what, rrr_wc_status_str(wc.status));
+	cr_assert_eq(wc.opcode, op);
+	cr_assert_eq(wc.wr_id, wr->wr_id);
 }
 
+/* The server registers @mr with @access (REG_MR, work request 0x51). */
+static void server_reg(struct vp *p, struct rrr_mr *mr, unsigned access)
+{
+	struct rrr_send_wr wr = { .wr_id = 0x51, .opcode = RRR_WR_REG_MR, .flags = RRR_SEND_SIGNALED,
+				  .u.reg = { .mr = mr, .access = access } };
+
+	server_post(p, &wr, RRR_WC_REG_MR, "REG_MR");
+}
+
+/* The server invalidates @rkey (LOCAL_INV, work request 0x52). */
 static void server_inv(struct vp *p, uint32_t rkey)
 {
-	struct rrr_send_wr wr;
-	struct rrr_wc wc;
+	struct rrr_send_wr wr = { .wr_id = 0x52, .opcode = RRR_WR_LOCAL_INV,
+				  .flags = RRR_SEND_SIGNALED, .u.inv.rkey = rkey };
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x52;
-	wr.opcode = RRR_WR_LOCAL_INV;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.u.inv.rkey = rkey;
-	cr_assert_eq(rrr_qp_post_send(p->sqp, &wr, NULL), 0, "%s", rrr_last_error());
-	wc = vp_wait_wc(p->scq);
-	cr_assert_eq(wc.status, RRR_WC_SUCCESS, "LOCAL_INV: %s", rrr_wc_status_str(wc.status));
-	cr_assert_eq(wc.opcode, RRR_WC_LOCAL_INV);
-	cr_assert_eq(wc.wr_id, 0x52u);
+	server_post(p, &wr, RRR_WC_LOCAL_INV, "LOCAL_INV");
+}
+
+/* A fast-registration MR of @p's PD with the one 4 KiB @page mapped for
+ * @access (not yet registered). */
+static struct rrr_mr *mapped_page(struct vp *p, uint8_t *page, unsigned access)
+{
+	struct rrr_sg sg = { page, 0, 4096 };
+	struct rrr_mr *mr;
+
+	cr_assert_eq(rrr_mr_alloc(p->pd, 4, &mr), 0);
+	cr_assert_eq(rrr_mr_map_sg(mr, &sg, 1, access), 1);
+	return mr;
 }
 
 static void fast_reg_cycle(const char *strategy, bool protects)
@@ -63,8 +71,7 @@ static void fast_reg_cycle(const char *strategy, bool protects)
 	struct vp p;
 	int n;
 
-	vp_open(&p, vp_opts(strategy));
-	vp_connect(&p, NULL, 0, NULL, 0);
+	vp_open_connected(&p, vp_opts(strategy));
 	cr_assert_eq(rrr_mr_alloc(p.pd, 16, &mr), 0, "%s", rrr_last_error());
 
 	/* two abutting entries and one after a hole: two are mapped */
@@ -133,8 +140,7 @@ Test(verbs_reg, regmr_synthetic_completions_in_order, .timeout = 120)
 	struct vp p;
 	int i;
 
-	vp_open(&p, vp_opts("regmr"));
-	vp_connect(&p, NULL, 0, NULL, 0);
+	vp_open_connected(&p, vp_opts("regmr"));
 	cr_assert_eq(rrr_mr_alloc(p.pd, 4, &mr), 0);
 	sg = (struct rrr_sg){p.sbuf + 4096, 0, 4096};
 	cr_assert_eq(rrr_mr_map_sg(mr, &sg, 1, RRR_ACCESS_REMOTE_READ), 1);
@@ -232,15 +238,11 @@ Test(verbs_reg, recover_kills_old_key, .timeout = 120)
 {
 	const unsigned acc = RRR_ACCESS_REMOTE_WRITE;
 	struct rrr_mr *mr;
-	struct rrr_sg sg;
 	uint32_t key;
 	struct vp p;
 
-	vp_open(&p, vp_opts("mw"));
-	vp_connect(&p, NULL, 0, NULL, 0);
-	cr_assert_eq(rrr_mr_alloc(p.pd, 4, &mr), 0);
-	sg = (struct rrr_sg){p.sbuf, 0, 4096};
-	cr_assert_eq(rrr_mr_map_sg(mr, &sg, 1, acc), 1);
+	vp_open_connected(&p, vp_opts("mw"));
+	mr = mapped_page(&p, p.sbuf, acc);
 	key = rrr_mr_rkey(mr);
 	server_reg(&p, mr, acc);
 	cr_assert_eq(rrr_mr_recover(mr), 0);
@@ -253,15 +255,11 @@ Test(verbs_reg, recover_kills_old_key, .timeout = 120)
 Test(verbs_reg, qp_destroy_with_bound_window_is_prompt, .timeout = 120)
 {
 	struct rrr_mr *mr;
-	struct rrr_sg sg;
 	struct timespec a, b;
 	struct vp p;
 
-	vp_open(&p, vp_opts("mw"));
-	vp_connect(&p, NULL, 0, NULL, 0);
-	cr_assert_eq(rrr_mr_alloc(p.pd, 4, &mr), 0);
-	sg = (struct rrr_sg){p.sbuf, 0, 4096};
-	cr_assert_eq(rrr_mr_map_sg(mr, &sg, 1, RRR_ACCESS_REMOTE_WRITE), 1);
+	vp_open_connected(&p, vp_opts("mw"));
+	mr = mapped_page(&p, p.sbuf, RRR_ACCESS_REMOTE_WRITE);
 	server_reg(&p, mr, RRR_ACCESS_REMOTE_WRITE);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	cr_assert_eq(rrr_qp_destroy(p.sqp), 0);
@@ -279,22 +277,15 @@ Test(verbs_reg, regmr_synthetic_completion_flushes_on_dead_qp, .timeout = 120)
 {
 	struct rrr_send_wr wr;
 	struct rrr_mr *mr;
-	struct rrr_sg sg;
 	struct rrr_wc wc;
 	struct vp p;
 
-	vp_open(&p, vp_opts("regmr"));
-	vp_connect(&p, NULL, 0, NULL, 0);
+	vp_open_connected(&p, vp_opts("regmr"));
 	/* a WRITE with a key that does not exist kills the client QP */
 	cr_assert_eq(vp_client_write(&p, (uintptr_t)p.sbuf, 0x00abcd00, 16, 1), RRR_WC_REM_ACCESS_ERR);
-	cr_assert_eq(rrr_mr_alloc(p.pd, 4, &mr), 0);
-	sg = (struct rrr_sg){p.cbuf + 4096, 0, 4096};
-	cr_assert_eq(rrr_mr_map_sg(mr, &sg, 1, RRR_ACCESS_REMOTE_WRITE), 1);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x61;
-	wr.opcode = RRR_WR_REG_MR;
-	wr.flags = RRR_SEND_SIGNALED;
-	wr.u.reg.mr = mr;
+	mr = mapped_page(&p, p.cbuf + 4096, RRR_ACCESS_REMOTE_WRITE);
+	wr = (struct rrr_send_wr){ .wr_id = 0x61, .opcode = RRR_WR_REG_MR,
+				   .flags = RRR_SEND_SIGNALED, .u.reg.mr = mr };
 	cr_assert_eq(rrr_qp_post_send(p.cqp, &wr, NULL), 0);
 	wc = vp_wait_wc(p.ccq);
 	cr_assert_eq(wc.wr_id, 0x61u);

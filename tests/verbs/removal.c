@@ -45,8 +45,7 @@ Test(verbs_removal, device_removal_event, .timeout = 120)
 		cr_skip_test("destructive (deletes the device): run by "
 			     "tests/vm/tests.d/90-device-removal.sh");
 	cr_assert_not_null(dev, "RRR_VERBS_DEV must name the device to delete");
-	vp_open(&p, NULL);
-	vp_connect(&p, NULL, 0, NULL, 0);
+	vp_open_connected(&p, NULL);
 	snprintf(cmd, sizeof(cmd), "rdma link delete %s >/dev/null 2>&1 &", dev);
 	cr_assert_eq(system(cmd), 0);
 	expect_removal(p.ccm);

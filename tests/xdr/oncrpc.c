@@ -184,45 +184,50 @@ static void check_reply_vec(const uint8_t *v, size_t len, struct rrr_rpc_reply *
 
 Test(oncrpc, replies_decode_and_encode)
 {
+	/* each vector's fields; the encoder given them writes it again */
+	static const struct {
+		const uint8_t *v;
+		size_t len;
+		uint32_t xid;
+		uint32_t stat; /* accepted: why is accept_stat; denied: reject_stat */
+		uint32_t why, auth;
+		uint32_t low, high; /* the mismatch range (given, unused, for SUCCESS) */
+	} rows[] = {
+		{vec_reply_success, sizeof(vec_reply_success), 0x11223344, RRR_RPC_MSG_ACCEPTED,
+		 RRR_RPC_SUCCESS, 0, 9, 9},
+		{vec_reply_prog_mismatch, sizeof(vec_reply_prog_mismatch), 1, RRR_RPC_MSG_ACCEPTED,
+		 RRR_RPC_PROG_MISMATCH, 0, 2, 3},
+		{vec_reply_rpc_mismatch, sizeof(vec_reply_rpc_mismatch), 2, RRR_RPC_MSG_DENIED,
+		 RRR_RPC_MISMATCH, 0, 2, 2},
+		{vec_reply_auth_error, sizeof(vec_reply_auth_error), 3, RRR_RPC_MSG_DENIED,
+		 RRR_RPC_AUTH_ERROR, RRR_AUTH_TOOWEAK, 0, 0},
+	};
 	struct rrr_rpc_reply r;
 	uint8_t buf[64];
 	struct rrr_xdr x;
 
-	check_reply_vec(vec_reply_success, sizeof(vec_reply_success), &r);
-	cr_assert_eq(r.xid, 0x11223344);
-	cr_assert_eq(r.stat, RRR_RPC_MSG_ACCEPTED);
-	cr_assert_eq(r.accept_stat, RRR_RPC_SUCCESS);
-	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
-	cr_assert_eq(rrr_rpc_encode_accepted(&x, 0x11223344, RRR_RPC_SUCCESS, 9, 9), 0);
-	cr_assert_eq(rrr_xdr_pos(&x), sizeof(vec_reply_success));
-	cr_assert_arr_eq(buf, vec_reply_success, sizeof(vec_reply_success));
+	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		bool accepted = rows[i].stat == RRR_RPC_MSG_ACCEPTED;
+		int rc;
 
-	check_reply_vec(vec_reply_prog_mismatch, sizeof(vec_reply_prog_mismatch), &r);
-	cr_assert_eq(r.accept_stat, RRR_RPC_PROG_MISMATCH);
-	cr_assert_eq(r.mismatch_low, 2);
-	cr_assert_eq(r.mismatch_high, 3);
-	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
-	cr_assert_eq(rrr_rpc_encode_accepted(&x, 1, RRR_RPC_PROG_MISMATCH, 2, 3), 0);
-	cr_assert_eq(rrr_xdr_pos(&x), sizeof(vec_reply_prog_mismatch));
-	cr_assert_arr_eq(buf, vec_reply_prog_mismatch, sizeof(vec_reply_prog_mismatch));
-
-	check_reply_vec(vec_reply_rpc_mismatch, sizeof(vec_reply_rpc_mismatch), &r);
-	cr_assert_eq(r.stat, RRR_RPC_MSG_DENIED);
-	cr_assert_eq(r.reject_stat, RRR_RPC_MISMATCH);
-	cr_assert_eq(r.mismatch_low, 2);
-	cr_assert_eq(r.mismatch_high, 2);
-	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
-	cr_assert_eq(rrr_rpc_encode_denied(&x, 2, RRR_RPC_MISMATCH, 0), 0);
-	cr_assert_eq(rrr_xdr_pos(&x), sizeof(vec_reply_rpc_mismatch));
-	cr_assert_arr_eq(buf, vec_reply_rpc_mismatch, sizeof(vec_reply_rpc_mismatch));
-
-	check_reply_vec(vec_reply_auth_error, sizeof(vec_reply_auth_error), &r);
-	cr_assert_eq(r.reject_stat, RRR_RPC_AUTH_ERROR);
-	cr_assert_eq(r.auth_stat, RRR_AUTH_TOOWEAK);
-	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
-	cr_assert_eq(rrr_rpc_encode_denied(&x, 3, RRR_RPC_AUTH_ERROR, RRR_AUTH_TOOWEAK), 0);
-	cr_assert_eq(rrr_xdr_pos(&x), sizeof(vec_reply_auth_error));
-	cr_assert_arr_eq(buf, vec_reply_auth_error, sizeof(vec_reply_auth_error));
+		check_reply_vec(rows[i].v, rows[i].len, &r);
+		cr_assert_eq(r.xid, rows[i].xid, "row %u", i);
+		cr_assert_eq(r.stat, rows[i].stat, "row %u", i);
+		cr_assert_eq(accepted ? r.accept_stat : r.reject_stat, rows[i].why, "row %u", i);
+		if (rows[i].why == (accepted ? RRR_RPC_PROG_MISMATCH : RRR_RPC_MISMATCH)) {
+			cr_assert_eq(r.mismatch_low, rows[i].low, "row %u", i);
+			cr_assert_eq(r.mismatch_high, rows[i].high, "row %u", i);
+		}
+		if (!accepted && rows[i].why == RRR_RPC_AUTH_ERROR)
+			cr_assert_eq(r.auth_stat, rows[i].auth, "row %u", i);
+		rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);
+		rc = accepted ? rrr_rpc_encode_accepted(&x, rows[i].xid, rows[i].why, rows[i].low,
+							rows[i].high)
+			      : rrr_rpc_encode_denied(&x, rows[i].xid, rows[i].why, rows[i].auth);
+		cr_assert_eq(rc, 0, "row %u", i);
+		cr_assert_eq(rrr_xdr_pos(&x), rows[i].len, "row %u", i);
+		cr_assert_arr_eq(buf, rows[i].v, rows[i].len, "row %u", i);
+	}
 
 	/* bad arguments to the encoders */
 	rrr_xdr_init(&x, buf, sizeof(buf), RRR_XDR_ENCODE);

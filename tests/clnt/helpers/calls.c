@@ -4,6 +4,7 @@
  * process of the client tests (see calls.h).
  */
 #include "calls.h"
+#include "../../test_wait.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -111,6 +112,23 @@ void tc_run_threads(unsigned n, void *(*fn)(void *), void *arg, size_t stride)
 		pthread_join(th[t], &rv);
 		cr_assert_null(rv, "thread %u failed", t);
 	}
+}
+
+void tc_tally_add(struct tc_tally *t, bool good)
+{
+	if (good)
+		atomic_fetch_add(&t->ok, 1);
+	atomic_fetch_add(&t->done, 1);
+}
+
+void tc_run_tallied(struct tc_tally *t, unsigned n, void *(*fn)(void *), void *arg, size_t stride,
+		    int total)
+{
+	atomic_store(&t->ok, 0);
+	atomic_store(&t->done, 0);
+	tc_run_threads(n, fn, arg, stride);
+	cr_assert(TEST_WAIT_UNTIL(atomic_load(&t->done) == total, 30000), "every call completed");
+	cr_assert_eq(atomic_load(&t->ok), total);
 }
 
 uint32_t tc_iov_sum(const struct iovec *iov, unsigned n)

@@ -65,6 +65,18 @@ void tc_once_done(struct rrr_call *call, int status, void *arg);
  * them all and asserts that each returned NULL. */
 void tc_run_threads(unsigned n, void *(*fn)(void *), void *arg, size_t stride);
 
+/* The outcome of a concurrent run's calls: how many completed and how many
+ * of those were verified good (tc_tally_add counts one call). */
+struct tc_tally {
+	atomic_int ok, done;
+};
+void tc_tally_add(struct tc_tally *t, bool good);
+/* Zero @t, run @fn on @n threads as tc_run_threads() does (they post calls
+ * whose callbacks count into @t), then wait up to 30 s until @total calls
+ * are done and assert that all @total were good. */
+void tc_run_tallied(struct tc_tally *t, unsigned n, void *(*fn)(void *), void *arg, size_t stride,
+		    int total);
+
 /* The sum of the bytes of @iov[@n] (what the SUM procedures answer). */
 uint32_t tc_iov_sum(const struct iovec *iov, unsigned n);
 

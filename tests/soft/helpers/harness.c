@@ -183,13 +183,19 @@ int th_end(struct th_ep *e, struct rrr_mr *mr)
 int th_post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id)
 {
 	struct rrr_send_wr wr = {.wr_id = id, .opcode = RRR_WR_REG_MR, .flags = RRR_SEND_SIGNALED};
-	struct rrr_wc wc;
 
 	wr.u.reg.mr = mr;
 	wr.u.reg.access = access;
-	if (rrr_qp_post_send(e->qp, &wr, NULL))
+	return th_post_one(e, &wr);
+}
+
+int th_post_one(struct th_ep *e, struct rrr_send_wr *wr)
+{
+	struct rrr_wc wc;
+
+	if (rrr_qp_post_send(e->qp, wr, NULL))
 		return -1;
-	if (th_wc(e, &wc, TH_TIMEOUT_MS) != 1 || wc.status != RRR_WC_SUCCESS || wc.wr_id != id)
+	if (th_wc(e, &wc, TH_TIMEOUT_MS) != 1 || wc.status != RRR_WC_SUCCESS || wc.wr_id != wr->wr_id)
 		return -1;
 	return 0;
 }
@@ -205,6 +211,30 @@ int th_tcp_connect(uint16_t port)
 		fd = -1;
 	}
 	return fd;
+}
+
+int th_open_raw_peer(struct th_ep *e, const char *opts)
+{
+	uint16_t port;
+	int fd = -1;
+
+	if (!th_open(e, opts) && !th_listen(e, &port))
+		fd = th_tcp_connect(port);
+	if (fd < 0)
+		th_close(e);
+	return fd;
+}
+
+size_t th_fpdu_close(uint8_t *f, size_t n, bool crc)
+{
+	size_t end = n + soft_mpa_pad((uint32_t)n - 2);
+	uint32_t c;
+
+	memset(f + n, 0, end - n);
+	c = crc ? rrr_crc32c(0, f, end) : 0;
+	for (unsigned i = 0; i < 4; i++)
+		f[end + i] = (uint8_t)(c >> (8 * i));
+	return end + 4;
 }
 
 bool th_readable(int fd, int ms)

@@ -56,9 +56,19 @@ int th_end(struct th_ep *e, struct rrr_mr *mr);
 /* A signaled REG_MR of @mr with @access as work request @id, and its
  * successful completion: 0, or -1. */
 int th_post_reg(struct th_ep *e, struct rrr_mr *mr, unsigned access, uint64_t id);
+/* Post @wr (signaled) on @e's QP and wait for its one completion: 0 when
+ * it came within TH_TIMEOUT_MS, successful and with @wr's wr_id, else -1. */
+int th_post_one(struct th_ep *e, struct rrr_send_wr *wr);
 
 /* A plain TCP socket connected to 127.0.0.1:@port, or -1. */
 int th_tcp_connect(uint16_t port);
+/* @e opened with @opts and listening, and a plain TCP socket connected to
+ * its listener (a hand-made peer): the socket, or -1 with @e closed. */
+int th_open_raw_peer(struct th_ep *e, const char *opts);
+/* Close the FPDU of @n bytes at @f (from its MPA length field on): zero
+ * pad, then the CRC field (CRC32c of all before it, least significant
+ * byte first; zero without @crc). Returns the FPDU's whole length. */
+size_t th_fpdu_close(uint8_t *f, size_t n, bool crc);
 /* True when @fd has bytes (or EOF) to read within @ms milliseconds. */
 bool th_readable(int fd, int ms);
 

@@ -210,3 +210,9 @@ void vp_close(struct vp *p)
 	free(p->sbuf);
 	memset(p, 0, sizeof(*p));
 }
+
+void vp_open_connected(struct vp *p, const char *opts)
+{
+	vp_open(p, opts);
+	vp_connect(p, NULL, 0, NULL, 0);
+}

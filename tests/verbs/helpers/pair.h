@@ -44,6 +44,8 @@ void vp_open(struct vp *p, const char *opts);
 /* Resolve, create QPs, connect with @cpd/@clen, accept with @apd/@alen.
  * Asserts each step. */
 void vp_connect(struct vp *p, const void *cpd, uint32_t clen, const void *apd, uint32_t alen);
+/* vp_open(@p, @opts), then vp_connect() without private data. */
+void vp_open_connected(struct vp *p, const char *opts);
 /* Wait for the next CM event on @cm; asserts it is @type. */
 void vp_expect_event(struct rrr_cm *cm, enum rrr_cm_event_type type, struct rrr_cm_event *ev);
 /* Wait for exactly one completion on @cq; returns it. */
