@@ -113,18 +113,19 @@ static int dec_u32(struct rrr_xdr *x, void *r)
 }
 
 struct pending {
-	atomic_int done;
+	atomic_int slot, done; /* done counts after the result is stored */
 	int rc[2];
 };
 
 static void slow_done(struct rrr_call *c, int rc, void *arg)
 {
 	struct pending *p = arg;
-	int i = atomic_fetch_add(&p->done, 1);
+	int i = atomic_fetch_add(&p->slot, 1);
 
 	(void)c;
 	if (i < 2)
 		p->rc[i] = rc;
+	atomic_fetch_add(&p->done, 1);
 }
 
 static double now_ms(void)
