@@ -10,7 +10,9 @@
  * hands such a handler to an idle worker (rrr__svc_offload) and goes on
  * receiving. The hand-off costs two thread wake-ups (there and back, some
  * 10 to 40 us), more than a quick handler runs (a cached 4 KiB READ: a few
- * microseconds), so it is worth it only for slow handlers, and only when
+ * microseconds) and moves the call's buffers between caches, so it is
+ * worth it only for slow handlers (1 ms: a disk, a lock that waits, a
+ * remote back end), and only when
  * the connection has other calls to get on with: a lone call at queue
  * depth one gains nothing from another core and would pay the wake-ups in
  * its latency.
@@ -32,8 +34,12 @@
 
 #define COST_SLOTS  1024u /* power of two */
 #define COST_PROBES 8u
-/* handlers shorter than this run on the connection's own worker */
-#define OFFLOAD_MIN_NS 100000
+/* handlers shorter than this run on the connection's own worker: a 1 MiB
+ * READ or WRITE through the page cache (some 200 to 600 us) does, since
+ * handing it off moves its buffers to another core's caches and, on a host
+ * whose other cores are busy anyway (the client on the same machine), cost
+ * 7 to 11 % of CPU per I/O at depth 32 (rrr-bench io, 100 us threshold) */
+#define OFFLOAD_MIN_NS 1000000
 
 static struct {
 	_Atomic uint64_t key; /* 0: free; prog, a 1 bit, low bits of vers and proc */

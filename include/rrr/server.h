@@ -27,7 +27,7 @@
  *
  * Threads: a handler runs on one worker thread; handlers of different
  * connections run concurrently, and so may handlers of one RDMA
- * connection: a slow handler (one that has taken over 100 us) of a
+ * connection: a slow handler (one that has taken over 1 ms) of a
  * connection with other calls in progress runs on an idle worker while
  * the connection's own worker goes on receiving (rrr_xprt_stats.offloaded).
  * Shared state needs the program's lock; thread-local state is per worker.
