@@ -297,6 +297,11 @@ ip netns exec cli sh -c "ip addr add $CLI/24 dev veth1 && ip link set veth1 up &
 mkdir -p "$EXP" "$ST"
 mountpoint -q "$EXP" || mount -t tmpfs -o size=128m tmpfs "$EXP"
 : > /tmp/rrr-lk-server.log
+# the kernel's nfsd and an rpc.mountd that earlier scripts left running hold
+# 2049 and 20048 and their rpcbind mappings: rrr-server goes first here
+rpc.nfsd 0 2>/dev/null
+exportfs -ua 2>/dev/null
+pkill -x rpc.mountd && for _ in $(seq 1 100); do pgrep -x rpc.mountd >/dev/null || break; sleep 0.1; done
 pgrep -x rpcbind >/dev/null || rpcbind -w 2>/dev/null || rpcbind
 rpcinfo -p 2>/dev/null | grep -q nlockmgr &&
 	echo "note: a kernel lockd already holds NLM in this namespace: $(rpcinfo -p | grep nlockmgr | head -1)"
