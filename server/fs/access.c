@@ -244,21 +244,27 @@ static int nfs_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 	return g_inner[proc].fn ? g_inner[proc].fn(req, args, res) : RRR_SVC_SYSTEM_ERR;
 }
 
-static void peer_text(struct rrr_svc_req *req, char *out, size_t len)
+void fs_addr_text(const struct sockaddr_storage *ss, char *out, size_t len)
 {
-	struct sockaddr_storage ss;
-	snprintf(out, len, "unknown");
-	if (rrr_svc_req_peer(req, &ss) < 0)
-		return;
-	if (ss.ss_family == AF_INET) {
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out, (socklen_t)len);
-	} else if (ss.ss_family == AF_INET6) {
-		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(a))
+	snprintf(out, len, "?");
+	if (ss->ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out, (socklen_t)len);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a)) /* dual-stack listener: the IPv4 address */
 			inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)len);
 		else
 			inet_ntop(AF_INET6, a, out, (socklen_t)len);
 	}
+}
+
+void fs_peer_text(struct rrr_svc_req *req, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+
+	snprintf(out, len, "unknown");
+	if (rrr_svc_req_peer(req, &ss) == 0)
+		fs_addr_text(&ss, out, len);
 }
 
 /* EXPORT with each export's allow list as its groups (showmount -e); an
@@ -311,7 +317,7 @@ static int mnt_guard(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 		atomic_fetch_add(&g_denied_mount, 1);
 		atomic_fetch_add(&ex->mnt_calls[RRR_MNT_MNT], 1);
 		char host[INET6_ADDRSTRLEN];
-		peer_text(req, host, sizeof(host));
+		fs_peer_text(req, host, sizeof(host));
 		static struct fs_lograte rl = FS_LOGRATE("MNT refused: not in the allow list");
 		fs_log_limited(&rl, LOG_WARNING,
 			       "MNT from %s over %s refused: not in the allow list of the export %s",

@@ -222,6 +222,11 @@ uint32_t fs_apply_sattr(const struct fs_export *ex, const struct fs_obj *o,
 			const struct rrr_nfs3_sattr *s);
 /* ACCESS bits of @want the caller (the thread's identity) has on @o. */
 uint32_t fs_access(const struct fs_export *ex, const struct fs_obj *o, uint32_t want);
+/* @ss's address as text into @out (@len bytes), a v4-mapped one (the
+ * dual-stack listener) as IPv4, "?" for another family; never fails. */
+void fs_addr_text(const struct sockaddr_storage *ss, char *out, size_t len);
+/* The caller of @req's address as text ("unknown" when it has none). */
+void fs_peer_text(struct rrr_svc_req *req, char *out, size_t len);
 /* A data descriptor of @o opened as the caller, with knfsd's owner override
  * (the owner may read/write whatever the mode): fd or -errno. */
 int fs_open_data(const struct fs_export *ex, const struct fs_obj *o, int flags);

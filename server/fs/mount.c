@@ -40,23 +40,6 @@ static void count(struct fs_export *ex, unsigned proc)
 	atomic_fetch_add(&ex->mnt_calls[proc], 1);
 }
 
-static void peer_name(struct rrr_svc_req *req, char *out, size_t len)
-{
-	struct sockaddr_storage ss;
-	snprintf(out, len, "unknown");
-	if (rrr_svc_req_peer(req, &ss) < 0)
-		return;
-	if (ss.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, out, (socklen_t)len);
-	else if (ss.ss_family == AF_INET6) {
-		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(a)) /* dual-stack listener: show the IPv4 address */
-			inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)len);
-		else
-			inet_ntop(AF_INET6, a, out, (socklen_t)len);
-	}
-}
-
 static int m_null(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	(void)args;
@@ -75,7 +58,7 @@ static int m_mnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *
 	}
 	struct rrr_mnt_res r = {0};
 	char host[RRR_NFS3_MAXNAMLEN + 1];
-	peer_name(req, host, sizeof(host));
+	fs_peer_text(req, host, sizeof(host));
 	char rel[PATH_MAX];
 	struct fs_obj o = {.fd = -1};
 	struct fs_export *ex = fs_exports_by_path(d.path, rel, sizeof(rel));
@@ -178,7 +161,7 @@ static int m_umnt(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr 
 	if (rrr_mnt_xdr_dirpath(args, &d) < 0)
 		return RRR_SVC_GARBAGE_ARGS;
 	char host[RRR_NFS3_MAXNAMLEN + 1];
-	peer_name(req, host, sizeof(host));
+	fs_peer_text(req, host, sizeof(host));
 	forget(host, d.path);
 	return 0;
 }
@@ -189,7 +172,7 @@ static int m_umntall(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_x
 	(void)res;
 	count(fs_exports_at(0), RRR_MNT_UMNTALL);
 	char host[RRR_NFS3_MAXNAMLEN + 1];
-	peer_name(req, host, sizeof(host));
+	fs_peer_text(req, host, sizeof(host));
 	forget(host, NULL);
 	return 0;
 }

@@ -87,19 +87,6 @@ static double mono(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void addr_text(const struct sockaddr_storage *ss, char *out, size_t len)
-{
-	snprintf(out, len, "?");
-	if (ss->ss_family == AF_INET) {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out, (socklen_t)len);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(a))
-			inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)len);
-		else
-			inet_ntop(AF_INET6, a, out, (socklen_t)len);
-	}
-}
 
 static bool parse_addr(const char *s, struct sockaddr_storage *ss)
 {
@@ -121,8 +108,8 @@ static bool parse_addr(const char *s, struct sockaddr_storage *ss)
 static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
 	char x[INET6_ADDRSTRLEN], y[INET6_ADDRSTRLEN];
-	addr_text(a, x, sizeof(x));
-	addr_text(b, y, sizeof(y));
+	fs_addr_text(a, x, sizeof(x));
+	fs_addr_text(b, y, sizeof(y));
 	return strcmp(x, y) == 0;
 }
 
@@ -239,7 +226,7 @@ void fs_nsm_client_add(const struct sockaddr_storage *addr, const char *name)
 	if (g_dir[0]) {
 		char path[PATH_MAX + 32], ip[INET6_ADDRSTRLEN];
 		snprintf(path, sizeof(path), "%s/nsm-clients", g_dir);
-		addr_text(addr, ip, sizeof(ip));
+		fs_addr_text(addr, ip, sizeof(ip));
 		int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd >= 0) {
 			/* the name is the client's text: one line, no blanks taken apart */
@@ -273,7 +260,7 @@ static int notify(const struct client *c)
 		close(fd);
 		return -e;
 	}
-	addr_text(&me, n.name, sizeof(n.name));
+	fs_addr_text(&me, n.name, sizeof(n.name));
 	uint8_t args[NLM_MAXNAME + 16], buf[512];
 	struct rrr_xdr x;
 	rrr_xdr_init(&x, args, sizeof(args), RRR_XDR_ENCODE);
@@ -299,7 +286,7 @@ bool fs_nsm_notify_step(void)
 		}
 		int rc = notify(c);
 		char ip[INET6_ADDRSTRLEN], nb[RRR__LOG_PEER_SIZE];
-		addr_text(&c->addr, ip, sizeof(ip));
+		fs_addr_text(&c->addr, ip, sizeof(ip));
 		if (rc == 0) {
 			c->done = true;
 			atomic_fetch_add(&g_notified, 1);

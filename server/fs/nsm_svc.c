@@ -34,20 +34,6 @@
 
 static atomic_uint_fast64_t c_notify, c_released, c_refused;
 
-/* @ss as text; a v4-mapped address (the dual-stack socket) as IPv4. */
-static void addr_text(const struct sockaddr_storage *ss, char *out, size_t len)
-{
-	snprintf(out, len, "?");
-	if (ss->ss_family == AF_INET) {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out, (socklen_t)len);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(a))
-			inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)len);
-		else
-			inet_ntop(AF_INET6, a, out, (socklen_t)len);
-	}
-}
 
 bool fs_nsm_admitted(const struct sockaddr_storage *from, const char *via)
 {
@@ -55,7 +41,7 @@ bool fs_nsm_admitted(const struct sockaddr_storage *from, const char *via)
 		return true;
 	static struct fs_lograte rl = FS_LOGRATE("lock manager: an NSM call from outside the allow lists");
 	char ip[INET6_ADDRSTRLEN];
-	addr_text(from, ip, sizeof(ip));
+	fs_addr_text(from, ip, sizeof(ip));
 	atomic_fetch_add(&c_refused, 1);
 	fs_log_limited(&rl, LOG_NOTICE,
 		       "lock manager: ignored an NSM call over %s from %s, which no export's "
@@ -73,7 +59,7 @@ unsigned fs_nsm_notified(const struct sockaddr_storage *from, const struct nlm_n
 		return 0;
 	static struct fs_lograte rl = FS_LOGRATE("lock manager: SM_NOTIFY released a client's locks");
 	char nb[RRR__LOG_PEER_SIZE], ip[INET6_ADDRSTRLEN];
-	addr_text(from, ip, sizeof(ip));
+	fs_addr_text(from, ip, sizeof(ip));
 	atomic_fetch_add(&c_released, dropped);
 	fs_log_limited(&rl, LOG_INFO,
 		       "lock manager: client %s (%s) restarted (SM_NOTIFY over %s, state %d): "

@@ -154,18 +154,9 @@ static void start(bool rdma, const char *const *extra)
 	}
 	srv.extra_args = extra;
 	cr_assert_eq(th_server_start(&srv, rdma), 0);
-	char port[16];
-	snprintf(port, sizeof(port), "%u", srv.mount_port);
-	struct rrr_nfs3_opts o;
-	rrr_nfs3_opts_init(&o);
-	o.transport = "tcp";
-	o.host = "127.0.0.1";
-	o.port = port;
-	o.mount_port = port;
-	o.export_path = srv.export_dir;
-	o.timeout_ms = 10000;
-	struct rrr_nfs3 *nfs = NULL;
-	cr_assert_eq(rrr_nfs3_mount(&o, &nfs), 0, "mount: %s", rrr_last_error());
+	struct th_mount m;
+	th_mount_opts(&srv, false, &m);
+	struct rrr_nfs3 *nfs = th_nfs_mount(&m);
 	cr_assert_eq(rrr_nfs3_lookup(nfs, rrr_nfs3_root(nfs), "f", &fh, NULL), 0);
 	rrr_nfs3_umount(nfs);
 }

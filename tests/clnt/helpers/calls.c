@@ -212,12 +212,9 @@ void tc_stop_child(pid_t *pid)
 	if (*pid <= 0)
 		return;
 	kill(*pid, SIGTERM);
-	for (int i = 0; i < 300; i++) {
-		if (waitpid(*pid, &st, WNOHANG) == *pid) {
-			*pid = 0;
-			return;
-		}
-		usleep(10000);
+	if (TEST_WAIT_UNTIL(waitpid(*pid, &st, WNOHANG) == *pid, 3000)) {
+		*pid = 0;
+		return;
 	}
 	tc_kill_child(pid);
 }
