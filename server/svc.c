@@ -12,7 +12,10 @@
  * round-robin to a worker through that worker's inbox (mutex + eventfd).
  * Each worker runs its own epoll loop over the connections it owns and
  * runs handlers to completion on its thread, so two cores serve two
- * connections at once and a connection's state is never shared.
+ * connections at once and a connection's state is never shared. A slow
+ * handler of a busy RDMA connection may run on an idle worker instead
+ * (rrr__svc_offload, svc_offload.c); it touches only its request, and the
+ * owner sends the reply.
  *
  * A transport hands a complete RPC message to rrr__svc_dispatch(), which
  * decodes the call header and answers by the book (RFC 5531): RPC_MISMATCH

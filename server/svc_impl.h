@@ -9,7 +9,9 @@
  * level-triggered, with the connection as epoll data. The worker calls
  * ops->on_event() when the fd is ready and ops->on_msg() for messages the
  * accept thread forwards (RDMA CM events). Everything a connection does
- * happens on its worker thread, so connection state needs no lock.
+ * happens on its worker thread, so connection state needs no lock; a
+ * handler handed to another worker (rrr__svc_offload) touches only its
+ * request, and its return comes back to the owner through the inbox.
  *
  * A request (struct rrr_svc_req) is decoded and dispatched by
  * rrr__svc_dispatch(); the transport owns the request's memory and calls
