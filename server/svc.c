@@ -112,7 +112,8 @@ struct rrr__svc_worker {
 	struct rrr__svc_conn *closing; /* to reap at the end of an iteration */
 	unsigned nconns;
 	struct rrr_xprt_stats st;	   /* atomics; cumulative */
-	atomic_bool idle; /* waiting with nothing to do: may take a handler */
+	atomic_bool idle;     /* waiting with nothing of its own to do */
+	atomic_uint handed;   /* handlers handed to it, not yet run (0 or 1) */
 };
 
 struct rrr_svc {
@@ -723,14 +724,16 @@ int rrr__svc_offload(struct rrr__svc_conn *c, void (*run)(void *arg), void (*don
 	start = c->w->idx + 1;
 	for (i = 0; i < svc->nworkers - 1; i++) {
 		struct rrr__svc_worker *w = &svc->workers[(start + i) % svc->nworkers];
-		bool yes = true;
+		unsigned none = 0;
 
+		/* an idle worker with no handler queued yet takes it: the
+		 * claim is the handed count going from 0 to 1 */
 		if (w == c->w || !atomic_load_explicit(&w->idle, memory_order_relaxed) ||
-		    !atomic_compare_exchange_strong(&w->idle, &yes, false))
+		    !atomic_compare_exchange_strong(&w->handed, &none, 1))
 			continue;
 		it = calloc(1, sizeof(*it));
 		if (!it) {
-			atomic_store(&w->idle, true);
+			atomic_store(&w->handed, 0);
 			return -ENOMEM;
 		}
 		rrr__svc_conn_get(c); /* dropped on the owner after @done */
@@ -753,6 +756,7 @@ static void inbox_item_run(struct rrr__svc_worker *w, struct inbox_item *it)
 	if (it->run) {
 		it->run(it->arg);
 		it->run = NULL;
+		atomic_store(&w->handed, 0);
 		if (c->w != w) {
 			inbox_push(c->w, it); /* back to the owner, for @done */
 			return;
@@ -842,11 +846,16 @@ static void *worker_main(void *arg)
 			break;
 		}
 		/* nothing to do: a connection of another worker may hand us a
-		 * handler (rrr__svc_offload) until we find events of our own */
-		if (!shut)
-			atomic_store(&w->idle, true);
+		 * handler (rrr__svc_offload) until we find events of our own.
+		 * A wait that timed out leaves us idle: the idle scan below is
+		 * short, and a worker that is slow to be scheduled on a busy
+		 * host is as good a taker as any (the handler waits in its
+		 * inbox), better than the connection's owner, which would not
+		 * receive while it runs the handler. */
+		atomic_store(&w->idle, !shut);
 		n = rrr__wait_epoll(&w->waiter, w->epfd, evs, 64, timeout);
-		atomic_store(&w->idle, false);
+		if (n != 0)
+			atomic_store(&w->idle, false);
 		if (n < 0 && errno != EINTR)
 			break;
 		now = rrr__mono_ms();
@@ -980,6 +989,9 @@ int rrr_svc_run(struct rrr_svc *svc)
 	sigaddset(&block, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &block, &oldmask);
 	for (i = 0; i < svc->nworkers; i++) {
+		/* a worker not yet scheduled has nothing to do: a handler
+		 * handed to it waits in its inbox for its first wait */
+		atomic_store(&svc->workers[i].idle, true);
 		rc = -pthread_create(&svc->workers[i].thread, NULL, worker_main, &svc->workers[i]);
 		if (rc)
 			break;

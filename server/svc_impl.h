@@ -179,14 +179,12 @@ int rrr__svc_offload(struct rrr__svc_conn *c, void (*run)(void *arg), void (*don
  * procedure's handler ran, process-wide, and whether a call at @msg
  * (@len bytes of RPC message) is worth handing to another worker:
  * when its procedure has not been timed yet, or when its handlers take
- * long enough to pay for the hand-off and its connection has other calls
- * in progress (@busy request contexts, itself included), so that a lone
- * call's latency never pays for two thread wake-ups. Thread-safe; never
- * blocks.
+ * long enough (1 ms) that two thread wake-ups are small beside them.
+ * Thread-safe; never blocks.
  */
 int64_t rrr__svc_cost_clock(void);
 void rrr__svc_cost_note(uint32_t prog, uint32_t vers, uint32_t proc, int64_t ns);
-bool rrr__svc_offload_wanted(const uint8_t *msg, size_t len, unsigned busy);
+bool rrr__svc_offload_wanted(const uint8_t *msg, size_t len);
 void rrr__svc_conn_get(struct rrr__svc_conn *c);
 void rrr__svc_conn_put(struct rrr__svc_conn *c);
 const struct rrr_svc_opts *rrr__svc_opts(const struct rrr_svc *svc);

@@ -12,10 +12,11 @@
  * 10 to 40 us), more than a quick handler runs (a cached 4 KiB READ: a few
  * microseconds) and moves the call's buffers between caches, so it is
  * worth it only for slow handlers (1 ms: a disk, a lock that waits, a
- * remote back end), and only when
- * the connection has other calls to get on with: a lone call at queue
- * depth one gains nothing from another core and would pay the wake-ups in
- * its latency.
+ * remote back end). Then it is worth it even for a call alone on its
+ * connection: the wake-ups cost a few per cent of its latency, and the
+ * owner stays free to receive the next call, whenever it comes (a rule
+ * that waited for a second call in flight would miss the one sent a
+ * moment later).
  *
  * The cost of a procedure is a moving average (1/8 weight to the newest)
  * of its handler's run time, kept per (program, version, procedure) in a
@@ -116,7 +117,7 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-bool rrr__svc_offload_wanted(const uint8_t *msg, size_t len, unsigned busy)
+bool rrr__svc_offload_wanted(const uint8_t *msg, size_t len)
 {
 	int64_t ns;
 
@@ -125,5 +126,5 @@ bool rrr__svc_offload_wanted(const uint8_t *msg, size_t len, unsigned busy)
 	if (len < 24 || be32(msg + 4) != RRR_RPC_CALL)
 		return false;
 	ns = cost_ns(be32(msg + 12), be32(msg + 16), be32(msg + 20));
-	return ns < 0 || (ns >= OFFLOAD_MIN_NS && busy > 1);
+	return ns < 0 || ns >= OFFLOAD_MIN_NS;
 }

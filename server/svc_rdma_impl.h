@@ -169,10 +169,6 @@ struct svc_rdma_conn {
 	 * the buffer the last call just left, still in the CPU's caches. */
 	uint64_t pull_inflight, pull_window;
 	struct svc_rdma_ctx *pull_head, *pull_tail;
-	/* completions after the one being handled in this poll batch that
-	 * bring calls to their handlers (receives, READs, LOCAL_INVs): the
-	 * connection has other calls to get on with (svc_offload.c) */
-	uint32_t batch_more;
 	struct svc_rdma_buf *sink_pool; /* max_ctx entries */
 	/* push window: write- and reply-chunk bytes posted and not yet
 	 * completed stay about within push_window (SVC_RDMA_PUSH_RECORDS x

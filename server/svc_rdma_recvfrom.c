@@ -153,8 +153,8 @@ void rrr__svc_rdma_dispatch_done(struct svc_rdma_ctx *ctx)
 	rrr__svc_rdma_sink_give(ctx);
 }
 
-/* Hand the handler to an idle worker when it is slow and the connection
- * has other calls to get on with (svc_offload.c); true when handed. The
+/* Hand the handler to an idle worker when it is slow (svc_offload.c);
+ * true when handed. The
  * other worker touches only the request: memory it may need from the
  * connection (the write-chunk payload buffer) is taken here first, and
  * zero-copy result payloads are copied there (the registration pool is
@@ -163,7 +163,7 @@ static bool offload(struct svc_rdma_ctx *ctx, const uint8_t *buf, size_t len)
 {
 	struct svc_rdma_conn *rc = ctx->rc;
 
-	if (!rrr__svc_offload_wanted(buf, len, rc->busy + rc->batch_more))
+	if (!rrr__svc_offload_wanted(buf, len))
 		return false;
 	if (ctx->hdr->nwrite && rrr__svc_rdma_buf_get(rc, &ctx->pay, rc->max_payload))
 		return false;

@@ -312,15 +312,6 @@ static void handle_wc(struct svc_rdma_conn *rc, const struct rrr_wc *wc)
 
 /* Whether @wc may bring a call to its handler: a receive, or the end of a
  * pull (READ or LOCAL_INV of the sink). */
-static uint32_t brings_call(const struct rrr_wc *wc)
-{
-	uint64_t ph = wc->wr_id & 7u;
-
-	if (wc->status != RRR_WC_SUCCESS)
-		return 0;
-	return (wc->wr_id & SVC_RDMA_RECV_TAG) || ph == PH_READ || ph == PH_INV;
-}
-
 static void conn_poll(struct svc_rdma_conn *rc)
 {
 	struct rrr_wc wc[RDMA_POLL_BATCH];
@@ -339,14 +330,8 @@ static void conn_poll(struct svc_rdma_conn *rc)
 			break;
 		}
 		rc->db_defer = true;
-		rc->batch_more = 0;
 		for (i = 0; i < n; i++)
-			rc->batch_more += brings_call(&wc[i]);
-		for (i = 0; i < n; i++) {
-			rc->batch_more -= brings_call(&wc[i]);
 			handle_wc(rc, &wc[i]);
-		}
-		rc->batch_more = 0;
 		rc->db_defer = false;
 		rrr__svc_rdma_db_flush(rc);
 		if (n == RDMA_POLL_BATCH)

@@ -3,9 +3,10 @@
  * tests/clnt/parallel.c - the calls of one connection use several cores:
  * two slow calls (each handler 200 ms) sent at once on one RDMA connection
  * run on two worker threads at the same time; the server counts the
- * hand-off (offloaded). A slow call alone on its
- * connection, once the procedure is known to be slow, stays on the
- * connection's own worker (a lone call gains nothing from another core).
+ * hand-off (offloaded). A slow call alone on its connection is handed off
+ * too: a handler that waits for a later call of the same connection (HOLD
+ * until RELEASE) is released, which a worker blocked in it could not do.
+ * Quick calls stay where they arrive.
  * Each handler counts the handlers running beside it, so that the overlap
  * is asserted directly, never inferred from how long both took (a loaded
  * machine can stretch any time).
@@ -29,7 +30,7 @@
 #include "helpers/calls.h"
 
 #define PA_PROG 0x20000096u
-enum { PA_NULL, PA_SLOW, PA_STAT };
+enum { PA_NULL, PA_SLOW, PA_STAT, PA_HOLD, PA_RELEASE };
 
 /* --- server process ------------------------------------------------------- */
 
@@ -67,10 +68,37 @@ static int h_stat(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 		   : 0;
 }
 
+static atomic_bool released;
+
+/* result: 1 when RELEASE came within 10 s, else 0 (a bounded wait for
+ * another call, as a lock handler waits for a holder) */
+static int h_hold(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	struct timespec ts = {0, 1000 * 1000};
+	int i;
+
+	(void)r;
+	(void)a;
+	for (i = 0; i < 10000 && !atomic_load(&released); i++)
+		nanosleep(&ts, NULL);
+	return rrr_xdr_put_u32(s, atomic_exchange(&released, false)) ? -EIO : 0;
+}
+
+static int h_release(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	(void)r;
+	(void)a;
+	(void)s;
+	atomic_store(&released, true);
+	return 0;
+}
+
 static const struct rrr_svc_proc procs[] = {
     [PA_NULL] = {"null", tc_h_null},
     [PA_SLOW] = {"slow", h_slow},
     [PA_STAT] = {"stat", h_stat},
+    [PA_HOLD] = {"hold", h_hold},
+    [PA_RELEASE] = {"release", h_release},
 };
 
 static void child_main(int wfd, const void *arg)
@@ -202,15 +230,48 @@ Test(parallel, two_slow_calls_of_one_connection_run_at_once)
 	cr_assert_eq(ov2, ov1 + 1, "they overlapped again");
 }
 
-Test(parallel, a_lone_slow_call_stays_on_its_worker)
+/* HOLD alone on the connection, RELEASE sent while it waits: HOLD's
+ * result, 1 when released. */
+static uint32_t hold_release(void)
 {
-	uint32_t tid[2], one = 0, before;
-	struct rrr_call c;
+	struct rrr_call c, q;
+	struct pending p = {0};
+	uint32_t got = 0;
 
-	two_slow(tid); /* the procedure is timed: slow */
+	tc_call_init(&c, PA_PROG, PA_HOLD);
+	tc_codec(&c, NULL, NULL, dec_u32, &got);
+	cr_assert_eq(rrr_clnt_call_async(clnt, &c, slow_done, &p), 0, "%s", rrr_last_error());
+	tc_call_init(&q, PA_PROG, PA_RELEASE);
+	cr_assert_eq(rrr_clnt_call(clnt, &q), 0, "%s", q.error);
+	cr_assert(TEST_WAIT_UNTIL(atomic_load(&p.done) >= 1, 15000), "HOLD completed");
+	cr_assert_eq(p.rc[0], 0);
+	return got;
+}
+
+/* A slow call sent alone is handed off as well, whether its procedure is
+ * new or known to be slow: the connection's worker goes on receiving, so
+ * a later call that the slow handler waits for gets through. */
+Test(parallel, a_lone_slow_call_leaves_its_connection_free)
+{
+	uint32_t before = offloaded_now();
+
+	cr_assert_eq(hold_release(), 1, "RELEASE reached the server while HOLD (new) ran");
+	cr_assert_eq(hold_release(), 1, "RELEASE reached the server while HOLD (slow) ran");
+	cr_assert_geq(offloaded_now(), before + 2, "both HOLDs were handed off");
+}
+
+/* A quick procedure, once timed, runs where it arrives. */
+Test(parallel, quick_calls_stay_on_their_worker)
+{
+	struct rrr_call q;
+	uint32_t before;
+
+	tc_call_init(&q, PA_PROG, PA_NULL);
+	cr_assert_eq(rrr_clnt_call(clnt, &q), 0, "%s", q.error); /* now timed */
 	before = offloaded_now();
-	tc_call_init(&c, PA_PROG, PA_SLOW);
-	tc_codec(&c, NULL, NULL, dec_u32, &one);
-	cr_assert_eq(rrr_clnt_call(clnt, &c), 0, "%s", c.error);
-	cr_assert_eq(offloaded_now(), before, "a call alone on its connection is not handed off");
+	for (int i = 0; i < 20; i++) {
+		tc_call_init(&q, PA_PROG, PA_NULL);
+		cr_assert_eq(rrr_clnt_call(clnt, &q), 0, "%s", q.error);
+	}
+	cr_assert_eq(offloaded_now(), before, "no quick call was handed off");
 }
