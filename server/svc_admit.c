@@ -26,12 +26,21 @@
  * Log lines are rate-limited: at most one per kind every 10 s, with the
  * count since the last one, so a flood cannot flood the log too.
  *
+ * Descriptors are counted per connection as they are admitted: an idle
+ * soft-RDMA connection holds 2 (its socket and its CQ's epoll set; the
+ * CQ's eventfd comes with its first notification, and where none can be
+ * made the soft provider signals without it), a TCP connection 1. A
+ * connection that would take the count past the fd limit, less 128 left
+ * to the application (e.g. rrr-server's descriptor cache of up to 96) and
+ * max_setup for connections in set-up, is refused like one past
+ * max_conns: 5,000 soft-RDMA and 5,000 TCP connections fit an fd limit of
+ * 20,000, and 9,808 soft-RDMA ones alone.
+ *
  * Defaults (rrr/server.h): setup 10 s, 256 in set-up, idle 6 min, 128 per
  * address, and max_conns from what the host can hold, the least of:
- *  - the fd limit: (RLIMIT_NOFILE - 128 - max_setup) / 3, since a soft
- *    RDMA connection holds 3 descriptors (socket, CQ epoll and eventfd; a
- *    TCP connection 1); 128 are left to the application, e.g. rrr-server's
- *    descriptor cache of up to 96 (1,103 at 4,096; 6,538 at 20,000);
+ *  - the fd limit: what it leaves for connections (as above), at one
+ *    descriptor each (19,616 at 20,000; the descriptor count above then
+ *    holds soft-RDMA connections to half of that);
  *  - memory: half the physical memory over RRR_SVC_CONN_MEM (256 KiB, what
  *    an idle soft-RDMA connection may cost at most; it costs ~210 KiB, a TCP
  *    one ~2 KiB);
@@ -65,6 +74,18 @@ struct rrr__svc_peer {
 	uint32_t n;
 };
 
+/* Descriptors the fd limit leaves for connections; *@nofile: the limit. */
+static uint64_t fd_room(const struct rrr_svc_opts *o, uint64_t *nofile)
+{
+	uint64_t reserve = 128u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u : o->max_setup);
+	struct rlimit rl;
+
+	*nofile = 1024;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		*nofile = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur;
+	return *nofile > reserve ? *nofile - reserve : 0;
+}
+
 void rrr__svc_limits_defaults(struct rrr_svc_opts *o, char *why, size_t len)
 {
 	if (!o->setup_timeout_ms)
@@ -76,16 +97,12 @@ void rrr__svc_limits_defaults(struct rrr_svc_opts *o, char *why, size_t len)
 	if (!o->max_conns_per_addr)
 		o->max_conns_per_addr = RRR_SVC_MAX_CONNS_PER_ADDR;
 	if (!o->max_conns) {
-		struct rlimit rl;
-		uint64_t nofile = 1024, n_fd, n_mem, n_stag, n, mem;
-		uint64_t reserve = 128u + (o->max_setup == RRR_SVC_UNLIMITED ? 256u : o->max_setup);
+		uint64_t nofile, n_fd, n_mem, n_stag, n, mem;
 		uint64_t per_stag = (uint64_t)(o->max_requests + SVC_RDMA_CTX_SLACK) * 4u + 4u;
 		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 		const char *by;
 
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-			nofile = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur;
-		n_fd = nofile > reserve ? (nofile - reserve) / RRR_SVC_CONN_FDS : 0;
+		n_fd = fd_room(o, &nofile);
 		mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 1ull << 30;
 		n_mem = mem / 2 / RRR_SVC_CONN_MEM;
 		/* each connection may hold 4 READ-sink registrations per
@@ -109,11 +126,13 @@ void rrr__svc_limits_defaults(struct rrr_svc_opts *o, char *why, size_t len)
 		if (why)
 			snprintf(why, len,
 				 "from %s: the fd limit %llu allows %llu (%u descriptors per "
-				 "soft-RDMA connection, %llu kept back), %llu MiB of memory allows %llu "
+				 "soft-RDMA connection, 1 per TCP one: %llu soft-RDMA ones at most, "
+				 "%llu kept back), %llu MiB of memory allows %llu "
 				 "(half of it at %u KiB per idle connection), the STag space allows %llu "
 				 "(%llu registrations per connection)",
 				 by, (unsigned long long)nofile, (unsigned long long)n_fd,
-				 RRR_SVC_CONN_FDS, (unsigned long long)reserve,
+				 RRR_SVC_CONN_FDS, (unsigned long long)(n_fd / RRR_SVC_CONN_FDS),
+				 (unsigned long long)(nofile - n_fd),
 				 (unsigned long long)(mem >> 20), (unsigned long long)n_mem,
 				 RRR_SVC_CONN_MEM >> 10, (unsigned long long)n_stag,
 				 (unsigned long long)per_stag);
@@ -145,11 +164,14 @@ int rrr_svc_limits_describe(struct rrr_svc *svc, char *buf, size_t len)
 int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o,
 			 const char *why)
 {
+	uint64_t nofile;
+
 	memset(L, 0, sizeof(*L));
 	snprintf(L->why, sizeof(L->why), "%s", why ? why : "");
 	pthread_mutex_init(&L->lock, NULL);
 	L->max_conns = o->max_conns;
 	L->max_per_addr = o->max_conns_per_addr;
+	L->fd_room = fd_room(o, &nofile);
 	L->idle_ms = o->idle_timeout_ms;
 	L->admit = o->admit;
 	L->admit_ctx = o->admit_ctx;
@@ -250,7 +272,8 @@ void rrr__svc_refused_addr(struct rrr__svc_limits *L, const struct sockaddr_stor
 	pthread_mutex_unlock(&L->lock);
 }
 
-int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const char *transport)
+int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const char *transport,
+		   unsigned fds)
 {
 	struct rrr__svc_peer *p;
 	uint8_t addr[16];
@@ -272,6 +295,16 @@ int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const cha
 			  "refused a %s connection from %s: %u connections are open "
 			  "(max_conns; rrr-server --max-conns N, or raise ulimit -n)",
 			  transport, who, L->nconns);
+		pthread_mutex_unlock(&L->lock);
+		return -EBUSY;
+	}
+	if (L->fds + fds > L->fd_room) {
+		L->st.refused_max_conns++;
+		addr_str(&c->peer, who, sizeof(who));
+		log_limit(L, RRR__SVC_LOG_MAX_CONNS,
+			  "refused a %s connection from %s: the %u connections open hold the "
+			  "%llu descriptors the fd limit leaves for connections (raise ulimit -n)",
+			  transport, who, L->nconns, (unsigned long long)L->fd_room);
 		pthread_mutex_unlock(&L->lock);
 		return -EBUSY;
 	}
@@ -301,6 +334,8 @@ int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const cha
 	}
 	p->n++;
 	L->nconns++;
+	L->fds += fds;
+	c->admit_fds = (uint8_t)fds;
 	c->admitted = true;
 	pthread_mutex_unlock(&L->lock);
 	return 0;
@@ -326,6 +361,7 @@ void rrr__svc_unadmit(struct rrr__svc_limits *L, struct rrr__svc_conn *c)
 	}
 	if (L->nconns)
 		L->nconns--;
+	L->fds -= L->fds >= c->admit_fds ? c->admit_fds : L->fds;
 	pthread_mutex_unlock(&L->lock);
 }
 

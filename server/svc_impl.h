@@ -66,6 +66,7 @@ struct rrr__svc_conn {
 	bool in_epoll; /* fd added to the worker's epoll set */
 	int refs;      /* atomic; freed by destroy at 0 */
 	struct rrr__svc_conn *next, *prev;
+	uint8_t admit_fds; /* descriptors counted for it at admission */
 	bool admitted;	 /* counted by rrr__svc_admit() (svc_admit.c) */
 	bool idle_shut;	 /* shut down by the idle timeout */
 	int64_t last_ms; /* last traffic (worker clock, ms) */
@@ -239,7 +240,7 @@ extern const struct rrr__svc_listener_ops rrr__svc_rdma_listener_ops; /* svc_rdm
 
 #define RRR_SVC_IDLE_TIMEOUT_MS	   360000u
 #define RRR_SVC_STAG_BUDGET	   ((1u << 24) - 1u) /* registrations the soft device's STag space holds */
-#define RRR_SVC_CONN_FDS	   3u /* descriptors a soft-RDMA connection holds */
+#define RRR_SVC_CONN_FDS	   2u /* descriptors an idle soft-RDMA connection holds */
 #define RRR_SVC_CONN_MEM	   (256u << 10) /* what an idle connection may cost, at most */
 #define RRR_SVC_MAX_CONNS_PER_ADDR 128u
 #define RRR__SVC_PEER_BUCKETS	   64u
@@ -262,6 +263,7 @@ struct rrr__svc_limits {
 	struct rrr__svc_peer *peers[RRR__SVC_PEER_BUCKETS];
 	uint32_t nconns;
 	uint32_t max_conns, max_per_addr;
+	uint64_t fds, fd_room; /* descriptors admitted connections hold; the most */
 	uint32_t idle_ms;
 	char why[400]; /* where max_conns came from (rrr_svc_limits_describe) */
 	struct rrr_svc_limit_stats st;	     /* counters (lock) */
@@ -282,10 +284,13 @@ int rrr__svc_limits_init(struct rrr__svc_limits *L, const struct rrr_svc_opts *o
 			 const char *why);
 void rrr__svc_limits_fini(struct rrr__svc_limits *L);
 struct rrr__svc_limits *rrr__svc_limits(struct rrr_svc *svc);
-/* Admit @c (its peer set) or refuse it: -EACCES when the application's
- * admission check (opts.admit) refuses its address, -EBUSY at a limit
- * (counted, logged, rate-limited). Accept thread; thread-safe. */
-int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const char *transport);
+/* Admit @c (its peer set), which holds @fds descriptors, or refuse it:
+ * -EACCES when the application's admission check (opts.admit) refuses its
+ * address, -EBUSY at a limit (max_conns, per address, or the descriptors
+ * the fd limit leaves; counted, logged, rate-limited). Accept thread;
+ * thread-safe. */
+int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const char *transport,
+		   unsigned fds);
 /* Count and log (rate-limited) a connection refused for its address. */
 void rrr__svc_refused_addr(struct rrr__svc_limits *L, const struct sockaddr_storage *peer,
 			   const char *transport);

@@ -505,7 +505,7 @@ static int conn_accept(struct rrr__svc_rdma_listener *l, const struct rrr_cm_eve
 	rc->base.fd = -1;
 	rc->base.events = EPOLLIN;
 	rrr_cm_id_peer_addr(ev->id, &rc->base.peer);
-	err = rrr__svc_admit(rrr__svc_limits(l->svc), &rc->base, "RDMA");
+	err = rrr__svc_admit(rrr__svc_limits(l->svc), &rc->base, "RDMA", RRR_SVC_CONN_FDS);
 	if (err)
 		goto err_free;
 	rc->recv_size = svc_rdma_min_u32(o->inline_recv, peer.send_size);

@@ -333,7 +333,7 @@ static void tcp_listener_ready(struct rrr__svc_listener *l)
 		t->base.peer = ss;
 		t->max_record = o->max_payload + RRR__SVC_REPLY_SLACK;
 		rrr__rm_init(&t->rm, t->max_record);
-		if (rrr__svc_admit(rrr__svc_limits(svc), &t->base, "TCP")) {
+		if (rrr__svc_admit(rrr__svc_limits(svc), &t->base, "TCP", 1)) {
 			close(fd);
 			free(t);
 			continue;

@@ -9,7 +9,10 @@
  * and asserts:
  *  - every connection is accepted: more soft-RDMA connections than the 442
  *    that a fixed STag table of 65,536 entries allowed before, and TCP
- *    connections beside them (max_conns comes from the fd limit, 1,237);
+ *    connections beside them (max_conns comes from the fd limit, 3,712,
+ *    and descriptors are counted: 2 per soft-RDMA connection, 1 per TCP);
+ *  - an idle soft-RDMA connection holds at most 2 descriptors (socket and
+ *    CQ epoll set: no eventfd until its CQ is first notified), a TCP one 1;
  *  - the server's RSS grew by at most 256 KiB per soft-RDMA connection and
  *    64 KiB per TCP connection (before the send queue was sized from the
  *    credits, an idle soft-RDMA connection cost about 1.2 MiB: a
@@ -25,6 +28,7 @@
  * queued before it.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +74,24 @@ static void teardown(void)
 
 TestSuite(nfs_idle_rss, .fini = teardown, .timeout = 180);
 
+/* descriptors process @pid holds */
+static long open_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	long n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -111,7 +133,7 @@ Test(nfs_idle_rss, idle_connections_cost_little)
 	static const char *const extra[] = {"--idle-timeout", "600000", NULL};
 	struct rlimit rl;
 	char p[512];
-	long r0, r1, r2;
+	long r0, r1, r2, f0, f1, f2;
 	double per_rdma, per_tcp;
 
 	if (!th_prog("rrr-server", p, sizeof(p)))
@@ -131,8 +153,9 @@ Test(nfs_idle_rss, idle_connections_cost_little)
 			     (unsigned long)rl.rlim_cur, 2 * NCONN);
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	/* the server's fd limit: its default max_conns derives from it,
-	 * (limit - 384) / 3, counting 3 descriptors for every connection */
-	srv.nofile = 6u * NCONN + 1024u < 4096u ? 4096u : 6u * NCONN + 1024u;
+	 * limit - 384, and it admits 2 descriptors per soft-RDMA connection
+	 * and 1 per TCP one within that */
+	srv.nofile = 3u * NCONN + 1024u < 4096u ? 4096u : 3u * NCONN + 1024u;
 	if (srv.nofile > rl.rlim_max)
 		cr_skip_test("the hard fd limit (%lu) is too low for the server",
 			     (unsigned long)rl.rlim_max);
@@ -146,12 +169,14 @@ Test(nfs_idle_rss, idle_connections_cost_little)
 	cr_assert_eq(connect_one(NCONN - 1, "tcp", srv.mount_port), 0, "%s", rrr_last_error());
 	cr_assert_eq(null_call(cl[2 * NCONN - 1]), 0);
 	r0 = rrr__bench_rss_kib(srv.pid);
+	f0 = open_fds(srv.pid);
 	cr_assert_gt(r0, 0);
 
 	for (unsigned i = 0; i < NCONN - 1; i++)
 		cr_assert_eq(connect_one(i, "rdma", srv.rdma_port), 0, "RDMA connection %u: %s", i,
 			     rrr_last_error());
 	r1 = rrr__bench_rss_kib(srv.pid);
+	f1 = open_fds(srv.pid);
 	for (unsigned i = 0; i < NCONN - 1; i++)
 		cr_assert_eq(connect_one(i, "tcp", srv.mount_port), 0, "TCP connection %u: %s", i,
 			     rrr_last_error());
@@ -176,6 +201,7 @@ Test(nfs_idle_rss, idle_connections_cost_little)
 		cr_expect_lt(dt, 1.0 * SLOW, "a new client took %.3f s", dt);
 	}
 	r2 = rrr__bench_rss_kib(srv.pid);
+	f2 = open_fds(srv.pid);
 	per_rdma = (double)(r1 - r0) / (NCONN - 1);
 	per_tcp = (double)(r2 - r1) / NCONN;
 	cr_log_info("server RSS: %ld KiB, +%ld KiB for %u idle soft-RDMA connections "
@@ -183,6 +209,13 @@ Test(nfs_idle_rss, idle_connections_cost_little)
 		    r0, r1 - r0, NCONN - 1, per_rdma, r2 - r1, NCONN, per_tcp);
 	fprintf(stderr, "idle_rss: %u+%u connections held; soft-RDMA %.1f KiB/conn, TCP %.1f "
 		"KiB/conn\n", NCONN, NCONN, per_rdma, per_tcp);
+	fprintf(stderr, "idle_rss: server descriptors: %ld, +%ld for the soft-RDMA connections, "
+		"+%ld for the TCP ones\n", f0, f1 - f0, f2 - f1);
+	cr_assert_leq(f1 - f0, 2 * (long)(NCONN - 1),
+		      "an idle soft-RDMA connection holds at most 2 descriptors (%ld for %u)",
+		      f1 - f0, NCONN - 1);
+	cr_assert_leq(f2 - f1, (long)NCONN + 1, "a TCP connection holds 1 (%ld for %u)", f2 - f1,
+		      NCONN);
 	if (RSS_MEANINGFUL) {
 		cr_assert_leq(per_rdma, 256.0, "an idle soft-RDMA connection costs %.1f KiB",
 			      per_rdma);

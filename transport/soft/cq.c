@@ -7,7 +7,16 @@
  * lock: QPs push completions while holding their own lock). The CQ's file
  * descriptor is an epoll instance holding an eventfd (written when a
  * completion arrives on an armed CQ) and, unless the device runs a
- * progress thread, the sockets of every QP that uses this CQ. So the fd
+ * progress thread, the sockets of every QP that uses this CQ.
+ *
+ * The eventfd is made by the first notification, not with the CQ: most
+ * completions are found by the poller's own progress step, which needs no
+ * event (progress.c), so a connection that sits idle never needs one, and
+ * a server holding thousands of them keeps two descriptors per connection
+ * (socket and CQ epoll) instead of three. Where no eventfd can be made
+ * (the fd limit reached), the device's always-readable eventfd joins the
+ * CQ's epoll set until the next ack instead: no notification is lost, at
+ * worst a wake-up is early. So the fd
  * becomes readable both when completions may be pending and when a socket
  * needs service, and rrr_cq_poll() makes progress (progress.c: when the
  * ring is empty it steps the QPs whose sockets are ready, then drains the
@@ -31,7 +40,6 @@
 int rrr__soft_cq_create(struct rrr_device *dev, uint32_t depth, struct rrr_cq **out)
 {
 	struct soft_cq *cq;
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 
 	if (depth > 1u << 20)
 		return rrr__set_error(-EINVAL, "soft: CQ depth %u too large", depth);
@@ -40,22 +48,20 @@ int rrr__soft_cq_create(struct rrr_device *dev, uint32_t depth, struct rrr_cq **
 		return -ENOMEM;
 	cq->ring = calloc(depth, sizeof(*cq->ring));
 	cq->ep = epoll_create1(EPOLL_CLOEXEC);
-	cq->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!cq->ring || cq->ep < 0 || cq->evfd < 0 ||
-	    epoll_ctl(cq->ep, EPOLL_CTL_ADD, cq->evfd, &ev) < 0) {
+	if (!cq->ring || cq->ep < 0) {
 		int err = errno ? -errno : -ENOMEM;
 
 		if (cq->ep >= 0)
 			close(cq->ep);
-		if (cq->evfd >= 0)
-			close(cq->evfd);
 		free(cq->ring);
 		free(cq);
 		return err;
 	}
+	atomic_init(&cq->evfd, -1);
 	soft_prefault(cq->ring, (size_t)depth * sizeof(*cq->ring));
 	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_init(&cq->prog_lock, NULL);
+	pthread_mutex_init(&cq->ev_lock, NULL);
 	cq->depth = depth;
 	cq->base.dev = dev;
 	atomic_fetch_add(&soft_dev(dev)->nobj, 1);
@@ -70,20 +76,51 @@ int rrr__soft_cq_destroy(struct rrr_cq *base)
 	if (atomic_load(&cq->refs))
 		return rrr__set_error(-EBUSY, "soft: CQ still used by a QP");
 	close(cq->ep);
-	close(cq->evfd);
+	if (atomic_load(&cq->evfd) >= 0)
+		close(atomic_load(&cq->evfd));
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->prog_lock);
+	pthread_mutex_destroy(&cq->ev_lock);
 	atomic_fetch_sub(&soft_dev(base->dev)->nobj, 1);
 	free(cq->ring);
 	free(cq);
 	return 0;
 }
 
+/* The CQ's eventfd, made and added to its epoll set on first use; -1 when
+ * no descriptor is left, and then the device's always-readable eventfd is
+ * in the set (cq->ready_in) until the next ack. */
+static int cq_evfd(struct soft_cq *cq)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	int fd = atomic_load_explicit(&cq->evfd, memory_order_acquire);
+
+	if (fd >= 0)
+		return fd;
+	pthread_mutex_lock(&cq->ev_lock);
+	fd = atomic_load_explicit(&cq->evfd, memory_order_relaxed);
+	if (fd < 0) {
+		fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (fd >= 0 && epoll_ctl(cq->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd >= 0)
+			atomic_store_explicit(&cq->evfd, fd, memory_order_release);
+	}
+	if (fd < 0 && !atomic_load(&cq->ready_in) &&
+	    epoll_ctl(cq->ep, EPOLL_CTL_ADD, soft_dev(cq->base.dev)->ready_fd, &ev) == 0)
+		atomic_store(&cq->ready_in, true);
+	pthread_mutex_unlock(&cq->ev_lock);
+	return fd;
+}
+
 void rrr__soft_cq_notify(struct soft_cq *cq)
 {
 	uint64_t one = 1;
+	int fd = cq_evfd(cq);
 
-	if (write(cq->evfd, &one, sizeof(one)) < 0) {
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
 		/* counter saturated: the fd is readable anyway */
 	}
 	atomic_store(&cq->ev_set, true);
@@ -141,14 +178,26 @@ int rrr__soft_cq_ack_event(struct rrr_cq *base)
 {
 	struct soft_cq *cq = soft_cq(base);
 	uint64_t v;
+	int fd;
 
 	/* most wake-ups come from a socket, not the eventfd: skip the read
 	 * that could only say EAGAIN (a write racing this is read next time;
 	 * the fd stays readable until then) */
 	if (!atomic_exchange(&cq->ev_set, false))
 		return 0;
-	if (read(cq->evfd, &v, sizeof(v)) < 0)
-		return errno == EAGAIN ? 0 : -errno;
+	if (atomic_load_explicit(&cq->ready_in, memory_order_relaxed)) {
+		/* the fallback: the device's eventfd leaves the set; a
+		 * notification after this adds it again, and one before it
+		 * pushed its completion first, for the caller's next poll */
+		pthread_mutex_lock(&cq->ev_lock);
+		if (atomic_load(&cq->ready_in) &&
+		    epoll_ctl(cq->ep, EPOLL_CTL_DEL, soft_dev(base->dev)->ready_fd, NULL) == 0)
+			atomic_store(&cq->ready_in, false);
+		pthread_mutex_unlock(&cq->ev_lock);
+	}
+	fd = atomic_load_explicit(&cq->evfd, memory_order_acquire);
+	if (fd >= 0 && read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
 	return 0;
 }
 

@@ -138,6 +138,8 @@ static void dev_free(struct soft_dev *d)
 		close(d->ep);
 	if (d->wake_fd >= 0)
 		close(d->wake_fd);
+	if (d->ready_fd >= 0)
+		close(d->ready_fd);
 	pthread_mutex_destroy(&d->lock);
 	rrr__soft_stag_table_free(d);
 	free(d);
@@ -153,6 +155,7 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 		return -ENOMEM;
 	d->ep = -1;
 	d->wake_fd = -1;
+	d->ready_fd = -1;
 	d->crc = true;
 	d->mulpdu = SOFT_MULPDU_DEF;
 	d->tx_batch = SOFT_TX_BATCH_DEF;
@@ -179,6 +182,14 @@ static int soft_device_open(const char *opts, struct rrr_device **out)
 		rc = errno ? -errno : -EIO;
 		dev_free(d);
 		return rrr__set_error(rc, "soft: getrandom() for STag keys failed");
+	}
+	/* always readable (a count of 1 nobody reads): a CQ that could not
+	 * have an eventfd of its own signals through it (cq.c) */
+	d->ready_fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (d->ready_fd < 0) {
+		rc = -errno;
+		dev_free(d);
+		return rrr__set_error(rc, "soft: cannot create an eventfd (raise ulimit -n)");
 	}
 	if (d->progress_thread) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };

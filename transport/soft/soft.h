@@ -325,6 +325,7 @@ struct soft_dev {
 	/* progress thread */
 	int ep;                          /* epoll of all QP sockets (thread mode) */
 	int wake_fd;
+	int ready_fd;                    /* always readable: CQs' fallback signal */
 	pthread_t thr;
 	bool thr_running;
 	atomic_bool thr_stop;
@@ -437,11 +438,13 @@ struct soft_cq {
 	bool quieted;            /* ... and took a notification for itself */
 	bool skip_step;          /* armed with the solo QP's rx idle: the next
 				  * poll checks the ring only (rrr__soft_cq_arm) */
-	atomic_bool ev_set;      /* evfd was written since the last ack */
+	atomic_bool ev_set;      /* signalled since the last ack */
 	unsigned nqp;            /* QP sockets in the epoll set (under lock) */
 	struct soft_qp *solo;    /* the one when nqp == 1 */
 	int ep;                  /* the CQ fd */
-	int evfd;
+	atomic_int evfd;         /* -1 until the first notification (cq.c) */
+	pthread_mutex_t ev_lock; /* making evfd; ready_in */
+	atomic_bool ready_in;    /* dev->ready_fd is in ep (no evfd could be made) */
 	atomic_int refs;
 };
 
@@ -451,7 +454,7 @@ static inline struct soft_cq *soft_cq(struct rrr_cq *c)
 }
 
 void rrr__soft_cq_push(struct soft_cq *cq, const struct rrr_wc *wc);
-/* Write the CQ's eventfd (a notification). */
+/* Signal the CQ's fd (a notification): its eventfd, made on first use. */
 void rrr__soft_cq_notify(struct soft_cq *cq);
 /* A QP's socket joined / left the CQ's epoll set (caller-driven progress). */
 void rrr__soft_cq_qp_add(struct soft_cq *cq, struct soft_qp *qp);
