@@ -639,9 +639,11 @@ void rrr__clnt_round_end(struct rrr_clnt *c, const struct epoll_event *evs, int 
 
 void rrr__clnt_round_stop(struct rrr_clnt *c)
 {
+	struct rrr_clnt *was = tls_progress; /* a member whose callback destroys @c */
+
 	tls_progress = c;
 	shutdown_all(c);
-	tls_progress = NULL;
+	tls_progress = was == c ? NULL : was;
 }
 
 void rrr__clnt_round_leave(void)
@@ -839,7 +841,9 @@ void rrr_clnt_destroy(struct rrr_clnt *c)
 	wake(c);
 	if (c->thread_started)
 		pthread_join(c->thread, NULL);
-	if (c->gthr) {
+	if (c->gthr && rrr__clnt_group_here(c)) {
+		rrr__clnt_group_leave_here(c); /* a callback of another member */
+	} else if (c->gthr) {
 		/* its group thread runs the last round, then lets go of it */
 		pthread_mutex_lock(&c->lock);
 		while (!c->group_left)

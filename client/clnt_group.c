@@ -41,7 +41,9 @@
  * (rrr__clnt_round_stop: calls fail with -ECANCELED, the transport
  * closes), takes the client's set out of its own, and sets group_left
  * under the client's lock; it never touches the client again, and
- * destroy, which waits for that, frees it.
+ * destroy, which waits for that, frees it. A destroy called on the group
+ * thread itself (a callback of another member) does all that there and
+ * then (rrr__clnt_group_leave_here), since waiting would wait for itself.
  *
  * Bounds: a thread holds up to GROUP_SLOTS_MAX clients (slots cost 24
  * bytes each, in chunks of 256); the group's threads are fixed at create.
@@ -188,6 +190,38 @@ static void rekey(struct rrr__clnt_gthread *t, uint32_t s, uint64_t due)
 
 /* --- the thread ------------------------------------------------------------ */
 
+/* Let go of @c in slot @s (group thread): out of the heap (or the pending
+ * list), out of the epoll set, its last round run, the slot back to the
+ * free list after this pass; rrr_clnt_destroy() may free @c afterwards. */
+static void let_go(struct rrr__clnt_gthread *t, uint32_t s, struct rrr_clnt *c)
+{
+	struct slot *sl = slot_of(t, s);
+
+	pthread_mutex_lock(&t->lock);
+	if (sl->pos == NO_POS) {
+		/* not taken in yet: still on the pending list */
+		for (uint32_t *pp = &t->pending_head; *pp != NO_POS; pp = &slot_of(t, *pp)->next)
+			if (*pp == s) {
+				*pp = sl->next;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (sl->pos != NO_POS)
+		heap_del(t, s);
+	(void)epoll_ctl(t->ep, EPOLL_CTL_DEL, c->epfd, NULL);
+	rrr__clnt_round_stop(c);
+	pthread_mutex_lock(&t->lock);
+	sl->next = t->gone_head;
+	t->gone_head = s;
+	pthread_mutex_unlock(&t->lock);
+	atomic_fetch_sub(&t->nmembers, 1);
+	pthread_mutex_lock(&c->lock);
+	c->group_left = true; /* destroy may free it from here on */
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
 /* The member in slot @s (in the heap) is ready or due: finish the round
  * it waits in (its fds looked at without waiting), and begin the next,
  * which says when it wants to be looked at again. The same sequence as a
@@ -208,18 +242,7 @@ static void run_member(struct rrr__clnt_gthread *t, uint32_t s)
 		;
 	sl->waiting = st == RRR__CLNT_ROUND_WAIT;
 	if (st == RRR__CLNT_ROUND_STOP) {
-		heap_del(t, s);
-		(void)epoll_ctl(t->ep, EPOLL_CTL_DEL, c->epfd, NULL);
-		rrr__clnt_round_stop(c);
-		pthread_mutex_lock(&t->lock);
-		slot_of(t, s)->next = t->gone_head;
-		t->gone_head = s;
-		pthread_mutex_unlock(&t->lock);
-		atomic_fetch_sub(&t->nmembers, 1);
-		pthread_mutex_lock(&c->lock);
-		c->group_left = true; /* destroy may free it from here on */
-		pthread_cond_broadcast(&c->cond);
-		pthread_mutex_unlock(&c->lock);
+		let_go(t, s, c);
 		return;
 	}
 	rrr__clnt_round_leave();
@@ -361,6 +384,11 @@ int rrr__clnt_group_join(struct rrr_clnt_group *g, struct rrr_clnt *c)
 bool rrr__clnt_group_here(const struct rrr_clnt *c)
 {
 	return tls_gthread && tls_gthread == c->gthr;
+}
+
+void rrr__clnt_group_leave_here(struct rrr_clnt *c)
+{
+	let_go(c->gthr, c->gslot, c);
 }
 
 static void gthread_fini(struct rrr__clnt_gthread *t)

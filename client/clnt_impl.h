@@ -269,6 +269,9 @@ bool rrr__clnt_on_progress(const struct rrr_clnt *c);
 int rrr__clnt_group_join(struct rrr_clnt_group *g, struct rrr_clnt *c);
 /* Whether this thread is the group thread that runs @c. */
 bool rrr__clnt_group_here(const struct rrr_clnt *c);
+/* rrr_clnt_destroy() of @c on its own group thread (a callback of another
+ * member): let go of @c there and then, its last round run. */
+void rrr__clnt_group_leave_here(struct rrr_clnt *c);
 
 /* --- the sentence of a call's failure (clnt_error.c) ----------------------- */
 

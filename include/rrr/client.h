@@ -230,7 +230,10 @@ int rrr_clnt_group_destroy(struct rrr_clnt_group *g);
 int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out);
 /* Fails outstanding calls with -ECANCELED (after invalidating or recovering
  * their MRs; their callbacks run before this returns), disconnects and
- * frees. Must not be called from a completion callback. MAY BLOCK. */
+ * frees. Must not be called from a completion callback of @clnt itself,
+ * nor, without a group, from one of another client; a client of a group
+ * may be destroyed from a callback of another client of the same group
+ * (it is let go there and then). MAY BLOCK. */
 void rrr_clnt_destroy(struct rrr_clnt *clnt);
 /*
  * rrr_clnt_call_async - encode @call (in the calling thread) and queue it.

@@ -7,8 +7,9 @@
  * and pipelined from callbacks (a callback submits the next call of its
  * client); a call's timeout fires in a group as it does alone; a
  * synchronous call from a callback fails with -EDEADLK instead of waiting
- * for itself; the group cannot be destroyed while a client is alive
- * (-EBUSY), and can once they are gone. The server runs in a forked
+ * for itself; a callback may destroy another client of its thread (whose
+ * calls fail with -ECANCELED); the group cannot be destroyed while a
+ * client is alive (-EBUSY), and can once they are gone. The server runs in a forked
  * process (soft provider and TCP).
  */
 #include <criterion/criterion.h>
@@ -237,5 +238,56 @@ Test(clnt_group, a_synchronous_call_from_a_callback_fails)
 	cr_assert_eq(rrr_clnt_group_destroy(one), -EBUSY, "clients of the group are alive");
 	rrr_clnt_destroy(a);
 	rrr_clnt_destroy(b);
+	cr_assert_eq(rrr_clnt_group_destroy(one), 0, "%s", rrr_last_error());
+}
+
+struct killer {
+	struct rrr_clnt *victim;
+	atomic_int done;
+};
+
+static void destroy_other(struct rrr_call *call, int status, void *arg)
+{
+	struct killer *k = arg;
+
+	(void)call;
+	(void)status;
+	rrr_clnt_destroy(k->victim);
+	atomic_store(&k->done, 1);
+}
+
+/* A callback of one member destroys another member of its thread. */
+Test(clnt_group, a_callback_destroys_another_member)
+{
+	struct rrr_clnt_group *one;
+	struct rrr_clnt_opts o;
+	struct rrr_clnt *a, *b;
+	struct killer k = {0};
+	struct tc_once slow = {0};
+	struct rrr_call c, s;
+	char port[16];
+
+	cr_assert_eq(rrr_clnt_group_create(1, RRR_WAIT_EVENT, &one), 0, "%s", rrr_last_error());
+	snprintf(port, sizeof(port), "%u", ports[1]);
+	rrr_clnt_opts_init(&o);
+	o.transport = "tcp";
+	o.host = "127.0.0.1";
+	o.port = port;
+	o.group = one;
+	cr_assert_eq(rrr_clnt_create(&o, &a), 0, "%s", rrr_last_error());
+	cr_assert_eq(rrr_clnt_create(&o, &b), 0, "%s", rrr_last_error());
+	/* b has a call in flight: destroy fails it with -ECANCELED */
+	tc_call_init(&s, GR_PROG, GR_SLOW);
+	cr_assert_eq(rrr_clnt_call_async(b, &s, tc_once_done, &slow), 0);
+	k.victim = b;
+	tc_call_init(&c, GR_PROG, GR_NULL);
+	cr_assert_eq(rrr_clnt_call_async(a, &c, destroy_other, &k), 0);
+	cr_assert(TEST_WAIT_UNTIL(atomic_load(&k.done), 10000));
+	cr_assert_eq(atomic_load(&slow.runs), 1, "the victim's call completed once");
+	cr_assert_eq(atomic_load(&slow.status), -ECANCELED);
+	/* a goes on */
+	tc_call_init(&c, GR_PROG, GR_NULL);
+	cr_assert_eq(rrr_clnt_call(a, &c), 0, "%s", c.error);
+	rrr_clnt_destroy(a);
 	cr_assert_eq(rrr_clnt_group_destroy(one), 0, "%s", rrr_last_error());
 }
