@@ -173,6 +173,9 @@ static int tcp_handle_record(struct tcp_conn *t)
 	t->ddp.ctx = t;
 	rrr_xdr_set_ddp(&res, &t->ddp);
 	v = rrr__svc_dispatch(&t->req, &args, &res);
+	/* the record is reused from here on: the handler's after-reply work
+	 * runs now, while its arguments are there */
+	rrr__svc_req_after_reply(&t->req, v != RRR__SVC_NO_REPLY);
 	rrr__rm_next(&t->rm);
 	if (v != RRR__SVC_REPLY_OK)
 		t->has_pay = false; /* an error reply replaced the results */
