@@ -89,21 +89,11 @@ static const struct rrr_svc_proc procs[] = {
 
 static void child_main(int wfd, const void *arg)
 {
-	struct rrr_svc_program prog = {AR_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
-	struct rrr_svc_opts o;
-	struct rrr_svc *svc;
-	uint16_t ports[2] = {0, 0};
+	static const struct rrr_svc_program prog = {AR_PROG, 1, procs,
+						    sizeof(procs) / sizeof(procs[0]), NULL};
 
 	(void)arg;
-	rrr_svc_opts_init(&o);
-	o.nthreads = 1;
-	if (rrr_svc_create(&o, &svc) || rrr_svc_register(svc, &prog) ||
-	    rrr_svc_listen_rdma(svc, "127.0.0.1", "0", &ports[0]) ||
-	    rrr_svc_listen_tcp(svc, "127.0.0.1", "0", &ports[1])) {
-		fprintf(stderr, "child server: %s\n", rrr_last_error());
-		_exit(2);
-	}
-	tc_child_serve(svc, wfd, ports, sizeof(ports));
+	tc_child_serve_program(wfd, &prog, 1);
 }
 
 /* --- client side ---------------------------------------------------------- */

@@ -13,7 +13,6 @@
  * process (soft provider and TCP).
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 
 #include "../test_wait.h"
 #include "helpers/calls.h"
+#include "tests/lib/proc.h"
 
 #define GR_PROG 0x20000097u
 enum { GR_NULL, GR_SLOW };
@@ -50,22 +50,11 @@ static const struct rrr_svc_proc procs[] = {
 
 static void child_main(int wfd, const void *arg)
 {
-	struct rrr_svc_program prog = {GR_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
-	struct rrr_svc_opts o;
-	struct rrr_svc *svc;
-	uint16_t ports[2] = {0, 0};
+	static const struct rrr_svc_program prog = {GR_PROG, 1, procs,
+						    sizeof(procs) / sizeof(procs[0]), NULL};
 
 	(void)arg;
-	rrr_svc_opts_init(&o);
-	o.nthreads = 2;
-	o.wait_mode = RRR_WAIT_EVENT;
-	if (rrr_svc_create(&o, &svc) || rrr_svc_register(svc, &prog) ||
-	    rrr_svc_listen_rdma(svc, "127.0.0.1", "0", &ports[0]) ||
-	    rrr_svc_listen_tcp(svc, "127.0.0.1", "0", &ports[1])) {
-		fprintf(stderr, "child server: %s\n", rrr_last_error());
-		_exit(2);
-	}
-	tc_child_serve(svc, wfd, ports, sizeof(ports));
+	tc_child_serve_program(wfd, &prog, 2);
 }
 
 static pid_t child;
@@ -94,15 +83,7 @@ TestSuite(clnt_group, .init = start, .fini = stop, .timeout = 60);
 
 static int threads_now(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
+	return (int)th_threads();
 }
 
 /* client @i: RDMA for even @i, TCP for odd, in the group */

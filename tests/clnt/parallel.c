@@ -71,17 +71,21 @@ static int h_stat(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 static atomic_bool released;
 
 /* result: 1 when RELEASE came within 10 s, else 0 (a bounded wait for
- * another call, as a lock handler waits for a holder) */
+ * another call, as a lock handler waits for a holder); then 20 ms of work,
+ * so that the procedure is timed as slow however soon RELEASE came */
 static int h_hold(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
-	struct timespec ts = {0, 1000 * 1000};
+	struct timespec ts = {0, 1000 * 1000}, work = {0, 20 * 1000 * 1000};
+	uint32_t got;
 	int i;
 
 	(void)r;
 	(void)a;
 	for (i = 0; i < 10000 && !atomic_load(&released); i++)
 		nanosleep(&ts, NULL);
-	return rrr_xdr_put_u32(s, atomic_exchange(&released, false)) ? -EIO : 0;
+	got = atomic_exchange(&released, false);
+	nanosleep(&work, NULL);
+	return rrr_xdr_put_u32(s, got) ? -EIO : 0;
 }
 
 static int h_release(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)

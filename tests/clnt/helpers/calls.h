@@ -96,6 +96,11 @@ pid_t tc_fork_server(void (*child_main)(int wfd, const void *arg), const void *a
 /* In the child: hands @ports (@len bytes) to the parent through @wfd, then
  * runs @svc until SIGTERM, destroys it and exits 0 (3 when the write fails). */
 _Noreturn void tc_child_serve(struct rrr_svc *svc, int wfd, const void *ports, size_t len);
+/* In the child: a server of @nthreads workers waiting for events, with
+ * @prog, on RDMA (soft) and TCP at ephemeral ports of 127.0.0.1, handed to
+ * the parent as uint16_t[2] (RDMA, TCP); then as tc_child_serve(). */
+_Noreturn void tc_child_serve_program(int wfd, const struct rrr_svc_program *prog,
+				      unsigned nthreads);
 /* SIGTERM to *@pid (when > 0), up to 3 s for it to exit, else SIGKILL; *@pid = 0. */
 void tc_stop_child(pid_t *pid);
 /* SIGKILL to *@pid and reap it; *@pid = 0. */
