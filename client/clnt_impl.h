@@ -108,7 +108,7 @@ struct rrr__clnt_xprt_ops {
 	 * transport must have no valid MR when this returns (recovered); the
 	 * core then walks them. Ghost calls are freed by the transport. */
 	void (*close)(struct rrr_clnt *c);
-	/* Can one more call be sent now (credits, slots)? */
+	/* Can one more call be sent now (credits, slots, send-queue room)? */
 	bool (*can_send)(struct rrr_clnt *c);
 	/* Put @req on the wire. 0: sent (req->state = SENT, hashed);
 	 * -EAGAIN: no resources now, keep it queued; -ENOTCONN: connection
