@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,11 +42,17 @@ int th_tshark_start(const char *filter, const char *pcap, char *why, size_t len)
 		dup2(null, 1);
 		dup2(p[1], 2);
 		close(p[0]);
-		execlp("tshark", "tshark", "-i", "lo", "-f", filter, "-w", pcap, (char *)NULL);
+		/* a 64 MiB kernel buffer holds a whole test's session, so a
+		 * capture process that is not scheduled for a while (parallel
+		 * tests on a small machine) loses nothing */
+		execlp("tshark", "tshark", "-i", "lo", "-B", "64", "-f", filter, "-w", pcap,
+		       (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
-	for (double end = mono_s() + 20; mono_s() < end && have < sizeof(line) - 1;) {
+	double end = mono_s() + 20;
+
+	while (mono_s() < end && have < sizeof(line) - 1) {
 		struct pollfd pfd = {.fd = p[0], .events = POLLIN};
 		ssize_t n;
 
@@ -57,7 +64,12 @@ int th_tshark_start(const char *filter, const char *pcap, char *why, size_t len)
 		have += (size_t)n;
 		line[have] = 0;
 		if (strstr(line, "Capturing on")) {
-			close(p[0]);
+			struct stat st;
+
+			close(p[0]); /* tshark's later stderr writes get EPIPE: harmless */
+			/* until dumpcap has written the file's header */
+			while ((stat(pcap, &st) || st.st_size <= 0) && mono_s() < end)
+				poll(NULL, 0, 1);
 			return 0;
 		}
 	}
@@ -67,6 +79,11 @@ int th_tshark_start(const char *filter, const char *pcap, char *why, size_t len)
 	g_tshark = -1;
 	snprintf(why, len, "tshark cannot capture on lo: %.200s", line);
 	return -EPERM;
+}
+
+pid_t th_tshark_pid(void)
+{
+	return g_tshark > 0 ? g_tshark : 0;
 }
 
 void th_tshark_stop(void)
