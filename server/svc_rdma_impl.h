@@ -53,6 +53,8 @@ enum svc_rdma_phase {
 struct svc_rdma_ctx {
 	struct svc_rdma_conn *rc;
 	struct svc_rdma_ctx *next;     /* free list / SQ wait list */
+	struct svc_rdma_ctx *after_next; /* rc->after_head */
+	uint32_t after_idx;		 /* its receive buffer, held until then */
 	struct svc_rdma_ctx *all_next; /* every context of the connection */
 	struct rrr_svc_req req;
 	struct rrr_rdma_hdr *hdr; /* swapped in from the connection's scratch */
@@ -150,6 +152,10 @@ struct svc_rdma_conn {
 	 * rrr__svc_rdma_db_flush() as one chained post (one doorbell):
 	 * see svc_rdma_sendto.c */
 	struct svc_rdma_ctx *db_head, *db_tail;
+	/* replies in that batch whose handler left after-reply work: run by
+	 * rrr__svc_rdma_db_flush() once the batch is posted, then their
+	 * receive buffer and sink go back (svc_rdma_recvfrom.c) */
+	struct svc_rdma_ctx *after_head;
 	uint32_t db_n; /* contexts queued */
 	uint32_t db_pulls; /* of them, chains that pull (REG/READ): posted
 			    * before a handler runs, see rrr__svc_rdma_dispatch */
@@ -273,6 +279,9 @@ uint64_t rrr__svc_rdma_push_peak(void);
 void rrr__svc_rdma_post_chain(struct svc_rdma_ctx *ctx);
 /* Post the chains queued while a poll batch was handled, in order. */
 void rrr__svc_rdma_db_flush(struct svc_rdma_conn *rc);
+/* The after-reply work of the replies of the batch just flushed (@posted:
+ * whether they were posted), then their receive buffers and sinks back. */
+void rrr__svc_rdma_after_run(struct svc_rdma_conn *rc, bool posted);
 /* Post the chains that waited for send-queue room and now fit. */
 void rrr__svc_rdma_sq_kick(struct svc_rdma_conn *rc);
 /* Answer call @xid with RDMA_ERROR @err (RRR_ERR_VERS or RRR_ERR_CHUNK). */

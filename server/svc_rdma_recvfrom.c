@@ -146,10 +146,15 @@ void rrr__svc_rdma_dispatch_done(struct svc_rdma_ctx *ctx)
 	ctx->recv_idx = UINT32_MAX;
 	rrr__svc_rdma_reply(ctx, &ctx->resx, ctx->verdict);
 	if (ctx->req.after_reply) {
-		/* the reply leaves first (not at the end of the poll batch),
-		 * then the handler's after-reply work, the arguments intact */
-		if (ctx->rc->db_pulls || ctx->rc->db_defer)
-			rrr__svc_rdma_db_flush(ctx->rc);
+		if (ctx->rc->db_defer) {
+			/* the reply waits for the batch's doorbell: the
+			 * handler's after-reply work runs once it is posted,
+			 * the arguments (receive buffer, sink) held till then */
+			ctx->after_idx = idx;
+			ctx->after_next = ctx->rc->after_head;
+			ctx->rc->after_head = ctx;
+			return;
+		}
 		rrr__svc_req_after_reply(&ctx->req, ctx->verdict != RRR__SVC_NO_REPLY);
 	}
 	/* the reply copied what it needs: the receive buffer is free, and
@@ -158,6 +163,21 @@ void rrr__svc_rdma_dispatch_done(struct svc_rdma_ctx *ctx)
 	if (idx != UINT32_MAX)
 		rrr__svc_rdma_repost(ctx->rc, idx, false);
 	rrr__svc_rdma_sink_give(ctx);
+}
+
+void rrr__svc_rdma_after_run(struct svc_rdma_conn *rc, bool posted)
+{
+	struct svc_rdma_ctx *ctx;
+
+	while ((ctx = rc->after_head)) {
+		rc->after_head = ctx->after_next;
+		ctx->after_next = NULL;
+		rrr__svc_req_after_reply(&ctx->req, posted && ctx->verdict != RRR__SVC_NO_REPLY);
+		if (ctx->after_idx != UINT32_MAX)
+			rrr__svc_rdma_repost(rc, ctx->after_idx, false);
+		ctx->after_idx = UINT32_MAX;
+		rrr__svc_rdma_sink_give(ctx);
+	}
 }
 
 /* Hand the handler to an idle worker when it is slow (svc_offload.c);

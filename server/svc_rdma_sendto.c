@@ -157,9 +157,12 @@ void rrr__svc_rdma_db_flush(struct svc_rdma_conn *rc)
 
 	rc->db_head = rc->db_tail = NULL;
 	rc->db_n = rc->db_pulls = 0;
-	if (!head)
+	if (!head) {
+		rrr__svc_rdma_after_run(rc, true); /* replies that went otherwise */
 		return;
+	}
 	if (rc->broken) {
+		rrr__svc_rdma_after_run(rc, false);
 		/* the QP is in error: nothing more is posted */
 		while (head) {
 			struct svc_rdma_ctx *next = head->next;
@@ -173,6 +176,7 @@ void rrr__svc_rdma_db_flush(struct svc_rdma_conn *rc)
 		return;
 	}
 	post_batch(rc, head);
+	rrr__svc_rdma_after_run(rc, true);
 }
 
 void rrr__svc_rdma_post_chain(struct svc_rdma_ctx *ctx)

@@ -124,6 +124,8 @@ struct svc_rdma_ctx *rrr__svc_rdma_ctx_get(struct svc_rdma_conn *rc)
 	}
 	ctx->next = NULL;
 	ctx->recv_idx = UINT32_MAX;
+	ctx->after_idx = UINT32_MAX;
+	ctx->after_next = NULL;
 	ctx->busy = true;
 	ctx->chain = NULL;
 	ctx->sq_need = ctx->sq_held = 0;
@@ -177,7 +179,17 @@ void rrr__svc_rdma_ctx_put(struct svc_rdma_ctx *ctx)
 
 	if (!ctx->busy)
 		return;
-	rrr__svc_req_after_reply(&ctx->req, false); /* ended before its reply */
+	/* ended before its reply was posted: out of the after-reply list
+	 * (its work runs here, its receive buffer goes back below) */
+	for (struct svc_rdma_ctx **pp = &rc->after_head; *pp; pp = &(*pp)->after_next)
+		if (*pp == ctx) {
+			*pp = ctx->after_next;
+			ctx->after_next = NULL;
+			ctx->recv_idx = ctx->after_idx;
+			ctx->after_idx = UINT32_MAX;
+			break;
+		}
+	rrr__svc_req_after_reply(&ctx->req, false);
 	if (ctx->recv_idx != UINT32_MAX) { /* a call that ended before its handler */
 		rrr__svc_rdma_repost(rc, ctx->recv_idx, false);
 		ctx->recv_idx = UINT32_MAX;
