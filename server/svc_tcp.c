@@ -20,27 +20,28 @@
  * then read the fragment straight into its record buffer (grown
  * geometrically), and when the last fragment is in, the record is one
  * call (struct tcp_call: the request, its reply buffer, the reply record
- * being written). A call takes the connection's spare call object (the
- * one its last call left, with its reply buffer) or a new one, and gives
- * it back when its reply is out: a connection keeps at most one, so the
- * steady state allocates nothing and an idle connection holds no more
- * than that.
+ * being written). Call objects come from a small cache of the worker
+ * thread and go back there when the reply is out, so the steady state
+ * allocates nothing and an idle connection holds none (only its
+ * reassembler's buffer).
  *
  * Who runs the handler. A quick handler runs at once on the owner, with
- * the call's arguments in the reassembler's buffer, as it always did. A
+ * the call's arguments in the reassembler's buffer (no copy). A
  * slow one (its procedure averages 1 ms or more, or is not timed yet:
  * rrr__svc_offload_wanted, svc_offload.c) is handed to an idle worker
  * (rrr__svc_offload) when one is: the call then takes the record buffer
- * with it (rrr__rm_take: no copy; the next record is read into a new one,
- * and the buffer goes back to the reassembler when the call ends, if it
- * has none), the other worker runs the handler touching only the call,
- * and the call comes back to the owner (tcp_handler_done), which queues
- * its reply. Meanwhile the owner goes on reading and dispatching the
- * connection's further calls, so a handler that waits for a later call of
- * its own connection (a lock) gets it. A reference on the connection
- * (taken by rrr__svc_offload) keeps it until the call is back: a
- * connection closed meanwhile ends the request there, and one whose owner
- * already exited at shutdown frees the call in its destroy.
+ * with it (rrr__rm_take: no copy; the next record is read into a record
+ * buffer of the worker's cache, or a new one, and the taken buffer goes
+ * back to the reassembler or that cache when the call ends), its request
+ * is lent a block of the owner's arena cache (rrr__svc_req_lend: the
+ * memory is given back there), the other worker runs the handler touching
+ * only the call, and the call comes back to the owner (tcp_handler_done),
+ * which queues its reply. Meanwhile the owner goes on reading and
+ * dispatching the connection's further calls, so a handler that waits for
+ * a later call of its own connection (a lock) gets it. A reference on the
+ * connection (taken by rrr__svc_offload) keeps it until the call is back:
+ * a connection closed meanwhile ends the request there, and one whose
+ * owner already exited at shutdown frees the call in its destroy.
  *
  * Who writes. Replies go out whole, one record after the other, in the
  * order their calls finished (RPC gives no ordering between calls): a
@@ -52,16 +53,18 @@
  * still point into the reassembler's buffer). A call's request arena is
  * given back once its reply has left.
  *
- * What is bounded. A connection has at most max_requests calls in
- * progress (rrr_svc_opts: the credits of an RDMA connection; handed off,
- * or replies queued); at that many the worker stops reading its socket
- * until one ends, so a client cannot make the server hold more than
- * max_requests records and reply buffers for it. Each is bounded by the
- * record bound below. Handlers are handed only to idle workers, one each
- * (svc.c), so none waits behind a call queued on its own worker: a
- * re-sent call that server/fs's duplicate request cache makes wait for
- * its original (on a new connection, after a reconnect) never waits for a
- * call that cannot run.
+ * What is bounded. A connection has at most max_requests calls in progress
+ * (rrr_svc_opts: the credits of an RDMA connection; handed off, or replies
+ * queued); at that many the worker stops reading its socket until one
+ * ends, so a client cannot make the server hold more than max_requests
+ * records and reply buffers for it. Each is bounded by the record bound
+ * below. A worker's cache keeps at most TCP_CACHE_CALLS call objects and
+ * TCP_CACHE_RECS record buffers, whatever its connections do; it is freed
+ * when the thread exits. Handlers are handed only to idle workers, one
+ * each (svc.c), so none waits behind a call queued on its own worker: a
+ * re-sent call that server/fs's duplicate request cache makes wait for its
+ * original (on a new connection, after a reconnect) never waits for a call
+ * that cannot run.
  *
  * Result payloads (a READ's data) are not copied into the reply buffer: a
  * DDP hook on the reply stream records the first payload's iovecs (they
@@ -94,6 +97,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -110,6 +114,9 @@
  * zero-length fragments completes no record and grows no buffer, so only
  * this bound hands the worker back to its other connections. */
 #define TCP_READS_PER_EVENT 256
+/* What a worker thread keeps for its connections' next calls. */
+#define TCP_CACHE_CALLS 4
+#define TCP_CACHE_RECS	2
 
 struct tcp_conn;
 
@@ -119,7 +126,8 @@ struct tcp_conn;
  * owner only rec and the list links. */
 struct tcp_call {
 	struct tcp_conn *t;
-	struct tcp_call *next, *prev; /* t->handed (both), or t->sendq (next) */
+	struct tcp_call *next, *prev; /* t->handed (both), t->sendq or the cache (next) */
+	uint32_t max_record;	      /* the room of reply[] after the marker */
 	void *rec;		      /* its record's buffer when it took it, else NULL */
 	size_t rec_cap;
 	struct rrr_svc_req req;
@@ -142,7 +150,6 @@ struct tcp_conn {
 	uint32_t max_calls; /* calls in progress at most (opts.max_requests) */
 	/* input: record reassembly bounded by max_record (xdr/oncrpc_rm.c) */
 	struct rrr__rm rm;
-	struct tcp_call *spare;		     /* kept for the next call, or NULL */
 	struct tcp_call *sendq, *sendq_tail; /* replies to write; the first is being written */
 	struct tcp_call *handed;	     /* handlers running on other workers */
 	uint32_t ncalls;		     /* calls taken and not ended */
@@ -178,20 +185,145 @@ static int reply_payload(struct rrr_xdr *xdr, void *ctx, const struct iovec *iov
 	return rrr__rm_out_copy(xdr, iov, niov, len);
 }
 
-/* A call object for the complete record in t->rm (the spare, or a new
- * one), its request and streams set up; NULL without memory. */
+/* ---------------------------------------------------- worker thread cache */
+
+/* Call objects and record buffers that ended on this worker thread, for
+ * the next calls of its connections (a connection's calls start and end
+ * on its owner). Bounded; freed by the key's destructor when the thread
+ * exits. */
+struct tcp_cache {
+	struct tcp_call *calls; /* through next */
+	unsigned ncalls, nrecs;
+	void *rec[TCP_CACHE_RECS];
+	size_t rec_cap[TCP_CACHE_RECS];
+};
+
+static _Thread_local struct tcp_cache *tls_cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static bool cache_key_ok;
+
+static void cache_free(void *arg)
+{
+	struct tcp_cache *tc = arg;
+	struct tcp_call *k;
+
+	while ((k = tc->calls)) {
+		tc->calls = k->next;
+		free(k);
+	}
+	while (tc->nrecs)
+		free(tc->rec[--tc->nrecs]);
+	free(tc);
+	tls_cache = NULL;
+}
+
+static void cache_key_make(void)
+{
+	cache_key_ok = pthread_key_create(&cache_key, cache_free) == 0;
+}
+
+/* This thread's cache, made on first use; NULL: none (no memory). */
+static struct tcp_cache *cache(void)
+{
+	struct tcp_cache *tc = tls_cache;
+
+	if (tc)
+		return tc;
+	pthread_once(&cache_once, cache_key_make);
+	if (!cache_key_ok)
+		return NULL;
+	tc = calloc(1, sizeof(*tc));
+	if (tc && pthread_setspecific(cache_key, tc)) {
+		free(tc);
+		tc = NULL;
+	}
+	tls_cache = tc;
+	return tc;
+}
+
+/* Keep @k for a next call, or free it. */
+static void cache_put_call(struct tcp_call *k)
+{
+	struct tcp_cache *tc = cache();
+
+	if (!tc || tc->ncalls >= TCP_CACHE_CALLS) {
+		free(k);
+		return;
+	}
+	k->next = tc->calls;
+	tc->calls = k;
+	tc->ncalls++;
+}
+
+/* Keep the record buffer @buf (@cap bytes) for a next hand-off, the
+ * largest ones; or free it. */
+static void cache_put_rec(void *buf, size_t cap)
+{
+	struct tcp_cache *tc = cache();
+	unsigned i, small = 0;
+
+	if (!tc) {
+		free(buf);
+		return;
+	}
+	if (tc->nrecs < TCP_CACHE_RECS) {
+		tc->rec[tc->nrecs] = buf;
+		tc->rec_cap[tc->nrecs++] = cap;
+		return;
+	}
+	for (i = 1; i < tc->nrecs; i++)
+		if (tc->rec_cap[i] < tc->rec_cap[small])
+			small = i;
+	if (tc->rec_cap[small] < cap) {
+		free(tc->rec[small]);
+		tc->rec[small] = buf;
+		tc->rec_cap[small] = cap;
+		return;
+	}
+	free(buf);
+}
+
+/* A record buffer for @t's reassembler, which gave its own to a call. */
+static void cache_lend_rec(struct tcp_conn *t)
+{
+	struct tcp_cache *tc = tls_cache;
+	unsigned i, big = 0;
+
+	if (!tc || !tc->nrecs)
+		return;
+	for (i = 1; i < tc->nrecs; i++)
+		if (tc->rec_cap[i] > tc->rec_cap[big])
+			big = i;
+	rrr__rm_give(&t->rm, tc->rec[big], tc->rec_cap[big]);
+	tc->rec[big] = tc->rec[--tc->nrecs];
+	tc->rec_cap[big] = tc->rec_cap[tc->nrecs];
+}
+
+/* ---------------------------------------------------------------- calls */
+
+/* A call object for the complete record in t->rm (from the cache, or a
+ * new one), its request and streams set up; NULL without memory. */
 static struct tcp_call *call_get(struct tcp_conn *t)
 {
-	struct tcp_call *k = t->spare;
+	struct tcp_cache *tc = tls_cache;
+	struct tcp_call *k = tc ? tc->calls : NULL;
 
 	if (k) {
-		t->spare = NULL;
-	} else {
+		tc->calls = k->next;
+		tc->ncalls--;
+		if (k->max_record != t->max_record) { /* another server's */
+			free(k);
+			k = NULL;
+		}
+	}
+	if (!k) {
 		k = malloc(sizeof(*k) + 4 + (size_t)t->max_record);
 		if (!k)
 			return NULL;
-		k->t = t;
+		k->max_record = t->max_record;
 	}
+	k->t = t;
 	k->next = k->prev = NULL;
 	k->rec = NULL;
 	memset(&k->req, 0, sizeof(k->req));
@@ -209,18 +341,20 @@ static struct tcp_call *call_get(struct tcp_conn *t)
 	return k;
 }
 
-/* @k's reply is out or dropped: end its request, give its record buffer
- * back, keep it as the spare or free it. */
+/* @k's reply is out or dropped (on the owner): end its request, give its
+ * record buffer back to the reassembler (when that has none) or the
+ * cache, and itself to the cache. */
 static void call_end(struct tcp_conn *t, struct tcp_call *k)
 {
 	rrr__svc_req_end(&k->req);
-	if (k->rec)
-		rrr__rm_give(&t->rm, k->rec, k->rec_cap);
+	if (k->rec) {
+		if (!t->rm.rec)
+			rrr__rm_give(&t->rm, k->rec, k->rec_cap);
+		else
+			cache_put_rec(k->rec, k->rec_cap);
+	}
 	t->ncalls--;
-	if (!t->spare && !t->base.closing)
-		t->spare = k;
-	else
-		free(k);
+	cache_put_call(k);
 }
 
 /* Run @k's handler: on the owner, or on the worker it was handed to. */
@@ -347,10 +481,13 @@ static void tcp_handler_done(void *arg)
  * the next record is read into another). */
 static bool call_hand_off(struct tcp_conn *t, struct tcp_call *k)
 {
+	/* its memory from this worker's cache, where it goes back */
+	rrr__svc_req_lend(&k->req);
 	if (rrr__svc_offload(&t->base, call_run, tcp_handler_done, k))
 		return false;
 	/* from here the other worker touches k's request and streams only */
 	k->rec = rrr__rm_take(&t->rm, &k->rec_cap);
+	cache_lend_rec(t);
 	k->prev = NULL;
 	k->next = t->handed;
 	if (t->handed)
@@ -480,7 +617,6 @@ static void tcp_destroy(struct rrr__svc_conn *c)
 		t->handed = k->next;
 		call_drop(k);
 	}
-	free(t->spare);
 	if (c->fd >= 0)
 		close(c->fd);
 	rrr__rm_fini(&t->rm);
