@@ -310,9 +310,9 @@ tsan:
 .PHONY: tsan-stress
 tsan-stress: $(TSAN_PROGS)
 	@set -e; for p in $^; do echo "== $$p"; RRR_BUILD=$(abspath $(BUILD)) $$p; done
-$(BUILD)/tsan/%: $(BUILD)/obj/tests/tsan/%.o $(AR_LIB)
+$(BUILD)/tsan/%: $(BUILD)/obj/tests/tsan/%.o $(TEST_LIB) $(AR_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(AR_LIB) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB) $(AR_LIB) $(LIBS)
 
 # ---------------------------------------------------------------- fuzzing
 FUZZ_TIME ?= 30

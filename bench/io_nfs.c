@@ -458,6 +458,7 @@ static int get_clnts(struct io_nfs *n, enum io_mode mode, unsigned qd, struct rr
 	 * many (scale: about one call each) */
 	o.max_requests = nc > IO_MAX_NCONNECT || qd <= 32 ? 32 : qd;
 	o.no_remote_inv = n->cfg.no_remote_inv;
+	o.group = n->cfg.group;
 	if (n->cfg.wait)
 		(void)rrr_wait_mode_parse(n->cfg.wait, &o.wait_mode); /* checked by io.c */
 	if (n->cfg.spin_us)

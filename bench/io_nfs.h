@@ -56,6 +56,8 @@ struct io_nfs_cfg {
 	unsigned src_addrs;    /* 0: the kernel's source address; else connection k
 				* comes from 127.0.1.(1 + k % src_addrs) (bench/srcaddr.c) */
 	unsigned server_nofile; /* 0: inherited; else the spawned server's fd limit */
+	struct rrr_clnt_group *group; /* the clients share its progress threads; NULL: a
+				       * thread each */
 };
 
 #define IO_MAX_NCONNECT 16

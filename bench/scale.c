@@ -44,6 +44,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <rrr/client.h>
 #include <rrr/wait.h>
 
 #include "bench.h"
@@ -155,8 +156,11 @@ static void usage(FILE *f)
 		"  --provider-opts S   provider options (see rrr_device_open)\n"
 		"  --server PATH       rrr-server to spawn (default: next to rrr-bench)\n"
 		"  --wait MODE         how client progress threads and server workers wait:\n"
-		"                      event (default here: hundreds of progress threads share\n"
-		"                      the cores), adaptive or spin (rrr/wait.h)\n"
+		"                      event (default here: many connections share the cores),\n"
+		"                      adaptive or spin (rrr/wait.h)\n"
+		"  --client-threads N  progress threads the client connections share (a client\n"
+		"                      group, rrr_clnt_group_create; default 0: one per CPU), or\n"
+		"                      per-conn: a thread of its own for each connection\n"
 		"  --json FILE         write the results as JSON\n"
 		"  --help\n",
 		IO_MAX_CONNS);
@@ -199,6 +203,7 @@ int rrr__bench_scale_main(int argc, char **argv)
 	    {"provider-opts", required_argument, NULL, 'O'},
 	    {"server", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
 	    {"wait", required_argument, NULL, 'W'},
+	    {"client-threads", required_argument, NULL, 'T'},
 	    {"help", no_argument, NULL, 'h'},	      {NULL, 0, NULL, 0},
 	};
 	unsigned counts[MAX_COUNTS] = {1, 4, 16, 64, 256, 1024}, addrs = 64;
@@ -212,6 +217,8 @@ int rrr__bench_scale_main(int argc, char **argv)
 	static struct row rows[NSMODES][MAX_COUNTS];
 	const char *json = NULL;
 	struct rlimit rl;
+	long cthreads = 0; /* the clients' shared progress threads; < 0: one each */
+	enum rrr_wait_mode gwait = RRR_WAIT_EVENT;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -284,6 +291,18 @@ int rrr__bench_scale_main(int argc, char **argv)
 			cfg.wait = optarg;
 			break;
 		}
+		case 'T':
+			if (!strcmp(optarg, "per-conn")) {
+				cthreads = -1;
+				break;
+			}
+			cthreads = strtol(optarg, NULL, 10);
+			if (cthreads < 0 || cthreads > 64) {
+				fprintf(stderr, "rrr-bench scale: --client-threads is 0 .. 64 or "
+						"per-conn\n");
+				return 2;
+			}
+			break;
 		case 'j': json = optarg; break;
 		default: return rrr__bench_opt_usage(opt, usage);
 		}
@@ -294,6 +313,11 @@ int rrr__bench_scale_main(int argc, char **argv)
 	}
 	cfg.argv0 = argv[0];
 	cfg.src_addrs = addrs;
+	(void)rrr_wait_mode_parse(cfg.wait, &gwait);
+	if (cthreads >= 0 && rrr_clnt_group_create((unsigned)cthreads, gwait, &cfg.group)) {
+		fprintf(stderr, "rrr-bench scale: %s\n", rrr_last_error());
+		return 1;
+	}
 	/* many connections in one process: as many descriptors as allowed */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
@@ -362,5 +386,6 @@ int rrr__bench_scale_main(int argc, char **argv)
 			return 1;
 		}
 	}
+	rrr_clnt_group_destroy(cfg.group);
 	return status;
 }

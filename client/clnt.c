@@ -556,74 +556,124 @@ static void shutdown_all(struct rrr_clnt *c)
 	run_done(c);
 }
 
+/*
+ * One round of a client's progress, in two halves around the wait: the
+ * first moves submissions, serves cancels and timeouts, (re)connects,
+ * sends and runs callbacks, then lets the transport arm and look once
+ * more; RRR__CLNT_ROUND_AGAIN when that look found work (go round without
+ * waiting; every 16th time through the fds too, so they are never
+ * starved), RRR__CLNT_ROUND_STOP once rrr_clnt_destroy() asked (run
+ * rrr__clnt_round_stop() then), else RRR__CLNT_ROUND_WAIT with *@ms how
+ * long the client may sleep (0: only look at its fds). The second half
+ * serves the @n ready fds of its epoll set. Run by the client's own
+ * progress thread (progress_main) or a group thread (clnt_group.c), one
+ * thread per client at a time.
+ */
+int rrr__clnt_round_begin(struct rrr_clnt *c, int *ms)
+{
+	struct rrr__clnt_req *cancels, *expired, *r;
+	bool stopping;
+
+	tls_progress = c;
+	*ms = collect(c, &cancels, &expired, &stopping);
+	if (stopping)
+		return RRR__CLNT_ROUND_STOP;
+	while ((r = cancels)) {
+		cancels = r->anext;
+		abort_req(c, r, -ECANCELED);
+	}
+	while ((r = expired)) {
+		expired = r->anext;
+		abort_req(c, r, -ETIMEDOUT);
+	}
+	if (c->connected && c->broken)
+		conn_lost(c);
+	try_connect(c);
+	send_pending(c);
+	if (c->connected && c->broken)
+		conn_lost(c);
+	run_done(c);
+
+	/* about to sleep: let the transport arm and look once more */
+	bool busy = c->self_woken;
+
+	if (!busy && c->connected && c->ops->before_sleep) {
+		int w = c->ops->before_sleep(c);
+
+		if (w < 0)
+			conn_lost(c);
+		if (w != 0) {
+			send_pending(c);
+			run_done(c);
+			if (++c->busy_rounds % 16)
+				return RRR__CLNT_ROUND_AGAIN;
+			busy = true;
+		}
+	}
+	/* a callback above submitted: look at the fds, do not sleep */
+	if (busy || c->self_woken)
+		*ms = 0;
+	return RRR__CLNT_ROUND_WAIT;
+}
+
+void rrr__clnt_round_end(struct rrr_clnt *c, const struct epoll_event *evs, int n)
+{
+	tls_progress = c;
+	for (int i = 0; i < n; i++) {
+		uint32_t tag = evs[i].data.u32;
+
+		if (tag == TAG_EVENTFD) {
+			uint64_t v;
+
+			if (read(c->evfd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: nothing to consume */
+			}
+			continue;
+		}
+		if (c->connected && c->ops->progress(c, tag) == -ENOTCONN)
+			conn_lost(c);
+	}
+	send_pending(c);
+	run_done(c);
+}
+
+void rrr__clnt_round_stop(struct rrr_clnt *c)
+{
+	struct rrr_clnt *was = tls_progress; /* a member whose callback destroys @c */
+
+	tls_progress = c;
+	shutdown_all(c);
+	tls_progress = was == c ? NULL : was;
+}
+
+void rrr__clnt_round_leave(void)
+{
+	tls_progress = NULL;
+}
+
+bool rrr__clnt_on_progress(const struct rrr_clnt *c)
+{
+	if (c->gthr)
+		return rrr__clnt_group_here(c);
+	return c->thread_started && pthread_equal(pthread_self(), c->thread);
+}
+
 static void *progress_main(void *arg)
 {
 	struct rrr_clnt *c = arg;
 	struct epoll_event evs[16];
 
-	tls_progress = c;
 	for (;;) {
-		struct rrr__clnt_req *cancels, *expired, *r;
-		bool stopping;
-		int ms, n;
+		int ms, n, st = rrr__clnt_round_begin(c, &ms);
 
-		ms = collect(c, &cancels, &expired, &stopping);
-		if (stopping)
+		if (st == RRR__CLNT_ROUND_STOP)
 			break;
-		while ((r = cancels)) {
-			cancels = r->anext;
-			abort_req(c, r, -ECANCELED);
-		}
-		while ((r = expired)) {
-			expired = r->anext;
-			abort_req(c, r, -ETIMEDOUT);
-		}
-		if (c->connected && c->broken)
-			conn_lost(c);
-		try_connect(c);
-		send_pending(c);
-		if (c->connected && c->broken)
-			conn_lost(c);
-		run_done(c);
-
-		/* about to sleep: let the transport arm and look once more; if
-		 * that found work, go round again (every 16th time through the
-		 * fds too, without sleeping, so they are never starved) */
-		bool busy = c->self_woken;
-
-		if (!busy && c->connected && c->ops->before_sleep) {
-			int w = c->ops->before_sleep(c);
-
-			if (w < 0)
-				conn_lost(c);
-			if (w != 0) {
-				send_pending(c);
-				run_done(c);
-				if (++c->busy_rounds % 16)
-					continue;
-				busy = true;
-			}
-		}
-		/* a callback above submitted: look at the fds, do not sleep */
-		n = rrr__wait_epoll(&c->waiter, c->epfd, evs, 16, busy || c->self_woken ? 0 : ms);
-		for (int i = 0; i < n; i++) {
-			uint32_t tag = evs[i].data.u32;
-
-			if (tag == TAG_EVENTFD) {
-				uint64_t v;
-
-				if (read(c->evfd, &v, sizeof(v)) < 0) {
-					/* EAGAIN: nothing to consume */
-				}
-				continue;
-			}
-			if (c->connected && c->ops->progress(c, tag) == -ENOTCONN)
-				conn_lost(c);
-		}
-		send_pending(c);
-		run_done(c);
+		if (st == RRR__CLNT_ROUND_AGAIN)
+			continue;
+		n = rrr__wait_epoll(&c->waiter, c->epfd, evs, 16, ms);
+		rrr__clnt_round_end(c, evs, n);
 	}
-	shutdown_all(c);
+	rrr__clnt_round_stop(c);
 	return NULL;
 }
 
@@ -755,14 +805,23 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	RRR__CLNT_STAT_SET(c, connects, 1);
 	rrr__clnt_event(c, RRR_CLNT_CONNECTED, 0);
 	RRR_PROBE4(clnt_connect, c, c->host, c->port, c->ops->name);
-	rc = pthread_create(&c->thread, NULL, progress_main, c);
-	if (rc) {
-		rc = rrr__set_error(-rc, "rrr_clnt_create: cannot start the progress thread: %s",
-				    strerror(rc));
-		c->ops->close(c);
-		goto fail;
+	if (c->opts.group) {
+		rc = rrr__clnt_group_join(c->opts.group, c);
+		if (rc) {
+			c->ops->close(c);
+			goto fail;
+		}
+	} else {
+		rc = pthread_create(&c->thread, NULL, progress_main, c);
+		if (rc) {
+			rc = rrr__set_error(-rc,
+					    "rrr_clnt_create: cannot start the progress thread: %s",
+					    strerror(rc));
+			c->ops->close(c);
+			goto fail;
+		}
+		c->thread_started = true;
 	}
-	c->thread_started = true;
 	*out = c;
 	return 0;
 fail:
@@ -782,6 +841,15 @@ void rrr_clnt_destroy(struct rrr_clnt *c)
 	wake(c);
 	if (c->thread_started)
 		pthread_join(c->thread, NULL);
+	if (c->gthr && rrr__clnt_group_here(c)) {
+		rrr__clnt_group_leave_here(c); /* a callback of another member */
+	} else if (c->gthr) {
+		/* its group thread runs the last round, then lets go of it */
+		pthread_mutex_lock(&c->lock);
+		while (!c->group_left)
+			pthread_cond_wait(&c->cond, &c->lock);
+		pthread_mutex_unlock(&c->lock);
+	}
 	/* app_completions: the -ECANCELED callbacks run here */
 	if (c->readyfd >= 0 && !rrr__clnt_in_run(c))
 		(void)rrr_clnt_run_completions(c, 0);
@@ -907,7 +975,7 @@ int rrr_clnt_call(struct rrr_clnt *c, struct rrr_call *call)
 
 	if (!c)
 		return rrr__clnt_submit_error(c, call, -EINVAL, "rrr_clnt_call: no client");
-	if (c->thread_started && pthread_equal(pthread_self(), c->thread))
+	if (rrr__clnt_on_progress(c))
 		return rrr__clnt_submit_error(c, call, -EDEADLK,
 					      "rrr_clnt_call from a completion callback would wait "
 					      "for itself: use rrr_clnt_call_async()");
@@ -935,8 +1003,7 @@ int rrr_clnt_cancel(struct rrr_clnt *c, struct rrr_call *call)
 
 	if (!c || !call)
 		return rrr__set_error(-EINVAL, "rrr_clnt_cancel: the client and the call are required");
-	if ((c->thread_started && pthread_equal(pthread_self(), c->thread)) ||
-	    rrr__clnt_in_run(c))
+	if (rrr__clnt_on_progress(c) || rrr__clnt_in_run(c))
 		return rrr__set_error(-EDEADLK, "rrr_clnt_cancel from a completion callback would "
 						"wait for itself");
 	pthread_mutex_lock(&c->lock);

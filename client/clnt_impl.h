@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <rrr/client.h>
@@ -107,7 +108,7 @@ struct rrr__clnt_xprt_ops {
 	 * transport must have no valid MR when this returns (recovered); the
 	 * core then walks them. Ghost calls are freed by the transport. */
 	void (*close)(struct rrr_clnt *c);
-	/* Can one more call be sent now (credits, slots)? */
+	/* Can one more call be sent now (credits, slots, send-queue room)? */
 	bool (*can_send)(struct rrr_clnt *c);
 	/* Put @req on the wire. 0: sent (req->state = SENT, hashed);
 	 * -EAGAIN: no resources now, keep it queued; -ENOTCONN: connection
@@ -152,6 +153,11 @@ struct rrr_clnt {
 	pthread_cond_t cond; /* req finished */
 	pthread_t thread;
 	bool thread_started;
+	/* opts.group: the group thread that runs this client's progress
+	 * (clnt_group.c) instead of a thread of its own */
+	struct rrr__clnt_gthread *gthr;
+	unsigned gslot;	 /* its member slot there (group thread only) */
+	bool group_left; /* the group thread let go of it (core lock) */
 	bool stopping; /* destroy asked */
 	int epfd;
 	int evfd; /* wakes the progress thread */
@@ -238,6 +244,34 @@ void rrr__clnt_deliver_events(struct rrr_clnt *c);
 void rrr__clnt_defer(struct rrr_clnt *c, struct rrr__clnt_req *req);
 /* The calling thread is inside rrr_clnt_run_completions() of @c. */
 bool rrr__clnt_in_run(const struct rrr_clnt *c);
+
+/* --- progress rounds (clnt.c), run by a client's own thread or a group's --- */
+
+enum { RRR__CLNT_ROUND_WAIT, RRR__CLNT_ROUND_AGAIN, RRR__CLNT_ROUND_STOP };
+/* The halves of one progress round around the wait on c->epfd (see
+ * clnt.c); one thread per client at a time; callbacks run inside. */
+int rrr__clnt_round_begin(struct rrr_clnt *c, int *ms);
+void rrr__clnt_round_end(struct rrr_clnt *c, const struct epoll_event *evs, int n);
+/* After RRR__CLNT_ROUND_STOP: fail what is left, close the transport. */
+void rrr__clnt_round_stop(struct rrr_clnt *c);
+/* This thread runs no client's round any more (group threads, between
+ * clients). */
+void rrr__clnt_round_leave(void);
+/* Whether this thread runs @c's progress (its own thread, or the group
+ * thread it belongs to): a synchronous call there would wait for itself. */
+bool rrr__clnt_on_progress(const struct rrr_clnt *c);
+
+/* --- client groups (clnt_group.c) --- */
+
+/* Give @c (connected, its epoll set made) to the least loaded thread of
+ * @g, which runs its rounds from now on: 0, or -errno with a sentence.
+ * rrr_clnt_destroy() waits for that thread to let go (c->group_left). */
+int rrr__clnt_group_join(struct rrr_clnt_group *g, struct rrr_clnt *c);
+/* Whether this thread is the group thread that runs @c. */
+bool rrr__clnt_group_here(const struct rrr_clnt *c);
+/* rrr_clnt_destroy() of @c on its own group thread (a callback of another
+ * member): let go of @c there and then, its last round run. */
+void rrr__clnt_group_leave_here(struct rrr_clnt *c);
 
 /* --- the sentence of a call's failure (clnt_error.c) ----------------------- */
 

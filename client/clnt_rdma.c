@@ -22,6 +22,22 @@
  * Receives are reposted in batches of RECV_BATCH, earlier when fewer than
  * in-flight + 1 are posted.
  *
+ * Send queue. Sized for what the credits can have in flight, not for
+ * every slot's longest chain: one longest chain (3 x max_segs REG_MRs, the
+ * SEND, 3 x max_segs LOCAL_INVs) plus SQ_PER_CALL entries per credit
+ * (max_requests, the most the server can grant): 225 entries with the
+ * defaults, where 4,018 took 1.1 MiB with their completion queue (the
+ * soft provider writes its rings once when it makes them, so that is
+ * what an idle connection holds). A call takes room for its REG_MRs, SEND
+ * and LOCAL_INVs when it is sent, gives the REG_MRs' and the SEND's back
+ * when the SEND completes and the LOCAL_INVs' when they complete (at once
+ * those the server invalidated remotely); a call is sent only while a
+ * longest chain fits (can_send), so it waits for room, never fails for
+ * want of it (counted in credit_stalls). The rest is taken as traffic
+ * comes: the slots are an anonymous mapping whose pages a slot's first
+ * call takes, the MR pool grows with the registrations, and the send and
+ * receive buffers are reserved, not written.
+ *
  * A call. Each in-flight call holds a slot: a send buffer (one
  * long-lived registration for all), three registration I/Os (read-side
  * source, write chunk sink, reply chunk), and its reply-chunk buffer. The
@@ -63,6 +79,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 
 #include <rrr/client.h>
 #include <rrr/reg_engine.h>
@@ -108,13 +125,34 @@ static void sync_stats(struct rrr_clnt *c)
 
 /* --- set-up ------------------------------------------------------------------ */
 
+/* @len zeroed bytes whose pages are taken when first written, not before:
+ * an anonymous mapping (calloc may clear reused heap memory), no huge
+ * pages (one would take 2 MiB at the first write). NULL when out of
+ * memory; freed by lazy_free(p, len). */
+static void *lazy_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+#ifdef MADV_NOHUGEPAGE
+	(void)madvise(p, len, MADV_NOHUGEPAGE);
+#endif
+	return p;
+}
+
+static void lazy_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len);
+}
+
 static void rdma_destroy(struct rrr_clnt *c);
 
 static int rdma_create(struct rrr_clnt *c)
 {
 	struct rdma_xprt *x;
 	struct rrr_mrpool_opts po = {0};
-	uint32_t per_call;
 	int rc;
 
 	x = calloc(1, sizeof(*x));
@@ -144,17 +182,22 @@ static int rdma_create(struct rrr_clnt *c)
 				    c->opts.max_segs, x->ssize);
 		goto fail;
 	}
-	per_call = 6u * c->opts.max_segs + 2u;
-	x->nslots = 2u * c->opts.max_requests;
-	if (x->attr.max_qp_wr && x->nslots * per_call > x->attr.max_qp_wr)
-		x->nslots = x->attr.max_qp_wr / per_call;
-	if (x->nslots < 2) {
-		rc = rrr__set_error(-EINVAL, "device send queue too small for max_segs %u",
-				    c->opts.max_segs);
+	/* The send queue: room for what max_requests calls (the most credits
+	 * the server can grant us) hold at once, never less than one longest
+	 * chain; a call waits (can_send) until its longest chain fits. The
+	 * soft provider writes its rings once when it makes them, so the
+	 * ring's size is what an idle connection holds. */
+	x->sq_chain_max = 6u * c->opts.max_segs + 1u;
+	x->sq_depth = x->sq_chain_max + SQ_PER_CALL * c->opts.max_requests;
+	if (x->attr.max_qp_wr && x->sq_depth > x->attr.max_qp_wr)
+		x->sq_depth = x->attr.max_qp_wr;
+	if (x->sq_depth < x->sq_chain_max) {
+		rc = rrr__set_error(-EINVAL, "device send queue (%u WRs) too small for max_segs %u",
+				    x->sq_depth, c->opts.max_segs);
 		goto fail;
 	}
-	if (c->opts.max_requests > x->nslots)
-		c->opts.max_requests = x->nslots;
+	x->sq_free = x->sq_depth;
+	x->nslots = 2u * c->opts.max_requests;
 	x->nrecv = c->opts.max_requests + RECV_BATCH;
 	if (x->attr.max_qp_wr && x->nrecv > x->attr.max_qp_wr)
 		x->nrecv = x->attr.max_qp_wr;
@@ -162,18 +205,24 @@ static int rdma_create(struct rrr_clnt *c)
 	rc = rrr_pd_alloc(x->dev, &x->pd);
 	if (rc)
 		goto fail;
-	rc = rrr_cq_create(x->dev, x->nslots * per_call + x->nrecv, &x->cq);
+	rc = rrr_cq_create(x->dev, x->sq_depth + x->nrecv, &x->cq);
 	if (rc)
 		goto fail;
 	rc = rrr_cm_create(x->dev, &x->cm);
 	if (rc)
 		goto fail;
-	po.max_mrs = x->nslots * 3u * c->opts.max_segs;
+	/* every credit with every chunk at max_segs (a call that finds the
+	 * pool empty waits for invalidations to return MRs); the pool grows
+	 * to it with the traffic */
+	po.max_mrs = c->opts.max_requests * 3u * c->opts.max_segs;
+	if (po.max_mrs > POOL_MRS_MAX)
+		po.max_mrs = POOL_MRS_MAX;
 	rc = rrr_mrpool_create(x->pd, &po, &x->pool);
 	if (rc)
 		goto fail;
 
-	x->slots = calloc(x->nslots, sizeof(*x->slots));
+	x->slots_len = (size_t)x->nslots * sizeof(*x->slots);
+	x->slots = lazy_alloc(x->slots_len);
 	x->sslab = alloc_pages((size_t)x->nslots * x->ssize);
 	x->rslab = alloc_pages((size_t)x->nrecv * x->rsize);
 	x->rwr = calloc(x->nrecv, sizeof(*x->rwr));
@@ -191,10 +240,6 @@ static int rdma_create(struct rrr_clnt *c)
 			&x->rmr);
 	if (rc)
 		goto fail;
-	for (uint32_t i = 0; i < x->nslots; i++) {
-		x->slots[i].sbuf = x->sslab + (size_t)i * x->ssize;
-		x->slots[i].recv_idx = -1;
-	}
 	if (c->opts.persistent_reg)
 		rrr__log_warn("rrr: WARNING: persistent_reg is UNSAFE (benchmarks only): caller "
 			      "memory stays remotely accessible after calls complete");
@@ -240,7 +285,7 @@ static void rdma_destroy(struct rrr_clnt *c)
 		rrr_pd_free(x->pd);
 	if (x->dev)
 		rrr_device_close(x->dev);
-	free(x->slots);
+	lazy_free(x->slots, x->slots_len);
 	free(x->sslab);
 	free(x->rslab);
 	free(x->rwr);
@@ -394,7 +439,7 @@ static int rdma_connect(struct rrr_clnt *c, int timeout_ms)
 	qa.pd = x->pd;
 	qa.send_cq = x->cq;
 	qa.recv_cq = x->cq;
-	qa.max_send_wr = x->nslots * (6u * c->opts.max_segs + 2u);
+	qa.max_send_wr = x->sq_depth;
 	qa.max_recv_wr = x->nrecv;
 	qa.max_send_sge = 1;
 	qa.max_recv_sge = 1;
@@ -496,6 +541,8 @@ static void rdma_close(struct rrr_clnt *c)
 		s->send_pending = false;
 		s->inv_pending = 0;
 		s->recv_idx = -1;
+		s->sq_chain = s->sq_inv = 0;
+		memset(s->sq_invs, 0, sizeof(s->sq_invs));
 		/* recovery: registrations recovered, the slot is free */
 		(void)rrr__rslot_to(c, s, RRR__RSLOT_FREE);
 		s->abort_status = 0;
@@ -504,6 +551,7 @@ static void rdma_close(struct rrr_clnt *c)
 	x->inflight = 0;
 	x->posted = 0;
 	x->nrfree = 0;
+	x->sq_free = x->sq_depth; /* the QP and its queue are gone */
 	sync_stats(c);
 }
 
@@ -536,6 +584,11 @@ static bool rdma_can_send(struct rrr_clnt *c)
 	if (x->posted < x->inflight + 2 && x->nrfree)
 		(void)post_recvs(x);
 	if (x->posted < x->inflight + 1)
+		return false;
+	/* the longest chain a call may need must fit: a call never fails
+	 * for want of send-queue room, it waits for the completions that
+	 * give room back */
+	if (x->sq_free < x->sq_chain_max)
 		return false;
 	return free_slot(x) != NULL;
 }
@@ -598,8 +651,11 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	if (!x->qp)
 		return -ENOTCONN;
 	s = free_slot(x);
-	if (!s)
+	if (!s || x->sq_free < x->sq_chain_max)
 		return -EAGAIN;
+	/* set here, not at creation: a slot's pages are taken by its first call */
+	s->sbuf = x->sslab + (size_t)(s - x->slots) * x->ssize;
+	s->recv_idx = -1;
 	if (call->ddp == RRR_DDP_FROM_SERVER && call->payload)
 		sink = rrr__rdma_iov_total(call->payload, call->npayload);
 	if (sink > UINT32_MAX)
@@ -624,7 +680,10 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	(void)rrr__rslot_to(c, s, RRR__RSLOT_MAPPED);
 
 	for (int k = 0; k < IO_N; k++) {
-		s->io[k].nsegs = 0;
+		/* read first: an io this slot never used keeps its pages
+		 * untaken (they read as zero) */
+		if (s->io[k].nsegs)
+			s->io[k].nsegs = 0;
 		s->nlseg[k] = 0;
 	}
 	s->bounce_sink = false;
@@ -656,6 +715,17 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	s->send_wr.flags = RRR_SEND_SIGNALED;
 	s->send_wr.sg_list = &s->send_sge;
 	s->send_wr.num_sge = 1;
+	/* send-queue room: the REG_MRs and the SEND now, room for their
+	 * LOCAL_INVs until the reply (start_inv) */
+	{
+		uint32_t nreg = 0;
+
+		for (int k = 0; k < IO_N; k++)
+			nreg += s->io[k].nsegs;
+		s->sq_chain = nreg + 1;
+		s->sq_inv = nreg;
+		x->sq_free -= 2 * nreg + 1;
+	}
 	/* queued for rdma_flush(), which the core calls after this run of
 	 * sends: from here on the call counts as posted */
 	head = chain_regs(s, &s->send_wr);
@@ -771,10 +841,16 @@ static int start_inv(struct rrr_clnt *c, struct rslot *s)
 			tail->next = w;
 		else
 			head = w;
-		for (tail = w; tail->next; tail = tail->next)
-			;
+		/* held until the signaled one (the last) completes, out of
+		 * the room rdma_send() took for them */
+		for (tail = w, s->sq_invs[k] = 1; tail->next; tail = tail->next)
+			s->sq_invs[k]++;
+		s->sq_inv -= s->sq_invs[k];
 		s->inv_pending++;
 	}
+	/* room for LOCAL_INVs not needed (remotely invalidated) goes back */
+	x->sq_free += s->sq_inv;
+	s->sq_inv = 0;
 	if (!head) {
 		finish_slot(c, s);
 		return 0;
@@ -931,6 +1007,9 @@ static int handle_wc(struct rrr_clnt *c, const struct rrr_wc *wc)
 	s = &x->slots[idx];
 	if (kind == WR_SEND) {
 		s->send_pending = false;
+		/* the SEND and the REG_MRs ahead of it have left the queue */
+		x->sq_free += s->sq_chain;
+		s->sq_chain = 0;
 		if (wc->status != RRR_WC_SUCCESS)
 			return -ENOTCONN;
 		slot_release(c, s);
@@ -940,6 +1019,8 @@ static int handle_wc(struct rrr_clnt *c, const struct rrr_wc *wc)
 		return -ENOTCONN;
 	if (s->inv_pending)
 		s->inv_pending--;
+	x->sq_free += s->sq_invs[io];
+	s->sq_invs[io] = 0;
 	if (wc->status != RRR_WC_SUCCESS) {
 		rrr_reg_recover(x->pool, &s->io[io]);
 		return -ENOTCONN;

@@ -26,6 +26,12 @@
 #define CLIENT_IRD	16u
 #define MAX_PAYLOAD_CAP (1u << 20)
 #define PCACHE_MAX	256u
+#define POOL_MRS_MAX	65536u /* rrr_mrpool_create()'s bound */
+/* Send-queue entries per credit beyond one longest chain: a call holds
+ * its REG_MRs and SEND until the SEND completes, then room for its
+ * LOCAL_INVs until they complete (1 to 3 entries for a typical call: a
+ * registration or two, the SEND, their invalidation). */
+#define SQ_PER_CALL	4u
 
 enum { IO_SRC = 0, IO_SINK, IO_REP, IO_N };
 
@@ -77,16 +83,24 @@ struct rslot {
 	uint8_t *rbuf; /* reply chunk buffer */
 	uint32_t rbuf_cap;
 	uint8_t zpad[4];
-	struct rrr_reg_io io[IO_N];
 	/* long-lived segments (persistent_reg / bounce): never invalidated */
 	uint32_t nlseg[IO_N];
-	struct rrr_reg_seg lseg[IO_N][RRR_RDMA_MAX_CHUNK_SEGS];
 	uint8_t *bb[2]; /* bounce buffers: [0] source, [1] sink */
 	struct rrr_mr *bbmr[2];
 	bool bounce_sink; /* the write chunk points at bb[1] */
 	struct rrr_send_wr send_wr;
 	struct rrr_sge send_sge;
+	/* send-queue room held (rdma_xprt.sq_free): the REG_MRs and SEND
+	 * until the SEND completes, then the LOCAL_INVs of io k until the
+	 * signaled one completes; sq_inv is what start_inv() may still post */
+	uint32_t sq_chain, sq_inv, sq_invs[IO_N];
+	/* The large parts last (about 30 KiB, 7 pages): a slot's pages are
+	 * taken when first written, and a call writes only the parts of the
+	 * chunks it has (rdma_send() clears an io's nsegs only when set), so
+	 * a small call's slot holds a page or two. */
 	struct rrr_sg sg[RRR_XDR_PAYLOAD_MAX_IOV + 3];
+	struct rrr_reg_io io[IO_N];
+	struct rrr_reg_seg lseg[IO_N][RRR_RDMA_MAX_CHUNK_SEGS];
 };
 
 struct rdma_xprt {
@@ -101,7 +115,12 @@ struct rdma_xprt {
 	bool watching;
 
 	uint32_t nslots;
-	struct rslot *slots;
+	struct rslot *slots; /* its pages are taken by their slots' first calls */
+	size_t slots_len;
+	/* send queue: sq_depth entries, of which sq_free are not held by a
+	 * call; a call is sent only when its longest chain (sq_chain_max:
+	 * 3 x max_segs REG_MRs, the SEND, 3 x max_segs LOCAL_INVs) fits */
+	uint32_t sq_depth, sq_free, sq_chain_max;
 	uint8_t *sslab;
 	struct rrr_mr *smr;
 	uint32_t ssize;

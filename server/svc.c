@@ -722,13 +722,19 @@ int rrr__svc_offload(struct rrr__svc_conn *c, void (*run)(void *arg), void (*don
 	if (svc->nworkers < 2 || atomic_load(&svc->stopping))
 		return -EAGAIN;
 	start = c->w->idx + 1;
-	for (i = 0; i < svc->nworkers - 1; i++) {
-		struct rrr__svc_worker *w = &svc->workers[(start + i) % svc->nworkers];
+	/* an idle worker with no handler queued yet takes it, else any worker
+	 * with none queued (busy with its own events a moment, or not yet
+	 * back in its wait: the handler waits in its inbox, and this
+	 * connection's worker stays free to receive); the claim is the
+	 * handed count going from 0 to 1 */
+	for (i = 0; i < 2 * (svc->nworkers - 1); i++) {
+		struct rrr__svc_worker *w =
+			&svc->workers[(start + i % (svc->nworkers - 1)) % svc->nworkers];
+		bool want_idle = i < svc->nworkers - 1;
 		unsigned none = 0;
 
-		/* an idle worker with no handler queued yet takes it: the
-		 * claim is the handed count going from 0 to 1 */
-		if (w == c->w || !atomic_load_explicit(&w->idle, memory_order_relaxed) ||
+		if (w == c->w ||
+		    (want_idle && !atomic_load_explicit(&w->idle, memory_order_relaxed)) ||
 		    !atomic_compare_exchange_strong(&w->handed, &none, 1))
 			continue;
 		it = calloc(1, sizeof(*it));

@@ -272,6 +272,20 @@ void rrr__svc_refused_addr(struct rrr__svc_limits *L, const struct sockaddr_stor
 	pthread_mutex_unlock(&L->lock);
 }
 
+/* Refuse @c at a limit (L->lock held; released here): counted in *@n,
+ * logged (kind @k, rate-limited) with @why after who it was. -EBUSY. */
+static int refuse(struct rrr__svc_limits *L, uint64_t *n, int k, const struct rrr__svc_conn *c,
+		  const char *transport, const char *why)
+{
+	char who[64];
+
+	(*n)++;
+	addr_str(&c->peer, who, sizeof(who));
+	log_limit(L, k, "refused a %s connection from %s: %s", transport, who, why);
+	pthread_mutex_unlock(&L->lock);
+	return -EBUSY;
+}
+
 int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const char *transport,
 		   unsigned fds)
 {
@@ -279,7 +293,7 @@ int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const cha
 	uint8_t addr[16];
 	uint32_t fam;
 	unsigned b;
-	char who[64];
+	char why[200];
 
 	if (L->admit && !L->admit(L->admit_ctx, &c->peer)) {
 		rrr__svc_refused_addr(L, &c->peer, transport);
@@ -289,37 +303,28 @@ int rrr__svc_admit(struct rrr__svc_limits *L, struct rrr__svc_conn *c, const cha
 	b = bucket_of(fam, addr);
 	pthread_mutex_lock(&L->lock);
 	if (L->max_conns != RRR_SVC_UNLIMITED && L->nconns >= L->max_conns) {
-		L->st.refused_max_conns++;
-		addr_str(&c->peer, who, sizeof(who));
-		log_limit(L, RRR__SVC_LOG_MAX_CONNS,
-			  "refused a %s connection from %s: %u connections are open "
-			  "(max_conns; rrr-server --max-conns N, or raise ulimit -n)",
-			  transport, who, L->nconns);
-		pthread_mutex_unlock(&L->lock);
-		return -EBUSY;
+		snprintf(why, sizeof(why),
+			 "%u connections are open (max_conns; rrr-server --max-conns N, or raise "
+			 "ulimit -n)", L->nconns);
+		return refuse(L, &L->st.refused_max_conns, RRR__SVC_LOG_MAX_CONNS, c, transport,
+			      why);
 	}
 	if (L->fds + fds > L->fd_room) {
-		L->st.refused_max_conns++;
-		addr_str(&c->peer, who, sizeof(who));
-		log_limit(L, RRR__SVC_LOG_MAX_CONNS,
-			  "refused a %s connection from %s: the %u connections open hold the "
-			  "%llu descriptors the fd limit leaves for connections (raise ulimit -n)",
-			  transport, who, L->nconns, (unsigned long long)L->fd_room);
-		pthread_mutex_unlock(&L->lock);
-		return -EBUSY;
+		snprintf(why, sizeof(why),
+			 "the %u connections open hold the %llu descriptors the fd limit leaves "
+			 "for connections (raise ulimit -n)",
+			 L->nconns, (unsigned long long)L->fd_room);
+		return refuse(L, &L->st.refused_max_conns, RRR__SVC_LOG_MAX_CONNS, c, transport,
+			      why);
 	}
 	for (p = L->peers[b]; p; p = p->next)
 		if (p->fam == fam && !memcmp(p->addr, addr, 16))
 			break;
 	if (p && L->max_per_addr != RRR_SVC_UNLIMITED && p->n >= L->max_per_addr) {
-		L->st.refused_per_addr++;
-		addr_str(&c->peer, who, sizeof(who));
-		log_limit(L, RRR__SVC_LOG_PER_ADDR,
-			  "refused a %s connection from %s: it has %u open "
-			  "(max_conns_per_addr; rrr-server --max-conns-per-addr N)",
-			  transport, who, p->n);
-		pthread_mutex_unlock(&L->lock);
-		return -EBUSY;
+		snprintf(why, sizeof(why),
+			 "it has %u open (max_conns_per_addr; rrr-server --max-conns-per-addr N)",
+			 p->n);
+		return refuse(L, &L->st.refused_per_addr, RRR__SVC_LOG_PER_ADDR, c, transport, why);
 	}
 	if (!p) {
 		p = calloc(1, sizeof(*p));

@@ -225,6 +225,10 @@ void rrr__svc_req_end(struct rrr_svc_req *req)
 {
 	struct rrr__svc_arena *a = req->arena, *n;
 
+	/* the transports run it while the arguments are valid; a request that
+	 * ends without them having done so still runs it exactly once */
+	rrr__svc_req_after_reply(req, false);
+
 	if (req->release) { /* zero-copy payload (svc_req.c): no longer used */
 		req->release(req->release_arg);
 		req->release = NULL;

@@ -93,7 +93,16 @@ struct rrr_svc_req {
 	/* runs once when the request ends (rrr__svc_req_end) */
 	void (*release)(void *arg);
 	void *release_arg;
+	/* rrr_svc_req_after_reply(): runs once after the reply was handed to
+	 * the transport, the arguments still valid (rrr__svc_req_after_reply) */
+	void (*after_reply)(void *arg, bool replied);
+	void *after_reply_arg;
 };
+
+/* Run the request's after-reply function, if any, once: @replied says
+ * whether a reply went out. The transport calls it while the argument
+ * stream the handler saw is still valid. */
+void rrr__svc_req_after_reply(struct rrr_svc_req *req, bool replied);
 
 /* Result of rrr__svc_dispatch(). */
 enum rrr__svc_verdict {

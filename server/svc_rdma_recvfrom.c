@@ -145,6 +145,13 @@ void rrr__svc_rdma_dispatch_done(struct svc_rdma_ctx *ctx)
 
 	ctx->recv_idx = UINT32_MAX;
 	rrr__svc_rdma_reply(ctx, &ctx->resx, ctx->verdict);
+	if (ctx->req.after_reply) {
+		/* the reply leaves first (not at the end of the poll batch),
+		 * then the handler's after-reply work, the arguments intact */
+		if (ctx->rc->db_pulls || ctx->rc->db_defer)
+			rrr__svc_rdma_db_flush(ctx->rc);
+		rrr__svc_req_after_reply(&ctx->req, ctx->verdict != RRR__SVC_NO_REPLY);
+	}
 	/* the reply copied what it needs: the receive buffer is free, and
 	 * the rebuilt call's buffer goes back to the pool now, still warm,
 	 * for the next pull */

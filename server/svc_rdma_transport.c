@@ -177,6 +177,7 @@ void rrr__svc_rdma_ctx_put(struct svc_rdma_ctx *ctx)
 
 	if (!ctx->busy)
 		return;
+	rrr__svc_req_after_reply(&ctx->req, false); /* ended before its reply */
 	if (ctx->recv_idx != UINT32_MAX) { /* a call that ended before its handler */
 		rrr__svc_rdma_repost(rc, ctx->recv_idx, false);
 		ctx->recv_idx = UINT32_MAX;

@@ -56,6 +56,27 @@ uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req)
 	return req ? req->max_payload : 0;
 }
 
+int rrr_svc_req_after_reply(struct rrr_svc_req *req, void (*fn)(void *arg, bool replied),
+			    void *arg)
+{
+	if (!req || !fn || req->after_reply)
+		return rrr__set_error(-EINVAL, "rrr_svc_req_after_reply: a request and a function "
+					       "are needed, one per request");
+	req->after_reply = fn;
+	req->after_reply_arg = arg;
+	return 0;
+}
+
+void rrr__svc_req_after_reply(struct rrr_svc_req *req, bool replied)
+{
+	void (*fn)(void *, bool) = req->after_reply;
+
+	if (!fn)
+		return;
+	req->after_reply = NULL;
+	fn(req->after_reply_arg, replied);
+}
+
 int rrr_svc_req_encode_payload_zc(struct rrr_svc_req *req, struct rrr_xdr *res,
 				  const struct iovec *iov, unsigned niov, uint32_t len,
 				  void (*release)(void *arg), void *arg)

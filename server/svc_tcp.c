@@ -26,22 +26,23 @@
  * reassembler's buffer).
  *
  * Who runs the handler. A quick handler runs at once on the owner, with
- * the call's arguments in the reassembler's buffer (no copy). A
- * slow one (its procedure averages 1 ms or more, or is not timed yet:
- * rrr__svc_offload_wanted, svc_offload.c) is handed to an idle worker
- * (rrr__svc_offload) when one is: the call then takes the record buffer
- * with it (rrr__rm_take: no copy; the next record is read into a record
- * buffer of the worker's cache, or a new one, and the taken buffer goes
- * back to the reassembler or that cache when the call ends), its request
- * is lent a block of the owner's arena cache (rrr__svc_req_lend: the
- * memory is given back there), the other worker runs the handler touching
- * only the call, and the call comes back to the owner (tcp_handler_done),
- * which queues its reply. Meanwhile the owner goes on reading and
- * dispatching the connection's further calls, so a handler that waits for
- * a later call of its own connection (a lock) gets it. A reference on the
- * connection (taken by rrr__svc_offload) keeps it until the call is back:
- * a connection closed meanwhile ends the request there, and one whose
- * owner already exited at shutdown frees the call in its destroy.
+ * the call's arguments in the reassembler's buffer (no copy). A slow one
+ * (its procedure averages 1 ms or more, or is not timed yet:
+ * rrr__svc_offload_wanted, svc_offload.c) is handed to another worker
+ * (rrr__svc_offload: an idle one, else one with no handler queued) when
+ * one takes it: the call then takes the record buffer with it
+ * (rrr__rm_take: no copy; the next record is read into a record buffer of
+ * the worker's cache, or a new one, and the taken buffer goes back to the
+ * reassembler or that cache when the call ends), its request is lent a
+ * block of the owner's arena cache (rrr__svc_req_lend: the memory is given
+ * back there), the other worker runs the handler touching only the call,
+ * and the call comes back to the owner (tcp_handler_done), which queues
+ * its reply. Meanwhile the owner goes on reading and dispatching the
+ * connection's further calls, so a handler that waits for a later call of
+ * its own connection (a lock) gets it. A reference on the connection
+ * (taken by rrr__svc_offload) keeps it until the call is back: a
+ * connection closed meanwhile ends the request there, and one whose owner
+ * already exited at shutdown frees the call in its destroy.
  *
  * Who writes. Replies go out whole, one record after the other, in the
  * order their calls finished (RPC gives no ordering between calls): a
@@ -50,8 +51,10 @@
  * makes the connection wait for EPOLLOUT, and nothing more is read until
  * every queued reply is out (back-pressure: a client that does not read
  * its replies is sent no more; and a queued reply of a quick call may
- * still point into the reassembler's buffer). A call's request arena is
- * given back once its reply has left.
+ * still point into the reassembler's buffer). Once a reply has left, the
+ * handler's after-reply function (rrr_svc_req_after_reply) runs there,
+ * the arguments still where it saw them, and the call's request arena is
+ * given back.
  *
  * What is bounded. A connection has at most max_requests calls in progress
  * (rrr_svc_opts: the credits of an RDMA connection; handed off, or replies
@@ -60,11 +63,10 @@
  * records and reply buffers for it. Each is bounded by the record bound
  * below. A worker's cache keeps at most TCP_CACHE_CALLS call objects and
  * TCP_CACHE_RECS record buffers, whatever its connections do; it is freed
- * when the thread exits. Handlers are handed only to idle workers, one
- * each (svc.c), so none waits behind a call queued on its own worker: a
- * re-sent call that server/fs's duplicate request cache makes wait for its
- * original (on a new connection, after a reconnect) never waits for a call
- * that cannot run.
+ * when the thread exits. A worker takes one handed-off handler at a time
+ * (svc.c). A re-sent call that server/fs's duplicate request cache makes
+ * wait for its original (on a new connection, after a reconnect) waits
+ * wherever the original runs; it is never run twice.
  *
  * Result payloads (a READ's data) are not copied into the reply buffer: a
  * DDP hook on the reply stream records the first payload's iovecs (they
@@ -395,6 +397,10 @@ static int tcp_flush(struct tcp_conn *t)
 		t->sendq = k->next;
 		if (!t->sendq)
 			t->sendq_tail = NULL;
+		/* the reply is out, the arguments still where the handler
+		 * saw them (the reassembler reads nothing while replies wait,
+		 * and a handed-off call holds its record) */
+		rrr__svc_req_after_reply(&k->req, true);
 		call_end(t, k);
 	}
 	return 1;
@@ -440,9 +446,7 @@ static void tcp_arm(struct tcp_conn *t)
 		tcp_close(t);
 		return;
 	}
-	rrr__svc_conn_set_events(&t->base, t->sendq		? EPOLLOUT
-					   : tcp_may_read(t) ? EPOLLIN
-							     : 0);
+	rrr__svc_conn_set_events(&t->base, t->sendq ? EPOLLOUT : tcp_may_read(t) ? EPOLLIN : 0);
 }
 
 static void call_unhand(struct tcp_conn *t, struct tcp_call *k)

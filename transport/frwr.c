@@ -32,7 +32,11 @@
  * MR's stale handle matches again only after its key wraps (256 maps of that
  * MR); FIFO reuse maps every MR that was free when it was freed before it,
  * so that takes at least 256 * (1 + those free MRs) registrations on the
- * pool (256 * max_mrs with one I/O at a time).
+ * pool (256 * max_mrs with one I/O at a time). The pool's own arrays grow
+ * with its MRs (doubling, from POOL_FIRST_CAP entries), and the iovec
+ * scratch list is made by the first rrr_reg_map_iov(): a pool sized for
+ * the worst case (every credit with every chunk at max_segs) costs what
+ * its traffic used, not max_mrs, so an idle connection's pool is small.
  *
  * Recovery
  * --------
@@ -65,6 +69,7 @@
 #define POOL_MAX_MRS	   65536u
 #define POOL_DEFAULT_PAGES 256u
 #define MAP_IOV_MAX	   1024u
+#define POOL_FIRST_CAP	   32u
 
 struct rrr_mrpool {
 	struct rrr_pd *pd;
@@ -73,11 +78,12 @@ struct rrr_mrpool {
 	uint32_t pages_per_mr;
 	uint32_t max_mrs;
 	uint32_t nalloc;	/* MRs in all[] */
+	uint32_t cap;		/* entries of all[] and ring[]: nalloc <= cap <= max_mrs */
 	uint32_t head, nfree;	/* FIFO of free MRs in ring[] */
 	struct rrr_mr **all;	/* every live MR of the pool (for destroy) */
 	struct rrr_mr **ring;	/* free MRs, oldest freed at head */
 	struct rrr_sg *scratch; /* pages_per_mr trimmed entries (not VIRT_CONTIG) */
-	struct rrr_sg *iov_sg;	/* MAP_IOV_MAX entries for rrr_reg_map_iov */
+	struct rrr_sg *iov_sg;	/* MAP_IOV_MAX entries for rrr_reg_map_iov, made by its first call */
 	struct rrr_reg_stats st;
 };
 
@@ -122,12 +128,12 @@ int rrr_mrpool_create(struct rrr_pd *pd, const struct rrr_mrpool_opts *opts,
 	pool->page_size = attr.page_size;
 	pool->pages_per_mr = pages;
 	pool->max_mrs = max_mrs;
-	pool->all = calloc(max_mrs, sizeof(*pool->all));
-	pool->ring = calloc(max_mrs, sizeof(*pool->ring));
-	pool->iov_sg = calloc(MAP_IOV_MAX, sizeof(*pool->iov_sg));
+	pool->cap = max_mrs < POOL_FIRST_CAP ? max_mrs : POOL_FIRST_CAP;
+	pool->all = calloc(pool->cap, sizeof(*pool->all));
+	pool->ring = calloc(pool->cap, sizeof(*pool->ring));
 	if (pool->model != RRR_MAP_VIRT_CONTIG)
 		pool->scratch = calloc(pages, sizeof(*pool->scratch));
-	if (!pool->all || !pool->ring || !pool->iov_sg ||
+	if (!pool->all || !pool->ring ||
 	    (pool->model != RRR_MAP_VIRT_CONTIG && !pool->scratch)) {
 		rrr_mrpool_destroy(pool);
 		return -ENOMEM;
@@ -161,10 +167,42 @@ static inline void pool_put(struct rrr_mrpool *pool, struct rrr_mr *mr)
 {
 	uint32_t tail = pool->head + pool->nfree;
 
-	if (tail >= pool->max_mrs)
-		tail -= pool->max_mrs;
+	if (tail >= pool->cap)
+		tail -= pool->cap;
 	pool->ring[tail] = mr;
 	pool->nfree++;
+}
+
+/* Room for more MRs in all[] and ring[] (twice as many, at most max_mrs),
+ * the free ones kept in their FIFO order: 0 or -ENOMEM (the arrays are
+ * then as they were). Only while the pool grows, when an MR is allocated
+ * anyway. */
+static int pool_grow(struct rrr_mrpool *pool)
+{
+	uint32_t cap = pool->cap * 2u, i;
+	struct rrr_mr **all, **ring;
+
+	if (cap > pool->max_mrs)
+		cap = pool->max_mrs;
+	ring = malloc((size_t)cap * sizeof(*ring));
+	if (!ring)
+		return -ENOMEM;
+	all = realloc(pool->all, (size_t)cap * sizeof(*all));
+	if (!all) {
+		free(ring);
+		return -ENOMEM;
+	}
+	pool->all = all;
+	for (i = 0; i < pool->nfree; i++) {
+		uint32_t j = pool->head + i;
+
+		ring[i] = pool->ring[j >= pool->cap ? j - pool->cap : j];
+	}
+	free(pool->ring);
+	pool->ring = ring;
+	pool->head = 0;
+	pool->cap = cap;
+	return 0;
 }
 
 /* Grow while below max_mrs (fresh MRs spread keys best), else reuse the MR
@@ -173,7 +211,8 @@ static inline int pool_get(struct rrr_mrpool *pool, struct rrr_mr **out)
 {
 	int rc = -ENOBUFS;
 
-	if (pool->nalloc < pool->max_mrs) {
+	if (pool->nalloc < pool->max_mrs &&
+	    (pool->nalloc < pool->cap || (rc = pool_grow(pool)) == 0)) {
 		struct rrr_mr *mr;
 
 		rc = rrr_mr_alloc(pool->pd, pool->pages_per_mr, &mr);
@@ -187,7 +226,7 @@ static inline int pool_get(struct rrr_mrpool *pool, struct rrr_mr **out)
 	if (pool->nfree == 0)
 		return rc;
 	*out = pool->ring[pool->head];
-	if (++pool->head == pool->max_mrs)
+	if (++pool->head == pool->cap)
 		pool->head = 0;
 	pool->nfree--;
 	return 0;
@@ -396,6 +435,11 @@ int rrr_reg_map_iov(struct rrr_mrpool *pool, const struct iovec *iov, unsigned n
 		return -EINVAL;
 	if (niov > MAP_IOV_MAX)
 		return rrr__set_error(-E2BIG, "iovec of %u entries exceeds %u", niov, MAP_IOV_MAX);
+	if (!pool->iov_sg) {
+		pool->iov_sg = calloc(MAP_IOV_MAX, sizeof(*pool->iov_sg));
+		if (!pool->iov_sg)
+			return -ENOMEM;
+	}
 	for (i = 0; i < niov; i++) {
 		if (iov[i].iov_len > UINT32_MAX)
 			return rrr__set_error(-EINVAL, "iovec entry %u of %zu bytes is >= 4 GiB", i,

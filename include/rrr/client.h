@@ -65,6 +65,7 @@ extern "C" {
 #pragma GCC visibility push(default)
 
 struct rrr_clnt;
+struct rrr_clnt_group;
 
 /* Connection events (struct rrr_clnt_opts.conn_cb). */
 enum rrr_clnt_conn_event_type {
@@ -128,6 +129,10 @@ struct rrr_clnt_opts {
 				    * rrr_clnt_fd() is readable, call
 				    * rrr_clnt_run_completions(); default false:
 				    * they run on the client's progress thread */
+	struct rrr_clnt_group *group; /* run this client's progress on one of
+				    * the group's threads (rrr_clnt_group_create)
+				    * instead of a thread of its own; the group's
+				    * wait mode applies. NULL (default): its own */
 };
 
 /* Fill defaults. */
@@ -190,6 +195,32 @@ struct rrr_call {
 typedef void (*rrr_call_done_fn)(struct rrr_call *call, int status, void *arg);
 
 /*
+ * rrr_clnt_group_create - start @nthreads progress threads (0: one per
+ * online CPU, at most 64) for clients created with opts.group set to
+ * *@out, which then share them instead of starting a thread each: for a
+ * program holding many connections (hundreds of clients on a few cores),
+ * where a thread per connection costs a context switch per call and
+ * memory. Each client is run by one thread, the one with the fewest
+ * clients when it is created; its callbacks run there, so a callback that
+ * blocks holds up every client of that thread, and a synchronous call
+ * (rrr_clnt_call) from a callback on any client of the same thread fails
+ * with -EDEADLK. @mode: how the threads wait (rrr/wait.h; RRR_WAIT_EVENT
+ * suits many mostly idle connections). MAY BLOCK (starts threads).
+ * Returns 0, -EINVAL, -ENOMEM, -EAGAIN (threads), -EMFILE, with a sentence
+ * in rrr_last_error().
+ */
+int rrr_clnt_group_create(unsigned nthreads, enum rrr_wait_mode mode,
+			  struct rrr_clnt_group **out);
+
+/*
+ * rrr_clnt_group_destroy - stop the group's threads and free it. Every
+ * client created with it must be destroyed first: -EBUSY otherwise, and
+ * nothing stops. NULL: 0. MAY BLOCK (joins the threads); not from a
+ * callback of one of its clients (-EDEADLK).
+ */
+int rrr_clnt_group_destroy(struct rrr_clnt_group *g);
+
+/*
  * rrr_clnt_create - connect to opts->host:opts->port and start the client's
  * progress thread. MAY BLOCK up to connect_timeout_ms. Errors carry a
  * message in rrr_last_error(): -EINVAL (no host, unknown transport),
@@ -199,7 +230,10 @@ typedef void (*rrr_call_done_fn)(struct rrr_call *call, int status, void *arg);
 int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out);
 /* Fails outstanding calls with -ECANCELED (after invalidating or recovering
  * their MRs; their callbacks run before this returns), disconnects and
- * frees. Must not be called from a completion callback. MAY BLOCK. */
+ * frees. Must not be called from a completion callback of @clnt itself,
+ * nor, without a group, from one of another client; a client of a group
+ * may be destroyed from a callback of another client of the same group
+ * (it is let go there and then). MAY BLOCK. */
 void rrr_clnt_destroy(struct rrr_clnt *clnt);
 /*
  * rrr_clnt_call_async - encode @call (in the calling thread) and queue it.

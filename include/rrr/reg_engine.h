@@ -117,7 +117,9 @@ struct rrr_reg_stats {
  * pages_per_mr (default min(device max_fr_pages, 256)) is each MR's
  * page-list depth; more than the device's max_fr_pages is -EINVAL.
  * MRs are allocated lazily by rrr_reg_map(), one per registration until
- * max_mrs exist; then freed MRs are reused oldest first.
+ * max_mrs exist; then freed MRs are reused oldest first. The pool's own
+ * bookkeeping grows with its MRs too, so a large max_mrs costs nothing
+ * until the traffic needs the MRs.
  * Errors: -EINVAL bad argument, -ENOMEM. MAY BLOCK (device query).
  */
 int rrr_mrpool_create(struct rrr_pd *pd, const struct rrr_mrpool_opts *opts,

@@ -294,6 +294,20 @@ uint32_t rrr_svc_req_max_payload(const struct rrr_svc_req *req);
 int rrr_svc_req_encode_payload_zc(struct rrr_svc_req *req, struct rrr_xdr *res,
 				  const struct iovec *iov, unsigned niov, uint32_t len,
 				  void (*release)(void *arg), void *arg);
+/*
+ * rrr_svc_req_after_reply - from a handler: have @fn(@arg, replied) run once
+ * on the worker right after this request's reply was handed to the
+ * transport (replied = true), or, when the request ends without a reply (a
+ * dropped call, a connection that closed first), when it ends (false).
+ * Either way the argument stream the handler was given (inline bytes and
+ * data pulled from read chunks) is still valid there, and the client may
+ * already have the reply: work that needs the arguments but not for the
+ * reply (a checksum kept for later, accounting) goes there, off the
+ * reply's latency. One per request: -EINVAL (with a sentence) for a second
+ * one or a NULL @fn. Never blocks.
+ */
+int rrr_svc_req_after_reply(struct rrr_svc_req *req, void (*fn)(void *arg, bool replied),
+			    void *arg);
 /* The server's boot verifier: 64 bits drawn when the process created its
  * first server, the same for all its servers, never 0, and different in
  * the next process. Carry it in your protocol's replies (as NFS does its

@@ -32,7 +32,13 @@
  *     of them, the data of a WRITE included: a new call that re-uses an xid
  *     with the same header and other data runs. (Linux nfsd sums only the
  *     first 256 bytes; all of them cost ~0.3 us per 4 KiB WRITE and
- *     ~18 us per 1 MiB WRITE here, docs/reliability.md.)
+ *     ~18 us per 1 MiB WRITE here, docs/reliability.md.) A new call, the
+ *     usual case, is found to be new by everything else; its checksum is
+ *     taken after its reply went out (rrr_svc_req_after_reply), off the
+ *     reply's latency, while its arguments are still there. A call that
+ *     finds an entry of the same header sums its own arguments and, if
+ *     that entry is not summed yet, sums the entry's too (they stay valid
+ *     until the entry's after-reply step has taken the lock).
  * A miss inserts an entry "in progress", runs the real handler without the
  * lock, then stores the encoded results (the bytes the handler put in the
  * result stream, at most FS_DRC_REPLY_MAX: every non-idempotent reply is a
@@ -86,7 +92,7 @@ struct key {
 	uint32_t gids[RRR_RPC_AUTH_SYS_MAX_GIDS];
 	uint32_t cred_sum; /* CRC32C of the AUTH_SYS stamp, machine name, body length */
 	uint32_t arg_len;  /* bytes of arguments */
-	uint32_t arg_sum;  /* CRC32C of all of them */
+	uint32_t arg_sum;  /* CRC32C of all of them (compared apart: see drc_handler) */
 };
 #define KEY_CLIENT_BYTES offsetof(struct key, prog)
 
@@ -96,6 +102,11 @@ struct ent {
 	struct key k;
 	uint64_t gen; /* bumped when the entry is removed */
 	bool used, done;
+	bool summed; /* k.arg_sum is known (after the reply: sum_after_reply) */
+	/* until summed: the arguments, valid until sum_after_reply has taken
+	 * the lock (the transport frees them only after it returns) */
+	const void *args;
+	uint32_t args_len;
 	int rc;
 	uint32_t len;
 	uint8_t reply[FS_DRC_REPLY_MAX];
@@ -145,9 +156,10 @@ static bool same_client_xid(const struct key *a, const struct key *b)
 	return !memcmp(a, b, KEY_CLIENT_BYTES);
 }
 
-static bool key_eq(const struct key *a, const struct key *b)
+/* The same call but perhaps for the arguments' checksum. */
+static bool key_eq_but_sum(const struct key *a, const struct key *b)
 {
-	return a->xid == b->xid && !memcmp(a, b, sizeof(*a));
+	return a->xid == b->xid && !memcmp(a, b, offsetof(struct key, arg_sum));
 }
 
 static void cred_key(const struct rrr_rpc_cred *c, struct key *k)
@@ -198,7 +210,6 @@ static int make_key(struct rrr_svc_req *req, const struct rrr_rpc_call *call,
 	k->proc = call->proc;
 	cred_key(&call->cred, k);
 	k->arg_len = (uint32_t)n;
-	k->arg_sum = rrr_crc32c(0, rrr_xdr_cursor(args), n);
 	return 0;
 }
 
@@ -217,13 +228,14 @@ static void lru_front(struct ent *e)
 	g.lru.lnext = e;
 }
 
-/* The entry of @k, or NULL; then *@other gets an entry of the same
- * client address, port and xid with another key, if there is one. */
+/* The entry of @k (its checksum aside), or NULL; then *@other gets an
+ * entry of the same client address, port and xid with another key, if
+ * there is one. */
 static struct ent *lookup(const struct key *k, struct ent **other)
 {
 	*other = NULL;
 	for (struct ent *e = g.bucket[key_hash(k)]; e; e = e->hnext) {
-		if (key_eq(&e->k, k))
+		if (key_eq_but_sum(&e->k, k))
 			return e;
 		if (same_client_xid(&e->k, k))
 			*other = e;
@@ -241,7 +253,7 @@ static void remove_ent(struct ent *e)
 	if (*pp)
 		*pp = e->hnext;
 	lru_unlink(e);
-	e->used = e->done = false;
+	e->used = e->done = e->summed = false;
 	e->gen++;
 	e->hnext = g.free;
 	g.free = e;
@@ -288,12 +300,100 @@ static void deadline_in(struct timespec *ts, int ms)
 	}
 }
 
+/* What the after-reply step needs to sum an entry's arguments. */
+struct later_sum {
+	struct ent *e;
+	uint64_t gen;
+	const void *args;
+	size_t len;
+};
+
+/* After the reply went out (rrr_svc_req_after_reply), the arguments still
+ * valid: their checksum completes the entry. */
+static void sum_after_reply(void *arg, bool replied)
+{
+	struct later_sum *ls = arg;
+	uint32_t sum = rrr_crc32c(0, ls->args, ls->len);
+
+	(void)replied; /* a call whose reply was lost is re-sent: keep it */
+	pthread_mutex_lock(&g.mu);
+	if (ls->e->gen == ls->gen && !ls->e->summed) {
+		ls->e->k.arg_sum = sum;
+		ls->e->summed = true;
+		ls->e->args = NULL;
+	}
+	pthread_mutex_unlock(&g.mu);
+}
+
+/* A call whose entry exists (a re-send, or an xid used again): wait until
+ * that entry's call was executed, then replay it if the arguments are the
+ * same, else run the call as new. An entry not summed yet is summed here,
+ * from its call's arguments, which stay valid while the lock is held (its
+ * sum_after_reply may be waiting for the lock, on the very worker that
+ * would have to run it after this one: no waiting for it). Lock held;
+ * returns the handler's verdict, or -1 to run the call as a miss (*@k
+ * summed). */
+static int resent(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res,
+		  struct ent *e, struct key *k)
+{
+	uint64_t gen = e->gen;
+	struct timespec ts;
+	uint32_t sum;
+
+	(void)req;
+	pthread_mutex_unlock(&g.mu);
+	sum = rrr_crc32c(0, rrr_xdr_cursor(args), k->arg_len);
+	pthread_mutex_lock(&g.mu);
+	k->arg_sum = sum;
+	if (e->gen != gen)
+		return -1; /* gone meanwhile (a failure, an eviction): new */
+	if (!e->done) {
+		g.st.waits++;
+		deadline_in(&ts, FS_DRC_WAIT_MS);
+		while (e->gen == gen && !e->done)
+			if (pthread_cond_timedwait(&g.cv, &g.mu, &ts))
+				break;
+		if (e->gen != gen)
+			return -1;
+		if (!e->done) {
+			g.st.drops++;
+			return RRR_SVC_DROP;
+		}
+	}
+	if (!e->summed) {
+		e->k.arg_sum = rrr_crc32c(0, e->args, e->args_len);
+		e->summed = true;
+		e->args = NULL;
+	}
+	if (e->k.arg_sum != sum) {
+		/* the same header with other arguments: a new call */
+		g.st.mismatches++;
+		remove_ent(e);
+		return -1;
+	}
+	g.st.hits++;
+	lru_unlink(e);
+	lru_front(e);
+	return replay(e, res);
+}
+
+/*
+ * The cache around a non-idempotent procedure. The arguments' checksum,
+ * a pass over all of them (a 1 MiB WRITE's data too), is the one cost
+ * that grows with the call, so a new call, the usual case, does not wait
+ * for it: its entry is found by everything else, executed, and summed
+ * after its reply went out (sum_after_reply; a re-send that arrives before
+ * then waits, as for a call still running). Only a call that finds an
+ * entry of the same header sums its own arguments before deciding.
+ */
 static int drc_handler(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr_xdr *res)
 {
 	const struct rrr_rpc_call *call = rrr_svc_req_call(req);
 	rrr_svc_handler_fn fn = g.base[call->proc].fn;
 	size_t start = rrr_xdr_pos(res);
+	struct later_sum *ls;
 	struct ent *e, *other;
+	bool summed = false;
 	struct key k;
 	int rc;
 
@@ -302,27 +402,20 @@ static int drc_handler(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr
 	pthread_mutex_lock(&g.mu);
 	e = lookup(&k, &other);
 	if (e) {
-		uint64_t gen = e->gen;
-		struct timespec ts;
-
-		if (!e->done) {
-			g.st.waits++;
-			deadline_in(&ts, FS_DRC_WAIT_MS);
-			while (e->gen == gen && !e->done)
-				if (pthread_cond_timedwait(&g.cv, &g.mu, &ts))
-					break;
+		rc = resent(req, args, res, e, &k);
+		if (rc >= 0) {
+			pthread_mutex_unlock(&g.mu);
+			return rc;
 		}
-		if (e->gen == gen && e->done) {
-			g.st.hits++;
-			lru_unlink(e);
-			lru_front(e);
-			rc = replay(e, res);
-		} else {
-			g.st.drops++;
-			rc = RRR_SVC_DROP;
+		summed = true;
+		e = lookup(&k, &other); /* the one found is gone: no other of it */
+		if (e) {
+			/* another re-send took its place meanwhile: run this one
+			 * uncached rather than wait again */
+			g.st.uncached++;
+			pthread_mutex_unlock(&g.mu);
+			return fn(req, args, res);
 		}
-		pthread_mutex_unlock(&g.mu);
-		return rc;
 	}
 	if (other) {
 		/* the xid of an earlier call, anything else different: a new
@@ -340,12 +433,25 @@ static int drc_handler(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr
 	e->k = k;
 	e->used = true;
 	e->done = false;
+	e->summed = summed;
+	e->args = rrr_xdr_cursor(args);
+	e->args_len = k.arg_len;
 	e->hnext = g.bucket[key_hash(&k)];
 	g.bucket[key_hash(&k)] = e;
 	lru_front(e);
 	g.st.entries++;
 	g.st.misses++;
 	pthread_mutex_unlock(&g.mu);
+
+	/* the checksum after the reply, of the arguments as they are now */
+	ls = summed ? NULL : rrr_svc_req_alloc(req, sizeof(*ls));
+	if (ls) {
+		*ls = (struct later_sum){e, e->gen, rrr_xdr_cursor(args), k.arg_len};
+		if (rrr_svc_req_after_reply(req, sum_after_reply, ls))
+			ls = NULL;
+	}
+	if (!summed && !ls)
+		k.arg_sum = rrr_crc32c(0, rrr_xdr_cursor(args), k.arg_len);
 
 	rc = fn(req, args, res);
 
@@ -355,6 +461,11 @@ static int drc_handler(struct rrr_svc_req *req, struct rrr_xdr *args, struct rrr
 		memcpy(e->reply, res->buf + start, e->len);
 		e->rc = rc;
 		e->done = true;
+		if (!ls) {
+			e->k.arg_sum = k.arg_sum;
+			e->summed = true;
+			e->args = NULL;
+		}
 	} else {
 		remove_ent(e); /* failures run again when re-sent */
 	}

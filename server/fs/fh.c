@@ -119,7 +119,7 @@ static inline uint64_t load_le64(const uint8_t *p)
 		v2 += v1; v1 = rotl64(v1, 17); v1 ^= v2; v2 = rotl64(v2, 32);             \
 	} while (0)
 
-static uint64_t siphash24(const uint8_t key[16], const uint8_t *in, size_t len)
+uint64_t fs_siphash24(const uint8_t key[16], const uint8_t *in, size_t len)
 {
 	uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
 	uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
@@ -363,7 +363,7 @@ int fs_export_open(struct fs_export *ex, const char *dir, const char *state_dir)
 	int rc = load_key(ex, state_dir);
 	if (rc < 0)
 		goto fail_fds;
-	ex->export_id = (uint32_t)siphash24(ex->key, (const uint8_t *)ex->root, strlen(ex->root));
+	ex->export_id = (uint32_t)fs_siphash24(ex->key, (const uint8_t *)ex->root, strlen(ex->root));
 	if (getrandom(ex->write_verf, sizeof(ex->write_verf), 0) != 8) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -411,7 +411,7 @@ static void fh_make_path(const struct fs_export *ex, uint64_t ino, uint64_t gen,
 	put_be32(fh->data + 4, ex->export_id);
 	put_be64(fh->data + 8, ino);
 	put_be64(fh->data + 16, gen);
-	put_be64(fh->data + 24, siphash24(ex->key, fh->data, 24));
+	put_be64(fh->data + 24, fs_siphash24(ex->key, fh->data, 24));
 	fh->len = FH_LEN;
 }
 
@@ -431,7 +431,7 @@ void fs_fh_make(struct fs_export *ex, const struct fs_obj *o, struct rrr_nfs3_fh
 			fh->data[17] = (uint8_t)k.h.handle_bytes;
 			memcpy(fh->data + KH_HDR, k.h.f_handle, k.h.handle_bytes);
 			uint32_t n = KH_HDR + k.h.handle_bytes;
-			put_be64(fh->data + n, siphash24(ex->key, fh->data, n));
+			put_be64(fh->data + n, fs_siphash24(ex->key, fh->data, n));
 			fh->len = n + 8;
 			atomic_fetch_add(&ex->khandles, 1);
 			return;
@@ -445,7 +445,7 @@ void fs_fh_make(struct fs_export *ex, const struct fs_obj *o, struct rrr_nfs3_fh
 static bool tag_ok(const struct fs_export *ex, const struct rrr_nfs3_fh *fh, uint32_t n)
 {
 	uint8_t want[8];
-	put_be64(want, siphash24(ex->key, fh->data, n));
+	put_be64(want, fs_siphash24(ex->key, fh->data, n));
 	uint8_t diff = 0;
 	for (int i = 0; i < 8; i++)
 		diff |= (uint8_t)(want[i] ^ fh->data[n + i]);

@@ -136,6 +136,9 @@ struct fs_obj {
 };
 
 /* fh.c */
+/* SipHash-2-4 of @in (@len bytes) under @key: what seals handles and
+ * makes export ids. Pure. */
+uint64_t fs_siphash24(const uint8_t key[16], const uint8_t *in, size_t len);
 int fs_export_open(struct fs_export *ex, const char *dir, const char *state_dir);
 void fs_export_close(struct fs_export *ex);
 /* Build the handle of @o, an object of the export: a kernel handle where

@@ -86,10 +86,12 @@ static int h_stat(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 static atomic_bool released;
 
 /* result: 1 when RELEASE came within 10 s, else 0 (a bounded wait for
- * another call, as a lock handler waits for a holder) */
+ * another call, as a lock handler waits for a holder); then 20 ms of work,
+ * so that the procedure is timed as slow however soon RELEASE came */
 static int h_hold(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
-	struct timespec ts = {0, 1000 * 1000};
+	struct timespec ts = {0, 1000 * 1000}, work = {0, 20 * 1000 * 1000};
+	uint32_t got;
 	int i;
 
 	(void)r;
@@ -97,8 +99,10 @@ static int h_hold(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	atomic_fetch_add(&holding, 1);
 	for (i = 0; i < 10000 && !atomic_load(&released); i++)
 		nanosleep(&ts, NULL);
+	got = atomic_exchange(&released, false);
+	nanosleep(&work, NULL);
 	atomic_fetch_sub(&holding, 1);
-	return rrr_xdr_put_u32(s, atomic_exchange(&released, false)) ? -EIO : 0;
+	return rrr_xdr_put_u32(s, got) ? -EIO : 0;
 }
 
 static int h_release(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
@@ -310,10 +314,8 @@ Test(parallel_tcp, two_slow_calls_of_one_connection_run_at_once)
 }
 
 /* HOLD alone on the connection, RELEASE sent while it waits: HOLD's
- * result, 1 when released. RELEASE goes once HOLD is seen running (by a
- * STAT on the same connection, which must get through too): sent at
- * once, it could run first on an idle worker, and HOLD, returning at once,
- * would be timed as quick and not handed off next time. */
+ * result, 1 when released. RELEASE goes once HOLD is seen running, by a
+ * STAT on the same connection (which gets through as well). */
 static uint32_t hold_release(void)
 {
 	struct rrr_call c, q;

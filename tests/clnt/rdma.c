@@ -716,3 +716,82 @@ Test(rdma_segs, multi_segment_chunks, .init = init_shallow, .fini = fini, .timeo
 	free(src);
 	free(dst);
 }
+
+/* --- send-queue room: a chain that does not fit waits -------------------------- */
+
+/* Credits 4 (of the server's 8), registrations of 4 pages: the send queue
+ * is sized for one longest chain (6 x max_segs + 1) and 4 entries per
+ * credit, not for 4 longest chains. */
+static void tweak_shallow_4(struct rrr_clnt_opts *o)
+{
+	o->provider_opts = "max_fr_pages=4";
+	o->max_requests = 4;
+}
+
+static void init_shallow_4(void)
+{
+	struct rsrv_opts so = {.batch_ms = 15};
+
+	TENV_SOFT_ONLY("the soft device option max_fr_pages=4 makes the shallow page list");
+	start(&so, tweak_shallow_4);
+}
+
+#define LC_N	 8
+#define LC_PAGES 60 /* 15 registrations of 4 pages: one chain of 15 REG_MRs + SEND */
+
+struct lcall {
+	struct rrr_call c;
+	struct iovec iov;
+	struct tc_pay p;
+	struct tc_got g;
+	uint32_t sum;
+	struct tc_once once;
+};
+
+/* Calls whose chains (15 registrations each, and 15 invalidations to
+ * follow) do not all fit the send queue at once: each waits for room
+ * instead of failing, and all complete with their data intact; the room,
+ * not the credits, is what bounded the calls in flight. */
+Test(rdma_segs, long_chains_wait_for_send_queue_room, .init = init_shallow_4, .fini = fini,
+     .timeout = 60)
+{
+	static struct lcall k[LC_N];
+	size_t len = (size_t)LC_PAGES * 4096u;
+	uint8_t *buf = aligned_alloc(4096, len * LC_N);
+	struct rrr_xprt_stats st;
+	struct rsrv_stats ss;
+
+	cr_assert_not_null(buf);
+	memset(k, 0, sizeof(k));
+	for (int i = 0; i < LC_N; i++) {
+		uint8_t *p = buf + (size_t)i * len;
+
+		for (size_t j = 0; j < len; j++) {
+			p[j] = (uint8_t)(j * 13 + (size_t)i);
+			k[i].sum += p[j];
+		}
+		k[i].iov = (struct iovec){p, len};
+		k[i].p = (struct tc_pay){&k[i].iov, 1, (uint32_t)len, 40u + (uint32_t)i};
+		init_call(&k[i].c, RS_SUM);
+		tc_codec(&k[i].c, tc_enc_pay_tag, &k[i].p, tc_dec_3u32, &k[i].g);
+		tc_payload(&k[i].c, RRR_DDP_TO_SERVER, &k[i].iov, 1);
+		cr_assert_eq(rrr_clnt_call_async(clnt, &k[i].c, tc_once_done, &k[i].once), 0, "%s",
+			     rrr_last_error());
+	}
+	for (int i = 0; i < LC_N; i++) {
+		cr_assert(TEST_WAIT_UNTIL(atomic_load(&k[i].once.runs) == 1, 30000),
+			  "call %d completed", i);
+		cr_assert_eq(atomic_load(&k[i].once.status), 0, "call %d: %s", i, k[i].c.error);
+		cr_assert_eq(k[i].g.w[0], (uint32_t)len);
+		cr_assert_eq(k[i].g.w[1], k[i].sum, "call %d's payload arrived intact", i);
+		cr_assert_eq(k[i].g.w[2], 40u + (uint32_t)i);
+	}
+	rrr_clnt_stats(clnt, &st);
+	rsrv_stats(srv, &ss);
+	cr_assert_eq(st.registrations, (uint64_t)LC_N * 15u, "15 registrations per call");
+	cr_assert_eq(st.credits, 4);
+	cr_assert_lt(ss.max_outstanding, 4,
+		     "send-queue room, not the 4 credits, bounded the calls in flight (%u)",
+		     ss.max_outstanding);
+	free(buf);
+}

@@ -28,6 +28,7 @@
 #include "../test_wait.h"
 #include "helpers/calls.h"
 #include "helpers/checks.h"
+#include "tests/lib/echo.h"
 
 #define CS_PROG 0x20000097u
 
@@ -43,26 +44,6 @@ enum { CS_NULL, CS_ECHO, CS_FILL, CS_BIG, CS_SUM, CS_SLEEP, CS_SLOWFILL };
 /* --- server process ------------------------------------------------------- */
 
 static struct rrr_svc *child_svc;
-
-static int h_echo(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
-{
-	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV], out;
-	unsigned niov = 0;
-	uint32_t len, off = 0;
-	uint8_t *buf;
-
-	if (rrr_xdr_decode_payload(a, 16u << 20, &len, iov, &niov))
-		return RRR_SVC_GARBAGE_ARGS;
-	buf = rrr_svc_req_alloc(r, len ? len : 1);
-	if (!buf)
-		return RRR_SVC_SYSTEM_ERR;
-	for (unsigned i = 0; i < niov && off < len; i++) {
-		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
-		off += (uint32_t)iov[i].iov_len;
-	}
-	out = (struct iovec){buf, len};
-	return rrr_xdr_encode_payload(s, &out, 1, len) ? RRR_SVC_SYSTEM_ERR : 0;
-}
 
 static int h_fill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s, bool ddp)
 {
@@ -146,7 +127,7 @@ static int h_slowfill(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *
 }
 
 static const struct rrr_svc_proc procs[] = {
-    [CS_NULL] = {"null", tc_h_null}, [CS_ECHO] = {"echo", h_echo}, [CS_FILL] = {"fill", h_filld},
+    [CS_NULL] = {"null", tc_h_null}, [CS_ECHO] = {"echo", th_h_echo}, [CS_FILL] = {"fill", h_filld},
     [CS_BIG] = {"big", h_big},	  [CS_SUM] = {"sum", h_sum},	[CS_SLEEP] = {"sleep", h_sleep},
     [CS_SLOWFILL] = {"slowfill", h_slowfill},
 };

@@ -25,6 +25,7 @@
 #include <rrr/nfs3_client.h>
 #include <rrr/provider.h>
 
+#include "server/fs/fs.h"
 #include "tests/lib/nfs_helpers.h"
 #include "tests/lib/raw_rpc.h"
 
@@ -297,54 +298,6 @@ Test(nfs_exports_path, moved_out_of_the_export_is_stale)
 	t_moved_out_is_stale();
 }
 
-/* SipHash-2-4, as server/fs/fh.c, to seal handles the way the server does. */
-static uint64_t rotl(uint64_t x, int b)
-{
-	return (x << b) | (x >> (64 - b));
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-#define SR(v0, v1, v2, v3)                                                                 \
-	do {                                                                               \
-		v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32);                 \
-		v2 += v3; v3 = rotl(v3, 16); v3 ^= v2;                                     \
-		v0 += v3; v3 = rotl(v3, 21); v3 ^= v0;                                     \
-		v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);                 \
-	} while (0)
-
-static uint64_t sip(const uint8_t key[16], const uint8_t *in, size_t len)
-{
-	uint64_t k0 = le64(key), k1 = le64(key + 8);
-	uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
-	uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
-	size_t full = len & ~(size_t)7;
-	for (size_t i = 0; i < full; i += 8) {
-		uint64_t m = le64(in + i);
-		v3 ^= m;
-		SR(v0, v1, v2, v3);
-		SR(v0, v1, v2, v3);
-		v0 ^= m;
-	}
-	uint64_t b = (uint64_t)len << 56;
-	for (size_t i = 0; i < (len & 7); i++)
-		b |= (uint64_t)in[full + i] << (8 * i);
-	v3 ^= b;
-	SR(v0, v1, v2, v3);
-	SR(v0, v1, v2, v3);
-	v0 ^= b;
-	v2 ^= 0xff;
-	for (int i = 0; i < 4; i++)
-		SR(v0, v1, v2, v3);
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
 static void be(uint8_t *p, uint64_t v, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -362,7 +315,7 @@ static void seal(const char *path, struct rrr_nfs3_fh *fh)
 	cr_assert_eq(fread(key, 1, 16, f), 16u);
 	fclose(f);
 	cr_assert_not_null(realpath(srv.export_dir, root));
-	uint32_t id = (uint32_t)sip(key, (const uint8_t *)root, strlen(root));
+	uint32_t id = (uint32_t)fs_siphash24(key, (const uint8_t *)root, strlen(root));
 	struct {
 		struct file_handle h;
 		unsigned char b[MAX_HANDLE_SZ];
@@ -380,7 +333,7 @@ static void seal(const char *path, struct rrr_nfs3_fh *fh)
 	fh->data[17] = (uint8_t)k.h.handle_bytes;
 	memcpy(fh->data + 18, k.h.f_handle, k.h.handle_bytes);
 	uint32_t n = 18 + k.h.handle_bytes;
-	be(fh->data + n, sip(key, fh->data, n), 8);
+	be(fh->data + n, fs_siphash24(key, fh->data, n), 8);
 	fh->len = n + 8;
 }
 

@@ -46,6 +46,7 @@
 #include "server/fs/rpc_call.h"
 #include "tests/lib/nfs_helpers.h"
 #include "tests/lib/rpcbind.h"
+#include "tests/lib/tshark.h"
 #include "tests/test_wait.h"
 
 static struct th_server srv;
@@ -516,72 +517,9 @@ Test(nfs_nlm, a_blocked_lock_is_granted_by_callback_and_a_restart_is_notified,
 
 /* ------------------------------------------------- the wire: tshark decodes */
 
-static pid_t g_tshark = -1;
-
-/* tshark capturing "tcp port @port" on lo into @pcap: 0, or a reason in @why. */
-static int capture_start(unsigned port, const char *pcap, char *why, size_t len)
-{
-	char filter[64], line[512] = "";
-	int p[2];
-	snprintf(filter, sizeof(filter), "tcp port %u", port);
-	if (pipe(p) < 0)
-		return -errno;
-	g_tshark = fork();
-	if (g_tshark == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(p[1], 2);
-		close(p[0]);
-		execlp("tshark", "tshark", "-i", "lo", "-f", filter, "-w", pcap, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	size_t have = 0;
-	for (double end = now_s() + 20; now_s() < end && have < sizeof(line) - 1;) {
-		struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-		if (poll(&pfd, 1, 500) <= 0)
-			continue;
-		ssize_t n = read(p[0], line + have, sizeof(line) - 1 - have);
-		if (n <= 0)
-			break;
-		have += (size_t)n;
-		line[have] = 0;
-		if (strstr(line, "Capturing on")) {
-			close(p[0]);
-			return 0;
-		}
-	}
-	close(p[0]);
-	kill(g_tshark, SIGKILL);
-	waitpid(g_tshark, NULL, 0);
-	g_tshark = -1;
-	snprintf(why, len, "tshark cannot capture on lo: %.200s", line);
-	return -EPERM;
-}
-
-/* Frames of @pcap that match the display filter @f. */
-static long frames(const char *pcap, const char *f)
-{
-	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "tshark -r '%s' -Y '%s' 2>/dev/null | wc -l", pcap, f);
-	FILE *p = popen(cmd, "r");
-	long n = -1;
-	if (p) {
-		if (fscanf(p, "%ld", &n) != 1)
-			n = -1;
-		pclose(p);
-	}
-	return n;
-}
-
 static void capture_fini(void)
 {
-	if (g_tshark > 0) {
-		kill(g_tshark, SIGKILL);
-		waitpid(g_tshark, NULL, 0);
-		g_tshark = -1;
-	}
+	th_tshark_stop();
 	fini();
 }
 
@@ -592,7 +530,9 @@ Test(nfs_nlm, tshark_decodes_calls_and_replies, .fini = capture_fini, .timeout =
 	start(false, NULL);
 	char pcap[400], why[256];
 	snprintf(pcap, sizeof(pcap), "/tmp/rrr-nlm-%d.pcapng", (int)getpid());
-	if (capture_start(srv.mount_port, pcap, why, sizeof(why)) < 0)
+	char filter[64];
+	snprintf(filter, sizeof(filter), "tcp port %u", srv.mount_port);
+	if (th_tshark_start(filter, pcap, why, sizeof(why)) < 0)
 		cr_skip_test("%s", why);
 	struct rrr_clnt *c = connect_to(false);
 	/* the capture is live once a probe (NLM NULL) shows up in the file */
@@ -602,11 +542,11 @@ Test(nfs_nlm, tshark_decodes_calls_and_replies, .fini = capture_fini, .timeout =
 				     .timeout_ms = 10000};
 		cr_assert_eq(rrr_clnt_call(c, &k), 0);
 		usleep(100000);
-		n = frames(pcap, "nlm.procedure_v4 == 0");
+		n = th_tshark_frames(pcap, "nlm.procedure_v4 == 0");
 	}
 	if (n < 1)
 		cr_skip_test("tshark captured nothing on lo in 20 s");
-	long base = frames(pcap, "nlm");
+	long base = th_tshark_frames(pcap, "nlm");
 	mk(&a, "cli1", 1, true, 0, 5);
 	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_GRANTED_ST);
 	mk(&b, "cli2", 2, true, 3, 4);
@@ -617,17 +557,15 @@ Test(nfs_nlm, tshark_decodes_calls_and_replies, .fini = capture_fini, .timeout =
 	rrr_clnt_destroy(c);
 	/* dumpcap may still be writing: wait for the ten frames */
 	for (double end = now_s() + 10; now_s() < end && n < base + 10; usleep(100000))
-		n = frames(pcap, "nlm");
-	kill(g_tshark, SIGINT);
-	waitpid(g_tshark, NULL, 0);
-	g_tshark = -1;
-	cr_assert_eq(frames(pcap, "nlm") - base, 10, "five calls and their replies decoded as NLM");
-	cr_assert_eq(frames(pcap, "nlm.procedure_v4 == 2 && rpc.msgtyp == 0"), 2, "two LOCK calls");
-	cr_assert_eq(frames(pcap, "nlm.stat == 1"), 2, "DENIED in the LOCK and CANCEL replies");
-	cr_assert_eq(frames(pcap, "nlm.test_stat.stat == 1 && nlm.holder && "
+		n = th_tshark_frames(pcap, "nlm");
+	th_tshark_stop();
+	cr_assert_eq(th_tshark_frames(pcap, "nlm") - base, 10, "five calls and their replies decoded as NLM");
+	cr_assert_eq(th_tshark_frames(pcap, "nlm.procedure_v4 == 2 && rpc.msgtyp == 0"), 2, "two LOCK calls");
+	cr_assert_eq(th_tshark_frames(pcap, "nlm.stat == 1"), 2, "DENIED in the LOCK and CANCEL replies");
+	cr_assert_eq(th_tshark_frames(pcap, "nlm.test_stat.stat == 1 && nlm.holder && "
 				  "nlm.lock.l_len64 == 5 && nlm.exclusive == 1"),
 		     1, "TEST's DENIED reply with its holder decoded");
-	cr_assert_eq(frames(pcap, "_ws.malformed || _ws.expert.severity >= \"Error\""), 0);
+	cr_assert_eq(th_tshark_frames(pcap, "_ws.malformed || _ws.expert.severity >= \"Error\""), 0);
 	cr_assert_eq(th_server_stop(&srv), 0);
 	unlink(pcap);
 }

@@ -15,7 +15,8 @@
  * larger than any NSM call, an oversized, empty or cut mon_name and bytes
  * after the arguments change nothing, and the server keeps answering. A
  * sender outside the export's allow list gets no answer and changes
- * nothing. SM_NOTIFY over TCP releases the locks too. The server runs
+ * nothing. SM_NOTIFY over TCP releases the locks too. Wireshark decodes
+ * the SM_NOTIFY datagram and its reply as NSM. The server runs
  * without rpcbind (its registration is checked in rpcbind.c).
  */
 #include <arpa/inet.h>
@@ -36,6 +37,7 @@
 
 #include "server/fs/nlm_xdr.h"
 #include "tests/lib/nfs_helpers.h"
+#include "tests/lib/tshark.h"
 
 static struct th_server srv;
 static struct rrr_nfs3_fh fh;
@@ -112,6 +114,12 @@ static void fini(void)
 	clnt = NULL;
 	th_cleanup(&srv);
 	memset(&srv, 0, sizeof(srv));
+}
+
+static void tshark_fini(void)
+{
+	th_tshark_stop();
+	fini();
 }
 
 /* ------------------------------------------------------- the datagrams */
@@ -317,4 +325,45 @@ Test(nfs_nsm_udp, sm_notify_over_tcp_too, .fini = fini, .timeout = 60)
 	cr_assert_eq(lock("cli2", 9), NLM4_GRANTED_ST, "cli1's lock is gone");
 	cr_assert_eq(th_server_stop(&srv), 0);
 	cr_assert(th_file_contains(srv.log, "(SM_NOTIFY over TCP, state 7)"));
+}
+
+/* Wireshark decodes the datagrams: SM_NOTIFY over UDP, call and reply, as
+ * NSM ("stat"), with the name and state sent, nothing malformed. */
+Test(nfs_nsm_udp, tshark_decodes_sm_notify_over_udp, .fini = tshark_fini, .timeout = 120)
+{
+	char pcap[400], why[256], filter[64], f[128];
+	long n = 0;
+
+	if (system("command -v tshark >/dev/null 2>&1") != 0)
+		cr_skip_test("tshark is not installed (Debian package tshark)");
+	start(NULL);
+	snprintf(pcap, sizeof(pcap), "/tmp/rrr-nsm-%d.pcapng", (int)getpid());
+	snprintf(filter, sizeof(filter), "udp port %u", srv.mount_port);
+	if (th_tshark_start(filter, pcap, why, sizeof(why)) < 0)
+		cr_skip_test("%s", why);
+	/* the capture is live once a probe (NSM NULL) shows up in the file */
+	for (int i = 0; i < 100 && n < 1; i++) {
+		uint8_t buf[256];
+		struct rrr_xdr x;
+
+		header(&x, buf, sizeof(buf), NSM_PROG, NSM_VERS, 0);
+		cr_assert_eq(udp_call("127.0.0.1", buf, rrr_xdr_pos(&x), 5000), RRR_RPC_SUCCESS);
+		usleep(100000);
+		n = th_tshark_frames(pcap, "stat.procedure_v1 == 0 && rpc.msgtyp == 1");
+	}
+	if (n < 1)
+		cr_skip_test("tshark captured nothing on lo in 10 s");
+	cr_assert_eq(notify("127.0.0.1", "client-7.example", 9), RRR_RPC_SUCCESS);
+	snprintf(f, sizeof(f), "stat.procedure_v1 == 6 && rpc.msgtyp == 1");
+	for (int i = 0; i < 100 && th_tshark_frames(pcap, f) < 1; i++)
+		usleep(100000); /* dumpcap may still be writing */
+	th_tshark_stop();
+	cr_assert_eq(th_tshark_frames(pcap, "stat.procedure_v1 == 6 && rpc.msgtyp == 0 && "
+					    "stat.mon_id.name == \"client-7.example\" && "
+					    "stat.state == 9"),
+		     1, "the SM_NOTIFY call decoded with its name and state");
+	cr_assert_eq(th_tshark_frames(pcap, f), 1, "and its reply");
+	cr_assert_eq(th_tshark_frames(pcap, "_ws.malformed || _ws.expert.severity >= \"Error\""),
+		     0);
+	unlink(pcap);
 }

@@ -297,6 +297,48 @@ Test(engine, growth_fifo_and_key_bound)
 	teardown_pool();
 }
 
+/* The pool's arrays grow with its MRs (from 32 entries, doubling to
+ * max_mrs): MRs freed before a growth come back first, in the order they
+ * were freed, once max_mrs exist. */
+Test(engine, growth_keeps_fifo_order)
+{
+	static struct rrr_reg_io ios[100];
+	const struct rrr_sg sg[] = {E(0, PS)};
+	struct rrr_mr *freed[20];
+	unsigned i;
+
+	setup_pool(RRR_MAP_PAGE_LIST, 256, 100, 0);
+	for (i = 0; i < 40; i++)
+		cr_assert_eq(rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE, &ios[i]), 0);
+	/* 20 back to the pool, in an order of their own */
+	for (i = 0; i < 20; i++) {
+		struct rrr_reg_io *x = &ios[(i * 7) % 40];
+		struct rrr_send_wr *inv;
+
+		freed[i] = x->mrs[0];
+		inv = rrr_reg_build_inv(pool, x, 77);
+		cr_assert_not_null(inv);
+		cr_assert_eq(fake_execute(&fd, inv), 0);
+		rrr_reg_inv_done(pool, x);
+		x->nsegs = 0;
+	}
+	/* 60 more are fresh (the arrays grow past 64 meanwhile) */
+	for (i = 40; i < 100; i++)
+		cr_assert_eq(rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE, &ios[i]), 0);
+	cr_expect_eq(stats().mrs_allocated, 100u);
+	/* then the freed ones, oldest freed first */
+	for (i = 0; i < 20; i++) {
+		cr_assert_eq(rrr_reg_map(pool, sg, 1, RRR_ACCESS_REMOTE_WRITE, &io), 0);
+		cr_assert_eq(io.mrs[0], freed[i], "reuse %u is the MR freed %u-th", i, i);
+		invalidate(&io);
+	}
+	cr_expect_eq(stats().mrs_allocated, 100u);
+	for (i = 0; i < 100; i++)
+		if (ios[i].nsegs)
+			invalidate(&ios[i]);
+	teardown_pool();
+}
+
 Test(engine, pool_exhaustion)
 {
 	const struct rrr_sg one[] = {E(0, PS)};

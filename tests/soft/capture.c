@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "helpers/harness.h"
+#include "tests/lib/tshark.h"
 
 #define BIG (100 * 1000)
 
@@ -47,60 +48,13 @@ static off_t file_size(const char *path)
 static int start_capture(uint16_t port, void *arg)
 {
 	struct cap *c = arg;
-	char filter[64], line[512];
-	int p[2];
-	size_t have = 0;
-	long deadline;
+	char filter[64];
+	int rc;
 
 	snprintf(filter, sizeof(filter), "tcp port %u", port);
-	if (pipe(p) < 0)
-		return -errno;
-	c->tshark = fork();
-	if (c->tshark < 0)
-		return -errno;
-	if (c->tshark == 0) {
-		int null = open("/dev/null", O_RDWR);
-
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(p[1], 2);
-		close(p[0]);
-		/* a 64 MiB kernel buffer holds the whole session, so a capture
-		 * process that is not scheduled for a while (parallel tests on
-		 * a small machine) loses nothing */
-		execlp("tshark", "tshark", "-i", "lo", "-B", "64", "-f", filter, "-w", c->path,
-		       NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	/* wait for "Capturing on" (or an error) on tshark's stderr */
-	deadline = time(NULL) + 20;
-	line[0] = '\0';
-	while (time(NULL) < deadline && have < sizeof(line) - 1) {
-		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&pfd, 1, 500) <= 0)
-			continue;
-		n = read(p[0], line + have, sizeof(line) - 1 - have);
-		if (n <= 0)
-			break;
-		have += (size_t)n;
-		line[have] = '\0';
-		if (strstr(line, "Capturing on")) {
-			close(p[0]); /* tshark's later stderr writes get EPIPE: harmless */
-			/* until dumpcap has written the file's header */
-			while (file_size(c->path) <= 0 && time(NULL) < deadline)
-				poll(NULL, 0, 1);
-			return 0;
-		}
-	}
-	close(p[0]);
-	kill(c->tshark, SIGKILL);
-	waitpid(c->tshark, NULL, 0);
-	c->tshark = 0;
-	snprintf(c->why, sizeof(c->why), "tshark cannot capture on lo: %.200s", line);
-	return -EPERM;
+	rc = th_tshark_start(filter, c->path, c->why, sizeof(c->why));
+	c->tshark = rc ? 0 : th_tshark_pid();
+	return rc;
 }
 
 static int srv(struct th_ep *e, void *arg)
@@ -262,7 +216,7 @@ static void list_frames(const char *file, const char *filter, char *out, size_t 
 /* Capture one session into @c->path; 0, or a skip/fail reason in @why. */
 static int capture_once(const char *opts, struct cap *c)
 {
-	int rc, st;
+	int rc;
 
 	unlink(c->path);
 	c->tshark = 0;
@@ -276,10 +230,8 @@ static int capture_once(const char *opts, struct cap *c)
 		usleep(100000);
 		still = file_size(c->path) == before ? still + 1 : 0;
 	}
-	if (c->tshark > 0) {
-		kill(c->tshark, SIGINT);
-		waitpid(c->tshark, &st, 0);
-	}
+	th_tshark_stop();
+	c->tshark = 0;
 	return rc;
 }
 

@@ -10,7 +10,6 @@
  * the ack), so no wake-up is lost.
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,6 +19,7 @@
 
 #include <rrr/provider.h>
 
+#include "tests/lib/proc.h"
 #include "transport/soft/soft.h"
 
 static struct rrr_device *dev;
@@ -42,15 +42,7 @@ TestSuite(soft_cq_notify, .init = cq_open, .fini = cq_close, .timeout = 30);
 
 static int open_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1; /* the directory's own */
+	return (int)th_open_fds(0);
 }
 
 static bool readable(int ms)

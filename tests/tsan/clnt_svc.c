@@ -31,6 +31,8 @@
 #include <rrr/client.h>
 #include <rrr/server.h>
 
+#include "tests/lib/echo.h"
+
 #define TS_PROG 0x20000098u
 #define NT 4
 enum { TS_ECHO, TS_SUM, TS_FILL, TS_SLEEP };
@@ -45,26 +47,6 @@ static atomic_int failures;
 	} while (0)
 
 /* --- server side ---------------------------------------------------------- */
-
-static int h_echo(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
-{
-	struct iovec iov[RRR_XDR_PAYLOAD_MAX_IOV], out;
-	unsigned niov = 0;
-	uint32_t len, off = 0;
-	uint8_t *buf;
-
-	if (rrr_xdr_decode_payload(a, 1u << 20, &len, iov, &niov))
-		return RRR_SVC_GARBAGE_ARGS;
-	buf = rrr_svc_req_alloc(r, len ? len : 1);
-	if (!buf)
-		return RRR_SVC_SYSTEM_ERR;
-	for (unsigned i = 0; i < niov && off < len; i++) {
-		memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
-		off += (uint32_t)iov[i].iov_len;
-	}
-	out = (struct iovec){ buf, len };
-	return rrr_xdr_encode_payload(s, &out, 1, len) ? RRR_SVC_SYSTEM_ERR : 0;
-}
 
 static int h_sum(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
@@ -108,7 +90,7 @@ static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 }
 
 static const struct rrr_svc_proc procs[] = {
-	[TS_ECHO] = { "echo", h_echo },
+	[TS_ECHO] = { "echo", th_h_echo },
 	[TS_SUM] = { "sum", h_sum },
 	[TS_FILL] = { "fill", h_fill },
 	[TS_SLEEP] = { "sleep", h_sleep },

@@ -6,7 +6,10 @@
  * and an 8-bit key (low byte). The table is an array of atomic pointers,
  * cut in chunks of 65,536 that are made as indices reach them, so it grows
  * with the registrations to the whole 24-bit space (16.7 million) with no
- * cap of its own, and a device that registers little holds one chunk;
+ * cap of its own, and a device that registers little holds one chunk,
+ * and of it only the pages its indices reached (a chunk is an anonymous
+ * mapping, never cleared by hand: each client has a device of its own,
+ * and a 512 KiB calloc() from a reused heap would be written whole);
  * writers (registration, deregistration) serialise on dev->lock, readers
  * (the receive path, read responder, post-time checks) never lock: they
  * load the pointer inside an RCU read-side critical section (liburcu, memb
@@ -45,6 +48,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include <urcu/urcu-memb.h>
 
@@ -157,17 +161,26 @@ static int stag_grow(struct soft_dev *dev)
 	if (!fi)
 		return -ENOMEM;
 	dev->free_idx = fi;
-	chunk = calloc(SOFT_STAG_CHUNK, sizeof(*chunk));
-	if (!chunk)
+	chunk = mmap(NULL, SOFT_STAG_CHUNK * sizeof(*chunk), PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (chunk == MAP_FAILED)
 		return -ENOMEM;
+#ifdef MADV_NOHUGEPAGE
+	(void)madvise((void *)chunk, SOFT_STAG_CHUNK * sizeof(*chunk), MADV_NOHUGEPAGE);
+#endif
 	atomic_store_explicit(&dev->stag_chunk[c], chunk, memory_order_release);
 	return 0;
 }
 
 void rrr__soft_stag_table_free(struct soft_dev *dev)
 {
-	for (uint32_t c = 0; c < SOFT_STAG_CHUNKS; c++)
-		free(atomic_load_explicit(&dev->stag_chunk[c], memory_order_relaxed));
+	for (uint32_t c = 0; c < SOFT_STAG_CHUNKS; c++) {
+		_Atomic(struct soft_mr *) *chunk =
+		    atomic_load_explicit(&dev->stag_chunk[c], memory_order_relaxed);
+
+		if (chunk)
+			munmap((void *)chunk, SOFT_STAG_CHUNK * sizeof(*chunk));
+	}
 	free(dev->free_idx);
 	dev->free_idx = NULL;
 }

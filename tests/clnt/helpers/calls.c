@@ -214,6 +214,25 @@ _Noreturn void tc_child_serve(struct rrr_svc *svc, int wfd, const void *ports, s
 	_exit(TC_LEAK_CHECK() ? 5 : 0);
 }
 
+_Noreturn void tc_child_serve_program(int wfd, const struct rrr_svc_program *prog,
+				      unsigned nthreads)
+{
+	struct rrr_svc_opts o;
+	struct rrr_svc *svc;
+	uint16_t ports[2] = {0, 0};
+
+	rrr_svc_opts_init(&o);
+	o.nthreads = nthreads;
+	o.wait_mode = RRR_WAIT_EVENT;
+	if (rrr_svc_create(&o, &svc) || rrr_svc_register(svc, prog) ||
+	    rrr_svc_listen_rdma(svc, "127.0.0.1", "0", &ports[0]) ||
+	    rrr_svc_listen_tcp(svc, "127.0.0.1", "0", &ports[1])) {
+		fprintf(stderr, "child server: %s\n", rrr_last_error());
+		_exit(2);
+	}
+	tc_child_serve(svc, wfd, ports, sizeof(ports));
+}
+
 int tc_stop_child_status(pid_t *pid)
 {
 	int st;

@@ -97,6 +97,11 @@ pid_t tc_fork_server(void (*child_main)(int wfd, const void *arg), const void *a
  * runs @svc until SIGTERM, destroys it and exits 0 (3 when the write fails;
  * under ASan 5 when memory leaked). */
 _Noreturn void tc_child_serve(struct rrr_svc *svc, int wfd, const void *ports, size_t len);
+/* In the child: a server of @nthreads workers waiting for events, with
+ * @prog, on RDMA (soft) and TCP at ephemeral ports of 127.0.0.1, handed to
+ * the parent as uint16_t[2] (RDMA, TCP); then as tc_child_serve(). */
+_Noreturn void tc_child_serve_program(int wfd, const struct rrr_svc_program *prog,
+				      unsigned nthreads);
 /* SIGTERM to *@pid (when > 0), up to 3 s for it to exit, else SIGKILL; *@pid = 0. */
 void tc_stop_child(pid_t *pid);
 /* tc_stop_child(), returning the child's exit status (-1 when it did not
