@@ -13,7 +13,7 @@
  * Each worker runs its own epoll loop over the connections it owns and
  * runs handlers to completion on its thread, so two cores serve two
  * connections at once and a connection's state is never shared. A slow
- * handler of a busy RDMA connection may run on an idle worker instead
+ * handler of a connection (RDMA or TCP) may run on an idle worker instead
  * (rrr__svc_offload, svc_offload.c); it touches only its request, and the
  * owner sends the reply.
  *

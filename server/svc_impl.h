@@ -141,6 +141,11 @@ int rrr__svc_dispatch_raw(struct rrr_svc *svc, const void *msg, size_t len, void
 /* Give back the request's arena (to the calling worker's block cache, or
  * free it); call after the reply was sent or dropped. */
 void rrr__svc_req_end(struct rrr_svc_req *req);
+/* Start @req's arena (empty) with a block of the calling worker's cache,
+ * the largest it has (none: nothing happens), for a handler about to run
+ * on another worker: rrr_svc_req_alloc() cuts from it first, and
+ * rrr__svc_req_end() on this worker gives it back here. */
+void rrr__svc_req_lend(struct rrr_svc_req *req);
 
 /* Arena blocks (svc.c): sizes and the per-worker cache bound. */
 #define RRR__SVC_ARENA_SMALL	   8192u       /* small block, 64-byte header included */

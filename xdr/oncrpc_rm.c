@@ -58,6 +58,32 @@ void rrr__rm_next(struct rrr__rm *r)
 	r->len = 0;
 }
 
+void *rrr__rm_take(struct rrr__rm *r, size_t *cap)
+{
+	void *p = r->complete ? r->rec : NULL;
+
+	*cap = p ? r->cap : 0;
+	if (p) {
+		r->rec = NULL;
+		r->cap = 0;
+	}
+	if (r->complete)
+		rrr__rm_next(r);
+	return p;
+}
+
+void rrr__rm_give(struct rrr__rm *r, void *buf, size_t cap)
+{
+	/* without a buffer nothing of the record being read has been kept
+	 * (a fragment with bytes allocates first): r->len is 0 */
+	if (buf && !r->rec && cap <= r->max_record) {
+		r->rec = buf;
+		r->cap = cap;
+		return;
+	}
+	free(buf);
+}
+
 void *rrr__rm_want(struct rrr__rm *r, size_t *len)
 {
 	*len = 0;

@@ -26,7 +26,9 @@
  * empty (a last fragment of length 0 with nothing before it): callers
  * decide what an empty message means. The buffer grows geometrically from
  * 4 KiB, never beyond the maximum record size, and is kept for the next
- * record.
+ * record - unless the caller takes it with the record (rrr__rm_take: a
+ * call that outlives the reading of the next one), and may give it back
+ * (rrr__rm_give) when it is done with it.
  *
  * Sending (struct rrr__rm_out). Both sides send a record as one fragment:
  *
@@ -89,6 +91,15 @@ int rrr__rm_commit(struct rrr__rm *r, size_t n);
 int rrr__rm_feed(struct rrr__rm *r, const void *p, size_t n, size_t *used);
 /* The complete record was consumed: start the next one (buffer kept). */
 void rrr__rm_next(struct rrr__rm *r);
+/* Take the complete record's buffer (r->rec; the caller free()s it or
+ * gives it back) and start the next record without one; *@cap gets its
+ * size. NULL (and *@cap 0) when no record is complete or it has no
+ * buffer (an empty record that never needed one). */
+void *rrr__rm_take(struct rrr__rm *r, size_t *cap);
+/* Give back @buf (@cap bytes, from rrr__rm_take on @r, or NULL): kept
+ * for the next records when @r has no buffer (none of the record being
+ * read is in a buffer then), else freed. */
+void rrr__rm_give(struct rrr__rm *r, void *buf, size_t cap);
 
 /* One outgoing record (see the essay). */
 struct rrr__rm_out {

@@ -132,7 +132,9 @@ struct rrr_svc_opts {
 	unsigned nthreads;         /* 0: number of online CPUs */
 	const char *provider;      /* "soft" (default) or "verbs" */
 	const char *provider_opts;
-	uint32_t max_requests;     /* credits granted per connection, default 32 */
+	uint32_t max_requests;     /* credits granted per RDMA connection, and
+				    * calls one TCP connection may have in
+				    * progress; default 32 */
 	uint32_t inline_send;      /* default RRR_RDMA_INLINE_PREF (8192) */
 	uint32_t inline_recv;      /* default RRR_RDMA_INLINE_PREF (8192) */
 	uint32_t max_segs;         /* segments accepted per chunk, default 64 */

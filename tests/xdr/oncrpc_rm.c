@@ -4,7 +4,8 @@
  * (xdr/oncrpc_rm.c, RFC 5531 section 11): single and multi-fragment
  * records, zero-length fragments, records beyond the maximum refused
  * before any allocation, several records in one feed, byte-at-a-time
- * feeding, and reading in place through want/commit; the layout of an
+ * feeding, and reading in place through want/commit; a record's buffer
+ * taken away with it and given back; the layout of an
  * outgoing record under any partial writes.
  */
 #include <criterion/criterion.h>
@@ -235,6 +236,45 @@ Test(oncrpc_rm, want_commit_reads_in_place)
 	rrr__rm_next(&r);
 	cr_assert_not_null(rrr__rm_want(&r, &room));
 	cr_assert_eq(room, 4u, "a new record starts with its marker");
+	rrr__rm_fini(&r);
+}
+
+/* A record taken with its buffer stays intact while the next is read into
+ * a new one; a buffer given back is reused only when none is held. */
+Test(oncrpc_rm, take_keeps_a_record_while_the_next_is_read)
+{
+	struct rrr__rm r;
+	struct got g = {0};
+	uint8_t in[64], *first, *second;
+	size_t n = 0, cap = 1, cap2;
+
+	rrr__rm_init(&r, 64);
+	cr_assert_null(rrr__rm_take(&r, &cap), "no record yet");
+	cr_assert_eq(cap, 0u);
+	frag(in, &n, "first", 5, true);
+	cr_assert_eq(rrr__rm_feed(&r, in, n, &cap), 1);
+	first = rrr__rm_take(&r, &cap);
+	cr_assert_not_null(first);
+	cr_assert_geq(cap, 5u);
+	cr_assert_null(r.rec, "the reassembler keeps no buffer");
+	n = 0;
+	frag(in, &n, "second", 6, true);
+	cr_assert_eq(feed_all(&r, in, n, n, &g), 0);
+	expect_record(&g, 0, "second", 6);
+	cr_assert_arr_eq(first, "first", 5, "the taken record is untouched");
+	second = r.rec;
+	rrr__rm_give(&r, first, cap); /* one is held: freed */
+	cr_assert_eq(r.rec, second);
+	cr_assert_null(rrr__rm_take(&r, &cap2), "no record is complete");
+	n = 0;
+	frag(in, &n, "third", 5, true);
+	cr_assert_eq(rrr__rm_feed(&r, in, n, &cap2), 1);
+	second = rrr__rm_take(&r, &cap2);
+	cr_assert_null(r.rec);
+	rrr__rm_give(&r, second, cap2); /* none held: kept */
+	cr_assert_eq(r.rec, second);
+	cr_assert_eq(r.cap, cap2);
+	rrr__rm_give(&r, NULL, 0);
 	rrr__rm_fini(&r);
 }
 

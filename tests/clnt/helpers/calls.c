@@ -14,6 +14,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Under ASan a server process checks for leaks before it exits (its
+ * status says, tc_stop_child_status); elsewhere nothing to check. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define TC_LEAK_CHECK() __lsan_do_recoverable_leak_check()
+#else
+#define TC_LEAK_CHECK() 0
+#endif
+
 void tc_call_init(struct rrr_call *c, uint32_t prog, uint32_t proc)
 {
 	memset(c, 0, sizeof(*c));
@@ -202,7 +211,7 @@ _Noreturn void tc_child_serve(struct rrr_svc *svc, int wfd, const void *ports, s
 	close(wfd);
 	rrr_svc_run(svc);
 	rrr_svc_destroy(svc);
-	_exit(0);
+	_exit(TC_LEAK_CHECK() ? 5 : 0);
 }
 
 _Noreturn void tc_child_serve_program(int wfd, const struct rrr_svc_program *prog,
@@ -224,18 +233,24 @@ _Noreturn void tc_child_serve_program(int wfd, const struct rrr_svc_program *pro
 	tc_child_serve(svc, wfd, ports, sizeof(ports));
 }
 
-void tc_stop_child(pid_t *pid)
+int tc_stop_child_status(pid_t *pid)
 {
 	int st;
 
 	if (*pid <= 0)
-		return;
+		return -1;
 	kill(*pid, SIGTERM);
 	if (TEST_WAIT_UNTIL(waitpid(*pid, &st, WNOHANG) == *pid, 3000)) {
 		*pid = 0;
-		return;
+		return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	}
 	tc_kill_child(pid);
+	return -1;
+}
+
+void tc_stop_child(pid_t *pid)
+{
+	(void)tc_stop_child_status(pid);
 }
 
 void tc_kill_child(pid_t *pid)

@@ -94,7 +94,8 @@ int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s);
 pid_t tc_fork_server(void (*child_main)(int wfd, const void *arg), const void *arg, void *ports,
 		     size_t len);
 /* In the child: hands @ports (@len bytes) to the parent through @wfd, then
- * runs @svc until SIGTERM, destroys it and exits 0 (3 when the write fails). */
+ * runs @svc until SIGTERM, destroys it and exits 0 (3 when the write fails;
+ * under ASan 5 when memory leaked). */
 _Noreturn void tc_child_serve(struct rrr_svc *svc, int wfd, const void *ports, size_t len);
 /* In the child: a server of @nthreads workers waiting for events, with
  * @prog, on RDMA (soft) and TCP at ephemeral ports of 127.0.0.1, handed to
@@ -103,6 +104,9 @@ _Noreturn void tc_child_serve_program(int wfd, const struct rrr_svc_program *pro
 				      unsigned nthreads);
 /* SIGTERM to *@pid (when > 0), up to 3 s for it to exit, else SIGKILL; *@pid = 0. */
 void tc_stop_child(pid_t *pid);
+/* tc_stop_child(), returning the child's exit status (-1 when it did not
+ * exit by itself, or there was none). */
+int tc_stop_child_status(pid_t *pid);
 /* SIGKILL to *@pid and reap it; *@pid = 0. */
 void tc_kill_child(pid_t *pid);
 
