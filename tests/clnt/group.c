@@ -29,7 +29,7 @@
 #include "tests/lib/proc.h"
 
 #define GR_PROG 0x20000097u
-enum { GR_NULL, GR_SLOW };
+enum { GR_NULL, GR_SLOW, GR_DROP };
 #define NCLNT 48
 
 static int h_slow(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
@@ -43,9 +43,19 @@ static int h_slow(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return 0;
 }
 
+/* no reply: the call stays outstanding at the client */
+static int h_drop(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	(void)r;
+	(void)a;
+	(void)s;
+	return RRR_SVC_DROP;
+}
+
 static const struct rrr_svc_proc procs[] = {
     [GR_NULL] = {"null", tc_h_null},
     [GR_SLOW] = {"slow", h_slow},
+    [GR_DROP] = {"drop", h_drop},
 };
 
 static void child_main(int wfd, const void *arg)
@@ -257,8 +267,9 @@ Test(clnt_group, a_callback_destroys_another_member)
 	o.group = one;
 	cr_assert_eq(rrr_clnt_create(&o, &a), 0, "%s", rrr_last_error());
 	cr_assert_eq(rrr_clnt_create(&o, &b), 0, "%s", rrr_last_error());
-	/* b has a call in flight: destroy fails it with -ECANCELED */
-	tc_call_init(&s, GR_PROG, GR_SLOW);
+	/* b has a call in flight (never answered): destroy fails it with
+	 * -ECANCELED */
+	tc_call_init(&s, GR_PROG, GR_DROP);
 	cr_assert_eq(rrr_clnt_call_async(b, &s, tc_once_done, &slow), 0);
 	k.victim = b;
 	tc_call_init(&c, GR_PROG, GR_NULL);
