@@ -490,5 +490,14 @@ Test(parallel_tcp, a_connection_closed_while_its_handler_runs_elsewhere_is_relea
 	rrr_clnt_destroy(clnt);
 	clnt = NULL;
 	status = tc_stop_child_status(&child);
-	cr_assert_eq(status, 0, "the server exited cleanly (5: it leaked, under ASan)");
+#if defined(__SANITIZE_THREAD__)
+	/* under TSan the SIGTERM reaches the server while its main thread
+	 * sleeps in epoll_wait, and TSan holds the handler back until that
+	 * thread makes another call it intercepts, which nothing prompts
+	 * here: the server is killed at the bound, and its exit status says
+	 * nothing (the leak check it is for is ASan's) */
+	(void)status;
+	return;
+#endif
+	cr_assert_eq(status, 0, "the server exited cleanly (status %d; 5: it leaked, under ASan; -1: killed)", status);
 }

@@ -22,6 +22,11 @@
 #else
 #define TC_LEAK_CHECK() 0
 #endif
+#ifdef RRR_UNDER_SANITIZER
+#define TC_STOP_MS 20000
+#else
+#define TC_STOP_MS 3000
+#endif
 
 void tc_call_init(struct rrr_call *c, uint32_t prog, uint32_t proc)
 {
@@ -240,7 +245,8 @@ int tc_stop_child_status(pid_t *pid)
 	if (*pid <= 0)
 		return -1;
 	kill(*pid, SIGTERM);
-	if (TEST_WAIT_UNTIL(waitpid(*pid, &st, WNOHANG) == *pid, 3000)) {
+	/* a sanitizer's exit (its reports, its leak check) takes a while */
+	if (TEST_WAIT_UNTIL(waitpid(*pid, &st, WNOHANG) == *pid, TC_STOP_MS)) {
 		*pid = 0;
 		return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	}
