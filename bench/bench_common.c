@@ -29,11 +29,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -383,6 +385,32 @@ void rrr__bench_json_bool(struct rrr__bench_json *j, const char *key, bool v)
 		fputs(v ? "true" : "false", j->f);
 }
 
+int rrr__bench_json_begin(struct rrr__bench_json *j, const char *path, const char *cmd, int argc,
+			  char **argv)
+{
+	int rc = rrr__bench_json_open(j, path);
+
+	if (rc) {
+		fprintf(stderr, "rrr-bench %s: %s: %s\n", cmd, path, strerror(-rc));
+		return rc;
+	}
+	rrr__bench_json_obj_begin(j, NULL);
+	rrr__bench_json_str(j, "benchmark", cmd);
+	rrr__bench_json_machine(j, argc, argv);
+	return 0;
+}
+
+int rrr__bench_json_end(struct rrr__bench_json *j, const char *path, const char *cmd)
+{
+	int rc;
+
+	rrr__bench_json_obj_end(j);
+	rc = rrr__bench_json_close(j);
+	if (rc)
+		fprintf(stderr, "rrr-bench %s: %s: %s\n", cmd, path, strerror(-rc));
+	return rc;
+}
+
 void rrr__bench_json_machine(struct rrr__bench_json *j, int argc, char **argv)
 {
 	char cmd[2048], cpu[256];
@@ -558,6 +586,65 @@ int rrr__bench_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* rrr__bench_opt_sizes() with its @range arguments in @ap. */
+__attribute__((format(printf, 7, 0))) static int opt_vsizes(const char *cmd, const char *name,
+							    const char *arg, uint64_t *out, int max,
+							    uint64_t limit, const char *range,
+							    va_list ap)
+{
+	int n = rrr__bench_parse_sizes(arg, out, max), i = 0;
+
+	if (n <= 0) {
+		fprintf(stderr, "rrr-bench %s: bad --%s '%s'\n", cmd, name, arg);
+		return -1;
+	}
+	while (i < n && out[i] && out[i] <= limit)
+		i++;
+	if (i == n)
+		return n;
+	fprintf(stderr, "rrr-bench %s: ", cmd);
+	vfprintf(stderr, range, ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+int rrr__bench_opt_sizes(const char *cmd, const char *name, const char *arg, uint64_t *out, int max,
+			 uint64_t limit, const char *range, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, range);
+	n = opt_vsizes(cmd, name, arg, out, max, limit, range, ap);
+	va_end(ap);
+	return n;
+}
+
+int rrr__bench_opt_uints(const char *cmd, const char *name, const char *arg, unsigned *out, int max,
+			 unsigned limit, const char *range, ...)
+{
+	uint64_t v[64];
+	va_list ap;
+	int n;
+
+	va_start(ap, range);
+	n = opt_vsizes(cmd, name, arg, v, max < 64 ? max : 64, limit, range, ap);
+	va_end(ap);
+	for (int i = 0; i < n; i++)
+		out[i] = (unsigned)v[i]; /* each at most @limit */
+	return n;
+}
+
+int rrr__bench_opt_count(const char *cmd, const char *arg, unsigned max, unsigned *out,
+			 const char *what)
+{
+	*out = (unsigned)atoi(arg);
+	if (*out && *out <= max)
+		return 0;
+	fprintf(stderr, "rrr-bench %s: %s\n", cmd, what);
+	return -1;
+}
+
 int rrr__bench_opt_usage(int opt, void (*usage)(FILE *f))
 {
 	usage(opt == 'h' ? stdout : stderr);
@@ -570,6 +657,27 @@ int rrr__bench_opt_done(const char *cmd, int argc, char **argv)
 		return 0;
 	fprintf(stderr, "rrr-bench %s: unexpected argument '%s'\n", cmd, argv[optind]);
 	return 2;
+}
+
+int rrr__bench_opt_next(struct rrr__bench_opts *o, int argc, char **argv)
+{
+	int opt;
+
+	if (!o->started) {
+		optind = 1;
+		o->started = true;
+	}
+	while ((opt = getopt_long(argc, argv, "h", o->lopts, NULL)) == 'j')
+		o->json = optarg;
+	if (opt == -1) {
+		o->exit = rrr__bench_opt_done(o->cmd, argc, argv);
+		return o->exit ? -1 : 0;
+	}
+	if (opt == 'h' || opt == '?') {
+		o->exit = rrr__bench_opt_usage(opt, o->usage);
+		return -1;
+	}
+	return opt;
 }
 
 long rrr__bench_rss_kib(int pid)

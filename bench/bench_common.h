@@ -87,6 +87,14 @@ void rrr__bench_json_int(struct rrr__bench_json *j, const char *key, long long v
 void rrr__bench_json_bool(struct rrr__bench_json *j, const char *key, bool v);
 /* The standard "machine" and "command" members of every result file. */
 void rrr__bench_json_machine(struct rrr__bench_json *j, int argc, char **argv);
+/* The start of sub-command @cmd's result file: opens @path (else says
+ * "rrr-bench @cmd: @path: <error>" on stderr and returns -errno), then the
+ * root object with "benchmark": @cmd and the machine members. */
+int rrr__bench_json_begin(struct rrr__bench_json *j, const char *path, const char *cmd, int argc,
+			  char **argv);
+/* The end of that file: ends the root object and closes it; 0, or -errno
+ * after "rrr-bench @cmd: @path: <error>" on stderr. */
+int rrr__bench_json_end(struct rrr__bench_json *j, const char *path, const char *cmd);
 
 /* --- run context ------------------------------------------------------------ */
 
@@ -112,6 +120,38 @@ int rrr__bench_parse_uints(const char *s, unsigned *out, int max);
 /* Split a comma list into at most @max tokens pointing into @buf (a copy
  * of @s made by the caller, modified in place). Returns the count. */
 int rrr__bench_split(char *buf, char **tok, int max);
+/* Option --@name of sub-command @cmd, a comma list (of sizes: rrr__bench_parse_sizes,
+ * or of unsigned integers: rrr__bench_parse_uints) into @out (at most @max),
+ * each 1 .. @limit. Returns the count, or -1 after saying on stderr what is
+ * wrong: "rrr-bench @cmd: bad --@name '@arg'" when it does not parse, else
+ * "rrr-bench @cmd: " and @range (a printf format, with its arguments). */
+int rrr__bench_opt_sizes(const char *cmd, const char *name, const char *arg, uint64_t *out, int max,
+			 uint64_t limit, const char *range, ...)
+    __attribute__((format(printf, 7, 8)));
+int rrr__bench_opt_uints(const char *cmd, const char *name, const char *arg, unsigned *out, int max,
+			 unsigned limit, const char *range, ...)
+    __attribute__((format(printf, 7, 8)));
+/* An option of sub-command @cmd, a count (atoi) of 1 .. @max into *@out: 0,
+ * or -1 after "rrr-bench @cmd: @what" on stderr. */
+int rrr__bench_opt_count(const char *cmd, const char *arg, unsigned max, unsigned *out,
+			 const char *what);
+/* The option parser of sub-command @cmd: getopt_long() over @lopts, with -h
+ * the one short option; --json ('j') and --help ('h') it handles itself. */
+struct option;
+struct rrr__bench_opts {
+	const char *cmd; /* "crc": its name in messages */
+	const struct option *lopts;
+	void (*usage)(FILE *f);
+	const char *json; /* out: --json's argument, or NULL */
+	int exit;	  /* out: when rrr__bench_opt_next() returned -1, the exit code */
+	bool started;
+};
+/* The next option of @argv for the caller to handle (> 0); 0 once every
+ * argument was read and all were options; -1 when the sub-command is to
+ * exit with @o->exit: 0 after --help (@o->usage on stdout), 2 after an
+ * unknown option (@o->usage on stderr) or a stray argument (named on
+ * stderr, rrr__bench_opt_done()). */
+int rrr__bench_opt_next(struct rrr__bench_opts *o, int argc, char **argv);
 /* A sub-command's default: case of getopt: for 'h' prints @usage to stdout and
  * returns 0, for anything else prints it to stderr and returns 2 (the exit code). */
 int rrr__bench_opt_usage(int opt, void (*usage)(FILE *f));

@@ -465,16 +465,16 @@ int rrr__bench_reg_main(int argc, char **argv)
 	    .batch = 100,
 	    .access = RRR_ACCESS_LOCAL_WRITE | RRR_ACCESS_REMOTE_WRITE,
 	};
-	const char *provider = "soft", *json = NULL;
-	int nstrat = 0, opt, status = 0, base = -1, rc;
+	struct rrr__bench_opts ob = {.cmd = "reg", .lopts = lopts, .usage = usage};
+	const char *provider = "soft", *json;
+	int nstrat = 0, opt, status = 0, base = -1;
 	struct rrr_sg *sg = NULL;
 	struct stat_cell *cells = NULL; /* [size][layout][strat] */
 	size_t maxspan = 0;
 	uint64_t goal_cpu = 0;
 	bool goal_seen = false;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+	while ((opt = rrr__bench_opt_next(&ob, argc, argv)) > 0) {
 		switch (opt) {
 		case 'P':
 			provider = optarg;
@@ -486,16 +486,11 @@ int rrr__bench_reg_main(int argc, char **argv)
 			}
 			break;
 		case 's':
-			cfg.nsizes = rrr__bench_parse_sizes(optarg, cfg.sizes, MAX_SIZES);
-			if (cfg.nsizes <= 0) {
-				fprintf(stderr, "rrr-bench reg: bad --sizes '%s'\n", optarg);
+			cfg.nsizes =
+			    rrr__bench_opt_sizes("reg", "sizes", optarg, cfg.sizes, MAX_SIZES,
+						 64u << 20, "sizes are 1 .. 64m");
+			if (cfg.nsizes < 0)
 				return 2;
-			}
-			for (int i = 0; i < cfg.nsizes; i++)
-				if (!cfg.sizes[i] || cfg.sizes[i] > (64u << 20)) {
-					fprintf(stderr, "rrr-bench reg: sizes are 1 .. 64m\n");
-					return 2;
-				}
 			break;
 		case 'l':
 			memset(cfg.layouts, 0, sizeof(cfg.layouts));
@@ -508,45 +503,32 @@ int rrr__bench_reg_main(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			cfg.fbo = (uint32_t)atoi(optarg);
-			if (!cfg.fbo || cfg.fbo >= PAGE) {
-				fprintf(stderr, "rrr-bench reg: --fbo is 1 .. 4095\n");
+			if (rrr__bench_opt_count("reg", optarg, PAGE - 1, &cfg.fbo,
+						 "--fbo is 1 .. 4095"))
 				return 2;
-			}
 			break;
 		case 'k':
-			cfg.hole_every = (uint32_t)atoi(optarg);
-			if (!cfg.hole_every || cfg.hole_every > 4096) {
-				fprintf(stderr, "rrr-bench reg: --hole-every is 1 .. 4096\n");
+			if (rrr__bench_opt_count("reg", optarg, 4096, &cfg.hole_every,
+						 "--hole-every is 1 .. 4096"))
 				return 2;
-			}
 			break;
 		case 'n':
-			cfg.iters = (unsigned)atoi(optarg);
-			if (!cfg.iters || cfg.iters > 100000000) {
-				fprintf(stderr, "rrr-bench reg: bad --iters\n");
+			if (rrr__bench_opt_count("reg", optarg, 100000000, &cfg.iters,
+						 "bad --iters"))
 				return 2;
-			}
 			break;
 		case 'b':
-			cfg.batch = (unsigned)atoi(optarg);
-			if (!cfg.batch || cfg.batch > 1000000) {
-				fprintf(stderr, "rrr-bench reg: bad --batch\n");
+			if (rrr__bench_opt_count("reg", optarg, 1000000, &cfg.batch, "bad --batch"))
 				return 2;
-			}
-			break;
-		case 'j':
-			json = optarg;
 			break;
 		case 'a':
 			g_addr = optarg;
 			break;
-		default:
-			return rrr__bench_opt_usage(opt, usage);
 		}
 	}
-	if (rrr__bench_opt_done("reg", argc, argv))
-		return 2;
+	if (opt < 0)
+		return ob.exit;
+	json = ob.json;
 	if (cfg.batch > cfg.iters)
 		cfg.batch = cfg.iters;
 	if (!nstrat) {
@@ -690,14 +672,10 @@ int rrr__bench_reg_main(int argc, char **argv)
 	if (json) {
 		struct rrr__bench_json j;
 
-		if ((rc = rrr__bench_json_open(&j, json))) {
-			fprintf(stderr, "rrr-bench reg: %s: %s\n", json, strerror(-rc));
+		if (rrr__bench_json_begin(&j, json, "reg", argc, argv)) {
 			status = 1;
 			goto out;
 		}
-		rrr__bench_json_obj_begin(&j, NULL);
-		rrr__bench_json_str(&j, "benchmark", "reg");
-		rrr__bench_json_machine(&j, argc, argv);
 		rrr__bench_json_str(&j, "provider", provider);
 		rrr__bench_json_int(&j, "iters", cfg.iters);
 		rrr__bench_json_int(&j, "batch", cfg.batch);
@@ -775,11 +753,8 @@ int rrr__bench_reg_main(int argc, char **argv)
 				}
 			}
 		rrr__bench_json_arr_end(&j);
-		rrr__bench_json_obj_end(&j);
-		if ((rc = rrr__bench_json_close(&j))) {
-			fprintf(stderr, "rrr-bench reg: %s: %s\n", json, strerror(-rc));
+		if (rrr__bench_json_end(&j, json, "reg"))
 			status = 1;
-		}
 	}
 out:
 	for (int i = 0; i < nstrat; i++)

@@ -110,22 +110,21 @@ int rrr__bench_crc_main(int argc, char **argv)
 	};
 	uint64_t sizes[MAX_SIZES] = {4096, 65536, 1u << 20}, rep_bytes = 64u << 20, maxsize = 0;
 	int nsizes = 3, reps = 11, opt, status = 0, rc;
-	const char *json = NULL;
+	struct rrr__bench_opts ob = {.cmd = "crc", .lopts = lopts, .usage = usage};
+	const char *json;
 	struct cell cells[MAX_SIZES][OP_NUM];
 	uint8_t *src = NULL, *dst = NULL;
 	char feat[160];
 	char *end;
 	long v;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+	while ((opt = rrr__bench_opt_next(&ob, argc, argv)) > 0) {
 		switch (opt) {
 		case 's':
-			nsizes = rrr__bench_parse_sizes(optarg, sizes, MAX_SIZES);
-			if (nsizes <= 0) {
-				fprintf(stderr, "rrr-bench crc: bad --sizes '%s'\n", optarg);
+			nsizes = rrr__bench_opt_sizes("crc", "sizes", optarg, sizes, MAX_SIZES,
+						      MAX_SIZE, "sizes are 1 .. 256m");
+			if (nsizes < 0)
 				return 2;
-			}
 			break;
 		case 'r':
 			errno = 0;
@@ -143,22 +142,13 @@ int rrr__bench_crc_main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'j':
-			json = optarg;
-			break;
-		default:
-			return rrr__bench_opt_usage(opt, usage);
 		}
 	}
-	if (rrr__bench_opt_done("crc", argc, argv))
-		return 2;
-	for (int i = 0; i < nsizes; i++) {
-		if (!sizes[i] || sizes[i] > MAX_SIZE) {
-			fprintf(stderr, "rrr-bench crc: sizes are 1 .. 256m\n");
-			return 2;
-		}
+	if (opt < 0)
+		return ob.exit;
+	json = ob.json;
+	for (int i = 0; i < nsizes; i++)
 		maxsize = sizes[i] > maxsize ? sizes[i] : maxsize;
-	}
 	if (rrr_crc32c(0, "123456789", 9) != 0xE3069283u) {
 		fprintf(stderr, "rrr-bench crc: rrr_crc32c(\"123456789\") is %08x, not e3069283\n",
 			rrr_crc32c(0, "123456789", 9));
@@ -222,14 +212,10 @@ int rrr__bench_crc_main(int argc, char **argv)
 	if (json) {
 		struct rrr__bench_json j;
 
-		if ((rc = rrr__bench_json_open(&j, json))) {
-			fprintf(stderr, "rrr-bench crc: %s: %s\n", json, strerror(-rc));
+		if (rrr__bench_json_begin(&j, json, "crc", argc, argv)) {
 			status = 1;
 			goto out;
 		}
-		rrr__bench_json_obj_begin(&j, NULL);
-		rrr__bench_json_str(&j, "benchmark", "crc");
-		rrr__bench_json_machine(&j, argc, argv);
 		rrr__bench_json_str(&j, "cpu_features", feat);
 		rrr__bench_json_int(&j, "reps", reps);
 		rrr__bench_json_int(&j, "rep_bytes", (long long)rep_bytes);
@@ -258,11 +244,8 @@ int rrr__bench_crc_main(int argc, char **argv)
 			}
 		}
 		rrr__bench_json_arr_end(&j);
-		rrr__bench_json_obj_end(&j);
-		if ((rc = rrr__bench_json_close(&j))) {
-			fprintf(stderr, "rrr-bench crc: %s: %s\n", json, strerror(-rc));
+		if (rrr__bench_json_end(&j, json, "crc"))
 			status = 1;
-		}
 	}
 out:
 	for (int si = 0; si < nsizes; si++)

@@ -241,6 +241,21 @@ static bool runs_in(const struct cell *c, size_t m, const bool *on)
 	return on[m] && (modes[m].mode != IO_MODE_TCP || c->base);
 }
 
+/* The members "@who_minflt", "@who_majflt" and "@who_faults_per_op" of a
+ * result of @ops operations. */
+static void json_faults(struct rrr__bench_json *j, const char *who, uint64_t minflt,
+			uint64_t majflt, uint64_t ops)
+{
+	char key[32];
+
+	snprintf(key, sizeof(key), "%s_minflt", who);
+	rrr__bench_json_int(j, key, (long long)minflt);
+	snprintf(key, sizeof(key), "%s_majflt", who);
+	rrr__bench_json_int(j, key, (long long)majflt);
+	snprintf(key, sizeof(key), "%s_faults_per_op", who);
+	rrr__bench_json_num(j, key, ops ? (double)(minflt + majflt) / (double)ops : 0);
+}
+
 static void json_cell(struct rrr__bench_json *j, const struct cell *c, bool *on)
 {
 	for (size_t m = 0; m < NMODES; m++) {
@@ -278,22 +293,10 @@ static void json_cell(struct rrr__bench_json *j, const struct cell *c, bool *on)
 			rrr__bench_json_int(j, "client_local_inv", (long long)r->local_inv);
 			rrr__bench_json_int(j, "client_remote_inv", (long long)r->remote_inv);
 		}
-		if (r->faults_counted) {
-			rrr__bench_json_int(j, "client_minflt", (long long)r->client_minflt);
-			rrr__bench_json_int(j, "client_majflt", (long long)r->client_majflt);
-			rrr__bench_json_num(j, "client_faults_per_op",
-					    r->ops ? (double)(r->client_minflt + r->client_majflt) /
-							 (double)r->ops
-						   : 0);
-		}
-		if (r->server_faults_counted) {
-			rrr__bench_json_int(j, "server_minflt", (long long)r->server_minflt);
-			rrr__bench_json_int(j, "server_majflt", (long long)r->server_majflt);
-			rrr__bench_json_num(j, "server_faults_per_op",
-					    r->ops ? (double)(r->server_minflt + r->server_majflt) /
-							 (double)r->ops
-						   : 0);
-		}
+		if (r->faults_counted)
+			json_faults(j, "client", r->client_minflt, r->client_majflt, r->ops);
+		if (r->server_faults_counted)
+			json_faults(j, "server", r->server_minflt, r->server_majflt, r->ops);
 		rrr__bench_json_obj_end(j);
 	}
 }
@@ -333,12 +336,12 @@ int rrr__bench_io_main(int argc, char **argv)
 	struct io_nfs *nfs = NULL;
 	struct cell *cells = NULL;
 	size_t ncells = 0, ci;
-	const char *json = NULL;
+	struct rrr__bench_opts ob = {.cmd = "io", .lopts = lopts, .usage = usage};
+	const char *json;
 
 	for (size_t m = 0; m < NMODES; m++)
 		on[m] = true;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+	while ((opt = rrr__bench_opt_next(&ob, argc, argv)) > 0) {
 		switch (opt) {
 		case 'm':
 			if (parse_modes(optarg, on))
@@ -353,44 +356,23 @@ int rrr__bench_io_main(int argc, char **argv)
 			}
 			break;
 		case 's':
-			nsizes = rrr__bench_parse_sizes(optarg, sizes, MAX_SIZES);
-			if (nsizes <= 0) {
-				fprintf(stderr, "rrr-bench io: bad --sizes '%s'\n", optarg);
+			nsizes = rrr__bench_opt_sizes("io", "sizes", optarg, sizes, MAX_SIZES,
+						      1u << 20, "sizes are 1 .. 1m");
+			if (nsizes < 0)
 				return 2;
-			}
-			for (int i = 0; i < nsizes; i++)
-				if (!sizes[i] || sizes[i] > (1u << 20)) {
-					fprintf(stderr, "rrr-bench io: sizes are 1 .. 1m\n");
-					return 2;
-				}
 			break;
 		case 'q':
-			nqds = rrr__bench_parse_uints(optarg, qds, MAX_QDS);
-			if (nqds <= 0) {
-				fprintf(stderr, "rrr-bench io: bad --qd '%s'\n", optarg);
+			nqds = rrr__bench_opt_uints("io", "qd", optarg, qds, MAX_QDS, 128,
+						    "queue depths are 1 .. 128");
+			if (nqds < 0)
 				return 2;
-			}
-			for (int i = 0; i < nqds; i++)
-				if (!qds[i] || qds[i] > 128) {
-					fprintf(stderr,
-						"rrr-bench io: queue depths are 1 .. 128\n");
-					return 2;
-				}
 			break;
 		case 'n':
-			nncs = rrr__bench_parse_uints(optarg, ncs, MAX_NCS);
-			if (nncs <= 0) {
-				fprintf(stderr, "rrr-bench io: bad --nconnect '%s'\n", optarg);
+			nncs = rrr__bench_opt_uints(
+			    "io", "nconnect", optarg, ncs, MAX_NCS, IO_MAX_NCONNECT,
+			    "--nconnect takes 1 .. %d connections", IO_MAX_NCONNECT);
+			if (nncs < 0)
 				return 2;
-			}
-			for (int i = 0; i < nncs; i++)
-				if (!ncs[i] || ncs[i] > IO_MAX_NCONNECT) {
-					fprintf(stderr,
-						"rrr-bench io: --nconnect takes 1 .. %d "
-						"connections\n",
-						IO_MAX_NCONNECT);
-					return 2;
-				}
 			break;
 		case 't':
 			seconds = atof(optarg);
@@ -461,15 +443,11 @@ int rrr__bench_io_main(int argc, char **argv)
 		case 'E':
 			cfg.export_path = optarg;
 			break;
-		case 'j':
-			json = optarg;
-			break;
-		default:
-			return rrr__bench_opt_usage(opt, usage);
 		}
 	}
-	if (rrr__bench_opt_done("io", argc, argv))
-		return 2;
+	if (opt < 0)
+		return ob.exit;
+	json = ob.json;
 	for (size_t m = 0; m < NMODES; m++)
 		if (on[m] && modes[m].mode != IO_MODE_TCP)
 			need_nfs = true;
@@ -580,13 +558,9 @@ int rrr__bench_io_main(int argc, char **argv)
 	if (json) {
 		struct rrr__bench_json j;
 
-		if ((rc = rrr__bench_json_open(&j, json))) {
-			fprintf(stderr, "rrr-bench io: %s: %s\n", json, strerror(-rc));
+		if (rrr__bench_json_begin(&j, json, "io", argc, argv)) {
 			status = 1;
 		} else {
-			rrr__bench_json_obj_begin(&j, NULL);
-			rrr__bench_json_str(&j, "benchmark", "io");
-			rrr__bench_json_machine(&j, argc, argv);
 			rrr__bench_json_str(&j, "provider", cfg.provider);
 			rrr__bench_json_str(&j, "provider_opts",
 					    cfg.provider_opts ? cfg.provider_opts : "");
@@ -596,11 +570,8 @@ int rrr__bench_io_main(int argc, char **argv)
 			for (ci = 0; ci < ncells; ci++)
 				json_cell(&j, &cells[ci], on);
 			rrr__bench_json_arr_end(&j);
-			rrr__bench_json_obj_end(&j);
-			if ((rc = rrr__bench_json_close(&j))) {
-				fprintf(stderr, "rrr-bench io: %s: %s\n", json, strerror(-rc));
+			if (rrr__bench_json_end(&j, json, "io"))
 				status = 1;
-			}
 		}
 	}
 	for (ci = 0; ci < ncells; ci++)

@@ -355,19 +355,17 @@ static int wait_done(struct conn *c)
 	return xfer(c->ctl, &d, 1, true);
 }
 
-/* Seconds for count x size RDMA WRITEs (+ SEND/answer), or < 0. */
-static double run_write(struct conn *c, const struct key *k, uint64_t size, uint64_t count,
-			unsigned window)
+/* count x size one-sided operations @op (RDMA WRITE or READ) on the
+ * server's buffer @k, at most @window in flight, each waited for. */
+static int post_window(struct conn *c, enum rrr_wr_opcode op, const struct key *k, uint64_t size,
+		       uint64_t count, unsigned window)
 {
 	struct rrr_wc wc;
-	uint64_t posted = 0, done = 0, t0;
+	uint64_t posted = 0, done = 0;
 
-	if (send_cmd(c, C_WRITE, size, count) || post_recv(c, 9, c->small, 64))
-		return -1;
-	t0 = rrr__bench_now_ns();
 	while (done < count) {
 		while (posted < count && posted - done < window) {
-			if (post(c, RRR_WR_RDMA_WRITE, 1, c->buf, (uint32_t)size, c->mr, k->addr, k->rkey))
+			if (post(c, op, 1, c->buf, (uint32_t)size, c->mr, k->addr, k->rkey))
 				return -1;
 			posted++;
 		}
@@ -375,6 +373,21 @@ static double run_write(struct conn *c, const struct key *k, uint64_t size, uint
 			return -1;
 		done++;
 	}
+	return 0;
+}
+
+/* Seconds for count x size RDMA WRITEs (+ SEND/answer), or < 0. */
+static double run_write(struct conn *c, const struct key *k, uint64_t size, uint64_t count,
+			unsigned window)
+{
+	struct rrr_wc wc;
+	uint64_t t0;
+
+	if (send_cmd(c, C_WRITE, size, count) || post_recv(c, 9, c->small, 64))
+		return -1;
+	t0 = rrr__bench_now_ns();
+	if (post_window(c, RRR_WR_RDMA_WRITE, k, size, count, window))
+		return -1;
 	if (post(c, RRR_WR_SEND, 2, c->small, 8, c->smr, 0, 0) || wc1(c, &wc) || wc1(c, &wc))
 		return -1;
 	double s = (double)(rrr__bench_now_ns() - t0) / 1e9;
@@ -385,8 +398,7 @@ static double run_write(struct conn *c, const struct key *k, uint64_t size, uint
 static double run_read(struct conn *c, const struct key *k, uint64_t size, uint64_t count,
 		       unsigned window)
 {
-	struct rrr_wc wc;
-	uint64_t posted = 0, done = 0, t0;
+	uint64_t t0;
 	char stop = 's';
 
 	if (window > 16)
@@ -394,16 +406,8 @@ static double run_read(struct conn *c, const struct key *k, uint64_t size, uint6
 	if (send_cmd(c, C_READ, size, count))
 		return -1;
 	t0 = rrr__bench_now_ns();
-	while (done < count) {
-		while (posted < count && posted - done < window) {
-			if (post(c, RRR_WR_RDMA_READ, 1, c->buf, (uint32_t)size, c->mr, k->addr, k->rkey))
-				return -1;
-			posted++;
-		}
-		if (wc1(c, &wc))
-			return -1;
-		done++;
-	}
+	if (post_window(c, RRR_WR_RDMA_READ, k, size, count, window))
+		return -1;
 	double s = (double)(rrr__bench_now_ns() - t0) / 1e9;
 
 	return xfer(c->ctl, &stop, 1, false) ? -1 : s;

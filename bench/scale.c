@@ -224,17 +224,11 @@ int rrr__bench_scale_main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
-			ncounts = rrr__bench_parse_uints(optarg, counts, MAX_COUNTS);
-			if (ncounts <= 0) {
-				fprintf(stderr, "rrr-bench scale: bad --conns '%s'\n", optarg);
+			ncounts =
+			    rrr__bench_opt_uints("scale", "conns", optarg, counts, MAX_COUNTS,
+						 IO_MAX_CONNS, "counts are 1 .. %u", IO_MAX_CONNS);
+			if (ncounts < 0)
 				return 2;
-			}
-			for (int i = 0; i < ncounts; i++)
-				if (!counts[i] || counts[i] > IO_MAX_CONNS) {
-					fprintf(stderr, "rrr-bench scale: counts are 1 .. %u\n",
-						IO_MAX_CONNS);
-					return 2;
-				}
 			break;
 		case 'm':
 			on[0] = strstr(optarg, "rdma") != NULL;

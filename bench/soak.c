@@ -590,6 +590,7 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
+	struct rrr__bench_opts ob = {.cmd = "soak", .lopts = lopts, .usage = usage};
 	bool restart_set = false;
 	unsigned long v;
 	char *end;
@@ -605,8 +606,7 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 	cfg->drop_ppm = 200;
 	cfg->timeout_ms = 10000;
 	cfg->resend = true;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+	while ((opt = rrr__bench_opt_next(&ob, argc, argv)) > 0) {
 		switch (opt) {
 		case 'c':
 			if (parse_uint("clients", optarg, 1, SOAK_MAX_CLIENTS, &v))
@@ -729,12 +729,10 @@ static int parse_args(int argc, char **argv, struct soak_cfg *cfg)
 				return 2;
 			}
 			break;
-		default:
-			return rrr__bench_opt_usage(opt, usage);
 		}
 	}
-	if (rrr__bench_opt_done("soak", argc, argv))
-		return 2;
+	if (opt < 0)
+		return ob.exit;
 	if (cfg->io_size < 4096) {
 		fprintf(stderr, "rrr-bench soak: --io-size is 4k .. 1m\n");
 		return 2;

@@ -101,16 +101,26 @@ flatten() {
 	}' "$1"
 }
 
+# records JSON [AWK-OPTION...] PROGRAM: awk PROGRAM over the flattened
+# records of JSON (flatten), each record's members in f[KEY] before its rules run
+records() {
+	local json=$1 prog=${!#}
+	flatten "$json" | awk "${@:2:$#-2}" '
+	{
+		delete f
+		for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
+	}
+	'"$prog"
+}
+
 # get KEY from a flattened record on stdin lines
 field() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) { split($i, a, "="); if (a[1] == k) { print a[2]; next } } print "-" }'; }
 
 plot_reg() {
 	local json=$OUT/reg.json dat=$OUT/reg.dat
 	[[ -s $json ]] || return 0
-	flatten "$json" | awk '
+	records "$json" '
 	{
-		delete f
-		for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
 		if (f["error"] != "" || f["cpu_median_ns"] == "") next
 		print f["layout"], f["strategy"], f["size"], f["cpu_median_ns"], f["wall_median_ns"], f["wall_p99_ns"]
 	}' >"$dat"
@@ -140,10 +150,8 @@ plot_io() {
 	local json=$OUT/io.json dat=$OUT/io.dat
 	[[ -s $json ]] || return 0
 	# rows: cell label; columns: MB/s and median latency per mode
-	flatten "$json" | awk '
+	records "$json" '
 	{
-		delete f
-		for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
 		sz = f["size"] >= 1048576 ? (f["size"] / 1048576) "m" : (f["size"] / 1024) "k"
 		cell = f["op"] "-" sz "-qd" f["qd"]
 		if (!(cell in seen)) { seen[cell] = 1; order[++nc] = cell }
@@ -191,10 +199,8 @@ plot_scale() {
 	local json=$OUT/scale.json dat=$OUT/scale.dat
 	[[ -s $json ]] || return 0
 	# rows: mode conns iops p99_us server_kib client_kib cpu_us
-	flatten "$json" | awk '
+	records "$json" '
 	{
-		delete f
-		for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
 		if (f["error"] != "") next
 		print f["mode"], f["conns"], f["iops"], f["lat_p99_us"], f["server_rss_kib_per_conn"], f["client_rss_kib_per_conn"], f["cpu_us_per_op"]
 	}' >"$dat"
@@ -238,10 +244,8 @@ goals() {
 	{
 		echo "# targets of the standard run ($(date -u +%Y-%m-%dT%H:%M:%SZ)); computed from the JSON files next to this one"
 		echo "# soft RDMA against TCP and against NFS-Ganesha: targets, not assertions"
-		[[ -s $io ]] && flatten "$io" | awk '
+		[[ -s $io ]] && records "$io" '
 		{
-			delete f
-			for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
 			if (f["error"] != "" || (f["nconnect"] != "" && f["nconnect"] != 1)) next
 			k = f["op"] "/" f["size"] "/" f["qd"] "/" f["mode"]
 			iops[k] = f["iops"]; mbs[k] = f["mb_per_s"]; lat[k] = f["lat_median_us"]
@@ -281,20 +285,16 @@ goals() {
 		for f in "$raw" "$rawev"; do
 			[[ -s $f ]] || continue
 			w=$(awk -F'"' '/"wait":/ { print $4 }' "$f")
-			flatten "$f" | awk -v w="$w" '
+			records "$f" -v w="$w" '
 			{
-				delete f
-				for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
 				if (f["op"] == "pingpong" && f["provider_rtt_us"] != "") {
 					x = f["provider_rtt_us"] / f["tcp_rtt_us"]
 					printf "latency: soft SEND ping-pong %s B (wait %s) vs TCP round trip: %.1f / %.1f us = %.2fx; target <= 1.2x: %s\n", f["size"], w, f["provider_rtt_us"], f["tcp_rtt_us"], x, (x <= 1.2 ? "met" : "missed")
 				}
 			}'
 		done
-		[[ -s $OUT/scale.json ]] && flatten "$OUT/scale.json" | awk '
+		[[ -s $OUT/scale.json ]] && records "$OUT/scale.json" '
 		{
-			delete f
-			for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
 			if (f["error"] != "") next
 			m = f["mode"]
 			if (f["iops"] > peak[m]) peak[m] = f["iops"]
@@ -307,10 +307,8 @@ goals() {
 				if (m == "rdma") printf "scale: server RSS per idle soft-RDMA connection at %d: %.0f KiB; target <= 256: %s\n", last[m], srv[m], (srv[m] <= 256 ? "met" : "missed")
 			}
 		}'
-		[[ -s $peer ]] && flatten "$peer" | awk '
+		[[ -s $peer ]] && records "$peer" '
 		{
-			delete f
-			for (i = 1; i <= NF; i++) { split($i, a, "="); f[a[1]] = a[2] }
 			if (f["contender"] == "rdma")
 				printf "vs-ganesha: rrr-client %s over soft RDMA vs Ganesha + nfs-cp (256 MiB, whole process): %.2fx; target >= 2.0: %s\n", f["op"], f["speed_vs_ganesha"], (f["speed_vs_ganesha"] >= 2.0 ? "met" : "missed")
 			if (f["contender"] == "local")

@@ -87,14 +87,8 @@ static const struct rrr_svc_proc procs[] = {
     [AR_STAT] = {"stat", h_stat},
 };
 
-static void child_main(int wfd, const void *arg)
-{
-	static const struct rrr_svc_program prog = {AR_PROG, 1, procs,
-						    sizeof(procs) / sizeof(procs[0]), NULL};
-
-	(void)arg;
-	tc_child_serve_program(wfd, &prog, 1);
-}
+static const struct rrr_svc_program prog = {AR_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]),
+					    NULL};
 
 /* --- client side ---------------------------------------------------------- */
 
@@ -103,18 +97,10 @@ static struct rrr_clnt *clnt;
 
 static void start(const char *transport)
 {
-	struct rrr_clnt_opts o;
 	uint16_t ports[2];
-	char ps[16];
 
-	child = tc_fork_server(child_main, NULL, ports, sizeof(ports));
-	snprintf(ps, sizeof(ps), "%u", ports[transport[0] == 't']);
-	rrr_clnt_opts_init(&o);
-	o.transport = transport;
-	o.host = "127.0.0.1";
-	o.port = ps;
-	o.timeout_ms = 10000;
-	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+	child = tc_fork_program(&prog, 1, ports);
+	tc_connect(&clnt, transport, ports, NULL);
 }
 
 static void start_rdma(void)
@@ -129,9 +115,7 @@ static void start_tcp(void)
 
 static void stop(void)
 {
-	rrr_clnt_destroy(clnt);
-	clnt = NULL;
-	tc_stop_child(&child);
+	tc_disconnect_stop(&clnt, &child);
 }
 
 TestSuite(after_reply, .fini = stop, .timeout = 60);

@@ -58,15 +58,6 @@ static int h_sum(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return rrr_xdr_put_u32(s, len) || rrr_xdr_put_u32(s, sum) ? RRR_SVC_SYSTEM_ERR : 0;
 }
 
-/* A server that takes the call and never answers it. */
-static int h_sleep(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
-{
-	(void)r;
-	(void)a;
-	(void)s;
-	return RRR_SVC_DROP;
-}
-
 /* args: the value the handler returns */
 static int h_rc(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
@@ -139,7 +130,7 @@ static const struct rrr_svc_proc procs[] = {
     [EM_NULL] = {"null", tc_h_null},
     [EM_FILL] = {"fill", h_fill},
     [EM_SUM] = {"sum", h_sum},
-    [EM_SLEEP] = {"sleep", h_sleep},
+    [EM_SLEEP] = {"sleep", tc_h_drop}, /* takes the call and never answers it */
     [EM_RC] = {"rc", h_rc},
     [EM_BOOT] = {"boot", h_boot},
     [EM_ZC] = {"zc", h_zc},
@@ -158,11 +149,9 @@ static void child_main(int wfd, const void *arg)
 	o.nthreads = 1;
 	o.max_segs = 16; /* a server that accepts 16 segments per chunk */
 	snprintf(ps, sizeof(ps), "%u", want);
-	if (rrr_svc_create(&o, &child_svc) || rrr_svc_register(child_svc, &prog) ||
-	    rrr_svc_listen_rdma(child_svc, "127.0.0.1", ps, &port)) {
-		fprintf(stderr, "child server: %s\n", rrr_last_error());
-		_exit(2);
-	}
+	child_svc = tc_child_svc(&o, &prog);
+	if (rrr_svc_listen_rdma(child_svc, "127.0.0.1", ps, &port))
+		tc_child_fail();
 	tc_child_serve(child_svc, wfd, &port, sizeof(port));
 }
 
@@ -194,9 +183,7 @@ static void opts_for(struct rrr_clnt_opts *o, char *ps, size_t pslen)
 
 static void stop_all(void)
 {
-	rrr_clnt_destroy(clnt);
-	clnt = NULL;
-	tc_stop_child(&child);
+	tc_disconnect_stop(&clnt, &child);
 }
 
 static void call_init(struct rrr_call *c, uint32_t proc)

@@ -43,29 +43,14 @@ static int h_slow(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return 0;
 }
 
-/* no reply: the call stays outstanding at the client */
-static int h_drop(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
-{
-	(void)r;
-	(void)a;
-	(void)s;
-	return RRR_SVC_DROP;
-}
-
 static const struct rrr_svc_proc procs[] = {
     [GR_NULL] = {"null", tc_h_null},
     [GR_SLOW] = {"slow", h_slow},
-    [GR_DROP] = {"drop", h_drop},
+    [GR_DROP] = {"drop", tc_h_drop}, /* no reply: the call stays outstanding */
 };
 
-static void child_main(int wfd, const void *arg)
-{
-	static const struct rrr_svc_program prog = {GR_PROG, 1, procs,
-						    sizeof(procs) / sizeof(procs[0]), NULL};
-
-	(void)arg;
-	tc_child_serve_program(wfd, &prog, 2);
-}
+static const struct rrr_svc_program prog = {GR_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]),
+					    NULL};
 
 static pid_t child;
 static uint16_t ports[2];
@@ -74,7 +59,7 @@ static struct rrr_clnt *cl[NCLNT];
 
 static void start(void)
 {
-	child = tc_fork_server(child_main, NULL, ports, sizeof(ports));
+	child = tc_fork_program(&prog, 2, ports);
 	cr_assert_eq(rrr_clnt_group_create(2, RRR_WAIT_EVENT, &grp), 0, "%s", rrr_last_error());
 }
 

@@ -55,11 +55,9 @@ static void child_main(int wfd, const void *arg)
 	rrr_svc_opts_init(&o);
 	o.nthreads = 1;
 	o.wait_mode = RRR_WAIT_EVENT;
-	if (rrr_svc_create(&o, &svc) || rrr_svc_register(svc, &prog) ||
-	    rrr_svc_listen_rdma(svc, "127.0.0.1", "0", &port)) {
-		fprintf(stderr, "child server: %s\n", rrr_last_error());
-		_exit(2);
-	}
+	svc = tc_child_svc(&o, &prog);
+	if (rrr_svc_listen_rdma(svc, "127.0.0.1", "0", &port))
+		tc_child_fail();
 	tc_child_serve(svc, wfd, &port, sizeof(port));
 }
 

@@ -148,51 +148,30 @@ static const struct rrr_svc_proc procs[] = {
     [PA_GONE] = {"gone", h_gone},
 };
 
-/* the ports the child listens on */
-struct pa_ports {
-	uint16_t rdma, tcp;
-};
-
 static void child_main(int wfd, const void *arg)
 {
 	struct rrr_svc_program prog = {PA_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
 	struct rrr_svc_opts o;
-	struct pa_ports ports = {0, 0};
 
 	(void)arg;
 	rrr_svc_opts_init(&o);
 	o.nthreads = 3;
 	o.wait_mode = RRR_WAIT_EVENT;
-	if (rrr_svc_create(&o, &child_svc) || rrr_svc_register(child_svc, &prog) ||
-	    rrr_svc_listen_rdma(child_svc, "127.0.0.1", "0", &ports.rdma) ||
-	    rrr_svc_listen_tcp(child_svc, "127.0.0.1", "0", &ports.tcp)) {
-		fprintf(stderr, "child server: %s\n", rrr_last_error());
-		_exit(2);
-	}
-	tc_child_serve(child_svc, wfd, &ports, sizeof(ports));
+	child_svc = tc_child_svc(&o, &prog);
+	tc_child_serve_both(child_svc, wfd);
 }
 
 /* --- client side ---------------------------------------------------------- */
 
 static pid_t child;
-static struct pa_ports ports;
+static uint16_t ports[2]; /* the ports the child listens on: RDMA, TCP */
 static struct rrr_clnt *clnt;
 
 /* Start the server and connect to it over @transport ("rdma" or "tcp"). */
 static void start(const char *transport)
 {
-	struct rrr_clnt_opts o;
-	char ps[16];
-
-	child = tc_fork_server(child_main, NULL, &ports, sizeof(ports));
-	snprintf(ps, sizeof(ps), "%u", strcmp(transport, "tcp") ? ports.rdma : ports.tcp);
-	rrr_clnt_opts_init(&o);
-	o.host = "127.0.0.1";
-	o.port = ps;
-	o.transport = transport;
-	o.timeout_ms = 10000;
-	o.connect_timeout_ms = 3000;
-	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+	child = tc_fork_server(child_main, NULL, ports, sizeof(ports));
+	tc_connect(&clnt, transport, ports, NULL);
 }
 
 static void init_rdma(void)
@@ -207,9 +186,7 @@ static void init_tcp(void)
 
 static void stop_all(void)
 {
-	rrr_clnt_destroy(clnt);
-	clnt = NULL;
-	tc_stop_child(&child);
+	tc_disconnect_stop(&clnt, &child);
 }
 
 TestSuite(parallel, .init = init_rdma, .fini = stop_all, .timeout = 60);
@@ -426,7 +403,7 @@ static uint32_t raw_reply(int fd, uint32_t *res, unsigned nres)
 
 static int raw_connect(void)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ports.tcp)};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ports[1])};
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	cr_assert_geq(fd, 0);

@@ -127,50 +127,30 @@ static const struct rrr_svc_proc procs[] = {
     [PL_STAT] = {"stat", h_stat},
 };
 
-struct ports {
-	uint16_t rdma, tcp;
-};
-
 static void child_main(int wfd, const void *arg)
 {
 	struct rrr_svc_program prog = {PL_PROG, 1, procs, sizeof(procs) / sizeof(procs[0]), NULL};
 	struct rrr_svc_opts o;
-	struct ports p = {0, 0};
 
 	(void)arg;
 	rrr_svc_opts_init(&o);
 	o.nthreads = 1;
-	if (rrr_svc_create(&o, &child_svc) || rrr_svc_register(child_svc, &prog) ||
-	    rrr_svc_set_place(child_svc, PL_PROG, 1, PL_WRITE, pl_place) ||
-	    rrr_svc_listen_rdma(child_svc, "127.0.0.1", "0", &p.rdma) ||
-	    rrr_svc_listen_tcp(child_svc, "127.0.0.1", "0", &p.tcp)) {
-		fprintf(stderr, "child server: %s\n", rrr_last_error());
-		_exit(2);
-	}
-	tc_child_serve(child_svc, wfd, &p, sizeof(p));
+	child_svc = tc_child_svc(&o, &prog);
+	if (rrr_svc_set_place(child_svc, PL_PROG, 1, PL_WRITE, pl_place))
+		tc_child_fail();
+	tc_child_serve_both(child_svc, wfd);
 }
 
 /* --- client side ---------------------------------------------------------- */
 
 static pid_t child;
-static struct ports ports;
+static uint16_t ports[2];
 static struct rrr_clnt *clnt;
 
 static void start(const char *transport, const char *provider_opts)
 {
-	struct rrr_clnt_opts o;
-	char ps[16];
-
-	child = tc_fork_server(child_main, NULL, &ports, sizeof(ports));
-	snprintf(ps, sizeof(ps), "%u", strcmp(transport, "tcp") ? ports.rdma : ports.tcp);
-	rrr_clnt_opts_init(&o);
-	o.host = "127.0.0.1";
-	o.port = ps;
-	o.transport = transport;
-	o.provider_opts = provider_opts;
-	o.timeout_ms = 10000;
-	o.connect_timeout_ms = 3000;
-	cr_assert_eq(rrr_clnt_create(&o, &clnt), 0, "client: %s", rrr_last_error());
+	child = tc_fork_server(child_main, NULL, ports, sizeof(ports));
+	tc_connect(&clnt, transport, ports, provider_opts);
 }
 
 static void init_rdma(void)
@@ -190,9 +170,7 @@ static void init_tcp(void)
 
 static void stop_all(void)
 {
-	rrr_clnt_destroy(clnt);
-	clnt = NULL;
-	tc_stop_child(&child);
+	tc_disconnect_stop(&clnt, &child);
 }
 
 TestSuite(place, .fini = stop_all, .timeout = 60);

@@ -160,12 +160,10 @@ static void child_main(int wfd, const void *arg)
 		snprintf(pr, sizeof(pr), "%u", want[0]);
 		snprintf(pt, sizeof(pt), "%u", want[1]);
 	}
-	if (rrr_svc_create(&o, &child_svc) || rrr_svc_register(child_svc, &prog) ||
-	    rrr_svc_listen_rdma(child_svc, tenv_addr(), pr, &ports[0]) ||
-	    rrr_svc_listen_tcp(child_svc, "127.0.0.1", pt, &ports[1])) {
-		fprintf(stderr, "child server: %s\n", rrr_last_error());
-		_exit(2);
-	}
+	child_svc = tc_child_svc(&o, &prog);
+	if (rrr_svc_listen_rdma(child_svc, tenv_addr(), pr, &ports[0]) ||
+	    rrr_svc_listen_tcp(child_svc, "127.0.0.1", pt, &ports[1]))
+		tc_child_fail();
 	tc_child_serve(child_svc, wfd, ports, sizeof(ports));
 }
 
@@ -225,9 +223,7 @@ static void connect_clnt(const char *transport)
 
 static void stop_all(void)
 {
-	rrr_clnt_destroy(clnt);
-	clnt = NULL;
-	tc_stop_child(&child);
+	tc_disconnect_stop(&clnt, &child);
 }
 
 static void init_rdma(void)

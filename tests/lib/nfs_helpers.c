@@ -37,6 +37,14 @@ const char *th_prog(const char *prog, char *buf, size_t len)
 	return access(buf, X_OK) == 0 ? buf : NULL;
 }
 
+void th_need_server(void)
+{
+	char p[512];
+	if (!th_prog("rrr-server", p, sizeof(p)))
+		cr_skip_test(
+		    "RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+}
+
 void th_need_server_and_client(char client[512])
 {
 	char p[512];

@@ -35,6 +35,8 @@ struct th_server {
 
 /* $RRR_BUILD/<prog>, or NULL when RRR_BUILD is unset or the file is missing. */
 const char *th_prog(const char *prog, char *buf, size_t len);
+/* Skips the test unless rrr-server is built. */
+void th_need_server(void);
 /* Skips the test unless rrr-server and rrr-client are built; the client's
  * path into @client (th_prog). */
 void th_need_server_and_client(char client[512]);

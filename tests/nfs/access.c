@@ -46,9 +46,7 @@ static struct th_server srv;
 
 static void need_server(void)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 }
 
 /* The server (its directories made) started on a configuration of

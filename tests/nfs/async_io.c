@@ -40,9 +40,7 @@ TestSuite(nfs_async_io, .fini = fini, .timeout = 120);
 
 static struct rrr_nfs3 *start_and_mount(bool rdma)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	int rc = th_server_start(&srv, rdma);
 	if (rdma && rc < 0) {

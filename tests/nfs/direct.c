@@ -33,9 +33,7 @@ static uint8_t *model; /* what the file must hold */
 
 static void start(bool rdma, const char *const *extra)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	srv.extra_args = extra;
 	cr_assert_eq(th_server_start(&srv, rdma), 0);

@@ -43,10 +43,7 @@ static struct rrr_nfs3_fh root;
 
 static void start_on(const char *const *extra, bool rdma)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test(
-		    "RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	srv.extra_args = extra;
 	cr_assert_eq(th_server_start(&srv, rdma), 0);

@@ -54,9 +54,7 @@ static void disconnect_all(void)
 
 static void start(bool squash, const char *handles)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	if (geteuid() != 0)
 		cr_skip_test("acting as the caller and kernel handles need root");
 	if (handles)

@@ -166,7 +166,6 @@ static void first_pass(struct th_server *s, struct rrr_nfs3 *nfs, const struct r
 
 static void run(bool rdma, unsigned nconnect, bool first)
 {
-	char prog[512];
 	struct th_server s;
 	struct th_mount mt;
 	struct rrr_nfs3 *nfs;
@@ -178,9 +177,7 @@ static void run(bool rdma, unsigned nconnect, bool first)
 	cr_skip_test("a sanitizer's allocator hands out fresh memory on every malloc: page "
 		     "faults say nothing there");
 #endif
-	if (!th_prog("rrr-server", prog, sizeof(prog)))
-		cr_skip_test(
-		    "RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	cr_assert_eq(th_mkdirs(&s), 0);
 	int rc = th_server_start(&s, rdma);
 	if (rdma && rc < 0) {

@@ -26,10 +26,7 @@ static struct rrr_nfs3 *nfs;
 
 static void setup(void)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test(
-		    "RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	cr_assert_eq(th_server_start(&srv, false), 0);
 	struct th_mount mt;

@@ -32,9 +32,7 @@ static void mount_it(void)
 
 static void setup(void)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	char path[512];
 	snprintf(path, sizeof(path), "%s/secret", srv.dir); /* outside the export */

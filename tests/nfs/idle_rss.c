@@ -105,14 +105,6 @@ static void teardown(void)
 
 TestSuite(nfs_idle_rss, .fini = teardown, .timeout = 900);
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int connect_one(unsigned i, const char *transport, unsigned port, struct rrr_clnt **out)
 {
 	struct rrr_clnt_opts o;
@@ -237,7 +229,7 @@ static void holders_call(void)
 /* A client of @transport beside the idle ones: connected and served. */
 static void beside_one(unsigned k, const char *transport, unsigned port)
 {
-	double t0 = now_s(), dt;
+	double t0 = th_now(), dt;
 
 	th_src_addr(NULL);
 	{
@@ -253,7 +245,7 @@ static void beside_one(unsigned k, const char *transport, unsigned port)
 	}
 	cr_assert_eq(null_call(beside[k]), 0, "a %s client beside the idle ones is served",
 		     transport);
-	dt = now_s() - t0;
+	dt = th_now() - t0;
 	fprintf(stderr, "idle_rss: a new %s client connected and served in %.1f ms\n", transport,
 		dt * 1e3);
 	cr_expect_lt(dt, 1.0 * SLOW, "a new %s client took %.3f s", transport, dt);

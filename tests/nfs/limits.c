@@ -52,13 +52,6 @@ static void teardown(void)
 
 TestSuite(nfs_limits, .fini = teardown, .timeout = 120);
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void start(unsigned nofile, const char *const *extra)
 {
 	char p[512];
@@ -91,10 +84,10 @@ static void stall(unsigned port, int n)
 static int settle(int ms)
 {
 	struct pollfd *pf = calloc((size_t)nfds, sizeof(*pf));
-	double end = now_s() + ms / 1000.0;
+	double end = th_now() + ms / 1000.0;
 	int done = 0;
 	cr_assert_not_null(pf);
-	while (now_s() < end) {
+	while (th_now() < end) {
 		for (int i = 0; i < nfds; i++)
 			pf[i] = (struct pollfd){.fd = fds[i], .events = POLLOUT};
 		poll(pf, (nfds_t)nfds, 100);
@@ -112,8 +105,8 @@ static int settle(int ms)
 /* Whether the server closed @fd (EOF or reset) within @ms. */
 static bool closed_by_server(int fd, int ms)
 {
-	double end = now_s() + ms / 1000.0;
-	while (now_s() < end) {
+	double end = th_now() + ms / 1000.0;
+	while (th_now() < end) {
 		struct pollfd pf = {.fd = fd, .events = POLLIN | POLLRDHUP};
 		char c;
 		if (poll(&pf, 1, 50) == 1) {
@@ -193,14 +186,14 @@ Test(nfs_limits, stalled_connects_do_not_lock_out_clients)
 	snprintf(back, sizeof(back), "%s/back.bin", srv.dir);
 	snprintf(out, sizeof(out), "%s/client.out", srv.dir);
 	cr_assert_eq(th_random_file(local, 300000, 11), 0);
-	double t0 = now_s();
+	double t0 = th_now();
 	cr_assert_eq(client(out, "put", local, "f.bin"), 0,
 		     "rrr-client put failed with 2,000 stalled connections (see %s, %s)", out,
 		     srv.log);
 	cr_assert_eq(client(out, "get", "f.bin", back), 0, "rrr-client get failed (see %s)",
 		     srv.log);
 	cr_assert_eq(th_cmp_files(local, back), 0);
-	cr_log_info("put + get with 2,000 stalled connections: %.1f s", now_s() - t0);
+	cr_log_info("put + get with 2,000 stalled connections: %.1f s", th_now() - t0);
 
 	cr_assert_eq(th_server_stop(&srv), 0, "the server stopped cleanly (log %s)", srv.log);
 	uint64_t ev = counter(srv.log, "limits.setup_evicted");
@@ -221,12 +214,12 @@ Test(nfs_limits, setup_timeout_closes_stalled_connections)
 	static const char *const extra[] = {"--setup-timeout", "500", NULL};
 	start(0, extra);
 	stall(srv.rdma_port, 50);
-	double t0 = now_s();
+	double t0 = th_now();
 	for (int i = 0; i < 50; i++)
 		cr_assert(closed_by_server(fds[i], 5000), "connection %d still held after %.1f s",
-			  i, now_s() - t0);
-	cr_log_info("50 stalled connections closed after %.2f s", now_s() - t0);
-	cr_assert_lt(now_s() - t0, 10.0); /* each within 5 s; a sanitizer build is slow */
+			  i, th_now() - t0);
+	cr_log_info("50 stalled connections closed after %.2f s", th_now() - t0);
+	cr_assert_lt(th_now() - t0, 10.0); /* each within 5 s; a sanitizer build is slow */
 	cr_assert_eq(client(NULL, "ls", NULL, NULL), 0, "a client still works");
 	cr_assert_eq(th_server_stop(&srv), 0);
 	cr_assert_eq(counter(srv.log, "limits.setup_timeouts"), 50, "log %s", srv.log);
@@ -255,12 +248,12 @@ Test(nfs_limits, per_address_limit_and_idle_timeout)
 	cr_assert(closed_by_server(fds[2], 2000), "third connection from one address refused");
 	cr_assert_not(closed_by_server(fds[0], 300), "the first two are kept");
 	/* ... until the idle timeout */
-	double t0 = now_s();
+	double t0 = th_now();
 	cr_assert(closed_by_server(fds[0], 8000));
 	/* the two sit on different workers, whose idle scans run on their own
 	 * phases (up to ~750 ms apart) */
 	cr_assert(closed_by_server(fds[1], 3000));
-	cr_log_info("idle connections closed after %.2f s", now_s() - t0);
+	cr_log_info("idle connections closed after %.2f s", th_now() - t0);
 	cr_assert_eq(client(NULL, "ls", NULL, NULL), 0, "a client works again");
 	cr_assert_eq(th_server_stop(&srv), 0);
 	cr_assert_geq(counter(srv.log, "limits.refused_per_addr"), 1);

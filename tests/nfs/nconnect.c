@@ -31,10 +31,7 @@
 
 static void need_server(void)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test(
-		    "RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 }
 
 /* Start a server; skips when the soft provider cannot listen. */

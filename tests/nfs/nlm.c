@@ -53,13 +53,6 @@ static struct th_server srv;
 static struct rrr_nfs3_fh fh;
 static char path[400];
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* ------------------------------------------------------------ NLM calls */
 
 /* The end of a test's client @c and then of the server (it must exit 0),
@@ -142,9 +135,7 @@ static struct rrr_clnt *connect_to(bool rdma)
 /* Start the server (with @extra options) and find the handle of a file. */
 static void start(bool rdma, const char *const *extra)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	if (!srv.dir[0]) {
 		cr_assert_eq(th_mkdirs(&srv), 0);
 		snprintf(path, sizeof(path), "%s/f", srv.export_dir);
@@ -313,7 +304,7 @@ Test(nfs_nlm, reclaims_in_the_grace_period_after_a_restart, .fini = fini, .timeo
 	cr_assert_eq(call(c, NLM4_LOCK, &a), NLM4_GRANTED_ST, "a reclaim goes in");
 	/* once the period is over, cli2 meets cli1's reclaimed lock */
 	uint32_t st = NLM4_DENIED_GRACE_PERIOD;
-	for (double end = now_s() + 20; now_s() < end && st == NLM4_DENIED_GRACE_PERIOD;
+	for (double end = th_now() + 20; th_now() < end && st == NLM4_DENIED_GRACE_PERIOD;
 	     usleep(100000))
 		st = call(c, NLM4_LOCK, &b);
 	cr_assert_eq(st, NLM4_DENIED, "after the grace period: the reclaimed lock holds");
@@ -453,9 +444,7 @@ static void fake_fini(void)
 Test(nfs_nlm, a_blocked_lock_is_granted_by_callback_and_a_restart_is_notified,
      .fini = fake_fini, .timeout = 120)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	if (!th_rpcbind_need())
 		cr_skip_test("no rpcbind on this host (apt-get install rpcbind), or not root to "
 			     "start it: the callbacks find the client's ports through it");
@@ -485,7 +474,7 @@ Test(nfs_nlm, a_blocked_lock_is_granted_by_callback_and_a_restart_is_notified,
 	cr_assert_eq(call(c, NLM4_LOCK, &b), NLM4_BLOCKED, "a retransmission: still queued");
 	cr_assert_eq(f.granted, 0);
 	cr_assert_eq(call(c, NLM4_UNLOCK, (mk(&a, "cli1", 1, false, 0, 0), &a)), NLM4_GRANTED_ST);
-	for (double end = now_s() + 10; now_s() < end && f.granted == 0;)
+	for (double end = th_now() + 10; th_now() < end && f.granted == 0;)
 		usleep(20000);
 	cr_assert_eq(f.granted, 1, "GRANTED callback after the holder's UNLOCK");
 	cr_assert_eq(f.granted_svid, 2);
@@ -503,7 +492,7 @@ Test(nfs_nlm, a_blocked_lock_is_granted_by_callback_and_a_restart_is_notified,
 
 	/* the restart tells the clients on record (127.0.0.1: our fake statd) */
 	start(false, grace);
-	for (double end = now_s() + 20; now_s() < end && f.notified == 0;)
+	for (double end = th_now() + 20; th_now() < end && f.notified == 0;)
 		usleep(20000);
 	cr_assert_geq(f.notified, 1, "SM_NOTIFY after the restart");
 	cr_assert(f.notify_state > 1 && (f.notify_state & 1), "an odd state number, advanced");
@@ -537,7 +526,7 @@ Test(nfs_nlm, tshark_decodes_calls_and_replies, .fini = capture_fini, .timeout =
 	struct rrr_clnt *c = connect_to(false);
 	/* the capture is live once a probe (NLM NULL) shows up in the file */
 	long n = 0;
-	for (double end = now_s() + 20; now_s() < end && n < 1;) {
+	for (double end = th_now() + 20; th_now() < end && n < 1;) {
 		struct rrr_call k = {.prog = NLM_PROG, .vers = NLM_VERS4, .proc = NLM4_NULL,
 				     .timeout_ms = 10000};
 		cr_assert_eq(rrr_clnt_call(c, &k), 0);
@@ -556,7 +545,7 @@ Test(nfs_nlm, tshark_decodes_calls_and_replies, .fini = capture_fini, .timeout =
 	cr_assert_eq(call(c, NLM4_UNLOCK, &a), NLM4_GRANTED_ST);
 	rrr_clnt_destroy(c);
 	/* dumpcap may still be writing: wait for the ten frames */
-	for (double end = now_s() + 10; now_s() < end && n < base + 10; usleep(100000))
+	for (double end = th_now() + 10; th_now() < end && n < base + 10; usleep(100000))
 		n = th_tshark_frames(pcap, "nlm");
 	th_tshark_stop();
 	cr_assert_eq(th_tshark_frames(pcap, "nlm") - base, 10, "five calls and their replies decoded as NLM");

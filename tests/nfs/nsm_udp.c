@@ -82,9 +82,7 @@ static uint32_t lock(const char *caller, int32_t state)
  * connect the lock client over TCP. */
 static void start(const char *const *extra)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	cr_assert_eq(th_mkdirs(&srv), 0);
 	char path[400];
 	snprintf(path, sizeof(path), "%s/f", srv.export_dir);

@@ -43,8 +43,7 @@ static void mount_nfs(void)
 static void setup_overlay(const char *extra)
 {
 	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	if (geteuid() != 0)
 		cr_skip_test("mounting overlayfs needs root");
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)

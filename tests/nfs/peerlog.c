@@ -40,9 +40,7 @@ TestSuite(nfs_peerlog, .fini = fini, .timeout = 120);
 
 static void need_server(void)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 }
 
 static struct rrr_clnt *raw_tcp(const char *src)

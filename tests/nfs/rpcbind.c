@@ -127,9 +127,8 @@ static const char *const free_tcp[] = {"--tcp-port", "0", NULL};
 
 Test(nfs_rpcbind, registers_unregisters_and_cleans_after_a_crash, .timeout = 120)
 {
-	char p[512], got[64];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	char got[64];
+	th_need_server();
 	if (!th_rpcbind_up()) { /* first without rpcbind: one line, and it serves */
 		struct th_server n = {0};
 		cr_assert_eq(th_mkdirs(&n), 0);
@@ -200,9 +199,7 @@ Test(nfs_rpcbind, registers_unregisters_and_cleans_after_a_crash, .timeout = 120
 
 Test(nfs_rpcbind, nfs_port_2049_when_free, .timeout = 60)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	/* hold 2049 (or find it held): the server must say so and serve on the mount port */
 	int fd = socket(AF_INET6, SOCK_STREAM, 0);
 	cr_assert_geq(fd, 0);

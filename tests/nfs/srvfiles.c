@@ -35,9 +35,7 @@ TestSuite(nfs_srvfiles, .fini = fini, .timeout = 60);
 
 static void need_server(void)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	cr_assert_eq(th_mkdirs(&srv), 0);
 }
 

@@ -37,9 +37,7 @@ TestSuite(nfs_unpriv, .fini = fini, .timeout = 60);
 
 static void start(bool squash)
 {
-	char p[512];
-	if (!th_prog("rrr-server", p, sizeof(p)))
-		cr_skip_test("RRR_BUILD unset or rrr-server not built (run through make test-unit)");
+	th_need_server();
 	if (geteuid() != 0)
 		cr_skip_test("starting the server as another user needs root");
 	cr_assert_eq(th_mkdirs(&srv), 0);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -177,6 +178,14 @@ int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 	return 0;
 }
 
+int tc_h_drop(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
+{
+	(void)r;
+	(void)a;
+	(void)s;
+	return RRR_SVC_DROP;
+}
+
 pid_t tc_fork_server(void (*child_main)(int wfd, const void *arg), const void *arg, void *ports,
 		     size_t len)
 {
@@ -219,23 +228,76 @@ _Noreturn void tc_child_serve(struct rrr_svc *svc, int wfd, const void *ports, s
 	_exit(TC_LEAK_CHECK() ? 5 : 0);
 }
 
-_Noreturn void tc_child_serve_program(int wfd, const struct rrr_svc_program *prog,
-				      unsigned nthreads)
+_Noreturn void tc_child_fail(void)
 {
-	struct rrr_svc_opts o;
+	fprintf(stderr, "child server: %s\n", rrr_last_error());
+	_exit(2);
+}
+
+struct rrr_svc *tc_child_svc(const struct rrr_svc_opts *o, const struct rrr_svc_program *prog)
+{
 	struct rrr_svc *svc;
+
+	if (rrr_svc_create(o, &svc) || rrr_svc_register(svc, prog))
+		tc_child_fail();
+	return svc;
+}
+
+_Noreturn void tc_child_serve_both(struct rrr_svc *svc, int wfd)
+{
 	uint16_t ports[2] = {0, 0};
 
-	rrr_svc_opts_init(&o);
-	o.nthreads = nthreads;
-	o.wait_mode = RRR_WAIT_EVENT;
-	if (rrr_svc_create(&o, &svc) || rrr_svc_register(svc, prog) ||
-	    rrr_svc_listen_rdma(svc, "127.0.0.1", "0", &ports[0]) ||
-	    rrr_svc_listen_tcp(svc, "127.0.0.1", "0", &ports[1])) {
-		fprintf(stderr, "child server: %s\n", rrr_last_error());
-		_exit(2);
-	}
+	if (rrr_svc_listen_rdma(svc, "127.0.0.1", "0", &ports[0]) ||
+	    rrr_svc_listen_tcp(svc, "127.0.0.1", "0", &ports[1]))
+		tc_child_fail();
 	tc_child_serve(svc, wfd, ports, sizeof(ports));
+}
+
+struct program_args {
+	const struct rrr_svc_program *prog;
+	unsigned nthreads;
+};
+
+static void program_main(int wfd, const void *arg)
+{
+	const struct program_args *pa = arg;
+	struct rrr_svc_opts o;
+
+	rrr_svc_opts_init(&o);
+	o.nthreads = pa->nthreads;
+	o.wait_mode = RRR_WAIT_EVENT;
+	tc_child_serve_both(tc_child_svc(&o, pa->prog), wfd);
+}
+
+pid_t tc_fork_program(const struct rrr_svc_program *prog, unsigned nthreads, uint16_t ports[2])
+{
+	struct program_args pa = {prog, nthreads};
+
+	return tc_fork_server(program_main, &pa, ports, 2 * sizeof(ports[0]));
+}
+
+void tc_connect(struct rrr_clnt **clnt, const char *transport, const uint16_t ports[2],
+		const char *provider_opts)
+{
+	struct rrr_clnt_opts o;
+	char ps[16];
+
+	snprintf(ps, sizeof(ps), "%u", ports[strcmp(transport, "tcp") == 0]);
+	rrr_clnt_opts_init(&o);
+	o.host = "127.0.0.1";
+	o.port = ps;
+	o.transport = transport;
+	o.provider_opts = provider_opts;
+	o.timeout_ms = 10000;
+	o.connect_timeout_ms = 3000;
+	cr_assert_eq(rrr_clnt_create(&o, clnt), 0, "client: %s", rrr_last_error());
+}
+
+void tc_disconnect_stop(struct rrr_clnt **clnt, pid_t *child)
+{
+	rrr_clnt_destroy(*clnt);
+	*clnt = NULL;
+	tc_stop_child(child);
 }
 
 int tc_stop_child_status(pid_t *pid)

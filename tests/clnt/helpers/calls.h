@@ -87,6 +87,9 @@ int tc_answer_pattern(struct rrr_svc_req *r, struct rrr_xdr *s, uint32_t n, bool
 
 /* A handler that accepts anything and answers an empty result. */
 int tc_h_null(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s);
+/* A handler that takes the call and never answers it (RRR_SVC_DROP): the
+ * call stays outstanding at the client. */
+int tc_h_drop(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s);
 
 /* Forks a server process: the child (alarm 60 s) runs @child_main(wfd, @arg),
  * which must end in tc_child_serve(); the parent reads the @len bytes it
@@ -97,11 +100,27 @@ pid_t tc_fork_server(void (*child_main)(int wfd, const void *arg), const void *a
  * runs @svc until SIGTERM, destroys it and exits 0 (3 when the write fails;
  * under ASan 5 when memory leaked). */
 _Noreturn void tc_child_serve(struct rrr_svc *svc, int wfd, const void *ports, size_t len);
-/* In the child: a server of @nthreads workers waiting for events, with
- * @prog, on RDMA (soft) and TCP at ephemeral ports of 127.0.0.1, handed to
- * the parent as uint16_t[2] (RDMA, TCP); then as tc_child_serve(). */
-_Noreturn void tc_child_serve_program(int wfd, const struct rrr_svc_program *prog,
-				      unsigned nthreads);
+/* In the child: says why the server could not be set up (rrr_last_error())
+ * and exits 2. */
+_Noreturn void tc_child_fail(void);
+/* In the child: a server made with @o, @prog registered (else tc_child_fail()). */
+struct rrr_svc *tc_child_svc(const struct rrr_svc_opts *o, const struct rrr_svc_program *prog);
+/* In the child: @svc listening on RDMA (soft) and TCP at ephemeral ports of
+ * 127.0.0.1 (else tc_child_fail()), handed to the parent as uint16_t[2]
+ * (RDMA, TCP); then as tc_child_serve(). */
+_Noreturn void tc_child_serve_both(struct rrr_svc *svc, int wfd);
+/* Forks a server process (as tc_fork_server()) of @nthreads workers waiting
+ * for events, with @prog, serving as tc_child_serve_both(); its ports
+ * (RDMA, TCP) into @ports. Returns the child. */
+pid_t tc_fork_program(const struct rrr_svc_program *prog, unsigned nthreads, uint16_t ports[2]);
+
+/* Connects *@clnt to the forked server's @ports (RDMA, TCP) at 127.0.0.1
+ * over @transport ("rdma" or "tcp") with @provider_opts (NULL: none), 10 s
+ * per call and 3 s to connect, asserting it. */
+void tc_connect(struct rrr_clnt **clnt, const char *transport, const uint16_t ports[2],
+		const char *provider_opts);
+/* Destroys *@clnt (*@clnt = NULL), then tc_stop_child(@child). */
+void tc_disconnect_stop(struct rrr_clnt **clnt, pid_t *child);
 /* SIGTERM to *@pid (when > 0), up to 3 s for it to exit, else SIGKILL; *@pid = 0. */
 void tc_stop_child(pid_t *pid);
 /* tc_stop_child(), returning the child's exit status (-1 when it did not
