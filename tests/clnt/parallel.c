@@ -90,17 +90,15 @@ static atomic_bool released;
  * so that the procedure is timed as slow however soon RELEASE came */
 static int h_hold(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
-	struct timespec ts = {0, 1000 * 1000}, work = {0, 20 * 1000 * 1000};
+	struct timespec work = {0, 20 * 1000 * 1000};
 	uint32_t got;
-	int i;
 
 	(void)r;
 	(void)a;
 	atomic_fetch_add(&holding, 1);
-	for (i = 0; i < 10000 && !atomic_load(&released); i++)
-		nanosleep(&ts, NULL);
+	(void)TEST_WAIT_UNTIL(atomic_load(&released), 10000);
 	got = atomic_exchange(&released, false);
-	nanosleep(&work, NULL);
+	nanosleep(&work, NULL); /* the handler's own work, timed: not a wait */
 	atomic_fetch_sub(&holding, 1);
 	return rrr_xdr_put_u32(s, got) ? -EIO : 0;
 }
