@@ -14,7 +14,8 @@
 #
 # Server side: lk_srv_action start-rrr [GRACE] | stop-rrr | stat-rrr NAME |
 #   start-knfsd (TCP) | knfsd-rdma (adds 'rdma 20049' to nfsd's portlist) |
-#   stop-knfsd | hold FILE MODE | release | blocked KIND; 2 for another word.
+#   stop-knfsd | reboot-knfsd | locked FILE | try FILE MODE | hold FILE MODE |
+#   release | blocked KIND; 2 for another word.
 # Client side: lk_write_helper, lock_cases KIND TRANSPORT, restart_case KIND
 #   TRANSPORT, ok/bad/row (results), lk_table (the two columns side by side).
 PY=/usr/bin/python3
@@ -58,6 +59,45 @@ lk_srv_action() {
 		[ -s /tmp/rrr-lk-mountd.pid ] && kill $(cat /tmp/rrr-lk-mountd.pid) # ours only
 		rm -f /tmp/rrr-lk-mountd.pid
 		exportfs -ua; : ;;
+	reboot-knfsd) # FILE: the kernel's nfsd as after a reboot of its host,
+		# played as its cluster fail-over does: the locks taken through
+		# the server's address go (unlock_ip: stopping nfsd alone keeps
+		# lockd's locks), nfsd and lockd stop (lockd has statd forget the
+		# clients), the monitor records come back as a reboot finds them
+		# on disk, nfsd starts again (lockd in its grace period) and
+		# sm-notify, with a new state number and the address the clients
+		# know the server by, tells them; they reclaim.
+		local sm=/var/lib/nfs/sm ns=(--ns $$ --nslist net) rd
+		rd=$(grep -m1 '^rdma ' /proc/fs/nfsd/portlist) # listeners nfsd had
+		rm -rf /tmp/rrr-lk-sm && cp -a "$sm" /tmp/rrr-lk-sm || return 1
+		ls /tmp/rrr-lk-sm | grep -q . || { echo "reboot-knfsd: statd monitors nobody"; return 1; }
+		echo "$SRV" > /proc/fs/nfsd/unlock_ip || return 1
+		rpc.nfsd 0
+		for _ in $(seq 1 100); do lk_srv_action locked "$2" || break; sleep 0.1; done
+		# (on failure nfsd comes back, so that the client's unlock and
+		# unmount do not wait on a stopped server)
+		lk_srv_action locked "$2" &&
+			{ echo "reboot-knfsd: the lock outlived unlock_ip:"; cat /proc/locks
+			  lk_knfsd_up "$rd"; return 1; }
+		cp -a /tmp/rrr-lk-sm/. "$sm"/
+		pgrep "${ns[@]}" -x rpc.statd >/dev/null || rpc.statd --no-notify || return 1
+		lk_knfsd_up "$rd" || { echo "reboot-knfsd: nfsd did not start again"; return 1; }
+		# (-d: in the foreground, its messages on stderr; done once the
+		# clients answered. sm-notify wants a name for the address, as a
+		# host on a network has; the VM's /etc is its own.)
+		grep -q "^$SRV " /etc/hosts || echo "$SRV rrr-lk-server" >> /etc/hosts
+		timeout 120 sm-notify -d -f -v "$SRV" ||
+			{ echo "reboot-knfsd: sm-notify failed ($?)"; return 1; } ;;
+	locked) # FILE: a lock (not a waiter) on FILE in the server's /proc/locks
+		local di d i
+		di=$(stat -c '%d %i' "$2") || return 1
+		d=${di% *} i=${di#* }
+		# (/proc/locks names a file MAJOR:MINOR:INODE, the first two in hex)
+		grep -v -- '->' /proc/locks |
+			grep -q " $(printf '%02x:%02x:%s' $(( (d >> 8) & 0xfff )) \
+				$(( (d & 0xff) | ((d >> 12) & 0xfff00) )) "$i") " ;;
+	try) # FILE MODE: a local process on the server takes the lock (0) or not (1)
+		timeout 60 "$PY" "$LK" try "$2" "$3" ;;
 	hold) # FILE MODE: a local process on the server holds a lock
 		"$PY" "$LK" hold "$2" "$3" /tmp/rrr-lk-local.ready /tmp/rrr-lk-local.release &
 		for _ in $(seq 1 100); do [ -e /tmp/rrr-lk-local.ready ] && break; sleep 0.1; done
@@ -74,6 +114,12 @@ lk_srv_action() {
 		fi ;;
 	*) return 2 ;;
 	esac
+}
+
+# lk_knfsd_up [RDMA-LISTENER]: nfsd's threads again, with its RDMA listener
+lk_knfsd_up() {
+	rpc.nfsd -N 4 4 || return 1
+	[ -z "$1" ] || grep -q '^rdma ' /proc/fs/nfsd/portlist || echo "$1" > /proc/fs/nfsd/portlist
 }
 
 # ------------------------------------------------------------- client side
@@ -176,23 +222,33 @@ lock_cases() { # KIND TRANSPORT
 }
 
 restart_case() { # KIND TRANSPORT: a lock held across a restart is reclaimed
+	# The client holds a lock; the server restarts (rrr-server: the process;
+	# the kernel's nfsd: reboot-knfsd) and drops it; the client, told by
+	# SM_NOTIFY, reclaims it in the grace period. Seen from the server: a
+	# local process cannot take the range until the client releases it.
 	local k=$1 t=$2 c="$2: a lock held across a restart, reclaimed"
-	[ "$k" = rrr ] || { row "$c" "$t" "not run (needs sm-notify on the server)" "$k"; return; }
 	if ! hold lockf-ex; then bad "$c" "$t" "$k" "cannot hold"; release; return; fi
-	srv stop-rrr && srv start-rrr 15 || { bad "$c" "$t" "$k" "restart"; release; return; }
-	local n=0
-	for _ in $(seq 1 600); do
-		n=$(srv stat-rrr nsm.notified); [ "${n:-0}" -ge 1 ] && break; sleep 0.1
-	done
-	local g=0
-	for _ in $(seq 1 600); do
-		g=$(srv stat-rrr nlm.granted); [ "${g:-0}" -ge 1 ] && break; sleep 0.1
-	done
-	try lockf-ex; local r=$? # waits out the grace period, then meets the reclaimed lock
+	local held=0 back=0 n=- g=- r r2
+	srv locked "$EXP/f" && held=1
+	if [ "$k" = rrr ]; then
+		srv stop-rrr && srv start-rrr 15
+	else
+		srv reboot-knfsd "$EXP/f"
+	fi || { bad "$c" "$t" "$k" "restart"; release; return; }
+	# the reclaim: the lock is back on the server's file
+	for _ in $(seq 1 1200); do srv locked "$EXP/f" && { back=1; break; }; sleep 0.1; done
+	if [ "$k" = rrr ]; then
+		n=$(srv stat-rrr nsm.notified)
+		g=$(srv stat-rrr nlm.granted)
+	fi
+	srv try "$EXP/f" lockf-ex; r=$?
 	release
-	try lockf-ex; local r2=$?
-	[ "${n:-0}" -ge 1 ] && [ "${g:-0}" -ge 1 ] && [ $r -eq 1 ] && [ $r2 -eq 0 ] &&
-		ok "$c" "$t" "$k" || bad "$c" "$t" "$k" "notified=$n reclaimed=$g try=$r,$r2"
+	for _ in $(seq 1 300); do srv locked "$EXP/f" || break; sleep 0.1; done
+	srv try "$EXP/f" lockf-ex; r2=$?
+	[ $held -eq 1 ] && [ $back -eq 1 ] && [ $r -eq 1 ] && [ $r2 -eq 0 ] &&
+		{ [ "$k" != rrr ] || { [ "${n:-0}" -ge 1 ] && [ "${g:-0}" -ge 1 ]; }; } &&
+		ok "$c" "$t" "$k" ||
+		bad "$c" "$t" "$k" "held=$held reclaimed=$back notified=$n granted=$g server try=$r,$r2"
 }
 
 lk_table() { # the rows of RES.rrr and RES.knfsd side by side
@@ -209,7 +265,7 @@ lk_table() { # the rows of RES.rrr and RES.knfsd side by side
 # lk_need: exit 77 (skipped) when a tool is missing
 lk_need() {
 	local t
-	for t in rpcbind rpc.statd mount.nfs rpc.nfsd rpc.mountd exportfs nsenter "$PY"; do
+	for t in rpcbind rpc.statd sm-notify mount.nfs rpc.nfsd rpc.mountd exportfs nsenter "$PY"; do
 		command -v $t >/dev/null || [ -x /usr/sbin/$t ] || [ -x /sbin/$t ] ||
 			{ echo "$t missing (rpcbind, nfs-common, nfs-kernel-server: make deps-vm)"; exit 77; }
 	done

@@ -26,9 +26,10 @@
 # two processes; a waiting lock taken when the holder releases; a lock
 # waiting on the server behind a local process's lock, granted by the GRANTED
 # callback; a local lock on the server's file seen by the client; SQLite with
-# two processes writing one database (integrity_check, row count); for
-# rrr-server a lock held across a restart, reclaimed in the grace period
-# after SM_NOTIFY.
+# two processes writing one database (integrity_check, row count); a lock
+# held across a server restart, reclaimed in the grace period after
+# SM_NOTIFY (the kernel's nfsd: a reboot as lock-lib.sh's reboot-knfsd plays
+# it).
 set -u
 ME=$(readlink -f "$0")
 S="$RRR_BUILD/rrr-server"

@@ -24,9 +24,11 @@
 # releases; a lock waiting on the server behind a local process's lock,
 # granted at release (GRANTED callback: well under the client's 30 s
 # re-poll); a local lock on the server's file seen by the client; SQLite's own locking with two
-# processes writing one database (PRAGMA integrity_check, row count). For
-# rrr-server also: a lock held across a restart, reclaimed in the grace
-# period after SM_NOTIFY, still excluding others afterwards.
+# processes writing one database (PRAGMA integrity_check, row count); a lock
+# held across a server restart (rrr-server: the process; the kernel's nfsd:
+# a reboot as lock-lib.sh's reboot-knfsd plays it), reclaimed in the grace
+# period after SM_NOTIFY, and excluding a local process on the server until
+# the client releases it.
 set -u
 ME=$(readlink -f "$0")
 S="$RRR_BUILD/rrr-server"
