@@ -48,6 +48,13 @@ lk_srv_action() {
 		rm -f /tmp/rrr-lk-mountd.pid
 		# (an rpc.mountd of this network namespace: another one's is no use)
 		local ns=(--ns $$ --nslist net)
+		# an rpc.statd that its rpcbind knows (lockd monitors the clients
+		# through it; one started while rrr-server held the NSM mapping
+		# runs unregistered)
+		if ! rpcinfo -p 2>/dev/null | grep -qw status; then
+			pkill "${ns[@]}" -x rpc.statd
+			rpc.statd --no-notify && pgrep "${ns[@]}" -x rpc.statd > /tmp/rrr-lk-statd.pid
+		fi
 		exportfs -ra && { pgrep "${ns[@]}" -x rpc.mountd >/dev/null ||
 				  { rpc.mountd -p 20048 -N 2 &&
 				    pgrep "${ns[@]}" -x rpc.mountd > /tmp/rrr-lk-mountd.pid; }; } &&
@@ -58,6 +65,8 @@ lk_srv_action() {
 		rpc.nfsd 0
 		[ -s /tmp/rrr-lk-mountd.pid ] && kill $(cat /tmp/rrr-lk-mountd.pid) # ours only
 		rm -f /tmp/rrr-lk-mountd.pid
+		[ -s /tmp/rrr-lk-statd.pid ] && kill $(cat /tmp/rrr-lk-statd.pid) # ours only
+		rm -f /tmp/rrr-lk-statd.pid
 		exportfs -ua; : ;;
 	reboot-knfsd) # FILE: the kernel's nfsd as after a reboot of its host,
 		# played as its cluster fail-over does: the locks taken through
@@ -70,7 +79,10 @@ lk_srv_action() {
 		local sm=/var/lib/nfs/sm ns=(--ns $$ --nslist net) rd
 		rd=$(grep -m1 '^rdma ' /proc/fs/nfsd/portlist) # listeners nfsd had
 		rm -rf /tmp/rrr-lk-sm && cp -a "$sm" /tmp/rrr-lk-sm || return 1
-		ls /tmp/rrr-lk-sm | grep -q . || { echo "reboot-knfsd: statd monitors nobody"; return 1; }
+		ls /tmp/rrr-lk-sm | grep -q . || {
+			echo "reboot-knfsd: statd monitors nobody in $sm"
+			rpcinfo -p | grep -E 'status|nlockmgr'; pgrep -a rpc.statd; dmesg | grep -E 'lockd|statd' | tail -n 5
+			return 1; }
 		echo "$SRV" > /proc/fs/nfsd/unlock_ip || return 1
 		rpc.nfsd 0
 		for _ in $(seq 1 100); do lk_srv_action locked "$2" || break; sleep 0.1; done
