@@ -264,7 +264,7 @@ static void rdma_destroy(struct rrr_clnt *c)
 	if (x->rmr)
 		rrr_mr_dereg(x->rmr);
 	if (x->slots) {
-		for (uint32_t i = 0; i < x->nslots; i++) {
+		for (uint32_t i = 0; i < x->nslots_used; i++) {
 			free(x->slots[i].rbuf);
 			for (int b = 0; b < 2; b++) {
 				if (x->slots[i].bbmr[b])
@@ -528,13 +528,14 @@ static void rdma_close(struct rrr_clnt *c)
 	x->db_head = x->db_tail = NULL;
 	x->db_n = 0;
 	x->db_failed = false;
-	for (uint32_t i = 0; i < x->nslots; i++) {
+	for (uint32_t i = 0; i < x->nslots_used; i++) {
 		struct rslot *s = &x->slots[i];
 
 		if (s->state == RRR__RSLOT_FREE)
 			continue;
 		for (int k = 0; k < IO_N; k++)
-			rrr_reg_recover(x->pool, &s->io[k]);
+			if (rslot_io_nsegs(s, k))
+				rrr_reg_recover(x->pool, &s->io[k]);
 		if (s->req)
 			s->req->xprt = NULL;
 		s->req = NULL;
@@ -573,7 +574,7 @@ static bool rdma_can_send(struct rrr_clnt *c)
 	if (!x->qp)
 		return false;
 	if (x->inflight >= x->credits) {
-		for (uint32_t i = 0; i < x->nslots; i++)
+		for (uint32_t i = 0; i < x->nslots_used; i++)
 			if (x->slots[i].state == RRR__RSLOT_ABORTED ||
 			    x->slots[i].state == RRR__RSLOT_ORPHANED)
 				ghosts++;
@@ -600,7 +601,7 @@ static struct rrr_send_wr *chain_regs(struct rslot *s, struct rrr_send_wr *tail_
 	for (int k = IO_N - 1; k >= 0; k--) {
 		struct rrr_reg_io *io = &s->io[k];
 
-		if (!io->nsegs)
+		if (!rslot_io_nsegs(s, k))
 			continue;
 		io->reg_wr[io->nsegs - 1].next = head;
 		head = &io->reg_wr[0];
@@ -653,6 +654,8 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	s = free_slot(x);
 	if (!s || x->sq_free < x->sq_chain_max)
 		return -EAGAIN;
+	if ((uint32_t)(s - x->slots) >= x->nslots_used)
+		x->nslots_used = (uint32_t)(s - x->slots) + 1;
 	/* set here, not at creation: a slot's pages are taken by its first call */
 	s->sbuf = x->sslab + (size_t)(s - x->slots) * x->ssize;
 	s->recv_idx = -1;
@@ -680,9 +683,8 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	(void)rrr__rslot_to(c, s, RRR__RSLOT_MAPPED);
 
 	for (int k = 0; k < IO_N; k++) {
-		/* read first: an io this slot never used keeps its pages
-		 * untaken (they read as zero) */
-		if (s->io[k].nsegs)
+		/* an io this slot never mapped keeps its pages untaken */
+		if (rslot_io_nsegs(s, k))
 			s->io[k].nsegs = 0;
 		s->nlseg[k] = 0;
 	}
@@ -721,7 +723,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 		uint32_t nreg = 0;
 
 		for (int k = 0; k < IO_N; k++)
-			nreg += s->io[k].nsegs;
+			nreg += rslot_io_nsegs(s, k);
 		s->sq_chain = nreg + 1;
 		s->sq_inv = nreg;
 		x->sq_free -= 2 * nreg + 1;
@@ -830,7 +832,7 @@ static int start_inv(struct rrr_clnt *c, struct rslot *s)
 	for (int k = 0; k < IO_N; k++) {
 		struct rrr_send_wr *w;
 
-		if (!s->io[k].nsegs)
+		if (!rslot_io_nsegs(s, k))
 			continue;
 		w = rrr_reg_build_inv(x->pool, &s->io[k], wr_id(WR_INV, idx, (unsigned)k));
 		if (!w) {
@@ -862,7 +864,7 @@ static int start_inv(struct rrr_clnt *c, struct rslot *s)
 
 static struct rslot *find_slot(struct rdma_xprt *x, uint32_t xid)
 {
-	for (uint32_t i = 0; i < x->nslots; i++) {
+	for (uint32_t i = 0; i < x->nslots_used; i++) {
 		struct rslot *s = &x->slots[i];
 
 		if ((s->state == RRR__RSLOT_SENT || s->state == RRR__RSLOT_ABORTED ||
@@ -876,7 +878,7 @@ static struct rslot *find_slot(struct rdma_xprt *x, uint32_t xid)
 static int owns_handle(struct rdma_xprt *x, struct rslot *s, uint32_t rkey)
 {
 	for (int k = 0; k < IO_N; k++)
-		if (s->io[k].nsegs && rrr_reg_remote_invalidated(x->pool, &s->io[k], rkey) == 0)
+		if (rslot_io_nsegs(s, k) && rrr_reg_remote_invalidated(x->pool, &s->io[k], rkey) == 0)
 			return 1;
 	return 0;
 }
@@ -885,13 +887,13 @@ static int owns_handle(struct rdma_xprt *x, struct rslot *s, uint32_t rkey)
  * Read-only: a ghost's late reply must not name another call's handle. */
 static bool held_by_other(const struct rdma_xprt *x, const struct rslot *self, uint32_t rkey)
 {
-	for (uint32_t i = 0; i < x->nslots; i++) {
+	for (uint32_t i = 0; i < x->nslots_used; i++) {
 		const struct rslot *o = &x->slots[i];
 
 		if (o == self || o->state == RRR__RSLOT_FREE)
 			continue;
 		for (int k = 0; k < IO_N; k++)
-			for (uint32_t j = 0; j < o->io[k].nsegs && j < RRR_REG_MAX_SEGS; j++)
+			for (uint32_t j = 0; j < rslot_io_nsegs(o, k) && j < RRR_REG_MAX_SEGS; j++)
 				if (o->io[k].valid[j] && o->io[k].segs[j].handle == rkey)
 					return true;
 	}

@@ -85,6 +85,9 @@ struct rslot {
 	uint8_t zpad[4];
 	/* long-lived segments (persistent_reg / bounce): never invalidated */
 	uint32_t nlseg[IO_N];
+	/* bit k: io[k] was mapped by a call of this slot, so its pages are
+	 * taken; an io never mapped is never read (rslot_io_nsegs) */
+	uint8_t io_used;
 	uint8_t *bb[2]; /* bounce buffers: [0] source, [1] sink */
 	struct rrr_mr *bbmr[2];
 	bool bounce_sink; /* the write chunk points at bb[1] */
@@ -96,12 +99,22 @@ struct rslot {
 	uint32_t sq_chain, sq_inv, sq_invs[IO_N];
 	/* The large parts last (about 30 KiB, 7 pages): a slot's pages are
 	 * taken when first written, and a call writes only the parts of the
-	 * chunks it has (rdma_send() clears an io's nsegs only when set), so
-	 * a small call's slot holds a page or two. */
+	 * chunks it has, so a small call's slot holds a page or two. Pages
+	 * never written are not read either (io_used): a read maps the
+	 * shared zero page, and on a host with shadow paging (a
+	 * paravirtualised guest) each such read costs microseconds, not the
+	 * nanoseconds of a page that was written. */
 	struct rrr_sg sg[RRR_XDR_PAYLOAD_MAX_IOV + 3];
 	struct rrr_reg_io io[IO_N];
 	struct rrr_reg_seg lseg[IO_N][RRR_RDMA_MAX_CHUNK_SEGS];
 };
+
+/* Segments io @k of @s holds: 0 for an io this slot never mapped, without
+ * reading its (untaken) pages. */
+static inline uint32_t rslot_io_nsegs(const struct rslot *s, int k)
+{
+	return (s->io_used >> k) & 1u ? s->io[k].nsegs : 0;
+}
 
 struct rdma_xprt {
 	struct rrr_device *dev;
@@ -115,6 +128,10 @@ struct rdma_xprt {
 	bool watching;
 
 	uint32_t nslots;
+	/* slots [0, nslots_used) have been taken by a call at least once;
+	 * the rest were never written, and loops over slots stop here
+	 * rather than read their untaken pages */
+	uint32_t nslots_used;
 	struct rslot *slots; /* its pages are taken by their slots' first calls */
 	size_t slots_len;
 	/* send queue: sq_depth entries, of which sq_free are not held by a

@@ -37,7 +37,8 @@
 void rrr__rdma_recover_ios(struct rdma_xprt *x, struct rslot *s)
 {
 	for (int k = 0; k < IO_N; k++)
-		rrr_reg_recover(x->pool, &s->io[k]);
+		if (rslot_io_nsegs(s, k))
+			rrr_reg_recover(x->pool, &s->io[k]);
 }
 
 /* Map @n entries of s->sg into io @k, at most max_segs registrations (the
@@ -52,6 +53,7 @@ int rrr__rdma_map_io(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, uns
 
 	if (max > (k == IO_SRC ? RRR_RDMA_MAX_READ_SEGS : RRR_RDMA_MAX_CHUNK_SEGS))
 		max = k == IO_SRC ? RRR_RDMA_MAX_READ_SEGS : RRR_RDMA_MAX_CHUNK_SEGS;
+	s->io_used |= (uint8_t)(1u << k); /* the engine writes the io */
 	rc = rrr_reg_map_max(x->pool, s->sg, n, access, max, &s->io[k]);
 	if (rc == -ENOBUFS)
 		return -EAGAIN;
@@ -75,7 +77,7 @@ const struct rrr_reg_seg *rrr__rdma_segs_of(const struct rslot *s, int k, uint32
 		*n = s->nlseg[k];
 		return s->lseg[k];
 	}
-	*n = s->io[k].nsegs;
+	*n = rslot_io_nsegs(s, k);
 	return s->io[k].segs;
 }
 
