@@ -369,25 +369,43 @@ struct run {
 
 static void done_cb(struct rrr_nfs3_io *io, int status, void *arg);
 
-/* Fill and submit slot @s; called with run->lock held. */
-static int submit(struct run *r, struct slot *s)
+/* A slot's turn, under run->lock: it counts as in flight and gets the
+ * next connection. The submission itself (submit) runs outside the lock:
+ * it encodes and may send, and the progress threads that resubmit from
+ * their completions must not wait on each other for that. */
+static struct rrr_clnt *take_turn(struct run *r)
+{
+	r->inflight++;
+	return r->clnt[r->rr++ % r->nconn];
+}
+
+/* Fill and submit slot @s on @c (its turn taken); 0 or what the submission
+ * returned, and then the caller calls give_back(). */
+static int submit(struct run *r, struct slot *s, struct rrr_clnt *c)
 {
 	struct rrr_nfs3_io *io = &s->io;
-	uint64_t off = (uint64_t)s->idx * r->size;
-	int rc;
 
 	io->op = r->write ? RRR_NFS3_IO_WRITE : RRR_NFS3_IO_READ;
 	io->fh = r->n->fh;
-	io->offset = off;
+	io->offset = (uint64_t)s->idx * r->size;
 	io->iov = &s->iov;
 	io->niov = 1;
 	io->stable = RRR_NFS3_UNSTABLE;
 	s->t0 = rrr__bench_now_ns();
-	r->inflight++;
-	rc = rrr_nfs3_io_submit_clnt(r->clnt[r->rr++ % r->nconn], &r->n->cred, io, done_cb, s);
-	if (rc)
-		r->inflight--;
-	return rc;
+	return rrr_nfs3_io_submit_clnt(c, &r->n->cred, io, done_cb, s);
+}
+
+/* A submission failed (its callback never runs): the run stops. */
+static void give_back(struct run *r, int rc)
+{
+	pthread_mutex_lock(&r->lock);
+	r->inflight--;
+	if (!r->err)
+		r->err = rc;
+	r->stop = true;
+	if (!r->inflight)
+		pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
 }
 
 static void done_cb(struct rrr_nfs3_io *io, int status, void *arg)
@@ -396,6 +414,7 @@ static void done_cb(struct rrr_nfs3_io *io, int status, void *arg)
 	struct run *r = s->run;
 	uint64_t now = rrr__bench_now_ns();
 	uint32_t nfsst = io->nfs_status;
+	struct rrr_clnt *c;
 	int rc;
 
 	pthread_mutex_lock(&r->lock);
@@ -425,14 +444,12 @@ static void done_cb(struct rrr_nfs3_io *io, int status, void *arg)
 		rrr__bench_samples_add(&r->lat, (double)(now - s->t0));
 		r->ops++;
 	}
-	if (!r->stop && (rc = submit(r, s))) {
-		if (!r->err)
-			r->err = rc;
-		r->stop = true;
-	}
+	c = r->stop ? NULL : take_turn(r);
 	if (!r->inflight)
 		pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
+	if (c && (rc = submit(r, s, c)))
+		give_back(r, rc);
 }
 
 /* The connections of @mode: all max_nconnect of them made at first use,
@@ -622,12 +639,18 @@ int rrr__bench_io_nfs_run(struct io_nfs *n, enum io_mode mode, bool write, uint6
 
 	pthread_mutex_lock(&r->lock);
 	r->measuring = warmup <= 0;
-	for (unsigned i = 0; i < qd && !r->stop; i++)
-		if ((rc = submit(r, &r->slots[i]))) {
-			r->err = rc;
-			r->stop = true;
-		}
 	pthread_mutex_unlock(&r->lock);
+	for (unsigned i = 0; i < qd; i++) {
+		struct rrr_clnt *c;
+
+		pthread_mutex_lock(&r->lock);
+		c = r->stop ? NULL : take_turn(r);
+		pthread_mutex_unlock(&r->lock);
+		if (!c)
+			break;
+		if ((rc = submit(r, &r->slots[i], c)))
+			give_back(r, rc);
+	}
 	if (warmup > 0) {
 		uint64_t w0 = rrr__bench_now_ns(), w1;
 		struct rrr__bench_samples fresh;
