@@ -379,8 +379,8 @@ static struct rrr_clnt *take_turn(struct run *r)
 	return r->clnt[r->rr++ % r->nconn];
 }
 
-/* Fill and submit slot @s on @c (its turn taken); 0 or what the submission
- * returned, and then the caller calls give_back(). */
+/* Fill and submit slot @s on @c (its turn taken): 0, or the submission's
+ * error, after which the caller gives the turn back (give_back). */
 static int submit(struct run *r, struct slot *s, struct rrr_clnt *c)
 {
 	struct rrr_nfs3_io *io = &s->io;

@@ -684,7 +684,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 
 	for (int k = 0; k < IO_N; k++) {
 		/* an io this slot never mapped keeps its pages untaken */
-		if (rslot_io_nsegs(s, k))
+		if (s->io_used & (1u << k))
 			s->io[k].nsegs = 0;
 		s->nlseg[k] = 0;
 	}

@@ -118,21 +118,16 @@ static int h_release(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s
  * made after it */
 static int h_gone(struct rrr_svc_req *r, struct rrr_xdr *a, struct rrr_xdr *s)
 {
-	struct timespec ts = {0, 1000 * 1000};
 	struct rrr_svc_limit_stats ls;
 	uint32_t conns;
-	bool moved = false;
+	bool moved;
 
 	(void)r;
 	(void)a;
 	rrr_svc_limit_stats(child_svc, &ls);
 	conns = ls.conns;
 	atomic_fetch_add(&holding, 1);
-	for (int i = 0; i < 10000 && !moved; i++) {
-		nanosleep(&ts, NULL);
-		rrr_svc_limit_stats(child_svc, &ls);
-		moved = ls.conns != conns;
-	}
+	moved = TEST_WAIT_UNTIL((rrr_svc_limit_stats(child_svc, &ls), ls.conns != conns), 10000);
 	atomic_fetch_sub(&holding, 1);
 	return rrr_xdr_put_u32(s, moved) ? -EIO : 0;
 }
