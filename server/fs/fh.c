@@ -533,6 +533,15 @@ static bool use_openat2(void)
 	return !atomic_load(&no_openat2);
 }
 
+/*
+ * openat2() with RESOLVE_BENEATH answers EAGAIN when a ".." in the path met
+ * a rename or a mount anywhere on the system while it resolved (the kernel
+ * cannot then prove the ".." stayed beneath the root). That is a race, not
+ * an answer: retry a few times, then resolve this one path with open_walk(),
+ * which cannot leave the root either, rather than fail a client's call.
+ */
+#define FS_OPENAT2_TRIES 4
+
 static int open_beneath(const struct fs_export *ex, const char *path, int flags)
 {
 	if (use_openat2()) {
@@ -540,12 +549,17 @@ static int open_beneath(const struct fs_export *ex, const char *path, int flags)
 			.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
 			.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS,
 		};
-		long fd = syscall(SYS_openat2, ex->root_fd, path, &how, sizeof(how));
-		if (fd >= 0)
-			return (int)fd;
-		if (errno != ENOSYS)
-			return -errno;
-		atomic_store(&no_openat2, true);
+		for (int i = 0; i < FS_OPENAT2_TRIES; i++) {
+			long fd = syscall(SYS_openat2, ex->root_fd, path, &how, sizeof(how));
+			if (fd >= 0)
+				return (int)fd;
+			if (errno == EAGAIN)
+				continue;
+			if (errno != ENOSYS)
+				return -errno;
+			atomic_store(&no_openat2, true);
+			break;
+		}
 	}
 	return open_walk(ex, path, flags);
 }

@@ -8,6 +8,9 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -285,6 +288,60 @@ Test(nfs_handles, mount_paths_stay_beneath_the_export)
 Test(nfs_handles_walk, mount_paths_stay_beneath_the_export)
 {
 	t_mount_paths_stay_beneath_the_export();
+}
+
+/* Renames a file back and forth outside the export until told to stop. */
+static atomic_bool renaming;
+
+static void *rename_storm(void *arg)
+{
+	(void)arg;
+	char a[600], b[600];
+	snprintf(a, sizeof(a), "%s/storm-a", srv.dir);
+	snprintf(b, sizeof(b), "%s/storm-b", srv.dir);
+	FILE *f = fopen(a, "w");
+	if (f)
+		fclose(f);
+	while (atomic_load(&renaming)) {
+		if (rename(a, b) == 0)
+			(void)rename(b, a);
+	}
+	return NULL;
+}
+
+/*
+ * A ".." inside the export resolves while files are renamed anywhere on the
+ * machine: the kernel's beneath-resolution answers "try again" when a
+ * rename races a "..", and the server must not pass that on to a client.
+ */
+static void t_dotdot_holds_during_renames_elsewhere(void)
+{
+	char p[600];
+	snprintf(p, sizeof(p), "%s/sub/..", srv.export_dir);
+	pthread_t t;
+	atomic_store(&renaming, true);
+	cr_assert_eq(pthread_create(&t, NULL, rename_storm, NULL), 0);
+	int bad = 0, last = 0;
+	for (int i = 0; i < 200; i++) {
+		int rc = try_mount(p);
+		if (rc != 0) {
+			bad++;
+			last = rc;
+		}
+	}
+	atomic_store(&renaming, false);
+	pthread_join(t, NULL);
+	cr_assert_eq(bad, 0, "%d of 200 mounts of sub/.. failed during renames (last %d)", bad, last);
+}
+
+Test(nfs_handles, dotdot_holds_during_renames_elsewhere)
+{
+	t_dotdot_holds_during_renames_elsewhere();
+}
+
+Test(nfs_handles_walk, dotdot_holds_during_renames_elsewhere)
+{
+	t_dotdot_holds_during_renames_elsewhere();
 }
 
 /* Size of the export's handle map log in the state directory (one export). */
