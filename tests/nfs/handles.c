@@ -290,8 +290,10 @@ Test(nfs_handles_walk, mount_paths_stay_beneath_the_export)
 	t_mount_paths_stay_beneath_the_export();
 }
 
-/* Renames a file back and forth outside the export until told to stop. */
+/* Renames a file back and forth outside the export until told to stop,
+ * counting the renames done. */
 static atomic_bool renaming;
+static atomic_long renames;
 
 static void *rename_storm(void *arg)
 {
@@ -303,8 +305,8 @@ static void *rename_storm(void *arg)
 	if (f)
 		fclose(f);
 	while (atomic_load(&renaming)) {
-		if (rename(a, b) == 0)
-			(void)rename(b, a);
+		if (rename(a, b) == 0 && rename(b, a) == 0)
+			atomic_fetch_add(&renames, 2);
 	}
 	return NULL;
 }
@@ -320,6 +322,7 @@ static void t_dotdot_holds_during_renames_elsewhere(void)
 	snprintf(p, sizeof(p), "%s/sub/..", srv.export_dir);
 	pthread_t t;
 	atomic_store(&renaming, true);
+	atomic_store(&renames, 0);
 	cr_assert_eq(pthread_create(&t, NULL, rename_storm, NULL), 0);
 	int bad = 0, last = 0;
 	for (int i = 0; i < 200; i++) {
@@ -331,6 +334,7 @@ static void t_dotdot_holds_during_renames_elsewhere(void)
 	}
 	atomic_store(&renaming, false);
 	pthread_join(t, NULL);
+	cr_assert_gt(atomic_load(&renames), 0, "no rename ran beside the mounts");
 	cr_assert_eq(bad, 0, "%d of 200 mounts of sub/.. failed during renames (last %d)", bad, last);
 }
 
