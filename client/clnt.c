@@ -322,7 +322,12 @@ static _Thread_local struct rrr_clnt *tls_progress;
  * Wake the progress thread. A submission from the progress thread itself (a
  * completion callback that issues the next call, the common pipelined case)
  * needs no eventfd round trip: the thread notes it and, unless collect()
- * has picked the submission up already, polls without sleeping once.
+ * has picked the submission up already, polls without sleeping once. A
+ * group member goes on its thread's kick list (clnt_group.c). Otherwise
+ * the eventfd is written only while the thread waits or is about to:
+ * wake_req tells a thread that is still busy to look once more before it
+ * sleeps (progress_main), which saves a write and a read per call while
+ * calls come faster than the thread sleeps.
  */
 static void wake(struct rrr_clnt *c)
 {
@@ -332,6 +337,13 @@ static void wake(struct rrr_clnt *c)
 		c->self_woken = true;
 		return;
 	}
+	if (c->gthr) {
+		rrr__clnt_group_kick(c);
+		return;
+	}
+	atomic_store(&c->wake_req, true);
+	if (!atomic_load(&c->sleeping))
+		return;
 	if (write(c->evfd, &one, sizeof(one)) < 0) {
 		/* counter full: the thread is awake anyway */
 	}
@@ -670,7 +682,12 @@ static void *progress_main(void *arg)
 			break;
 		if (st == RRR__CLNT_ROUND_AGAIN)
 			continue;
+		/* sleeping first, then wake_req (see wake()) */
+		atomic_store(&c->sleeping, true);
+		if (atomic_exchange(&c->wake_req, false))
+			ms = 0;
 		n = rrr__wait_epoll(&c->waiter, c->epfd, evs, 16, ms);
+		atomic_store(&c->sleeping, false);
 		rrr__clnt_round_end(c, evs, n);
 	}
 	rrr__clnt_round_stop(c);
@@ -722,6 +739,9 @@ int rrr_clnt_create(const struct rrr_clnt_opts *opts, struct rrr_clnt **out)
 	if (!c)
 		return rrr__set_error(-ENOMEM, "rrr_clnt_create: out of memory");
 	c->epfd = c->evfd = c->readyfd = -1;
+	atomic_init(&c->sleeping, false);
+	atomic_init(&c->wake_req, false);
+	atomic_init(&c->kicked, false);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	c->live.lnext = c->live.lprev = &c->live;

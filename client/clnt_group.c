@@ -45,7 +45,7 @@
  * thread itself (a callback of another member) does all that there and
  * then (rrr__clnt_group_leave_here), since waiting would wait for itself.
  *
- * Bounds: a thread holds up to GROUP_SLOTS_MAX clients (slots cost 24
+ * Bounds: a thread holds up to GROUP_SLOTS_MAX clients (slots cost 32
  * bytes each, in chunks of 256); the group's threads are fixed at create.
  *
  * Recovery: none of its own: a client's connection losses are its own
@@ -79,7 +79,9 @@ struct slot {
 	uint64_t due_ns;    /* group thread only, like pos */
 	uint32_t pos;	    /* index in the heap, NO_POS while not in it */
 	uint32_t next;	    /* free / pending / let-go lists (t->lock) */
+	uint32_t knext;	    /* kick list (t->lock) */
 	bool waiting;	    /* between the halves of a round (group thread) */
+	bool gone;	    /* let go of; its client may be freed (group thread) */
 };
 
 struct chunk {
@@ -99,7 +101,12 @@ struct rrr__clnt_gthread {
 	pthread_mutex_t lock;
 	uint32_t nslots;		   /* slots made */
 	uint32_t free_head, pending_head, gone_head;
+	uint32_t kick_head; /* members asked to run (rrr__clnt_group_kick) */
 	bool stop;
+	/* the kick handshake (rrr__clnt_group_kick): a kicker sets kicks,
+	 * then writes wakefd only if the thread is sleeping; the thread sets
+	 * sleeping, then waits without a timeout only if kicks is clear */
+	atomic_bool kicks, sleeping;
 	/* group thread only: */
 	uint32_t nheap;
 };
@@ -209,6 +216,7 @@ static void let_go(struct rrr__clnt_gthread *t, uint32_t s, struct rrr_clnt *c)
 	pthread_mutex_unlock(&t->lock);
 	if (sl->pos != NO_POS)
 		heap_del(t, s);
+	sl->gone = true;
 	(void)epoll_ctl(t->ep, EPOLL_CTL_DEL, c->epfd, NULL);
 	rrr__clnt_round_stop(c);
 	pthread_mutex_lock(&t->lock);
@@ -249,6 +257,52 @@ static void run_member(struct rrr__clnt_gthread *t, uint32_t s)
 	rekey(t, s, rrr__clnt_now_ns() + (uint64_t)ms * 1000000ull);
 }
 
+/* Run the members on the kick list. A member's kicked flag is cleared
+ * before its round, so a kick that comes during the round queues it again
+ * (for the next pass, which then does not sleep). A let-go member is
+ * skipped without touching its client, which may be freed by now; one not
+ * taken in yet runs at the next pass's start anyway. */
+static void run_kicked(struct rrr__clnt_gthread *t)
+{
+	uint32_t s, next;
+
+	if (!atomic_load_explicit(&t->kicks, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&t->lock);
+	s = t->kick_head;
+	t->kick_head = NO_POS;
+	atomic_store(&t->kicks, false);
+	pthread_mutex_unlock(&t->lock);
+	for (; s != NO_POS; s = next) {
+		struct slot *sl = slot_of(t, s);
+
+		next = sl->knext;
+		if (sl->gone || !sl->c)
+			continue;
+		atomic_store(&sl->c->kicked, false);
+		if (sl->pos != NO_POS)
+			run_member(t, s);
+	}
+}
+
+void rrr__clnt_group_kick(struct rrr_clnt *c)
+{
+	struct rrr__clnt_gthread *t = c->gthr;
+	uint64_t one = 1;
+
+	if (atomic_exchange(&c->kicked, true))
+		return; /* on the list already, not yet run */
+	pthread_mutex_lock(&t->lock);
+	slot_of(t, c->gslot)->knext = t->kick_head;
+	t->kick_head = c->gslot;
+	atomic_store(&t->kicks, true);
+	pthread_mutex_unlock(&t->lock);
+	if (tls_gthread != t && atomic_load(&t->sleeping) &&
+	    write(t->wakefd, &one, sizeof(one)) < 0) {
+		/* counter full: the thread is awake anyway */
+	}
+}
+
 /* Take pending members in, give let-go slots back; false once stopped. */
 static bool pass_start(struct rrr__clnt_gthread *t, uint64_t now)
 {
@@ -267,6 +321,7 @@ static bool pass_start(struct rrr__clnt_gthread *t, uint64_t now)
 
 		next = sl->next;
 		sl->c = NULL;
+		sl->gone = false;
 		sl->next = t->free_head;
 		t->free_head = s;
 	}
@@ -295,7 +350,11 @@ static void *gthread_main(void *arg)
 			if (timeout > GROUP_TICK_MS)
 				timeout = GROUP_TICK_MS;
 		}
+		atomic_store(&t->sleeping, true);
+		if (atomic_load(&t->kicks))
+			timeout = 0;
 		n = rrr__wait_epoll(&t->waiter, t->ep, evs, 64, timeout);
+		atomic_store(&t->sleeping, false);
 		now = rrr__clnt_now_ns();
 		for (int i = 0; i < n; i++) {
 			uint64_t tag = evs[i].data.u64;
@@ -314,6 +373,7 @@ static void *gthread_main(void *arg)
 			if (sl && sl->pos != NO_POS)
 				run_member(t, (uint32_t)tag);
 		}
+		run_kicked(t);
 		/* then the members whose time came (each run re-keys its
 		 * member past @now, so this ends) */
 		while (t->nheap && due_at(t, 0) <= now)
@@ -452,7 +512,9 @@ int rrr_clnt_group_create(unsigned nthreads, enum rrr_wait_mode mode,
 
 		t->g = g;
 		t->ep = t->wakefd = -1;
-		t->free_head = t->pending_head = t->gone_head = NO_POS;
+		t->free_head = t->pending_head = t->gone_head = t->kick_head = NO_POS;
+		atomic_init(&t->kicks, false);
+		atomic_init(&t->sleeping, false);
 		pthread_mutex_init(&t->lock, NULL);
 		rrr__waiter_init(&t->waiter, mode, 0);
 	}

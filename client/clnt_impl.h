@@ -30,6 +30,7 @@
 #define RRR_CLIENT_CLNT_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -161,6 +162,13 @@ struct rrr_clnt {
 	bool stopping; /* destroy asked */
 	int epfd;
 	int evfd; /* wakes the progress thread */
+	/* Waking without a system call while the progress side is busy
+	 * (clnt.c wake()): a client's own thread sets sleeping around its
+	 * wait, and a waker writes evfd only then, after setting wake_req,
+	 * which the thread reads after setting sleeping (both sequentially
+	 * consistent, so one of the two sees the other). A group member is
+	 * queued on its thread's kick list instead (kicked: it is there). */
+	atomic_bool sleeping, wake_req, kicked;
 
 	uint32_t next_xid;
 	/* core lock: */
@@ -272,6 +280,11 @@ bool rrr__clnt_group_here(const struct rrr_clnt *c);
 /* rrr_clnt_destroy() of @c on its own group thread (a callback of another
  * member): let go of @c there and then, its last round run. */
 void rrr__clnt_group_leave_here(struct rrr_clnt *c);
+/* Ask @c's group thread to run a round of @c soon (a submission, cancel or
+ * destroy from another thread, or from another member's callback): @c goes
+ * on the thread's kick list, and the thread's eventfd is written only if
+ * it is waiting. Never blocks beyond the thread's list lock. */
+void rrr__clnt_group_kick(struct rrr_clnt *c);
 
 /* --- the sentence of a call's failure (clnt_error.c) ----------------------- */
 

@@ -228,10 +228,13 @@ static int rdma_create(struct rrr_clnt *c)
 	x->rwr = calloc(x->nrecv, sizeof(*x->rwr));
 	x->rsge = calloc(x->nrecv, sizeof(*x->rsge));
 	x->rfree = calloc(x->nrecv, sizeof(*x->rfree));
-	if (!x->slots || !x->sslab || !x->rslab || !x->rwr || !x->rsge || !x->rfree) {
+	x->unsig = calloc(x->nslots, sizeof(*x->unsig));
+	if (!x->slots || !x->sslab || !x->rslab || !x->rwr || !x->rsge || !x->rfree ||
+	    !x->unsig) {
 		rc = -ENOMEM;
 		goto fail;
 	}
+	rrr__rdma_sendq_reset(x);
 	rc = rrr_mr_reg(x->pd, x->sslab, (size_t)x->nslots * x->ssize, RRR_ACCESS_LOCAL_WRITE,
 			&x->smr);
 	if (rc)
@@ -290,6 +293,7 @@ static void rdma_destroy(struct rrr_clnt *c)
 	free(x->rslab);
 	free(x->rwr);
 	free(x->rsge);
+	free(x->unsig);
 	free(x->rfree);
 	free(x);
 	c->xprt = NULL;
@@ -553,6 +557,7 @@ static void rdma_close(struct rrr_clnt *c)
 	x->posted = 0;
 	x->nrfree = 0;
 	x->sq_free = x->sq_depth; /* the QP and its queue are gone */
+	rrr__rdma_sendq_reset(x);
 	sync_stats(c);
 }
 
@@ -714,7 +719,6 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	memset(&s->send_wr, 0, sizeof(s->send_wr));
 	s->send_wr.wr_id = wr_id(WR_SEND, (uint32_t)(s - x->slots), 0);
 	s->send_wr.opcode = RRR_WR_SEND;
-	s->send_wr.flags = RRR_SEND_SIGNALED;
 	s->send_wr.sg_list = &s->send_sge;
 	s->send_wr.num_sge = 1;
 	/* send-queue room: the REG_MRs and the SEND now, room for their
@@ -728,6 +732,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 		s->sq_inv = nreg;
 		x->sq_free -= 2 * nreg + 1;
 	}
+	rrr__rdma_sendq_choose(x, s); /* signaled or not */
 	/* queued for rdma_flush(), which the core calls after this run of
 	 * sends: from here on the call counts as posted */
 	head = chain_regs(s, &s->send_wr);
@@ -992,6 +997,19 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 	return start_inv(c, s);
 }
 
+/* Slot @s's SEND and the REG_MRs ahead of it have left the queue (its own
+ * completion, or, @implied, a later signaled SEND's). */
+static void send_done(struct rrr_clnt *c, struct rslot *s, bool implied)
+{
+	struct rdma_xprt *x = X(c);
+
+	s->send_pending = false;
+	x->sq_free += s->sq_chain;
+	s->sq_chain = 0;
+	if (implied)
+		slot_release(c, s);
+}
+
 static int handle_wc(struct rrr_clnt *c, const struct rrr_wc *wc)
 {
 	struct rdma_xprt *x = X(c);
@@ -1008,13 +1026,15 @@ static int handle_wc(struct rrr_clnt *c, const struct rrr_wc *wc)
 		return -ENOTCONN;
 	s = &x->slots[idx];
 	if (kind == WR_SEND) {
-		s->send_pending = false;
-		/* the SEND and the REG_MRs ahead of it have left the queue */
-		x->sq_free += s->sq_chain;
-		s->sq_chain = 0;
+		struct rslot *u;
+
+		send_done(c, s, false);
 		if (wc->status != RRR_WC_SUCCESS)
 			return -ENOTCONN;
 		slot_release(c, s);
+		/* and the unsignaled SENDs posted before it */
+		while ((u = rrr__rdma_sendq_implied(x, s)))
+			send_done(c, u, true);
 		return 0;
 	}
 	if (kind != WR_INV)

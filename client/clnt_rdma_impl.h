@@ -97,6 +97,9 @@ struct rslot {
 	 * until the SEND completes, then the LOCAL_INVs of io k until the
 	 * signaled one completes; sq_inv is what start_inv() may still post */
 	uint32_t sq_chain, sq_inv, sq_invs[IO_N];
+	/* clnt_rdma_sendq.c: a signaled SEND's completion also finishes the
+	 * unsignaled SENDs posted before it, up to this count */
+	uint64_t unsig_upto;
 	/* The large parts last (about 30 KiB, 7 pages): a slot's pages are
 	 * taken when first written, and a call writes only the parts of the
 	 * chunks it has, so a small call's slot holds a page or two. Pages
@@ -138,6 +141,12 @@ struct rdma_xprt {
 	 * call; a call is sent only when its longest chain (sq_chain_max:
 	 * 3 x max_segs REG_MRs, the SEND, 3 x max_segs LOCAL_INVs) fits */
 	uint32_t sq_depth, sq_free, sq_chain_max;
+	/* SENDs posted without a completion (clnt_rdma_sendq.c): their slots
+	 * in post order (nslots entries), counted from the connection's
+	 * start; what they hold of the send queue; the bounds on both */
+	uint32_t *unsig;
+	uint64_t unsig_posted, unsig_done;
+	uint32_t unsig_sq, unsig_max, unsig_sq_max;
 	uint8_t *sslab;
 	struct rrr_mr *smr;
 	uint32_t ssize;
@@ -181,6 +190,19 @@ static inline void *alloc_pages(size_t len)
 {
 	return aligned_alloc(4096, (len + 4095u) & ~(size_t)4095u);
 }
+
+/* --- clnt_rdma_sendq.c ---------------------------------------------------- */
+
+/* Set the bounds (after nslots and the send queue are sized) and empty the
+ * record: at set-up, and when a connection is gone (its QP with it). */
+void rrr__rdma_sendq_reset(struct rdma_xprt *x);
+/* Whether slot @s's SEND (its chain in s->sq_chain) asks for a completion:
+ * sets s->send_wr.flags and records the choice. Never fails. */
+void rrr__rdma_sendq_choose(struct rdma_xprt *x, struct rslot *s);
+/* After @s's signaled SEND completed: the next slot whose unsignaled SEND,
+ * posted before it, is therefore complete too (taken off the record), or
+ * NULL when there is none left. */
+struct rslot *rrr__rdma_sendq_implied(struct rdma_xprt *x, const struct rslot *s);
 
 /* --- clnt_rdma_map.c ------------------------------------------------------ */
 

@@ -5,7 +5,8 @@
  * (soft) and half over TCP, in a group of 2 threads add 2 threads to this
  * process, not 48; calls on every one of them complete, from this thread
  * and pipelined from callbacks (a callback submits the next call of its
- * client); a call's timeout fires in a group as it does alone; a
+ * client, or of the next client, which may belong to the other thread);
+ * thousands of calls from a thread outside the group lose no wake-up; a call's timeout fires in a group as it does alone; a
  * synchronous call from a callback fails with -EDEADLK instead of waiting
  * for itself; a callback may destroy another client of its thread (whose
  * calls fail with -ECANCELED); the group cannot be destroyed while a
@@ -151,6 +152,68 @@ Test(clnt_group, many_clients_share_the_groups_threads)
 		cr_assert(TEST_WAIT_UNTIL(atomic_load(&ch[i].done), 20000), "chain %d ended", i);
 		cr_assert_eq(atomic_load(&ch[i].failed), 0, "chain %d: a call failed", i);
 		cr_assert_eq(ch[i].left, 0);
+	}
+}
+
+/* A chain that hops: each callback submits the next call on the next
+ * client, which may belong to the other group thread (as a program that
+ * spreads its calls over many connections does). */
+struct hop {
+	struct rrr_call call;
+	int at, left;
+	atomic_int done, failed;
+};
+
+static void hop_next(struct rrr_call *call, int status, void *arg)
+{
+	struct hop *h = arg;
+
+	(void)call;
+	if (status)
+		atomic_fetch_add(&h->failed, 1);
+	if (status || --h->left == 0) {
+		atomic_store(&h->done, 1);
+		return;
+	}
+	h->at = (h->at + 1) % NCLNT;
+	tc_call_init(&h->call, GR_PROG, GR_NULL);
+	if (rrr_clnt_call_async(cl[h->at], &h->call, hop_next, h)) {
+		atomic_fetch_add(&h->failed, 1);
+		atomic_store(&h->done, 1);
+	}
+}
+
+Test(clnt_group, callbacks_submit_on_other_members)
+{
+	static struct hop h[NCLNT];
+
+	for (int i = 0; i < NCLNT; i++)
+		connect_one(i);
+	for (int i = 0; i < NCLNT; i++) {
+		h[i] = (struct hop){.at = i, .left = 100};
+		tc_call_init(&h[i].call, GR_PROG, GR_NULL);
+		cr_assert_eq(rrr_clnt_call_async(cl[i], &h[i].call, hop_next, &h[i]), 0, "%s",
+			     rrr_last_error());
+	}
+	for (int i = 0; i < NCLNT; i++) {
+		cr_assert(TEST_WAIT_UNTIL(atomic_load(&h[i].done), 30000), "chain %d ended", i);
+		cr_assert_eq(atomic_load(&h[i].failed), 0, "chain %d: a call failed", i);
+		cr_assert_eq(h[i].left, 0);
+	}
+}
+
+/* A thread outside the group submits while the group thread goes to sleep
+ * and wakes, thousands of times: no wake-up is lost (a lost one hangs a
+ * call until the test's time-out). */
+Test(clnt_group, calls_from_outside_wake_the_group_thread)
+{
+	connect_one(0);
+	connect_one(1);
+	for (int k = 0; k < 2000; k++) {
+		struct rrr_call c;
+
+		tc_call_init(&c, GR_PROG, GR_NULL);
+		cr_assert_eq(rrr_clnt_call(cl[k % 2], &c), 0, "call %d: %s", k, c.error);
 	}
 }
 
