@@ -19,8 +19,12 @@
  * reply (0 counts as 1, clamped to max_requests). A call is only sent
  * while in-flight calls < credits, so the server never receives more calls
  * than it granted; other calls wait in the core's queue (credit_stalls).
- * Receives are reposted in batches of RECV_BATCH, earlier when fewer than
- * in-flight + 1 are posted.
+ * Receives: nrecv buffers (max_requests + RECV_BATCH), of which in-flight
+ * + RECV_AHEAD are kept posted, refilled when fewer than in-flight + 2
+ * are, the most recently freed buffers first. The receive queue takes
+ * them in the order posted, so posting all of them would cycle every
+ * connection through all its buffers (a page each); this way a
+ * connection with a call or two in flight keeps reusing a few.
  *
  * Send queue. Sized for what the credits can have in flight, not for
  * every slot's longest chain: one longest chain (3 x max_segs REG_MRs, the
@@ -304,11 +308,14 @@ static void rdma_destroy(struct rrr_clnt *c)
 static int post_recvs(struct rdma_xprt *x)
 {
 	struct rrr_recv_wr *head = NULL, *bad;
-	uint32_t n = x->nrfree;
+	uint32_t want = x->inflight + RECV_AHEAD, n = x->nrfree;
 
-	if (!n || !x->qp)
+	if (!n || !x->qp || x->posted >= want)
 		return 0;
-	for (uint32_t k = 0; k < n; k++) {
+	if (n > want - x->posted)
+		n = want - x->posted;
+	/* the most recently freed first (the top of rfree) */
+	for (uint32_t k = x->nrfree - n; k < x->nrfree; k++) {
 		uint32_t i = x->rfree[k];
 
 		x->rsge[i].addr = (uint64_t)(uintptr_t)(x->rslab + (size_t)i * x->rsize);
@@ -323,7 +330,7 @@ static int post_recvs(struct rdma_xprt *x)
 	if (rrr_qp_post_recv(x->qp, head, &bad))
 		return -ENOTCONN;
 	x->posted += n;
-	x->nrfree = 0;
+	x->nrfree -= n;
 	return 0;
 }
 
@@ -1105,7 +1112,7 @@ static int rdma_progress(struct rrr_clnt *c, uint32_t tag)
 	rc = poll_cq(c);
 	if (rc > 0)
 		rc = 0; /* the CQ is armed in rdma_before_sleep */
-	if (rc == 0 && (x->nrfree >= RECV_BATCH || x->posted < x->inflight + 1))
+	if (rc == 0 && x->posted < x->inflight + 2)
 		rc = post_recvs(x);
 	sync_stats(c);
 	return rc;
@@ -1124,7 +1131,7 @@ static int rdma_before_sleep(struct rrr_clnt *c)
 		return 0;
 	(void)rrr_cq_arm(x->cq);
 	rc = poll_cq(c);
-	if (rc > 0 && (x->nrfree >= RECV_BATCH || x->posted < x->inflight + 1)) {
+	if (rc > 0 && x->posted < x->inflight + 2) {
 		int r2 = post_recvs(x);
 
 		if (r2 < 0)

@@ -23,6 +23,8 @@
 #define WR_SEND		1u
 #define WR_INV		2u
 #define RECV_BATCH	8u
+/* receives kept posted beyond the calls in flight (clnt_rdma.c post_recvs) */
+#define RECV_AHEAD	4u
 #define CLIENT_IRD	16u
 #define MAX_PAYLOAD_CAP (1u << 20)
 #define PCACHE_MAX	256u

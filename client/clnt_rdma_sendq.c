@@ -16,12 +16,17 @@
  *   posted:  U U U S U U S        U unsignaled, S signaled
  *   S done:  the U's before it are done too; the U's after it wait
  *
- * Bounds, so that nothing waits for a completion that never comes: at
- * most unsig_max unsignaled SENDs in a row (a quarter of the slots, at
- * most 16), so slots held only by an unsignaled SEND never stop a call
- * the credits allow; and they hold at most half of the send queue beyond
- * one longest chain, so the room a call needs (sq_chain_max) is there
- * while they wait. A client with fewer than 4 slots signals every SEND.
+ * Bounds, so that nothing waits for a completion that never comes: fewer
+ * than unsig_max unsignaled SENDs at a time (a quarter of the slots, at
+ * most UNSIG_MAX), so slots held only by an unsignaled SEND never stop a
+ * call the credits allow; and they hold at most half of the send queue
+ * beyond one longest chain, so the room a call needs (sq_chain_max) is
+ * there while they wait. A client with fewer than 8 slots signals every
+ * SEND. UNSIG_MAX is small on purpose: a slot held by an unsignaled SEND
+ * cannot be taken by the next call, so the next call takes another slot
+ * and its pages; with thousands of connections the pages touched per
+ * round of all of them are what costs (docs/scaling.md), and one
+ * notification in 4 calls already saves most of what there is to save.
  *
  * Recovery: a failed SEND completes whether signaled or not (a flush); the
  * connection is then replaced, and rrr__rdma_sendq_reset() forgets the
@@ -29,7 +34,7 @@
  */
 #include "client/clnt_rdma_impl.h"
 
-#define UNSIG_MAX 16u
+#define UNSIG_MAX 4u
 
 void rrr__rdma_sendq_reset(struct rdma_xprt *x)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/clnt/sendq.c - which SENDs of the RPC-over-RDMA client ask for a
- * completion (client/clnt_rdma_sendq.c), without a connection: at most a
- * quarter of the slots (16 at most) of SENDs in a row go unsignaled; a
+ * completion (client/clnt_rdma_sendq.c), without a connection: fewer than
+ * a quarter of the slots (4 at most) of SENDs in a row go unsignaled; a
  * signaled SEND's completion hands back exactly the unsignaled SENDs
  * posted before it, in order, and none posted after it; unsignaled SENDs
  * never hold more than half of the send queue beyond one longest chain;
@@ -52,21 +52,22 @@ static int implied(int i, int *out)
 	return n;
 }
 
-Test(sendq, a_signaled_send_every_sixteen_at_most)
+Test(sendq, a_signaled_send_every_four_at_most)
 {
 	int got[64];
 
 	setup(64, 225, 97);
-	for (int i = 0; i < 15; i++)
+	cr_assert_eq(x.unsig_max, 4);
+	for (int i = 0; i < 3; i++)
 		cr_assert_not(post(i, 2), "SEND %d unsignaled", i);
-	cr_assert(post(15, 2), "the 16th asks for a completion");
-	cr_assert(post(16, 2), "and so does every SEND until it comes");
-	cr_assert_eq(implied(15, got), 15, "its completion hands back the 15 before it");
-	for (int i = 0; i < 15; i++)
+	cr_assert(post(3, 2), "the 4th asks for a completion");
+	cr_assert(post(4, 2), "and so does every SEND until it comes");
+	cr_assert_eq(implied(3, got), 3, "its completion hands back the 3 before it");
+	for (int i = 0; i < 3; i++)
 		cr_assert_eq(got[i], i, "in post order");
 	cr_assert_eq(x.unsig_sq, 0, "their send-queue room is back");
-	cr_assert_eq(implied(16, got), 0, "nothing left for the next one");
-	cr_assert_not(post(17, 2), "unsignaled again");
+	cr_assert_eq(implied(4, got), 0, "nothing left for the next one");
+	cr_assert_not(post(5, 2), "unsignaled again");
 }
 
 Test(sendq, a_completion_hands_back_only_what_was_posted_before_it)
@@ -108,6 +109,10 @@ Test(sendq, few_slots_signal_every_send)
 	setup(8, 225, 97); /* 2: one unsignaled, then a signaled one */
 	cr_assert_not(post(0, 2));
 	cr_assert(post(1, 2));
+	setup(12, 225, 97); /* 3 */
+	cr_assert_not(post(0, 2));
+	cr_assert_not(post(1, 2));
+	cr_assert(post(2, 2));
 }
 
 Test(sendq, a_lost_connection_forgets_the_record)

@@ -119,6 +119,8 @@ int rrr__soft_cq_poll(struct rrr_cq *base, struct rrr_wc *wc, int n)
 		cq->head = (cq->head + 1) % cq->depth;
 		cq->count--;
 	}
+	if (!cq->count)
+		cq->head = 0; /* reuse the first entries (see rrr__soft_sq_complete) */
 	if (!k && cq->overflow) {
 		cq->overflow = false;
 		pthread_mutex_unlock(&cq->lock);

@@ -143,6 +143,14 @@ void rrr__soft_sq_complete(struct soft_qp *qp)
 		if (qp->sq_tx)
 			qp->sq_tx--;
 	}
+	/* An empty ring starts again at its first entry, so a QP with a few
+	 * WRs in flight keeps using the same few pages instead of walking the
+	 * whole ring: with thousands of QPs, memory touched per round of all
+	 * of them is what costs (docs/scaling.md). Nothing holds the ring
+	 * index of a retired WR (the transmit batch's slots are WRs not yet
+	 * DONE). */
+	if (!qp->sq_count)
+		qp->sq_head = 0;
 }
 
 /* Local key check (no Terminate: a local error). With !keys only the
