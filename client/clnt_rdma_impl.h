@@ -102,6 +102,7 @@ struct rslot {
 	/* clnt_rdma_sendq.c: a signaled SEND's completion also finishes the
 	 * unsignaled SENDs posted before it, up to this count */
 	uint64_t unsig_upto;
+	uint64_t unsig_seq; /* its SEND's place among the unsignaled, or UINT64_MAX */
 	/* The large parts last (about 30 KiB, 7 pages): a slot's pages are
 	 * taken when first written, and a call writes only the parts of the
 	 * chunks it has, so a small call's slot holds a page or two. Pages
@@ -146,7 +147,9 @@ struct rdma_xprt {
 	/* SENDs posted without a completion (clnt_rdma_sendq.c): their slots
 	 * in post order (nslots entries), counted from the connection's
 	 * start; what they hold of the send queue; the bounds on both */
-	uint32_t *unsig;
+	struct unsig_send {
+		uint32_t slot, chain; /* the slot, the send-queue room it holds */
+	} *unsig;
 	uint64_t unsig_posted, unsig_done;
 	uint32_t unsig_sq, unsig_max, unsig_sq_max;
 	uint8_t *sslab;

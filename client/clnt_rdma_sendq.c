@@ -51,21 +51,29 @@ void rrr__rdma_sendq_choose(struct rdma_xprt *x, struct rslot *s)
 	if (x->unsig && held + 1 < x->unsig_max &&
 	    x->unsig_sq + s->sq_chain <= x->unsig_sq_max) {
 		s->send_wr.flags = 0;
-		x->unsig[x->unsig_posted++ % x->nslots] = (uint32_t)(s - x->slots);
+		s->unsig_seq = x->unsig_posted;
+		x->unsig[x->unsig_posted++ % x->nslots] =
+		    (struct unsig_send){(uint32_t)(s - x->slots), s->sq_chain};
 		x->unsig_sq += s->sq_chain;
 		return;
 	}
 	s->send_wr.flags = RRR_SEND_SIGNALED;
+	s->unsig_seq = UINT64_MAX;
 	s->unsig_upto = x->unsig_posted;
 }
 
 struct rslot *rrr__rdma_sendq_implied(struct rdma_xprt *x, const struct rslot *s)
 {
 	while (x->unsig_done < s->unsig_upto) {
-		struct rslot *u = &x->slots[x->unsig[x->unsig_done++ % x->nslots]];
+		uint64_t seq = x->unsig_done++;
+		const struct unsig_send *e = &x->unsig[seq % x->nslots];
+		struct rslot *u = &x->slots[e->slot];
 
-		x->unsig_sq -= u->sq_chain < x->unsig_sq ? u->sq_chain : x->unsig_sq;
-		if (u->send_pending)
+		x->unsig_sq -= e->chain;
+		/* the same SEND still pending: not one that completed on its
+		 * own (a flush), after which the slot may have been taken
+		 * again */
+		if (u->send_pending && u->unsig_seq == seq)
 			return u;
 	}
 	return NULL;

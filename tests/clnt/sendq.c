@@ -4,7 +4,8 @@
  * completion (client/clnt_rdma_sendq.c), without a connection: fewer than
  * a quarter of the slots (4 at most) of SENDs in a row go unsignaled; a
  * signaled SEND's completion hands back exactly the unsignaled SENDs
- * posted before it, in order, and none posted after it; unsignaled SENDs
+ * posted before it, in order, and none posted after it, nor a slot's
+ * later SEND for an earlier one that completed on its own; unsignaled SENDs
  * never hold more than half of the send queue beyond one longest chain;
  * a client with fewer than 4 slots signals every SEND; a lost connection
  * forgets the record.
@@ -16,7 +17,7 @@
 
 static struct rdma_xprt x;
 static struct rslot slots[64];
-static uint32_t ring[64];
+static struct unsig_send ring[64];
 
 static void setup(uint32_t nslots, uint32_t sq_depth, uint32_t chain_max)
 {
@@ -88,6 +89,32 @@ Test(sendq, a_completion_hands_back_only_what_was_posted_before_it)
 	cr_assert_eq(implied(4, got), 1, "the flushed one is not handed back twice");
 	cr_assert_eq(got[0], 3);
 	cr_assert_eq(x.unsig_sq, 0);
+}
+
+/* A SEND that completed on its own (a flush), its slot taken again by a
+ * new unsignaled SEND: a signaled completion hands the slot back once,
+ * for the new SEND, never for the old entry while the new one is out. */
+Test(sendq, a_slot_taken_again_is_handed_back_for_its_new_send_only)
+{
+	int got[64];
+
+	setup(64, 225, 97);
+	cr_assert_not(post(0, 2));
+	slots[0].send_pending = false; /* completed on its own */
+	cr_assert_not(post(0, 2), "the slot's next SEND");
+	cr_assert(post(1, 70));
+	cr_assert_eq(implied(1, got), 1);
+	cr_assert_eq(got[0], 0);
+	/* and while a new SEND of slot 0 is out, no old entry touches it */
+	cr_assert_not(post(0, 2));
+	cr_assert(post(2, 70));
+	slots[0].send_pending = false;
+	cr_assert_not(post(0, 2), "taken again before the completion came");
+	cr_assert(post(3, 70));
+	cr_assert_eq(implied(2, got), 0, "the entry before 2 is slot 0's old SEND");
+	cr_assert(slots[0].send_pending, "slot 0's new SEND is still out");
+	cr_assert_eq(implied(3, got), 1);
+	cr_assert_eq(got[0], 0);
 }
 
 Test(sendq, unsignaled_sends_hold_at_most_half_the_spare_send_queue)
