@@ -205,6 +205,13 @@ static void let_go(struct rrr__clnt_gthread *t, uint32_t s, struct rrr_clnt *c)
 	struct slot *sl = slot_of(t, s);
 
 	pthread_mutex_lock(&t->lock);
+	/* off the kick list: a slot is given to a new client at the next
+	 * pass, and a kick of that client must not find it there twice */
+	for (uint32_t *pp = &t->kick_head; *pp != NO_POS; pp = &slot_of(t, *pp)->knext)
+		if (*pp == s) {
+			*pp = sl->knext;
+			break;
+		}
 	if (sl->pos == NO_POS) {
 		/* not taken in yet: still on the pending list */
 		for (uint32_t *pp = &t->pending_head; *pp != NO_POS; pp = &slot_of(t, *pp)->next)
