@@ -99,11 +99,14 @@ static void connect_one(int i)
 }
 
 /* A chain of calls on one client, each submitted by the previous one's
- * callback (on the group thread). */
+ * callback (on the group thread); with hop, on the next client, which may
+ * belong to the other group thread (as a program that spreads its calls
+ * over many connections does). */
 struct chain {
 	struct rrr_clnt *c;
 	struct rrr_call call;
-	int left;
+	int left, at;
+	bool hop;
 	atomic_int done, failed;
 };
 
@@ -118,6 +121,10 @@ static void chain_next(struct rrr_call *call, int status, void *arg)
 		atomic_store(&ch->done, 1);
 		return;
 	}
+	if (ch->hop) {
+		ch->at = (ch->at + 1) % NCLNT;
+		ch->c = cl[ch->at];
+	}
 	tc_call_init(&ch->call, GR_PROG, GR_NULL);
 	if (rrr_clnt_call_async(ch->c, &ch->call, chain_next, ch)) {
 		atomic_fetch_add(&ch->failed, 1);
@@ -125,9 +132,26 @@ static void chain_next(struct rrr_call *call, int status, void *arg)
 	}
 }
 
-Test(clnt_group, many_clients_share_the_groups_threads)
+/* A chain of @len calls started on every client at once; all end well. */
+static void run_chains(int len, bool hop)
 {
 	static struct chain ch[NCLNT];
+
+	for (int i = 0; i < NCLNT; i++) {
+		ch[i] = (struct chain){.c = cl[i], .at = i, .hop = hop, .left = len};
+		tc_call_init(&ch[i].call, GR_PROG, GR_NULL);
+		cr_assert_eq(rrr_clnt_call_async(cl[i], &ch[i].call, chain_next, &ch[i]), 0, "%s",
+			     rrr_last_error());
+	}
+	for (int i = 0; i < NCLNT; i++) {
+		cr_assert(TEST_WAIT_UNTIL(atomic_load(&ch[i].done), 30000), "chain %d ended", i);
+		cr_assert_eq(atomic_load(&ch[i].failed), 0, "chain %d: a call failed", i);
+		cr_assert_eq(ch[i].left, 0);
+	}
+}
+
+Test(clnt_group, many_clients_share_the_groups_threads)
+{
 	int before = threads_now();
 
 	for (int i = 0; i < NCLNT; i++)
@@ -142,64 +166,14 @@ Test(clnt_group, many_clients_share_the_groups_threads)
 		cr_assert_eq(rrr_clnt_call(cl[i], &c), 0, "client %d: %s", i, c.error);
 	}
 	/* 50 calls on every client at once, each submitted by the last */
-	for (int i = 0; i < NCLNT; i++) {
-		ch[i] = (struct chain){.c = cl[i], .left = 50};
-		tc_call_init(&ch[i].call, GR_PROG, GR_NULL);
-		cr_assert_eq(rrr_clnt_call_async(cl[i], &ch[i].call, chain_next, &ch[i]), 0, "%s",
-			     rrr_last_error());
-	}
-	for (int i = 0; i < NCLNT; i++) {
-		cr_assert(TEST_WAIT_UNTIL(atomic_load(&ch[i].done), 20000), "chain %d ended", i);
-		cr_assert_eq(atomic_load(&ch[i].failed), 0, "chain %d: a call failed", i);
-		cr_assert_eq(ch[i].left, 0);
-	}
-}
-
-/* A chain that hops: each callback submits the next call on the next
- * client, which may belong to the other group thread (as a program that
- * spreads its calls over many connections does). */
-struct hop {
-	struct rrr_call call;
-	int at, left;
-	atomic_int done, failed;
-};
-
-static void hop_next(struct rrr_call *call, int status, void *arg)
-{
-	struct hop *h = arg;
-
-	(void)call;
-	if (status)
-		atomic_fetch_add(&h->failed, 1);
-	if (status || --h->left == 0) {
-		atomic_store(&h->done, 1);
-		return;
-	}
-	h->at = (h->at + 1) % NCLNT;
-	tc_call_init(&h->call, GR_PROG, GR_NULL);
-	if (rrr_clnt_call_async(cl[h->at], &h->call, hop_next, h)) {
-		atomic_fetch_add(&h->failed, 1);
-		atomic_store(&h->done, 1);
-	}
+	run_chains(50, false);
 }
 
 Test(clnt_group, callbacks_submit_on_other_members)
 {
-	static struct hop h[NCLNT];
-
 	for (int i = 0; i < NCLNT; i++)
 		connect_one(i);
-	for (int i = 0; i < NCLNT; i++) {
-		h[i] = (struct hop){.at = i, .left = 100};
-		tc_call_init(&h[i].call, GR_PROG, GR_NULL);
-		cr_assert_eq(rrr_clnt_call_async(cl[i], &h[i].call, hop_next, &h[i]), 0, "%s",
-			     rrr_last_error());
-	}
-	for (int i = 0; i < NCLNT; i++) {
-		cr_assert(TEST_WAIT_UNTIL(atomic_load(&h[i].done), 30000), "chain %d ended", i);
-		cr_assert_eq(atomic_load(&h[i].failed), 0, "chain %d: a call failed", i);
-		cr_assert_eq(h[i].left, 0);
-	}
+	run_chains(100, true);
 }
 
 /* A thread outside the group submits while the group thread goes to sleep
