@@ -98,19 +98,37 @@ void rrr_clnt_opts_init(struct rrr_clnt_opts *opts)
 
 int rrr__clnt_watch(struct rrr_clnt *c, int fd, uint32_t events, uint32_t tag)
 {
-	struct epoll_event ev = {.events = events, .data.u32 = tag};
+	struct epoll_event ev = {.events = events, .data.u64 = tag};
+	int ep = c->epfd;
+	unsigned i;
 
-	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
-		return 0;
-	if (errno == EEXIST && epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
-		return 0;
-	return -errno;
+	for (i = 0; i < c->nwatch && c->watch[i].fd != fd; i++)
+		;
+	if (i == RRR__CLNT_WATCH_MAX)
+		return -ENOSPC; /* a transport watching more fds than it may */
+	if (c->gdirect) {
+		ep = rrr__clnt_group_epfd(c);
+		ev.data.u64 = rrr__clnt_group_data(c, tag);
+	}
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 &&
+	    (errno != EEXIST || epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev) < 0))
+		return -errno;
+	c->watch[i] = (struct rrr__clnt_watch){fd, events, tag};
+	if (i == c->nwatch)
+		c->nwatch++;
+	return 0;
 }
 
 void rrr__clnt_unwatch(struct rrr_clnt *c, int fd)
 {
-	if (fd >= 0)
-		(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, fd, NULL);
+	if (fd < 0)
+		return;
+	(void)epoll_ctl(c->gdirect ? rrr__clnt_group_epfd(c) : c->epfd, EPOLL_CTL_DEL, fd, NULL);
+	for (unsigned i = 0; i < c->nwatch; i++)
+		if (c->watch[i].fd == fd) {
+			c->watch[i] = c->watch[--c->nwatch];
+			break;
+		}
 }
 
 static unsigned xid_bucket(uint32_t xid)

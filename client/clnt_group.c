@@ -7,11 +7,16 @@
  * its own, asleep in epoll on the client's set (its eventfd and transport
  * fds, clnt.c). A program with hundreds of connections then has hundreds
  * of threads, and every call costs a context switch. A group thread holds
- * many clients instead: each member's epoll set is nested in the thread's
- * own set (its data: the member's slot), so one epoll_wait says which
- * clients have work, and the thread runs their progress rounds one after
- * another (rrr__clnt_round_begin/_end: the code a client's own thread
- * runs, with a non-blocking look at the client's fds between the halves).
+ * many clients instead: each member's transport fds (CQ and CM, or its
+ * socket) are in the thread's own set, their data the member's slot and
+ * the fd's tag (rrr__clnt_watch, clnt.c), so one epoll_wait says which fds
+ * of which clients are ready, and the thread runs their progress rounds
+ * one after another (rrr__clnt_round_begin/_end: the code a client's own
+ * thread runs, given the fd that was ready, or none when the member runs
+ * for a kick or its due time: the set is level-triggered, so an fd still
+ * ready is named again by the next wait). A member's own epoll set and
+ * eventfd are not used while it is in the group: no second epoll level,
+ * and no epoll_wait per member.
  * A round also says when the client wants to be looked at again (its
  * nearest call deadline, a reconnect, the 200 ms tick; now, when it found
  * more work): those due times live in a binary min-heap of slots, so a
@@ -21,7 +26,7 @@
  *   rrr_clnt_create (any thread)         group thread
  *   ----------------------------         ------------
  *   connect; take a slot (t->lock);      pass: take the pending slots into
- *   nest c->epfd in t->ep; queue the       the heap (due now); wait on t->ep
+ *   move c's fds to t->ep; queue the       the heap (due now); wait on t->ep
  *   slot as pending; write t->wakefd       (until the heap's top is due);
  *                                          run each ready member, then each
  *                                          expired one; re-key each
@@ -224,7 +229,9 @@ static void let_go(struct rrr__clnt_gthread *t, uint32_t s, struct rrr_clnt *c)
 	if (sl->pos != NO_POS)
 		heap_del(t, s);
 	sl->gone = true;
-	(void)epoll_ctl(t->ep, EPOLL_CTL_DEL, c->epfd, NULL);
+	for (unsigned i = 0; i < c->nwatch; i++)
+		(void)epoll_ctl(t->ep, EPOLL_CTL_DEL, c->watch[i].fd, NULL);
+	c->gdirect = false; /* what its last round unwatches is not in t->ep */
 	rrr__clnt_round_stop(c);
 	pthread_mutex_lock(&t->lock);
 	sl->next = t->gone_head;
@@ -237,21 +244,18 @@ static void let_go(struct rrr__clnt_gthread *t, uint32_t s, struct rrr_clnt *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* The member in slot @s (in the heap) is ready or due: finish the round
- * it waits in (its fds looked at without waiting), and begin the next,
+/* The member in slot @s (in the heap) is ready (its fd @ev, tagged) or due
+ * or kicked (@ev NULL): finish the round it waits in, and begin the next,
  * which says when it wants to be looked at again. The same sequence as a
  * client's own thread, whose wait falls between the halves. */
-static void run_member(struct rrr__clnt_gthread *t, uint32_t s)
+static void run_member(struct rrr__clnt_gthread *t, uint32_t s, const struct epoll_event *ev)
 {
 	struct slot *sl = slot_of(t, s);
 	struct rrr_clnt *c = sl->c;
-	struct epoll_event evs[16];
-	int ms, n, st;
+	int ms, st;
 
-	if (sl->waiting) {
-		n = epoll_wait(c->epfd, evs, 16, 0);
-		rrr__clnt_round_end(c, evs, n);
-	}
+	if (sl->waiting)
+		rrr__clnt_round_end(c, ev, ev ? 1 : 0);
 	/* AGAIN at most 15 times in a row (clnt.c), then WAIT with 0 */
 	while ((st = rrr__clnt_round_begin(c, &ms)) == RRR__CLNT_ROUND_AGAIN)
 		;
@@ -288,7 +292,7 @@ static void run_kicked(struct rrr__clnt_gthread *t)
 			continue;
 		atomic_store(&sl->c->kicked, false);
 		if (sl->pos != NO_POS)
-			run_member(t, s);
+			run_member(t, s, NULL);
 	}
 }
 
@@ -377,26 +381,67 @@ static void *gthread_main(void *arg)
 			}
 			/* not taken in yet, or let go of in this pass */
 			sl = slot_of(t, (uint32_t)tag);
-			if (sl && sl->pos != NO_POS)
-				run_member(t, (uint32_t)tag);
+			if (sl && sl->pos != NO_POS) {
+				struct epoll_event ev = {.events = evs[i].events,
+							 .data.u32 = (uint32_t)(tag >> 32)};
+
+				run_member(t, (uint32_t)tag, &ev);
+			}
 		}
 		run_kicked(t);
 		/* then the members whose time came (each run re-keys its
 		 * member past @now, so this ends) */
 		while (t->nheap && due_at(t, 0) <= now)
-			run_member(t, *heap_at(t, 0));
+			run_member(t, *heap_at(t, 0), NULL);
 	}
 	return NULL;
 }
 
 /* --- joining and the public API ------------------------------------------- */
 
+/* Move @c's transport fds (every watched fd but its eventfd, tag 0) from
+ * its own set into t->ep as slot @s: 0, or -errno with none moved. */
+static int move_fds(struct rrr__clnt_gthread *t, struct rrr_clnt *c, uint32_t s)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nwatch; i++) {
+		struct epoll_event ev = {.events = c->watch[i].events,
+					 .data.u64 = (uint64_t)c->watch[i].tag << 32 | s};
+
+		if (c->watch[i].tag && epoll_ctl(t->ep, EPOLL_CTL_ADD, c->watch[i].fd, &ev) < 0)
+			break;
+	}
+	if (i < c->nwatch) {
+		int err = -errno;
+
+		while (i-- > 0)
+			if (c->watch[i].tag)
+				(void)epoll_ctl(t->ep, EPOLL_CTL_DEL, c->watch[i].fd, NULL);
+		return err;
+	}
+	for (i = 0; i < c->nwatch; i++)
+		if (c->watch[i].tag)
+			(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->watch[i].fd, NULL);
+	return 0;
+}
+
+int rrr__clnt_group_epfd(const struct rrr_clnt *c)
+{
+	return c->gthr->ep;
+}
+
+uint64_t rrr__clnt_group_data(const struct rrr_clnt *c, uint32_t tag)
+{
+	return (uint64_t)tag << 32 | c->gslot;
+}
+
 int rrr__clnt_group_join(struct rrr_clnt_group *g, struct rrr_clnt *c)
 {
-	struct epoll_event ev = {.events = EPOLLIN};
 	struct rrr__clnt_gthread *t = &g->t[0];
 	uint64_t one = 1;
 	uint32_t s;
+	int err;
 
 	for (unsigned i = 1; i < g->nthreads; i++)
 		if (atomic_load(&g->t[i].nmembers) < atomic_load(&t->nmembers))
@@ -426,10 +471,8 @@ int rrr__clnt_group_join(struct rrr_clnt_group *g, struct rrr_clnt *c)
 		t->nslots += CHUNK_SLOTS;
 	}
 	s = t->free_head;
-	ev.data.u64 = s;
-	if (epoll_ctl(t->ep, EPOLL_CTL_ADD, c->epfd, &ev) < 0) {
-		int err = -errno;
-
+	err = move_fds(t, c, s);
+	if (err) {
 		pthread_mutex_unlock(&t->lock);
 		return rrr__set_error(err, "rrr_clnt_create: cannot add the client to its group "
 					   "thread's epoll set: %s", strerror(-err));
@@ -440,6 +483,7 @@ int rrr__clnt_group_join(struct rrr_clnt_group *g, struct rrr_clnt *c)
 	t->pending_head = s;
 	c->gthr = t;
 	c->gslot = s;
+	c->gdirect = true;
 	atomic_fetch_add(&t->nmembers, 1);
 	pthread_mutex_unlock(&t->lock);
 	if (write(t->wakefd, &one, sizeof(one)) < 0) {

@@ -42,6 +42,9 @@
 #include "common/rrr_impl.h"
 #include "transport/wait.h"
 
+/* fds one client watches at most: its eventfd and a transport's (CQ + CM) */
+#define RRR__CLNT_WATCH_MAX 4
+
 struct rrr__clnt_req;
 
 #define RRR__CLNT_EV_MAX 8u /* undelivered connection events kept */
@@ -169,6 +172,16 @@ struct rrr_clnt {
 	 * consistent, so one of the two sees the other). A group member is
 	 * queued on its thread's kick list instead (kicked: it is there). */
 	atomic_bool sleeping, wake_req, kicked;
+	/* The fds the transport watches (rrr__clnt_watch): in epfd, or, once
+	 * the client is in a group (gdirect, its progress context only), in
+	 * its group thread's own set, tagged with the member's slot, so the
+	 * thread's one epoll_wait says which fds of which clients are ready */
+	struct rrr__clnt_watch {
+		int fd;
+		uint32_t events, tag;
+	} watch[RRR__CLNT_WATCH_MAX];
+	unsigned nwatch;
+	bool gdirect;
 
 	uint32_t next_xid;
 	/* core lock: */
@@ -275,6 +288,10 @@ bool rrr__clnt_on_progress(const struct rrr_clnt *c);
  * @g, which runs its rounds from now on: 0, or -errno with a sentence.
  * rrr_clnt_destroy() waits for that thread to let go (c->group_left). */
 int rrr__clnt_group_join(struct rrr_clnt_group *g, struct rrr_clnt *c);
+/* The epoll set and the event data that watch fd @tag of @c, a member
+ * in its group thread's set (rrr__clnt_watch). */
+int rrr__clnt_group_epfd(const struct rrr_clnt *c);
+uint64_t rrr__clnt_group_data(const struct rrr_clnt *c, uint32_t tag);
 /* Whether this thread is the group thread that runs @c. */
 bool rrr__clnt_group_here(const struct rrr_clnt *c);
 /* rrr_clnt_destroy() of @c on its own group thread (a callback of another
