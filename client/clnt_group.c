@@ -399,6 +399,13 @@ static void *gthread_main(void *arg)
 
 /* --- joining and the public API ------------------------------------------- */
 
+/* The event data of fd @tag of the member in slot @s: what gthread_main
+ * splits again. */
+static uint64_t ev_data(uint32_t s, uint32_t tag)
+{
+	return (uint64_t)tag << 32 | s;
+}
+
 /* Move @c's transport fds (every watched fd but its eventfd, tag 0) from
  * its own set into t->ep as slot @s: 0, or -errno with none moved. */
 static int move_fds(struct rrr__clnt_gthread *t, struct rrr_clnt *c, uint32_t s)
@@ -407,7 +414,7 @@ static int move_fds(struct rrr__clnt_gthread *t, struct rrr_clnt *c, uint32_t s)
 
 	for (i = 0; i < c->nwatch; i++) {
 		struct epoll_event ev = {.events = c->watch[i].events,
-					 .data.u64 = (uint64_t)c->watch[i].tag << 32 | s};
+					 .data.u64 = ev_data(s, c->watch[i].tag)};
 
 		if (c->watch[i].tag && epoll_ctl(t->ep, EPOLL_CTL_ADD, c->watch[i].fd, &ev) < 0)
 			break;
@@ -433,7 +440,7 @@ int rrr__clnt_group_epfd(const struct rrr_clnt *c)
 
 uint64_t rrr__clnt_group_data(const struct rrr_clnt *c, uint32_t tag)
 {
-	return (uint64_t)tag << 32 | c->gslot;
+	return ev_data(c->gslot, tag);
 }
 
 int rrr__clnt_group_join(struct rrr_clnt_group *g, struct rrr_clnt *c)

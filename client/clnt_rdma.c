@@ -1005,16 +1005,12 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 }
 
 /* Slot @s's SEND and the REG_MRs ahead of it have left the queue (its own
- * completion, or, @implied, a later signaled SEND's). */
-static void send_done(struct rrr_clnt *c, struct rslot *s, bool implied)
+ * completion, or a later signaled SEND's). */
+static void send_done(struct rdma_xprt *x, struct rslot *s)
 {
-	struct rdma_xprt *x = X(c);
-
 	s->send_pending = false;
 	x->sq_free += s->sq_chain;
 	s->sq_chain = 0;
-	if (implied)
-		slot_release(c, s);
 }
 
 static int handle_wc(struct rrr_clnt *c, const struct rrr_wc *wc)
@@ -1035,13 +1031,15 @@ static int handle_wc(struct rrr_clnt *c, const struct rrr_wc *wc)
 	if (kind == WR_SEND) {
 		struct rslot *u;
 
-		send_done(c, s, false);
+		send_done(x, s);
 		if (wc->status != RRR_WC_SUCCESS)
 			return -ENOTCONN;
 		slot_release(c, s);
 		/* and the unsignaled SENDs posted before it */
-		while ((u = rrr__rdma_sendq_implied(x, s)))
-			send_done(c, u, true);
+		while ((u = rrr__rdma_sendq_implied(x, s))) {
+			send_done(x, u);
+			slot_release(c, u);
+		}
 		return 0;
 	}
 	if (kind != WR_INV)

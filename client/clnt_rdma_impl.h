@@ -22,7 +22,7 @@
 #define WR_RECV		0u
 #define WR_SEND		1u
 #define WR_INV		2u
-#define RECV_BATCH	8u
+#define RECV_BATCH	8u /* receive buffers beyond max_requests */
 /* receives kept posted beyond the calls in flight (clnt_rdma.c post_recvs) */
 #define RECV_AHEAD	4u
 #define CLIENT_IRD	16u
