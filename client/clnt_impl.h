@@ -147,24 +147,25 @@ extern const struct rrr__clnt_xprt_ops rrr__clnt_tcp_ops;
 extern const struct rrr__clnt_xprt_ops rrr__clnt_rdma_ops;
 
 struct rrr_clnt {
-	struct rrr__waiter waiter; /* progress thread's wait policy */
-	struct rrr_clnt_opts opts;
-	char *host, *port, *provider, *provider_opts;
+	/* What every call and every progress round reads or writes comes
+	 * first, packed into a few cache lines: a process that spreads its
+	 * calls over thousands of clients finds each client's state cold at
+	 * every call, and each line a call touches is a miss then
+	 * (docs/scaling.md). The rest follows by how often it is used. */
 	const struct rrr__clnt_xprt_ops *ops;
 	void *xprt; /* transport state */
-
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* req finished */
-	pthread_t thread;
-	bool thread_started;
 	/* opts.group: the group thread that runs this client's progress
 	 * (clnt_group.c) instead of a thread of its own */
 	struct rrr__clnt_gthread *gthr;
 	unsigned gslot;	 /* its member slot there (group thread only) */
+	uint32_t next_xid;
 	bool group_left; /* the group thread let go of it (core lock) */
-	bool stopping; /* destroy asked */
-	int epfd;
-	int evfd; /* wakes the progress thread */
+	bool stopping;	 /* destroy asked */
+	bool connected;
+	bool broken;	 /* transport asks for a new connection */
+	bool gdirect;	 /* see watch[] */
+	bool self_woken; /* a callback submitted; no eventfd written */
 	/* Waking without a system call while the progress side is busy
 	 * (clnt.c wake()): a client's own thread sets sleeping around its
 	 * wait, and a waker writes evfd only then, after setting wake_req,
@@ -172,6 +173,36 @@ struct rrr_clnt {
 	 * consistent, so one of the two sees the other). A group member is
 	 * queued on its thread's kick list instead (kicked: it is there). */
 	atomic_bool sleeping, wake_req, kicked;
+	int epfd;
+	int evfd;     /* wakes the progress thread */
+	int readyfd;  /* -1 without app_completions, see ready_head */
+	unsigned ncancel; /* cancels asked, not yet seen (core lock) */
+	unsigned nspare;  /* see spare (core lock) */
+	unsigned busy_rounds; /* before_sleep found work (see progress_main) */
+	/* core lock: */
+	struct rrr__clnt_req *submit_head, *submit_tail; /* from callers */
+	/* progress thread only: */
+	struct rrr__clnt_req *pend_head, *pend_tail; /* waiting for the wire */
+	struct rrr__clnt_req *done_head, *done_tail; /* callbacks to run */
+	/* completions on the application's thread (opts.app_completions,
+	 * clnt_events.c): finished requests wait here for
+	 * rrr_clnt_run_completions(); readyfd is readable meanwhile */
+	struct rrr__clnt_req *ready_head, *ready_tail; /* core lock */
+	/* Finished requests kept for reuse with their ENCODE_START buffer, so a
+	 * steady stream of calls does not go through malloc/free (core lock). */
+	struct rrr__clnt_req *spare;
+	struct rrr__clnt_req live; /* sentinel of the live list (core lock);
+				    * its links are its first line */
+
+	struct rrr_clnt_opts opts;
+	struct rrr_xprt_stats stats; /* core lock */
+	struct rrr__clnt_req *xid_hash[256]; /* progress thread only */
+
+	struct rrr__waiter waiter; /* progress thread's wait policy */
+	char *host, *port, *provider, *provider_opts;
+	pthread_cond_t cond; /* req finished */
+	pthread_t thread;
+	bool thread_started;
 	/* The fds the transport watches (rrr__clnt_watch): in epfd, or, once
 	 * the client is in a group (gdirect, its progress context only), in
 	 * its group thread's own set, tagged with the member's slot, so the
@@ -181,19 +212,6 @@ struct rrr_clnt {
 		uint32_t events, tag;
 	} watch[RRR__CLNT_WATCH_MAX];
 	unsigned nwatch;
-	bool gdirect;
-
-	uint32_t next_xid;
-	/* core lock: */
-	struct rrr__clnt_req live;			 /* sentinel of the live list */
-	struct rrr__clnt_req *submit_head, *submit_tail; /* from callers */
-	unsigned ncancel;				 /* cancels asked, not yet seen */
-	/* progress thread only: */
-	struct rrr__clnt_req *pend_head, *pend_tail; /* waiting for the wire */
-	struct rrr__clnt_req *done_head, *done_tail; /* callbacks to run */
-	struct rrr__clnt_req *xid_hash[256];
-	bool connected;
-	bool broken; /* transport asks for a new connection */
 	/* local address of the last connection: the transports reconnect from
 	 * its port when they can (a server's duplicate request cache keys on
 	 * the client's address and port); srclen 0 before the first */
@@ -202,24 +220,10 @@ struct rrr_clnt {
 	unsigned backoff_ms;
 	uint64_t next_connect_ns;
 	int last_connect_err;
-	bool self_woken; /* a callback submitted; no eventfd written */
-	unsigned busy_rounds; /* before_sleep found work (see progress_main) */
-
-	/* completions on the application's thread (opts.app_completions,
-	 * clnt_events.c): finished requests wait here for
-	 * rrr_clnt_run_completions(); readyfd is readable meanwhile */
-	int readyfd; /* -1 without app_completions */
-	struct rrr__clnt_req *ready_head, *ready_tail; /* core lock */
 	/* connection events not yet delivered, oldest first (core lock) */
 	struct rrr_clnt_conn_event ev[RRR__CLNT_EV_MAX];
 	unsigned ev_head, ev_n;
 	uint64_t generation; /* relaxed atomic: connections made */
-
-	struct rrr_xprt_stats stats; /* core lock */
-	/* Finished requests kept for reuse with their ENCODE_START buffer, so a
-	 * steady stream of calls does not go through malloc/free (core lock). */
-	struct rrr__clnt_req *spare;
-	unsigned nspare;
 };
 
 /* Monotonic clock in ns. */

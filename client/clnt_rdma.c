@@ -109,8 +109,9 @@ static void sync_stats(struct rrr_clnt *c)
 	struct rdma_xprt *x = X(c);
 	struct rrr_reg_stats rs;
 
-	if (!x->pool)
+	if (!x->pool || !x->stats_dirty)
 		return;
+	x->stats_dirty = false;
 	rrr_mrpool_stats(x->pool, &rs);
 	RRR__CLNT_STAT_SET(c, registrations, rs.registrations);
 	RRR__CLNT_STAT_SET(c, hole_splits, rs.hole_splits);
@@ -233,8 +234,9 @@ static int rdma_create(struct rrr_clnt *c)
 	x->rsge = calloc(x->nrecv, sizeof(*x->rsge));
 	x->rfree = calloc(x->nrecv, sizeof(*x->rfree));
 	x->unsig = calloc(x->nslots, sizeof(*x->unsig));
+	x->keys = calloc(x->nslots, sizeof(*x->keys)); /* all FREE */
 	if (!x->slots || !x->sslab || !x->rslab || !x->rwr || !x->rsge || !x->rfree ||
-	    !x->unsig) {
+	    !x->unsig || !x->keys) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -298,6 +300,7 @@ static void rdma_destroy(struct rrr_clnt *c)
 	free(x->rwr);
 	free(x->rsge);
 	free(x->unsig);
+	free(x->keys);
 	free(x->rfree);
 	free(x);
 	c->xprt = NULL;
@@ -492,6 +495,7 @@ static int rdma_connect(struct rrr_clnt *c, int timeout_ms)
 	x->eff_recv = peer.send_size < x->rsize ? peer.send_size : x->rsize;
 	x->credits = 1;
 	x->inflight = 0;
+	x->stats_dirty = true; /* the negotiated sizes and the credits */
 	rc = rrr__clnt_watch(c, rrr_cq_fd(x->cq), EPOLLIN, TAG_CQ);
 	if (rc == 0)
 		rc = rrr__clnt_watch(c, rrr_cm_fd(x->cm), EPOLLIN, TAG_CM);
@@ -546,7 +550,7 @@ static void rdma_close(struct rrr_clnt *c)
 			continue;
 		for (int k = 0; k < IO_N; k++)
 			if (rslot_io_nsegs(s, k))
-				rrr_reg_recover(x->pool, &s->io[k]);
+				rrr_reg_recover(pool_op(x), &s->io[k]);
 		if (s->req)
 			s->req->xprt = NULL;
 		s->req = NULL;
@@ -573,7 +577,7 @@ static void rdma_close(struct rrr_clnt *c)
 static struct rslot *free_slot(struct rdma_xprt *x)
 {
 	for (uint32_t i = 0; i < x->nslots; i++)
-		if (x->slots[i].state == RRR__RSLOT_FREE)
+		if (x->keys[i].state == RRR__RSLOT_FREE)
 			return &x->slots[i];
 	return NULL;
 }
@@ -691,7 +695,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 					    "size %u: lower max_segs",
 					    in.max_segs, in.inline_send);
 	s->req = req; /* sentences of the mapping name the call */
-	s->xid = req->xid;
+	rrr__rslot_set_xid(x, s, req->xid);
 	(void)rrr__rslot_to(c, s, RRR__RSLOT_MAPPED);
 
 	for (int k = 0; k < IO_N; k++) {
@@ -758,7 +762,7 @@ static int rdma_send(struct rrr_clnt *c, struct rrr__clnt_req *req)
 	s->abort_status = 0;
 	s->recv_idx = -1;
 	s->req = req;
-	s->xid = req->xid;
+	rrr__rslot_set_xid(x, s, req->xid);
 	req->xprt = s;
 	x->inflight++;
 	RRR__CLNT_STAT_ADD(c, send_bytes, s->send_sge.length);
@@ -846,9 +850,9 @@ static int start_inv(struct rrr_clnt *c, struct rslot *s)
 
 		if (!rslot_io_nsegs(s, k))
 			continue;
-		w = rrr_reg_build_inv(x->pool, &s->io[k], wr_id(WR_INV, idx, (unsigned)k));
+		w = rrr_reg_build_inv(pool_op(x), &s->io[k], wr_id(WR_INV, idx, (unsigned)k));
 		if (!w) {
-			rrr_reg_inv_done(x->pool, &s->io[k]);
+			rrr_reg_inv_done(pool_op(x), &s->io[k]);
 			continue;
 		}
 		if (tail)
@@ -877,12 +881,12 @@ static int start_inv(struct rrr_clnt *c, struct rslot *s)
 static struct rslot *find_slot(struct rdma_xprt *x, uint32_t xid)
 {
 	for (uint32_t i = 0; i < x->nslots_used; i++) {
-		struct rslot *s = &x->slots[i];
+		const struct rslot_key *k = &x->keys[i];
 
-		if ((s->state == RRR__RSLOT_SENT || s->state == RRR__RSLOT_ABORTED ||
-		     s->state == RRR__RSLOT_ORPHANED) &&
-		    s->xid == xid)
-			return s;
+		if ((k->state == RRR__RSLOT_SENT || k->state == RRR__RSLOT_ABORTED ||
+		     k->state == RRR__RSLOT_ORPHANED) &&
+		    k->xid == xid)
+			return &x->slots[i];
 	}
 	return NULL;
 }
@@ -890,7 +894,7 @@ static struct rslot *find_slot(struct rdma_xprt *x, uint32_t xid)
 static int owns_handle(struct rdma_xprt *x, struct rslot *s, uint32_t rkey)
 {
 	for (int k = 0; k < IO_N; k++)
-		if (rslot_io_nsegs(s, k) && rrr_reg_remote_invalidated(x->pool, &s->io[k], rkey) == 0)
+		if (rslot_io_nsegs(s, k) && rrr_reg_remote_invalidated(pool_op(x), &s->io[k], rkey) == 0)
 			return 1;
 	return 0;
 }
@@ -963,7 +967,11 @@ static int handle_recv(struct rrr_clnt *c, const struct rrr_wc *wc)
 	if (v.kind != RRR__REPLY_BAD) {
 		uint32_t cr = v.credits ? v.credits : 1;
 
-		x->credits = cr > c->opts.max_requests ? c->opts.max_requests : cr;
+		cr = cr > c->opts.max_requests ? c->opts.max_requests : cr;
+		if (cr != x->credits) {
+			x->credits = cr;
+			x->stats_dirty = true;
+		}
 	}
 	if (x->inflight)
 		x->inflight--;
@@ -1049,10 +1057,10 @@ static int handle_wc(struct rrr_clnt *c, const struct rrr_wc *wc)
 	x->sq_free += s->sq_invs[io];
 	s->sq_invs[io] = 0;
 	if (wc->status != RRR_WC_SUCCESS) {
-		rrr_reg_recover(x->pool, &s->io[io]);
+		rrr_reg_recover(pool_op(x), &s->io[io]);
 		return -ENOTCONN;
 	}
-	rrr_reg_inv_done(x->pool, &s->io[io]);
+	rrr_reg_inv_done(pool_op(x), &s->io[io]);
 	if (s->inv_pending == 0)
 		finish_slot(c, s);
 	return 0;

@@ -123,12 +123,17 @@ static inline uint32_t rslot_io_nsegs(const struct rslot *s, int k)
 }
 
 struct rdma_xprt {
+	/* What every call touches comes first, in as few cache lines as it
+	 * fits (see struct rrr_clnt); set-up state and scratch after it. */
+
+	/* calls' chains (REG_MRs + SEND) that rdma_send() queued for the next
+	 * rdma_flush(): linked SEND -> next chain, posted as one */
+	struct rrr_send_wr *db_head, *db_tail;
+	uint32_t db_n;	 /* calls queued */
+	bool db_failed; /* a post made by rdma_send() failed: connection gone */
 	struct rrr_device *dev;
-	struct rrr_device_attr attr;
 	struct rrr_pd *pd;
 	struct rrr_cq *cq;
-	struct rrr_cm *cm;
-	struct rrr_cm_id *id;
 	struct rrr_qp *qp;
 	struct rrr_mrpool *pool;
 	bool watching;
@@ -140,6 +145,14 @@ struct rdma_xprt {
 	uint32_t nslots_used;
 	struct rslot *slots; /* its pages are taken by their slots' first calls */
 	size_t slots_len;
+	/* each slot's state and xid again, side by side (nslots entries):
+	 * finding a free slot or the slot of a reply's xid reads these few
+	 * lines, not a line of every slot (each on pages of its own); written
+	 * where the slot's are (rrr__rslot_to, rrr__rslot_set_xid) */
+	struct rslot_key {
+		uint32_t xid;
+		uint8_t state;
+	} *keys;
 	/* send queue: sq_depth entries, of which sq_free are not held by a
 	 * call; a call is sent only when its longest chain (sq_chain_max:
 	 * 3 x max_segs REG_MRs, the SEND, 3 x max_segs LOCAL_INVs) fits */
@@ -168,8 +181,13 @@ struct rdma_xprt {
 
 	uint32_t credits;
 	uint32_t inflight; /* sent, reply not received (ghosts included) */
+	bool stats_dirty;  /* the pool or the credits changed since sync_stats */
 	uint32_t eff_send, eff_recv;
 	bool remote_inv; /* we told the peer it may use Send With Invalidate */
+
+	struct rrr_device_attr attr;
+	struct rrr_cm *cm;
+	struct rrr_cm_id *id;
 	/* persistent_reg: long-lived registrations of caller memory, by range */
 	uint32_t npc;
 	struct pcache {
@@ -178,16 +196,20 @@ struct rdma_xprt {
 		struct rrr_mr *mr;
 	} pc[PCACHE_MAX];
 	struct rrr_rdma_hdr hdr; /* scratch */
-	/* calls' chains (REG_MRs + SEND) that rdma_send() queued for the next
-	 * rdma_flush(): linked SEND -> next chain, posted as one */
-	struct rrr_send_wr *db_head, *db_tail;
-	uint32_t db_n;	 /* calls queued */
-	bool db_failed; /* a post made by rdma_send() failed: connection gone */
 };
 
 static inline struct rdma_xprt *X(const struct rrr_clnt *c)
 {
 	return c->xprt;
+}
+
+/* The registration pool, for a call that may change its counters: the
+ * client's copy of them (sync_stats) is refreshed after the next progress
+ * step, and not read at all after steps that made no such call. */
+static inline struct rrr_mrpool *pool_op(struct rdma_xprt *x)
+{
+	x->stats_dirty = true;
+	return x->pool;
 }
 
 /* Page-aligned allocation of at least @len bytes. */
@@ -249,10 +271,12 @@ int rrr__rdma_marshal_send(const struct rdma_xprt *x, struct rslot *s,
 const char *rrr__rslot_state_name(enum rrr__rslot_state st);
 /* Whether @from -> @to is an edge of the slot's life (the table above). */
 bool rrr__rslot_edge(enum rrr__rslot_state from, enum rrr__rslot_state to);
-/* Move slot @s (of connection @c, for the probe) to @to: 0, or -EINVAL
- * when the table has no such edge (the state is then unchanged and the
- * bug is logged once). */
+/* Move slot @s (of connection @c, for the probe and x->keys; NULL in unit
+ * tests) to @to: 0, or -EINVAL when the table has no such edge (the state
+ * is then unchanged and the bug is logged once). */
 int rrr__rslot_to(const struct rrr_clnt *c, struct rslot *s, enum rrr__rslot_state to);
+/* Give slot @s of @x the xid of its call (s->xid and x->keys). */
+void rrr__rslot_set_xid(struct rdma_xprt *x, struct rslot *s, uint32_t xid);
 /* A slot in use: every state but FREE. */
 static inline bool rrr__rslot_busy(const struct rslot *s)
 {

@@ -38,7 +38,7 @@ void rrr__rdma_recover_ios(struct rdma_xprt *x, struct rslot *s)
 {
 	for (int k = 0; k < IO_N; k++)
 		if (rslot_io_nsegs(s, k))
-			rrr_reg_recover(x->pool, &s->io[k]);
+			rrr_reg_recover(pool_op(x), &s->io[k]);
 }
 
 /* Map @n entries of s->sg into io @k, at most max_segs registrations (the
@@ -54,7 +54,7 @@ int rrr__rdma_map_io(struct rrr_clnt *c, struct rslot *s, int k, unsigned n, uns
 	if (max > (k == IO_SRC ? RRR_RDMA_MAX_READ_SEGS : RRR_RDMA_MAX_CHUNK_SEGS))
 		max = k == IO_SRC ? RRR_RDMA_MAX_READ_SEGS : RRR_RDMA_MAX_CHUNK_SEGS;
 	s->io_used |= (uint8_t)(1u << k); /* the engine writes the io */
-	rc = rrr_reg_map_max(x->pool, s->sg, n, access, max, &s->io[k]);
+	rc = rrr_reg_map_max(pool_op(x), s->sg, n, access, max, &s->io[k]);
 	if (rc == -ENOBUFS)
 		return -EAGAIN;
 	if (rc == -E2BIG) {

@@ -74,5 +74,13 @@ int rrr__rslot_to(const struct rrr_clnt *c, struct rslot *s, enum rrr__rslot_sta
 	}
 	RRR_PROBE4(call_state, c, s->xid, (int)from, (int)to);
 	s->state = to;
+	if (c && X(c) && X(c)->keys)
+		X(c)->keys[s - X(c)->slots].state = (uint8_t)to;
 	return 0;
+}
+
+void rrr__rslot_set_xid(struct rdma_xprt *x, struct rslot *s, uint32_t xid)
+{
+	s->xid = xid;
+	x->keys[s - x->slots].xid = xid;
 }

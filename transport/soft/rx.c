@@ -556,7 +556,7 @@ static bool rx_run(struct soft_qp *qp)
 	while (qp->state == SOFT_QP_RTS && qp->rx.st != SOFT_RX_DEAD && budget-- > 0) {
 		/* staged bytes first */
 		if (qp->rx.st_off < qp->rx.st_len) {
-			const uint8_t *src = qp->rx.stage + qp->rx.st_off;
+			const uint8_t *src = qp->rxb.stage + qp->rx.st_off;
 			size_t avail = qp->rx.st_len - qp->rx.st_off;
 
 			if (qp->rx.st == SOFT_RX_HDR) {
@@ -591,7 +591,7 @@ static bool rx_run(struct soft_qp *qp)
 				if (drained)
 					return true; /* epoll brings us back */
 				if (qp->rx.small && qp->rx.have == 0) {
-					ssize_t n = read(qp->fd, qp->rx.stage, SOFT_RX_STAGE);
+					ssize_t n = read(qp->fd, qp->rxb.stage, SOFT_RX_STAGE);
 					int ok = rd_ok(qp, n);
 
 					if (ok <= 0) {

@@ -309,6 +309,15 @@ struct soft_dev {
 	uint32_t tx_lead;            /* bytes per sendmsg when nothing waits behind; 0: off */
 	uint32_t tx_bytes;           /* a batch takes no FPDU once it holds this many bytes; 0: off */
 	uint32_t max_fr_pages;
+	/* fault injection (fault.c): drop, delay or stall configured (the
+	 * rest is further down); beside the fields every post and every
+	 * lookup reads, so a device that thousands of connections' calls go
+	 * through in turn costs them one cache line less */
+	bool fault_on;
+	/* bumped each time a registration leaves VALID (invalidation,
+	 * recovery, deregistration): a send WR whose keys passed the post-time
+	 * check needs no second check when it starts if this has not moved */
+	atomic_uint_fast64_t key_gen;
 	/* STag table: chunks of SOFT_STAG_CHUNK slots made as next_idx
 	 * reaches them (under lock), published with a release store, never
 	 * freed before the device; index 0 unused */
@@ -316,10 +325,6 @@ struct soft_dev {
 	uint32_t *free_idx;              /* room for every index below next_idx */
 	uint32_t nfree, next_idx;
 	atomic_uint seed;                /* counter of STag allocations */
-	/* bumped each time a registration leaves VALID (invalidation,
-	 * recovery, deregistration): a send WR whose keys passed the post-time
-	 * check needs no second check when it starts if this has not moved */
-	atomic_uint_fast64_t key_gen;
 	uint64_t key_secret;             /* getrandom() at open: keys of new STags */
 	atomic_int nobj;                 /* live pds/cqs/mrs/qps/cms */
 	/* progress thread */
@@ -332,7 +337,6 @@ struct soft_dev {
 	atomic_bool thr_ready;            /* the thread registered with liburcu */
 	atomic_uint_fast64_t epoch;      /* finished progress-thread passes */
 	/* fault injection (fault.c); all zero unless a fault_* option is set */
-	bool fault_on;                   /* drop, delay or stall configured */
 	uint64_t fault_seed;
 	uint32_t fault_drop_ppm, fault_delay_ppm, fault_stall_ppm;
 	uint32_t fault_delay_us, fault_stall_ms;
@@ -543,6 +547,7 @@ struct soft_qp {
 	 * batches ended by the tx_lead rule (tx.c batch_room), FPDUs built */
 	uint64_t tx_calls, tx_lead_cuts, tx_fpdus;
 	uint64_t rx_read_reqs;      /* Read Requests accepted (under lock; tests) */
+	uint64_t bytes_placed;      /* tagged payload bytes placed (under lock) */
 	uint32_t max_send_sge, max_recv_sge;
 
 	/* send queue ring */
@@ -558,40 +563,16 @@ struct soft_qp {
 	struct soft_irq *irq;
 	uint32_t irq_size, irq_head, irq_count;
 
-	/* transmit: a batch of up to SOFT_TX_BATCH FPDUs handed to one writev */
-	struct {
-		bool active;
-		enum soft_tx_kind kind;     /* message in progress */
-		uint8_t hdr[SOFT_TX_BATCH][SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN];
-		uint8_t trl[SOFT_TX_BATCH][8];
-		struct iovec iov[SOFT_TX_IOV];
-		int niov, idx;
-		int nf, fdone;              /* FPDUs in the batch, fully written */
-		uint64_t bytes;             /* wire bytes of the FPDUs in the batch */
-		bool lead_busy;             /* lead cap reached with work behind: fill on */
-		bool lead_cut;              /* the batch was ended by the lead rule */
-		struct {
-			int end;            /* iov index after this FPDU */
-			uint32_t len;       /* its wire bytes */
-			enum soft_tx_kind kind;
-			bool last;
-			uint32_t slot;      /* SQ ring index */
-		} f[SOFT_TX_BATCH];
-		uint32_t src_handle;        /* read response source, re-checked per writev */
-		uint64_t src_to, src_len;
-		bool src_guard;
-		bool irq_more;              /* batch continues one Read Response */
-		bool term_pending, term_sent;
-		uint32_t term;
-	} tx;
+	/* The engines' state, scalars first: one call's progress reads and
+	 * writes these few lines (the receive engine's before the transmit
+	 * engine's, both right after the rings), where the buffers below
+	 * them span pages; at thousands of connections each call finds its
+	 * QP cold, and every line it touches is a miss then. */
 
 	/* receive engine */
 	struct {
 		enum soft_rx_state st;
-		uint8_t hb[SOFT_HDR_UNTAGGED];
-		uint8_t inl[64];            /* Read Request / Terminate payload */
 		uint32_t have, need;        /* header bytes */
-		struct soft_hdr h;
 		uint32_t pay_len, pay_done; /* this FPDU */
 		uint32_t trl_len, trl_have;
 		uint8_t trl[8];
@@ -600,19 +581,53 @@ struct soft_qp {
 		uint32_t msn_send, msn_read, msn_term; /* expected next */
 		uint64_t msg_off;           /* current Send message offset */
 		bool in_msg;
+		bool small;                 /* the last FPDU was small: stage reads */
 		uint32_t handle;            /* tagged target */
 		uint64_t to;
-		bool small;                 /* the last FPDU was small: stage reads */
-		uint32_t st_off, st_len;    /* unread bytes in stage[] */
-		uint8_t stage[SOFT_RX_STAGE];
+		uint32_t st_off, st_len;    /* unread bytes in rxb.stage[] */
+		uint8_t hb[SOFT_HDR_UNTAGGED];
+		struct soft_hdr h;
+		uint8_t inl[64];            /* Read Request / Terminate payload */
 	} rx;
+
+	/* transmit: a batch of up to SOFT_TX_BATCH FPDUs handed to one writev
+	 * (its headers, trailers and iovec in txb below) */
+	struct {
+		bool active;
+		bool lead_busy;             /* lead cap reached with work behind: fill on */
+		bool lead_cut;              /* the batch was ended by the lead rule */
+		bool src_guard;
+		bool irq_more;              /* batch continues one Read Response */
+		bool term_pending, term_sent;
+		enum soft_tx_kind kind;     /* message in progress */
+		int niov, idx;
+		int nf, fdone;              /* FPDUs in the batch, fully written */
+		uint64_t bytes;             /* wire bytes of the FPDUs in the batch */
+		uint32_t src_handle;        /* read response source, re-checked per writev */
+		uint32_t term;
+		uint64_t src_to, src_len;
+		struct {
+			int end;            /* iov index after this FPDU */
+			uint32_t len;       /* its wire bytes */
+			enum soft_tx_kind kind;
+			bool last;
+			uint32_t slot;      /* SQ ring index */
+		} f[SOFT_TX_BATCH];
+	} tx;
+	struct {
+		uint8_t hdr[SOFT_TX_BATCH][SOFT_HDR_UNTAGGED + SOFT_READ_REQ_LEN];
+		uint8_t trl[SOFT_TX_BATCH][8];
+		struct iovec iov[SOFT_TX_IOV];
+	} txb;
+	struct {
+		uint8_t stage[SOFT_RX_STAGE];
+	} rxb;
 
 	uint32_t term_sent, term_rcvd;  /* packed codes, 0x80000000 flag when set */
 	struct soft_id *id;
 	/* the QP's one report upward, set with id by cm.c (rrr__soft_cm_qp_create):
 	 * its connection ended; called under qp->lock, when id is set */
 	void (*conn_lost)(struct soft_id *id, int status);
-	uint64_t bytes_placed;
 	uint64_t fault_rng;             /* fault.c: this QP's draws (0: off) */
 };
 

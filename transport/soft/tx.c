@@ -116,12 +116,12 @@ static int sge_iov(struct soft_qp *qp, const struct rrr_sge *sg, uint32_t n, uin
 /* Where the next FPDU of the batch goes: its header buffer and first iov. */
 static inline uint8_t *fhdr(struct soft_qp *qp)
 {
-	return qp->tx.hdr[qp->tx.nf];
+	return qp->txb.hdr[qp->tx.nf];
 }
 
 static inline struct iovec *fiov(struct soft_qp *qp)
 {
-	return qp->tx.iov + qp->tx.niov;
+	return qp->txb.iov + qp->tx.niov;
 }
 
 /* Seal the FPDU being added: fiov()[0] = header, [1..np] = payload (already
@@ -132,7 +132,7 @@ static void fpdu_seal(struct soft_qp *qp, size_t hdrlen, int np, uint32_t paylen
 	uint32_t ulpdu = (uint32_t)hdrlen - 2 + paylen;
 	unsigned pad = soft_mpa_pad(ulpdu);
 	struct iovec *v = fiov(qp);
-	uint8_t *hdr = fhdr(qp), *trl = qp->tx.trl[qp->tx.nf];
+	uint8_t *hdr = fhdr(qp), *trl = qp->txb.trl[qp->tx.nf];
 	int n = qp->tx.nf;
 
 	qp->tx_fpdus++;
@@ -176,7 +176,7 @@ static int tx_write(struct soft_qp *qp)
 			rrr__soft_mr_put(guard);
 			return -EPIPE;
 		}
-		msg.msg_iov = qp->tx.iov + qp->tx.idx;
+		msg.msg_iov = qp->txb.iov + qp->tx.idx;
 		msg.msg_iovlen = qp->tx.niov - qp->tx.idx;
 		n = sendmsg(qp->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		qp->tx_calls++;
@@ -187,7 +187,7 @@ static int tx_write(struct soft_qp *qp)
 			return errno == EAGAIN ? -EAGAIN : -errno;
 		}
 		while (n > 0) {
-			struct iovec *v = &qp->tx.iov[qp->tx.idx];
+			struct iovec *v = &qp->txb.iov[qp->tx.idx];
 
 			if ((size_t)n >= v->iov_len) {
 				n -= (ssize_t)v->iov_len;
@@ -525,7 +525,7 @@ static bool batch_room(struct soft_qp *qp)
 	if (qp->dev->tx_bytes && qp->tx.bytes >= qp->dev->tx_bytes)
 		return false;
 	return qp->tx.nf < (int)qp->dev->tx_batch &&
-	       qp->tx.niov + SOFT_PAY_IOV + 2 <= (int)(sizeof(qp->tx.iov) / sizeof(qp->tx.iov[0]));
+	       qp->tx.niov + SOFT_PAY_IOV + 2 <= (int)(sizeof(qp->txb.iov) / sizeof(qp->txb.iov[0]));
 }
 
 /* Drop the FPDUs of a partly written batch that are fully out, so the
@@ -533,22 +533,22 @@ static bool batch_room(struct soft_qp *qp)
 static void batch_compact(struct soft_qp *qp)
 {
 	int k = qp->tx.fdone, rest = qp->tx.nf - k, idx = qp->tx.idx;
-	uintptr_t h0 = (uintptr_t)qp->tx.hdr[k], h1 = (uintptr_t)qp->tx.hdr[qp->tx.nf];
-	uintptr_t t0 = (uintptr_t)qp->tx.trl[k], t1 = (uintptr_t)qp->tx.trl[qp->tx.nf];
+	uintptr_t h0 = (uintptr_t)qp->txb.hdr[k], h1 = (uintptr_t)qp->txb.hdr[qp->tx.nf];
+	uintptr_t t0 = (uintptr_t)qp->txb.trl[k], t1 = (uintptr_t)qp->txb.trl[qp->tx.nf];
 
 	for (int i = idx; i < qp->tx.niov; i++) {
-		uintptr_t b = (uintptr_t)qp->tx.iov[i].iov_base;
+		uintptr_t b = (uintptr_t)qp->txb.iov[i].iov_base;
 
 		if (b >= h0 && b < h1)
-			qp->tx.iov[i].iov_base = (void *)(b - (h0 - (uintptr_t)qp->tx.hdr[0]));
+			qp->txb.iov[i].iov_base = (void *)(b - (h0 - (uintptr_t)qp->txb.hdr[0]));
 		else if (b >= t0 && b < t1)
-			qp->tx.iov[i].iov_base = (void *)(b - (t0 - (uintptr_t)qp->tx.trl[0]));
+			qp->txb.iov[i].iov_base = (void *)(b - (t0 - (uintptr_t)qp->txb.trl[0]));
 	}
 	for (int j = 0; j < k; j++)
 		qp->tx.bytes -= qp->tx.f[j].len;
-	memmove(qp->tx.hdr[0], qp->tx.hdr[k], (size_t)rest * sizeof(qp->tx.hdr[0]));
-	memmove(qp->tx.trl[0], qp->tx.trl[k], (size_t)rest * sizeof(qp->tx.trl[0]));
-	memmove(qp->tx.iov, qp->tx.iov + idx, (size_t)(qp->tx.niov - idx) * sizeof(qp->tx.iov[0]));
+	memmove(qp->txb.hdr[0], qp->txb.hdr[k], (size_t)rest * sizeof(qp->txb.hdr[0]));
+	memmove(qp->txb.trl[0], qp->txb.trl[k], (size_t)rest * sizeof(qp->txb.trl[0]));
+	memmove(qp->txb.iov, qp->txb.iov + idx, (size_t)(qp->tx.niov - idx) * sizeof(qp->txb.iov[0]));
 	memmove(qp->tx.f, qp->tx.f + k, (size_t)rest * sizeof(qp->tx.f[0]));
 	for (int j = 0; j < rest; j++)
 		qp->tx.f[j].end -= idx;
