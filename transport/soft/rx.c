@@ -40,6 +40,8 @@
  * answers completes with the matching remote error, the rest are flushed.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -548,7 +550,56 @@ static bool rx_dead(const struct soft_qp *qp)
 	return qp->state != SOFT_QP_RTS || qp->rx.st == SOFT_RX_DEAD;
 }
 
-static bool rx_run(struct soft_qp *qp)
+/*
+ * Where a read of small messages goes: the calling thread's stage, not the
+ * QP's. A thread that drives many QPs (a server worker, a client group
+ * thread) then reads every QP's small messages into the same few pages,
+ * which stay in its cache and TLB, where a stage per QP adds two pages per
+ * connection that each call finds cold once thousands of connections take
+ * turns. Bytes still staged when the engine stops (its budget spent) move
+ * to the QP's own stage (rrr__soft_rx), so nothing outlives one run in the
+ * thread's. NULL, and the QP's stage is used, when the thread has none and
+ * none can be made, or while another QP's run on this thread holds it.
+ */
+static pthread_key_t stage_key;
+static pthread_once_t stage_once = PTHREAD_ONCE_INIT;
+static bool stage_key_ok;
+
+struct thread_stage {
+	bool busy;
+	uint8_t buf[SOFT_RX_STAGE];
+};
+
+static void stage_key_make(void)
+{
+	stage_key_ok = pthread_key_create(&stage_key, free) == 0;
+}
+
+static struct thread_stage *thread_stage_take(void)
+{
+	struct thread_stage *ts;
+
+	pthread_once(&stage_once, stage_key_make);
+	if (!stage_key_ok)
+		return NULL;
+	ts = pthread_getspecific(stage_key);
+	if (!ts) {
+		ts = malloc(sizeof(*ts));
+		if (!ts)
+			return NULL;
+		if (pthread_setspecific(stage_key, ts)) {
+			free(ts);
+			return NULL;
+		}
+		ts->busy = false;
+	}
+	if (ts->busy)
+		return NULL;
+	ts->busy = true;
+	return ts;
+}
+
+static bool rx_run(struct soft_qp *qp, uint8_t *tstage)
 {
 	int budget = 64;
 	bool drained = false; /* a read in this call came back short */
@@ -556,7 +607,7 @@ static bool rx_run(struct soft_qp *qp)
 	while (qp->state == SOFT_QP_RTS && qp->rx.st != SOFT_RX_DEAD && budget-- > 0) {
 		/* staged bytes first */
 		if (qp->rx.st_off < qp->rx.st_len) {
-			const uint8_t *src = qp->rxb.stage + qp->rx.st_off;
+			const uint8_t *src = qp->rx.stp + qp->rx.st_off;
 			size_t avail = qp->rx.st_len - qp->rx.st_off;
 
 			if (qp->rx.st == SOFT_RX_HDR) {
@@ -591,7 +642,8 @@ static bool rx_run(struct soft_qp *qp)
 				if (drained)
 					return true; /* epoll brings us back */
 				if (qp->rx.small && qp->rx.have == 0) {
-					ssize_t n = read(qp->fd, qp->rxb.stage, SOFT_RX_STAGE);
+					qp->rx.stp = tstage ? tstage : qp->rxb.stage;
+					ssize_t n = read(qp->fd, qp->rx.stp, SOFT_RX_STAGE);
 					int ok = rd_ok(qp, n);
 
 					if (ok <= 0) {
@@ -677,6 +729,19 @@ static bool rx_run(struct soft_qp *qp)
 void rrr__soft_rx(struct soft_qp *qp)
 {
 	/* not idle while it runs: an arm meanwhile must not skip a step */
+	struct thread_stage *ts = thread_stage_take();
+	bool idle;
+
 	atomic_store_explicit(&qp->rx_idle, false, memory_order_relaxed);
-	atomic_store_explicit(&qp->rx_idle, rx_run(qp), memory_order_release);
+	idle = rx_run(qp, ts ? ts->buf : NULL);
+	if (ts) {
+		if (qp->rx.st_off < qp->rx.st_len && qp->rx.stp == ts->buf) {
+			memcpy(qp->rxb.stage, ts->buf + qp->rx.st_off, qp->rx.st_len - qp->rx.st_off);
+			qp->rx.st_len -= qp->rx.st_off;
+			qp->rx.st_off = 0;
+			qp->rx.stp = qp->rxb.stage;
+		}
+		ts->busy = false;
+	}
+	atomic_store_explicit(&qp->rx_idle, idle, memory_order_release);
 }

@@ -584,7 +584,8 @@ struct soft_qp {
 		bool small;                 /* the last FPDU was small: stage reads */
 		uint32_t handle;            /* tagged target */
 		uint64_t to;
-		uint32_t st_off, st_len;    /* unread bytes in rxb.stage[] */
+		uint32_t st_off, st_len;    /* unread bytes staged at stp */
+		uint8_t *stp;               /* rxb.stage or the thread's (rx.c) */
 		uint8_t hb[SOFT_HDR_UNTAGGED];
 		struct soft_hdr h;
 		uint8_t inl[64];            /* Read Request / Terminate payload */
