@@ -18,8 +18,8 @@
  * so a tagged FPDU costs one system call in steady state. A payload spread
  * over more pieces than one readv takes (SOFT_PAY_IOV) is read in several
  * calls, the trailer only behind its last piece. Small messages go through
- * a per-QP stage instead (see HDR_READ below). The CRC is computed over the
- * placed bytes and checked when the trailer is complete
+ * a stage instead (the calling thread's; see HDR_READ below). The CRC is
+ * computed over the placed bytes and checked when the trailer is complete
  * (rrr__soft_mpa_trailer_ok, mpa.c); only then is the segment's effect
  * reported (completion, invalidation, read response).
  *
@@ -534,13 +534,13 @@ static int rd_ok(struct soft_qp *qp, ssize_t n)
  * trailer bytes (take).
  *
  * Small messages (the last FPDU was at most SOFT_RX_SMALL bytes) are read
- * differently: one read of up to SOFT_RX_STAGE bytes into the QP's stage,
- * from which headers, payloads and trailers are then copied (payloads into
- * their destinations under the same checks and guards as a readv). A 4 KiB
- * request or reply then costs one system call instead of two, and several
- * queued small messages one in all. Bulk streams keep direct placement: a
- * large FPDU switches back to header reads and a readv of its payload
- * straight into the registration.
+ * differently: one read of up to SOFT_RX_STAGE bytes into a stage (the
+ * calling thread's, below), from which headers, payloads and trailers are
+ * then copied (payloads into their destinations under the same checks and
+ * guards as a readv). A 4 KiB request or reply then costs one system call
+ * instead of two, and several queued small messages one in all. Bulk
+ * streams keep direct placement: a large FPDU switches back to header
+ * reads and a readv of its payload straight into the registration.
  */
 #define HDR_READ SOFT_HDR_UNTAGGED
 
