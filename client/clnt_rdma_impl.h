@@ -218,6 +218,14 @@ static inline void *alloc_pages(size_t len)
 	return aligned_alloc(4096, (len + 4095u) & ~(size_t)4095u);
 }
 
+/* --- clnt_rdma_setup.c ---------------------------------------------------- */
+
+/* The transport ops' create and destroy: make the client's device, PD, CQ,
+ * CM, MR pool, slots and buffers (0, or -errno with a sentence and nothing
+ * left made), and free them (closing a connection still up first). */
+int rrr__rdma_create(struct rrr_clnt *c);
+void rrr__rdma_destroy(struct rrr_clnt *c);
+
 /* --- clnt_rdma_sendq.c ---------------------------------------------------- */
 
 /* Set the bounds (after nslots and the send queue are sized) and empty the
