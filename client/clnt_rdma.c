@@ -5,11 +5,11 @@
  * frwr_ops.c, on the provider interface and the registration engine).
  *
  * Connection. One device, PD, CQ (sends and receives), CM and MR pool per
- * client, made and freed in clnt_rdma_setup.c, kept across reconnects; a CM id and QP per connection. The
- * connect request carries RFC 8797 private data (our inline sizes and
- * "remote invalidation accepted"); the accept's private data gives the
- * peer's, and the negotiated sizes are min(local, peer) - 1024 bytes each
- * when the peer sent none. Receive buffers are posted before connecting.
+ * client, made and freed in clnt_rdma_setup.c, kept across reconnects; a
+ * CM id and QP per connection. The connect request carries RFC 8797
+ * private data (our inline sizes and "remote invalidation accepted"); the
+ * accept's private data gives the peer's, and the negotiated sizes are
+ * min(local, peer) - 1024 bytes each when the peer sent none. Receive buffers are posted before connecting.
  * A reconnect asks the provider for the local port of the last connection
  * (rrr_cm_set_source; taken when free), so a server that keys its
  * duplicate request cache on the client's address and port knows the
@@ -56,8 +56,9 @@
  * A reply. The RECV is matched to its slot by xid. A remote invalidation
  * must name a handle this call owns (else: protocol violation,
  * disconnect); a late reply to a timed-out call may name a handle that
- * call no longer holds, but never one another call in flight holds. The header is decoded and checked against what the call
- * offered (clnt_plan.c); then LOCAL_INVs for every registration still valid
+ * call no longer holds, but never one another call in flight holds. The
+ * header is decoded and checked against what the call offered
+ * (clnt_plan.c); then LOCAL_INVs for every registration still valid
  * are chained and posted (one signaled per I/O); only when all have
  * completed is the RPC reply decoded (from the receive buffer, or from the
  * reply-chunk buffer for RDMA_NOMSG) and the call completed. RDMA_ERROR
