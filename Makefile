@@ -54,6 +54,9 @@ CFLAGS += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread $(SANFLAGS)
 	  -MMD -MP $(EXTRA_CFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
 LIBS := -libverbs -lrdmacm -lurcu-memb -lurcu-common -lisal -lm
+# What rrr-server's own code needs beyond the library's (server/fs/drc.c:
+# libxxhash's XXH3); its tests link it too.
+PROG_LIBS := -lxxhash
 
 # ---------------------------------------------------------------- layout
 # Library: common/, xdr/, transport/ (+ soft/, verbs/), server/*.c, client/*.c
@@ -127,7 +130,7 @@ $(SO): $(LIB_OBJS) librrr.map
 
 define prog_rule
 $(BUILD)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(call prog_srcs,$(1))) $(AR_LIB)
-	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(AR_LIB) $$(LIBS)
+	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(AR_LIB) $$(LIBS) $$(PROG_LIBS)
 endef
 $(foreach p,$(PROGRAMS),$(eval $(call prog_rule,$(p))))
 
@@ -136,7 +139,7 @@ TSAN_SHIM := $(if $(filter thread,$(SANITIZE)),$(patsubst %.c,$(BUILD)/obj/%.o,$
 define test_rule
 $(BUILD)/tests/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$(sort $$(wildcard tests/$(1)/*.c tests/$(1)/helpers/*.c))) $(TSAN_SHIM) $(TEST_LIB) $(TEST_PROG_LIBS) $(AR_LIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(TEST_LIB) $(TEST_PROG_LIBS) $(AR_LIB) -lcriterion $$(LIBS)
+	$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(TEST_LIB) $(TEST_PROG_LIBS) $(AR_LIB) -lcriterion $$(LIBS) $$(PROG_LIBS)
 endef
 $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
 
@@ -185,7 +188,7 @@ $(BUILD)/rrr-fio.so: $(BUILD)/obj/fio/rrr_engine.o $(AR_LIB) fio/rrr-fio.map
 
 # ---------------------------------------------------------------- set-up
 # Debian packages the project needs; `make deps` installs the missing ones.
-DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal-dev \
+DEB_PKGS := gcc make pkg-config libibverbs-dev librdmacm-dev liburcu-dev libisal-dev libxxhash-dev \
 	    libcriterion-dev rdma-core clang libclang-rt-14-dev valgrind tshark \
 	    libnfs-utils gnuplot-nox groff-base systemtap-sdt-dev
 DEB_PKGS_VM := qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils \
@@ -341,7 +344,7 @@ build-fuzz/obj/%.o: %.c
 
 # a harness may add program objects (server/fs) as prerequisites: linked in
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_OBJS)
-	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(filter build-fuzz/obj/server/fs/%,$^) $(FUZZ_LIB_OBJS) -o $@ $(LIBS)
+	$(CLANG) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(filter build-fuzz/obj/server/fs/%,$^) $(FUZZ_LIB_OBJS) -o $@ $(LIBS) $(PROG_LIBS)
 # fuzz_config links rrr-server's parser (it is not in the library)
 build-fuzz/fuzz_config: build-fuzz/obj/server/fs/config.o build-fuzz/obj/server/fs/log.o
 # fuzz_nlm links rrr-server's NLM/NSM codecs

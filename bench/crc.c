@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench/crc.c - rrr-bench crc: GB/s of rrr_crc32c() beside memcpy() of the
- * same bytes, per buffer size, on this CPU.
+ * same bytes, per buffer size, on this CPU; and of XXH3 (libxxhash, the
+ * checksum rrr-server's duplicate request cache takes of each call's
+ * arguments, server/fs/drc.c).
  *
  * Why beside memcpy: the soft provider's receive path places the bytes
  * (a kernel copy) and then checksums them, its send path checksums and the
@@ -19,8 +21,8 @@
  * negligible). Each CRC call starts from 0 as every FPDU does; results are
  * folded into a sink so no call can be dropped. memcpy is called through a
  * volatile pointer so the compiler cannot elide or shorten it. Per size the
- * two alternate, repetition by repetition (crc first on even ones, memcpy
- * first on odd ones), so machine noise lands on both alike; the median
+ * three alternate, repetition by repetition (crc, xxh3, memcpy on even ones,
+ * the reverse on odd ones), so machine noise lands on all alike; the median
  * over --reps repetitions is reported (and the best, to show the spread).
  * GB/s are 10^9 bytes per second.
  *
@@ -34,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxh_x86dispatch.h>
+
 #include <rrr/crc32c.h>
 
 #include "bench.h"
@@ -42,8 +46,8 @@
 #define MAX_SIZES 16
 #define MAX_SIZE  (256u << 20)
 
-enum op { OP_CRC = 0, OP_MEMCPY, OP_NUM };
-static const char *const op_names[OP_NUM] = {"crc32c", "memcpy"};
+enum op { OP_CRC = 0, OP_XXH3, OP_MEMCPY, OP_NUM };
+static const char *const op_names[OP_NUM] = {"crc32c", "xxh3", "memcpy"};
 
 static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
 static volatile uint32_t sink;
@@ -63,6 +67,9 @@ static double run_rep(enum op op, uint8_t *dst, const uint8_t *src, size_t size,
 	if (op == OP_CRC) {
 		for (uint64_t i = 0; i < calls; i++)
 			acc ^= rrr_crc32c(0, src, size);
+	} else if (op == OP_XXH3) {
+		for (uint64_t i = 0; i < calls; i++)
+			acc ^= (uint32_t)XXH3_64bits_dispatch(src, size);
 	} else {
 		for (uint64_t i = 0; i < calls; i++)
 			copy_fn(dst, src, size);
@@ -88,7 +95,8 @@ static void cpu_features(char *buf, size_t len)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: rrr-bench crc [options]\n"
-		   "GB/s of rrr_crc32c() (ISA-L) beside memcpy() of the same warm bytes.\n\n"
+		   "GB/s of rrr_crc32c() (ISA-L) and of XXH3 (libxxhash: rrr-server's\n"
+		   "duplicate request cache) beside memcpy() of the same warm bytes.\n\n"
 		   "  --sizes LIST      buffer sizes (default 4k,64k,1m; 1 .. 256m)\n"
 		   "  --reps N          repetitions per size and function; medians are\n"
 		   "                    reported (default 11)\n"
@@ -169,14 +177,15 @@ int rrr__bench_crc_main(int argc, char **argv)
 
 	cpu_features(feat, sizeof(feat));
 	rrr__bench_print_header(stdout, argc, argv);
-	printf("# cpu features: %s (ISA-L picks its CRC by them at run time)\n", feat);
+	printf("# cpu features: %s (ISA-L and libxxhash pick their code by them at run time)\n",
+	       feat);
 	printf("# warm buffers, 64-byte aligned; ~%llu bytes per repetition; medians of %d\n"
-	       "# repetitions (crc and memcpy alternating); GB/s = 10^9 bytes/s;\n"
+	       "# repetitions (crc, xxh3 and memcpy alternating); GB/s = 10^9 bytes/s;\n"
 	       "# x = crc/memcpy GB/s (1.00: the CRC costs as much as a copy of the bytes,\n"
 	       "# 0.50: twice as much)\n",
 	       (unsigned long long)rep_bytes, reps);
-	printf("%-6s %12s %12s %12s %12s %6s\n", "size", "crc.GB/s", "crc.best", "memcpy.GB/s",
-	       "memcpy.best", "x");
+	printf("%-6s %12s %12s %12s %12s %12s %12s %6s\n", "size", "crc.GB/s", "crc.best",
+	       "xxh3.GB/s", "xxh3.best", "memcpy.GB/s", "memcpy.best", "x");
 	for (int si = 0; si < nsizes; si++) {
 		size_t size = (size_t)sizes[si];
 		uint64_t calls = rep_bytes / size ? rep_bytes / size : 1;
@@ -201,9 +210,10 @@ int rrr__bench_crc_main(int argc, char **argv)
 			}
 		for (int o = 0; o < OP_NUM; o++)
 			med[o] = rrr__bench_samples_median(&cells[si][o].gbps);
-		printf("%-6s %12.2f %12.2f %12.2f %12.2f %6.2f\n",
+		printf("%-6s %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %6.2f\n",
 		       rrr__bench_fmt_size(sizes[si], szb, sizeof(szb)), med[OP_CRC],
-		       rrr__bench_samples_quantile(&cells[si][OP_CRC].gbps, 1.0), med[OP_MEMCPY],
+		       rrr__bench_samples_quantile(&cells[si][OP_CRC].gbps, 1.0), med[OP_XXH3],
+		       rrr__bench_samples_quantile(&cells[si][OP_XXH3].gbps, 1.0), med[OP_MEMCPY],
 		       rrr__bench_samples_quantile(&cells[si][OP_MEMCPY].gbps, 1.0),
 		       med[OP_MEMCPY] > 0 ? med[OP_CRC] / med[OP_MEMCPY] : 0);
 		fflush(stdout);
@@ -238,7 +248,7 @@ int rrr__bench_crc_main(int argc, char **argv)
 						    rrr__bench_samples_quantile(&c->gbps, 0.0));
 				rrr__bench_json_num(&j, "ns_per_call_median",
 						    m > 0 ? (double)sizes[si] / m : 0);
-				if (o == OP_CRC && mcopy > 0)
+				if (o != OP_MEMCPY && mcopy > 0)
 					rrr__bench_json_num(&j, "ratio_to_memcpy", m / mcopy);
 				rrr__bench_json_obj_end(&j);
 			}

@@ -141,6 +141,8 @@ Test(bench_programs, crc, .timeout = 60)
 	/* one object per size and function, each with a positive median */
 	cr_assert_eq(count_results(j, "op", "crc32c", "gb_s_median"), 3, "%s", j);
 	cr_assert_eq(count_results(j, "op", "memcpy", "gb_s_median"), 3, "%s", j);
+	cr_assert_eq(count_results(j, "op", "xxh3", "gb_s_median"), 3, "%s", j);
+	cr_assert_eq(count_results(j, "op", "xxh3", "ratio_to_memcpy"), 3, "%s", j);
 	cr_assert_eq(count_results(j, "op", "crc32c", "ratio_to_memcpy"), 3, "%s", j);
 	cr_assert_eq(count_results(j, "op", "crc32c", "ns_per_call_median"), 3, "%s", j);
 	cr_assert(strstr(j, "\"benchmark\": \"crc\""));
