@@ -32,14 +32,14 @@
  *     the CPU's widest vector unit at run time) of ALL of them, the data of
  *     a WRITE included: a new call that re-uses an xid with the same header
  *     and other data runs. (Linux nfsd sums only the first 256 bytes; all
- *     of them cost ~0.06 us per 4 KiB WRITE and ~17 us per 1 MiB WRITE
- *     here, docs/reliability.md. XXH3 rather than the CRC32C used for the
- *     small sums: as fast on hardware, 64 bits instead of 32, and a
+ *     of them cost ~0.06 us per 4 KiB and ~17 us per 1 MiB here, `rrr-bench
+ *     crc`, docs/reliability.md. XXH3 rather than the CRC32C of the small
+ *     sums: at least as fast on hardware, 64 bits instead of 32, and a
  *     seventh of the cost where the CPU is emulated, as in the VM tests.)
- *     A new call, the
- *     usual case, is found to be new by everything else; its checksum is
- *     taken after its reply went out (rrr_svc_req_after_reply), off the
- *     reply's latency, while its arguments are still there. A call that
+ *     A new call, the usual case, is found to be new by everything else;
+ *     its checksum is taken after its reply went out
+ *     (rrr_svc_req_after_reply), off the reply's latency, while its
+ *     arguments are still there. A call that
  *     finds an entry of the same header sums its own arguments and, if
  *     that entry is not summed yet, sums the entry's too (they stay valid
  *     until the entry's after-reply step has taken the lock).
@@ -77,7 +77,11 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include <xxh_x86dispatch.h>
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h> /* XXH3_64bits_dispatch: libxxhash on x86-64 */
+#else
+#include <xxhash.h>
+#endif
 
 #include <rrr/crc32c.h>
 #include <rrr/oncrpc.h>
@@ -105,10 +109,15 @@ struct key {
 _Static_assert(offsetof(struct key, arg_sum) == offsetof(struct key, arg_len) + 4,
 	       "struct key has padding before arg_sum");
 
-/* The checksum of a call's arguments (see the top of this file). */
+/* The checksum of a call's arguments (see the top of this file). libxxhash
+ * has a run-time dispatcher on x86-64 only; elsewhere its one build. */
 static uint64_t args_sum(const void *p, size_t len)
 {
+#if defined(__x86_64__)
 	return XXH3_64bits_dispatch(p, len);
+#else
+	return XXH3_64bits(p, len);
+#endif
 }
 
 struct ent {
